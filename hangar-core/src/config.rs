@@ -1,0 +1,429 @@
+//! The YAML config: its model, defaults and validation.
+//!
+//! Keys and defaults follow `shared/surfaces.md` (and so the Python `mcp-hangar`), so a config
+//! written for it with the keys both share loads unchanged. Every error names the file, the key's
+//! path and what was expected.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// A loaded, validated config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub tool_access: ToolAccess,
+    /// Defaults for every server's recovery; a server may override any key.
+    #[serde(default)]
+    pub recovery: Recovery,
+    /// In config order, which is the order every surface lists them in.
+    #[serde(default, alias = "providers")]
+    pub mcp_servers: IndexMap<String, ServerConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAccess {
+    #[serde(default)]
+    pub mode: ToolAccessMode,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolAccessMode {
+    /// Only the `hangar_*` tools are served at `/mcp`.
+    #[default]
+    Egress,
+    /// The upstreams' own tools are served too.
+    FrontDoor,
+}
+
+/// Restart policy after a degradation. Every key optional so a server can override a few.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recovery {
+    pub max_retries: Option<u32>,
+    pub initial_backoff_s: Option<f64>,
+    pub backoff_multiplier: Option<f64>,
+    pub max_backoff_s: Option<f64>,
+}
+
+/// A recovery policy with every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecoveryPolicy {
+    pub max_retries: u32,
+    pub initial_backoff: Duration,
+    pub backoff_multiplier: f64,
+    pub max_backoff: Duration,
+}
+
+impl Recovery {
+    /// `self` over `defaults` over the built-in defaults.
+    pub fn resolve(&self, defaults: &Recovery) -> RecoveryPolicy {
+        let secs = |v: Option<f64>, d: Option<f64>, builtin: f64| Duration::from_secs_f64(v.or(d).unwrap_or(builtin));
+        RecoveryPolicy {
+            max_retries: self.max_retries.or(defaults.max_retries).unwrap_or(3),
+            initial_backoff: secs(self.initial_backoff_s, defaults.initial_backoff_s, 5.0),
+            backoff_multiplier: self.backoff_multiplier.or(defaults.backoff_multiplier).unwrap_or(2.0),
+            max_backoff: secs(self.max_backoff_s, defaults.max_backoff_s, 60.0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A stdio child.
+    #[default]
+    Subprocess,
+    /// A managed child serving MCP over HTTP at `endpoint`.
+    Http,
+    /// Not spawned: only the endpoint.
+    Remote,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Subprocess => "subprocess",
+            Mode::Http => "http",
+            Mode::Remote => "remote",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    #[serde(default)]
+    pub mode: Mode,
+    /// Program and arguments; never a shell string.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Extra environment for the child. Values are secrets as far as logs are concerned.
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    pub endpoint: Option<String>,
+    /// Free text for operators; shown in `meta`.
+    pub description: Option<String>,
+    #[serde(default = "defaults::max_consecutive_failures")]
+    pub max_consecutive_failures: u32,
+    #[serde(default = "defaults::health_check_interval_s")]
+    pub health_check_interval_s: f64,
+    #[serde(default = "defaults::probe_timeout_s")]
+    pub probe_timeout_s: f64,
+    #[serde(default = "defaults::handshake_timeout_s")]
+    pub handshake_timeout_s: f64,
+    /// 0 keeps a ready server running however long it is unused.
+    #[serde(default = "defaults::idle_ttl_s")]
+    pub idle_ttl_s: f64,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    #[serde(default)]
+    pub recovery: Recovery,
+}
+
+mod defaults {
+    pub fn max_consecutive_failures() -> u32 {
+        3
+    }
+    pub fn health_check_interval_s() -> f64 {
+        60.0
+    }
+    pub fn probe_timeout_s() -> f64 {
+        5.0
+    }
+    pub fn handshake_timeout_s() -> f64 {
+        10.0
+    }
+    pub fn idle_ttl_s() -> f64 {
+        300.0
+    }
+}
+
+impl ServerConfig {
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.handshake_timeout_s)
+    }
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.probe_timeout_s)
+    }
+    pub fn health_check_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.health_check_interval_s)
+    }
+    /// `None` when idle stop is off.
+    pub fn idle_ttl(&self) -> Option<Duration> {
+        (self.idle_ttl_s > 0.0).then(|| Duration::from_secs_f64(self.idle_ttl_s))
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub enforcement_mode: EnforcementMode,
+    #[serde(default)]
+    pub tools: ToolCapabilities,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCapabilities {
+    /// `None`: any tool is allowed.
+    pub expected_tools: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnforcementMode {
+    /// Refuse to serve a server with tools outside `expected_tools`.
+    #[default]
+    Block,
+    /// Keep serving, and record the violation.
+    Alert,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read the config: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {key}: {message}")]
+    Invalid { path: PathBuf, key: String, message: String },
+}
+
+impl Config {
+    /// Reads, parses and validates the config at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Config::parse(&text).map_err(|e| ConfigError::Invalid { path: path.to_owned(), key: e.key, message: e.message })
+    }
+
+    /// Parses and validates YAML text.
+    pub fn parse(text: &str) -> Result<Config, KeyError> {
+        let config: Config = if text.trim().is_empty() {
+            // An empty file is a hangar with no servers, not a parse error.
+            Config { tool_access: ToolAccess::default(), recovery: Recovery::default(), mcp_servers: IndexMap::new() }
+        } else {
+            let deserializer = serde_norway::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(deserializer).map_err(|err| {
+                let key = err.path().to_string();
+                KeyError {
+                    key: if key == "." { "(top level)".into() } else { key },
+                    message: err.into_inner().to_string(),
+                }
+            })?
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), KeyError> {
+        check_recovery("recovery", &self.recovery)?;
+        for (name, server) in &self.mcp_servers {
+            let at = |key: &str| format!("mcp_servers.{name}.{key}");
+            if !valid_server_id(name) {
+                return Err(KeyError {
+                    key: format!("mcp_servers.{name}"),
+                    message: "a server id is 1 to 64 characters of letters, digits, '_', '-' and '.', starting with a letter or digit".into(),
+                });
+            }
+            match server.mode {
+                Mode::Subprocess => {
+                    if server.command.is_empty() || server.command[0].is_empty() {
+                        return Err(KeyError {
+                            key: at("command"),
+                            message: "a subprocess server needs `command`, a non-empty list: [program, arg, ...]"
+                                .into(),
+                        });
+                    }
+                    if server.endpoint.is_some() {
+                        return Err(KeyError {
+                            key: at("endpoint"),
+                            message: "`endpoint` belongs to `mode: http` or `mode: remote`, not `subprocess`".into(),
+                        });
+                    }
+                }
+                Mode::Http | Mode::Remote => {
+                    return Err(KeyError {
+                        key: at("mode"),
+                        message: format!(
+                            "`mode: {}` is not supported by this build yet; use `mode: subprocess`",
+                            server.mode.as_str()
+                        ),
+                    });
+                }
+            }
+            for key in server.env.keys() {
+                if key.is_empty() || key.contains('=') || key.contains('\0') {
+                    return Err(KeyError {
+                        key: at("env"),
+                        message: format!("`{key}` is not a valid environment variable name"),
+                    });
+                }
+            }
+            positive(&at("health_check_interval_s"), server.health_check_interval_s)?;
+            positive(&at("probe_timeout_s"), server.probe_timeout_s)?;
+            positive(&at("handshake_timeout_s"), server.handshake_timeout_s)?;
+            if !(server.idle_ttl_s.is_finite() && server.idle_ttl_s >= 0.0) {
+                return Err(KeyError {
+                    key: at("idle_ttl_s"),
+                    message: "expected seconds, 0 or more (0 turns idle stop off)".into(),
+                });
+            }
+            if server.max_consecutive_failures == 0 {
+                return Err(KeyError {
+                    key: at("max_consecutive_failures"),
+                    message: "expected a whole number, 1 or more".into(),
+                });
+            }
+            check_recovery(&at("recovery"), &server.recovery)?;
+        }
+        Ok(())
+    }
+}
+
+/// A problem at one key of the config.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct KeyError {
+    /// Dotted path of the key, e.g. `mcp_servers.math.command`.
+    pub key: String,
+    pub message: String,
+}
+
+fn positive(key: &str, value: f64) -> Result<(), KeyError> {
+    // A duration beyond a year is a typo, and Duration::from_secs_f64 would panic on overflow.
+    if value.is_finite() && value > 0.0 && value <= 31_536_000.0 {
+        Ok(())
+    } else {
+        Err(KeyError {
+            key: key.into(),
+            message: format!("expected seconds greater than 0 (fractions allowed), got {value}"),
+        })
+    }
+}
+
+fn check_recovery(at: &str, recovery: &Recovery) -> Result<(), KeyError> {
+    if let Some(v) = recovery.initial_backoff_s {
+        positive(&format!("{at}.initial_backoff_s"), v)?;
+    }
+    if let Some(v) = recovery.max_backoff_s {
+        positive(&format!("{at}.max_backoff_s"), v)?;
+    }
+    if let Some(v) = recovery.backoff_multiplier
+        && !(v.is_finite() && (1.0..=100.0).contains(&v))
+    {
+        return Err(KeyError {
+            key: format!("{at}.backoff_multiplier"),
+            message: format!("expected a number from 1 to 100, got {v}"),
+        });
+    }
+    Ok(())
+}
+
+fn valid_server_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    id.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+tool_access: {mode: egress}
+recovery:
+  max_retries: 3
+  initial_backoff_s: 5
+  backoff_multiplier: 2
+  max_backoff_s: 60
+mcp_servers:
+  math:
+    mode: subprocess
+    command: [hangar-upstream-fake, --tools, add]
+    env: {LOG_LEVEL: info}
+    max_consecutive_failures: 3
+    health_check_interval_s: 0.5
+    probe_timeout_s: 5
+    handshake_timeout_s: 10
+    idle_ttl_s: 300
+    capabilities:
+      enforcement_mode: block
+      tools: {expected_tools: [add]}
+  echo:
+    command: [hangar-upstream-fake]
+    recovery: {max_retries: 1}
+"#;
+
+    #[test]
+    fn loads_the_documented_shape_in_order() {
+        let config = Config::parse(EXAMPLE).unwrap();
+        let ids: Vec<_> = config.mcp_servers.keys().cloned().collect();
+        assert_eq!(ids, ["math", "echo"]);
+        let math = &config.mcp_servers["math"];
+        assert_eq!(math.command, ["hangar-upstream-fake", "--tools", "add"]);
+        assert_eq!(math.health_check_interval(), Duration::from_millis(500));
+        assert_eq!(math.capabilities.tools.expected_tools.as_deref(), Some(&["add".to_string()][..]));
+        let echo = &config.mcp_servers["echo"];
+        assert_eq!(echo.mode, Mode::Subprocess);
+        assert_eq!(echo.idle_ttl(), Some(Duration::from_secs(300)));
+        let policy = echo.recovery.resolve(&config.recovery);
+        assert_eq!(policy.max_retries, 1);
+        assert_eq!(policy.initial_backoff, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn unknown_key_names_its_path() {
+        let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    comand: [y]\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math.comand");
+        assert!(err.message.contains("unknown field `comand`"), "{}", err.message);
+        assert!(err.message.contains("line 4"), "says where: {}", err.message);
+    }
+
+    #[test]
+    fn bad_value_names_its_path_and_expectation() {
+        let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    idle_ttl_s: soon\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math.idle_ttl_s");
+        assert!(err.message.contains("invalid type"), "{}", err.message);
+        let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    probe_timeout_s: -1\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math.probe_timeout_s");
+    }
+
+    #[test]
+    fn subprocess_needs_a_command() {
+        let err = Config::parse("mcp_servers:\n  math:\n    mode: subprocess\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math.command");
+    }
+
+    #[test]
+    fn command_must_be_a_list() {
+        let err = Config::parse("mcp_servers:\n  math:\n    command: python server.py\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math.command");
+    }
+
+    #[test]
+    fn rejects_ids_unfit_for_urls() {
+        let err = Config::parse("mcp_servers:\n  \"a/b\":\n    command: [x]\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.a/b");
+    }
+
+    #[test]
+    fn empty_file_is_an_empty_hangar() {
+        assert!(Config::parse("").unwrap().mcp_servers.is_empty());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for text in
+            ["[", "mcp_servers: 3", "\u{0}\u{1}", "mcp_servers:\n  x: {command: [a], health_check_interval_s: 1e400}"]
+        {
+            assert!(Config::parse(text).is_err(), "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The control-socket protocol: versioned, line-delimited JSON.
+//!
+//! A connection opens with a [`Hello`] each way. Then the client sends [`ClientFrame::Request`]s,
+//! each with its own `id`, and may have many in flight; the supervisor answers each with a
+//! [`ServerFrame::Reply`] carrying that id, in any order. After a `subscribe` request the
+//! supervisor also pushes [`ServerFrame::Event`]s. One JSON value per line; no frame is larger
+//! than [`MAX_FRAME_BYTES`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::lifecycle::{State, StopReason};
+use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
+
+/// Bumped on any change an older peer would misread.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A peer that sends a longer line is cut off: it is broken or hostile.
+pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// The most log lines one request may ask for.
+pub const MAX_LOG_LINES: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    /// `supervisor`, `api`, `prober`, ...: for the other side's logs.
+    pub role: String,
+    pub version: String,
+}
+
+impl Hello {
+    pub fn new(role: &str) -> Self {
+        Hello { protocol: PROTOCOL_VERSION, role: role.into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientFrame {
+    Hello(Hello),
+    Request { id: u64, op: Request },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Request {
+    List,
+    Get {
+        mcp_server: String,
+    },
+    Start {
+        mcp_server: String,
+    },
+    Stop {
+        mcp_server: String,
+    },
+    Tools {
+        mcp_server: String,
+    },
+    Logs {
+        mcp_server: String,
+        lines: usize,
+    },
+    /// `tools/call` on the upstream; starts a cold server first.
+    Call {
+        mcp_server: String,
+        tool: String,
+        arguments: Value,
+        timeout_ms: Option<u64>,
+    },
+    /// Push every state change on this connection from now on.
+    Subscribe,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerFrame {
+    Hello(Hello),
+    Reply { id: u64, outcome: Outcome },
+    Event(StateChange),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok(Reply),
+    Err(IpcError),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    Servers(Vec<ServerSummary>),
+    Server(Box<ServerDetails>),
+    Started(Started),
+    Stopped(Stopped),
+    Tools(Vec<ToolRecord>),
+    Logs(Vec<LogLine>),
+    /// The upstream's own `tools/call` result.
+    Called(Value),
+    Subscribed,
+}
+
+/// `POST /api/mcp_servers/{id}/start` and `hangar_start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Started {
+    pub mcp_server: String,
+    pub state: State,
+    pub tools: Vec<String>,
+}
+
+/// `POST /api/mcp_servers/{id}/stop` and `hangar_stop`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stopped {
+    pub stopped: String,
+    pub reason: StopReason,
+}
+
+/// A failure, in the hangar's own words: never an upstream's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct IpcError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(default)]
+    pub details: Option<Value>,
+}
+
+impl IpcError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        IpcError { kind, message: message.into(), details: None }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn not_found(mcp_server: &str) -> Self {
+        IpcError::new(ErrorKind::NotFound, format!("no MCP server with id `{mcp_server}` is configured"))
+    }
+}
+
+/// What went wrong, as a type every surface maps the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NotFound,
+    InvalidArgument,
+    /// The server did not come up: its process exited or its handshake failed.
+    StartFailed,
+    /// A dead server's backoff has not passed yet.
+    RetryLater,
+    CapabilityBlocked,
+    Timeout,
+    /// The upstream answered with a JSON-RPC error.
+    UpstreamError,
+    /// The upstream's process exited or its pipe broke during the call.
+    UpstreamDied,
+    /// The server was stopped while the request waited.
+    Stopped,
+    ShuttingDown,
+    SupervisorUnavailable,
+    ProtocolMismatch,
+    Internal,
+}
+
+impl ErrorKind {
+    /// The `error_type` on MCP surfaces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::StartFailed => "start_failed",
+            ErrorKind::RetryLater => "retry_later",
+            ErrorKind::CapabilityBlocked => "capability_blocked",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::UpstreamError => "upstream_error",
+            ErrorKind::UpstreamDied => "upstream_died",
+            ErrorKind::Stopped => "stopped",
+            ErrorKind::ShuttingDown => "shutting_down",
+            ErrorKind::SupervisorUnavailable => "supervisor_unavailable",
+            ErrorKind::ProtocolMismatch => "protocol_mismatch",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    /// The `error.code` of the REST envelope.
+    pub fn rest_code(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "McpServerNotFound",
+            ErrorKind::InvalidArgument => "InvalidArgument",
+            ErrorKind::StartFailed => "StartFailed",
+            ErrorKind::RetryLater => "RetryLater",
+            ErrorKind::CapabilityBlocked => "CapabilityBlocked",
+            ErrorKind::Timeout => "UpstreamTimeout",
+            ErrorKind::UpstreamError => "UpstreamError",
+            ErrorKind::UpstreamDied => "UpstreamDied",
+            ErrorKind::Stopped => "McpServerStopped",
+            ErrorKind::ShuttingDown => "ShuttingDown",
+            ErrorKind::SupervisorUnavailable => "SupervisorUnavailable",
+            ErrorKind::ProtocolMismatch => "ProtocolMismatch",
+            ErrorKind::Internal => "InternalError",
+        }
+    }
+
+    /// The HTTP status of the REST envelope.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::NotFound => 404,
+            ErrorKind::InvalidArgument => 400,
+            ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped => 409,
+            ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
+            ErrorKind::Timeout => 504,
+            ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,
+            ErrorKind::Internal => 500,
+        }
+    }
+}
+
+/// One frame as a line, newline included.
+pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
+    // Serializing these types cannot fail: every map key is a string.
+    let mut line = serde_json::to_vec(frame).unwrap_or_else(|_| b"{}".to_vec());
+    line.push(b'\n');
+    line
+}
+
+/// A frame from one line (with or without its newline).
+pub fn decode<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_as_single_lines() {
+        let frames = [
+            ClientFrame::Hello(Hello::new("api")),
+            ClientFrame::Request { id: 7, op: Request::List },
+            ClientFrame::Request {
+                id: 8,
+                op: Request::Call {
+                    mcp_server: "math".into(),
+                    tool: "add".into(),
+                    arguments: serde_json::json!({"a": "x\ny"}),
+                    timeout_ms: Some(5),
+                },
+            },
+        ];
+        for frame in frames {
+            let line = encode(&frame);
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "exactly one newline, at the end");
+            assert_eq!(decode::<ClientFrame>(&line).unwrap(), frame);
+        }
+    }
+
+    #[test]
+    fn wire_shape_is_stable() {
+        let line = encode(&ClientFrame::Request { id: 1, op: Request::Get { mcp_server: "m".into() } });
+        assert_eq!(
+            std::str::from_utf8(&line).unwrap(),
+            "{\"request\":{\"id\":1,\"op\":{\"get\":{\"mcp_server\":\"m\"}}}}\n"
+        );
+        let reply = encode(&ServerFrame::Reply { id: 1, outcome: Outcome::Err(IpcError::not_found("m")) });
+        let value: Value = serde_json::from_slice(&reply).unwrap();
+        assert_eq!(value["reply"]["outcome"]["err"]["kind"], "not_found");
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        for line in [
+            &b"not json"[..],
+            b"{\"request\":{\"id\":-1,\"op\":\"list\"}}",
+            b"{\"request\":{\"id\":1,\"op\":\"explode\"}}",
+            b"[]",
+        ] {
+            assert!(decode::<ClientFrame>(line).is_err());
+        }
+    }
+
+    #[test]
+    fn every_kind_maps_to_a_client_or_server_error_status() {
+        for kind in [ErrorKind::NotFound, ErrorKind::RetryLater, ErrorKind::Timeout, ErrorKind::SupervisorUnavailable] {
+            assert!((400..600).contains(&kind.http_status()));
+        }
+        assert_eq!(ErrorKind::NotFound.rest_code(), "McpServerNotFound");
+    }
+}

@@ -1,0 +1,20 @@
+//! What every hangar process shares.
+//!
+//! - [`config`]: the YAML config model and its validation.
+//! - [`lifecycle`]: the pure server state machine and its dead reasons.
+//! - [`record`]: the records every read surface renders (rendered here, once).
+//! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
+//! - [`jsonrpc`]: JSON-RPC id remapping for many callers sharing one pipe.
+//! - [`paths`]: where the control socket lives by default.
+//!
+//! Architecture invariant: this crate does no I/O beyond reading the config file, spawns nothing
+//! and knows nothing of tokio; everything in it is testable without processes.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod ipc;
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod paths;
+pub mod record;
+pub mod time;

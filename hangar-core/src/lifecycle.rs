@@ -1,0 +1,354 @@
+//! The server lifecycle: a pure state machine with dead reasons.
+//!
+//! ```text
+//! cold         -> initializing                 start (explicit, or lazily by the first call)
+//! initializing -> ready | dead | degraded      handshake done / start failed / failures reached the threshold
+//! ready        -> cold                         stop, or idle longer than idle_ttl_s
+//! ready        -> dead (crashed)               the process exited or the pipe broke
+//! ready        -> degraded                     max_consecutive_failures health checks failed in a row
+//! degraded     -> initializing                 a recovery restart (backoff)
+//! degraded     -> dead (given_up)              the recovery budget is spent
+//! dead         -> initializing                 an explicit start; or a call once retry_allowed_at has passed
+//! ```
+//!
+//! Nothing here does I/O or reads a clock: callers pass `now`, so every rule is unit-tested.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    Cold,
+    Initializing,
+    Ready,
+    Degraded,
+    Dead,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Cold => "cold",
+            State::Initializing => "initializing",
+            State::Ready => "ready",
+            State::Degraded => "degraded",
+            State::Dead => "dead",
+        }
+    }
+
+    /// The value of the per-server state gauge in `/metrics`.
+    pub fn gauge(self) -> u8 {
+        self as u8
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadReason {
+    /// Recovery restarts after a degradation all failed.
+    GivenUp,
+    /// A ready server's process exited or its pipe broke.
+    Crashed,
+    /// The process exited, or did not complete the handshake, during a start.
+    StartFailed,
+    /// It serves a tool outside `expected_tools` in block mode.
+    CapabilityBlocked,
+}
+
+impl DeadReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeadReason::GivenUp => "given_up",
+            DeadReason::Crashed => "crashed",
+            DeadReason::StartFailed => "start_failed",
+            DeadReason::CapabilityBlocked => "capability_blocked",
+        }
+    }
+
+    /// How a server dead for this reason comes back.
+    pub fn revived_by(self) -> RevivedBy {
+        match self {
+            DeadReason::CapabilityBlocked => RevivedBy::Start,
+            _ => RevivedBy::CallOrStart,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevivedBy {
+    Start,
+    CallOrStart,
+}
+
+impl RevivedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevivedBy::Start => "start",
+            RevivedBy::CallOrStart => "call_or_start",
+        }
+    }
+}
+
+/// Why and since when a server is dead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dead {
+    pub reason: DeadReason,
+    pub since: SystemTime,
+    /// `None` where no backoff applies; always `None` for `capability_blocked`.
+    pub retry_allowed_at: Option<SystemTime>,
+}
+
+impl Dead {
+    /// Whether a call (not an explicit start) may bring the server back at `now`.
+    pub fn call_may_revive(&self, now: SystemTime) -> bool {
+        self.reason.revived_by() == RevivedBy::CallOrStart && self.retry_allowed_at.is_none_or(|at| now >= at)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    UserRequest,
+    Idle,
+    Shutdown,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::UserRequest => "user_request",
+            StopReason::Idle => "idle",
+            StopReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// Something that happened to a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// An explicit start, a lazy start by a call, or a recovery restart.
+    Start,
+    /// The handshake and tool listing completed.
+    HandshakeDone,
+    /// The process exited or its handshake failed during a start.
+    StartFailed {
+        retry_allowed_at: Option<SystemTime>,
+    },
+    /// The process exited or its pipe broke.
+    Exited {
+        retry_allowed_at: Option<SystemTime>,
+    },
+    /// Health checks failed `max_consecutive_failures` times in a row.
+    ThresholdReached,
+    /// The recovery budget is spent.
+    GaveUp {
+        retry_allowed_at: Option<SystemTime>,
+    },
+    /// It serves a tool outside its expected tools, in block mode.
+    CapabilityBlocked,
+    Stop(StopReason),
+}
+
+/// A transition that the state machine does not allow.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("a {state} server cannot take `{event}`")]
+pub struct Refused {
+    pub state: &'static str,
+    pub event: &'static str,
+}
+
+/// The lifecycle of one server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lifecycle {
+    state: State,
+    dead: Option<Dead>,
+}
+
+impl Default for Lifecycle {
+    fn default() -> Self {
+        Lifecycle { state: State::Cold, dead: None }
+    }
+}
+
+impl Lifecycle {
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Set exactly when the state is `dead`.
+    pub fn dead(&self) -> Option<&Dead> {
+        self.dead.as_ref()
+    }
+
+    /// Applies `event` at `now`; returns the state it left, or refuses without changing anything.
+    pub fn apply(&mut self, event: Event, now: SystemTime) -> Result<State, Refused> {
+        let from = self.state;
+        let (to, dead) = match (from, &event) {
+            (State::Cold | State::Degraded | State::Dead, Event::Start) => (State::Initializing, None),
+            (State::Initializing, Event::HandshakeDone) => (State::Ready, None),
+            (State::Initializing, Event::StartFailed { retry_allowed_at } | Event::Exited { retry_allowed_at }) => {
+                (State::Dead, Some((DeadReason::StartFailed, *retry_allowed_at)))
+            }
+            (State::Initializing | State::Ready, Event::CapabilityBlocked) => {
+                (State::Dead, Some((DeadReason::CapabilityBlocked, None)))
+            }
+            (State::Initializing | State::Ready, Event::ThresholdReached) => (State::Degraded, None),
+            (State::Ready, Event::Exited { retry_allowed_at }) => {
+                (State::Dead, Some((DeadReason::Crashed, *retry_allowed_at)))
+            }
+            (State::Degraded, Event::GaveUp { retry_allowed_at }) => {
+                (State::Dead, Some((DeadReason::GivenUp, *retry_allowed_at)))
+            }
+            // A degraded server's process may die while it waits for recovery; recovery still owns it.
+            (State::Degraded, Event::Exited { .. }) => (State::Degraded, None),
+            (State::Initializing | State::Ready | State::Degraded, Event::Stop(_)) => (State::Cold, None),
+            _ => {
+                return Err(Refused { state: from.as_str(), event: event.name() });
+            }
+        };
+        self.state = to;
+        self.dead = dead.map(|(reason, retry_allowed_at)| Dead {
+            reason,
+            since: now,
+            // capability_blocked is revived only by an explicit start: no backoff applies.
+            retry_allowed_at: if reason == DeadReason::CapabilityBlocked { None } else { retry_allowed_at },
+        });
+        Ok(from)
+    }
+}
+
+impl Event {
+    fn name(&self) -> &'static str {
+        match self {
+            Event::Start => "start",
+            Event::HandshakeDone => "handshake_done",
+            Event::StartFailed { .. } => "start_failed",
+            Event::Exited { .. } => "exited",
+            Event::ThresholdReached => "threshold_reached",
+            Event::GaveUp { .. } => "gave_up",
+            Event::CapabilityBlocked => "capability_blocked",
+            Event::Stop(_) => "stop",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn t(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)
+    }
+
+    fn ready() -> Lifecycle {
+        let mut l = Lifecycle::default();
+        l.apply(Event::Start, t(0)).unwrap();
+        l.apply(Event::HandshakeDone, t(1)).unwrap();
+        l
+    }
+
+    #[test]
+    fn starts_cold_and_comes_up() {
+        let mut l = Lifecycle::default();
+        assert_eq!(l.state(), State::Cold);
+        assert_eq!(l.apply(Event::Start, t(0)), Ok(State::Cold));
+        assert_eq!(l.state(), State::Initializing);
+        assert_eq!(l.apply(Event::HandshakeDone, t(1)), Ok(State::Initializing));
+        assert_eq!(l.state(), State::Ready);
+        assert!(l.dead().is_none());
+    }
+
+    #[test]
+    fn exit_during_start_is_start_failed_and_after_is_crashed() {
+        let mut l = Lifecycle::default();
+        l.apply(Event::Start, t(0)).unwrap();
+        l.apply(Event::Exited { retry_allowed_at: None }, t(2)).unwrap();
+        let dead = l.dead().unwrap();
+        assert_eq!((l.state(), dead.reason, dead.since), (State::Dead, DeadReason::StartFailed, t(2)));
+
+        let mut l = ready();
+        l.apply(Event::Exited { retry_allowed_at: Some(t(9)) }, t(3)).unwrap();
+        let dead = l.dead().unwrap();
+        assert_eq!((dead.reason, dead.since, dead.retry_allowed_at), (DeadReason::Crashed, t(3), Some(t(9))));
+    }
+
+    #[test]
+    fn degraded_then_given_up_or_recovered() {
+        let mut l = ready();
+        l.apply(Event::ThresholdReached, t(5)).unwrap();
+        assert_eq!(l.state(), State::Degraded);
+        l.apply(Event::Exited { retry_allowed_at: None }, t(6)).unwrap();
+        assert_eq!(l.state(), State::Degraded, "recovery owns a degraded server whose process died");
+        l.apply(Event::GaveUp { retry_allowed_at: Some(t(20)) }, t(7)).unwrap();
+        assert_eq!(l.dead().unwrap().reason, DeadReason::GivenUp);
+
+        let mut l = ready();
+        l.apply(Event::ThresholdReached, t(5)).unwrap();
+        l.apply(Event::Start, t(6)).unwrap();
+        l.apply(Event::HandshakeDone, t(7)).unwrap();
+        assert_eq!(l.state(), State::Ready);
+    }
+
+    #[test]
+    fn capability_blocked_has_no_backoff_and_needs_a_start() {
+        let mut l = ready();
+        l.apply(Event::CapabilityBlocked, t(4)).unwrap();
+        let dead = l.dead().unwrap().clone();
+        assert_eq!(dead.reason, DeadReason::CapabilityBlocked);
+        assert_eq!(dead.retry_allowed_at, None);
+        assert_eq!(dead.reason.revived_by(), RevivedBy::Start);
+        assert!(!dead.call_may_revive(t(1000)));
+        l.apply(Event::Start, t(5)).unwrap();
+        assert_eq!(l.state(), State::Initializing);
+        assert!(l.dead().is_none());
+    }
+
+    #[test]
+    fn a_call_revives_only_after_the_backoff() {
+        let dead = Dead { reason: DeadReason::Crashed, since: t(0), retry_allowed_at: Some(t(10)) };
+        assert!(!dead.call_may_revive(t(9)));
+        assert!(dead.call_may_revive(t(10)));
+        let no_backoff = Dead { retry_allowed_at: None, ..dead };
+        assert!(no_backoff.call_may_revive(t(0)));
+    }
+
+    #[test]
+    fn stop_returns_to_cold_and_illegal_moves_change_nothing() {
+        let mut l = ready();
+        l.apply(Event::Stop(StopReason::Idle), t(9)).unwrap();
+        assert_eq!(l.state(), State::Cold);
+
+        let mut cold = Lifecycle::default();
+        let before = cold.clone();
+        assert_eq!(cold.apply(Event::HandshakeDone, t(0)), Err(Refused { state: "cold", event: "handshake_done" }));
+        assert_eq!(cold.apply(Event::Exited { retry_allowed_at: None }, t(0)).map_err(|r| r.event), Err("exited"));
+        assert_eq!(cold, before);
+
+        let mut dead = ready();
+        dead.apply(Event::Exited { retry_allowed_at: None }, t(2)).unwrap();
+        assert!(
+            dead.apply(Event::Stop(StopReason::UserRequest), t(3)).is_err(),
+            "stopping keeps a dead server's reason"
+        );
+        assert!(dead.apply(Event::Start, t(3)).is_ok());
+    }
+
+    #[test]
+    fn every_state_refuses_handshake_done_unless_initializing() {
+        for state in [State::Cold, State::Ready, State::Degraded, State::Dead] {
+            let mut l = Lifecycle { state, dead: None };
+            assert!(l.apply(Event::HandshakeDone, t(0)).is_err(), "{state:?}");
+        }
+    }
+
+    #[test]
+    fn gauge_values_follow_the_documented_order() {
+        let gauges: Vec<u8> =
+            [State::Cold, State::Initializing, State::Ready, State::Degraded, State::Dead].map(State::gauge).to_vec();
+        assert_eq!(gauges, [0, 1, 2, 3, 4]);
+    }
+}

@@ -1,0 +1,261 @@
+//! The records every read surface shows, rendered here and nowhere else.
+//!
+//! The supervisor builds them from its state; the API serializes them unchanged on REST and MCP.
+//! So a server's `dead` object is byte-for-byte the same on every surface (invariant 1), and
+//! every string in them is the hangar's own words (invariant 2): no field is filled from what an
+//! upstream printed, except tool names, descriptions and schemas, which it declares.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::lifecycle::{Dead, State};
+use crate::time::rfc3339_millis;
+
+/// The `dead` object: `null`, or why and since when a server is dead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadRecord {
+    pub reason: String,
+    pub since: String,
+    pub retry_allowed_at: Option<String>,
+    pub revived_by: String,
+}
+
+impl From<&Dead> for DeadRecord {
+    fn from(dead: &Dead) -> Self {
+        DeadRecord {
+            reason: dead.reason.as_str().into(),
+            since: rfc3339_millis(dead.since),
+            retry_allowed_at: dead.retry_allowed_at.map(rfc3339_millis),
+            revived_by: dead.reason.revived_by().as_str().into(),
+        }
+    }
+}
+
+impl DeadRecord {
+    /// The `note` of a dead server in `hangar_status`: `Failed (<reason>): <how it is revived>`.
+    pub fn note(&self) -> String {
+        let how = match (self.revived_by.as_str(), &self.retry_allowed_at) {
+            ("start", _) => "revived only by an explicit start".to_string(),
+            (_, Some(at)) => format!("a call after {at}, or an explicit start, revives it"),
+            (_, None) => "the next call, or an explicit start, revives it".to_string(),
+        };
+        format!("Failed ({}): {how}", self.reason)
+    }
+}
+
+/// A tool as an upstream declares it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+}
+
+/// A tool with the digest of its declaration, so drift is easy to spot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRecord {
+    #[serde(flatten)]
+    pub tool: ToolInfo,
+    pub digest: String,
+}
+
+/// Counters a server accumulates while it runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub consecutive_failures: u32,
+    pub total_invocations: u64,
+    pub total_failures: u64,
+    pub last_check_at: Option<String>,
+    pub last_success_at: Option<String>,
+}
+
+/// One line of `GET /api/mcp_servers` and `hangar_list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub mcp_server_id: String,
+    pub state: State,
+    pub mode: String,
+    pub alive: bool,
+    pub tools_count: usize,
+    pub health_status: String,
+    pub dead: Option<DeadRecord>,
+}
+
+/// Facts about the running process and its protocol, in the hangar's words.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub pid: Option<u32>,
+    pub started_at: Option<String>,
+    /// `modern` (2026-07-28) or `legacy`, once a handshake has told.
+    pub protocol_era: Option<String>,
+    pub protocol_version: Option<String>,
+    /// The program only: arguments and environment may carry secrets.
+    pub program: String,
+    pub description: Option<String>,
+    pub idle_ttl_s: f64,
+    pub health_check_interval_s: f64,
+    pub restarts: u64,
+}
+
+/// `GET /api/mcp_servers/{id}` and `hangar_details`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerDetails {
+    pub mcp_server_id: String,
+    pub state: State,
+    pub mode: String,
+    pub alive: bool,
+    pub tools: Vec<ToolInfo>,
+    pub health: Health,
+    pub meta: Meta,
+    pub dead: Option<DeadRecord>,
+}
+
+/// One entry of `hangar_status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusEntry {
+    pub id: String,
+    pub indicator: String,
+    pub state: State,
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub dead: Option<DeadRecord>,
+}
+
+impl From<&ServerSummary> for StatusEntry {
+    fn from(s: &ServerSummary) -> Self {
+        let note = match (&s.dead, s.state) {
+            (Some(dead), _) => Some(dead.note()),
+            (None, State::Cold) => Some("Starts on first use".into()),
+            (None, State::Degraded) => Some("Health checks failing; recovery restarts pending".into()),
+            _ => None,
+        };
+        StatusEntry {
+            id: s.mcp_server_id.clone(),
+            indicator: format!("[{}]", s.state.as_str().to_uppercase()),
+            state: s.state,
+            mode: s.mode.clone(),
+            note,
+            dead: s.dead.clone(),
+        }
+    }
+}
+
+/// Counts by state, for `hangar_status` and `hangar_health`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateCounts {
+    pub total: usize,
+    pub cold: usize,
+    pub initializing: usize,
+    pub ready: usize,
+    pub degraded: usize,
+    pub dead: usize,
+}
+
+impl StateCounts {
+    pub fn of<'a>(servers: impl IntoIterator<Item = &'a ServerSummary>) -> Self {
+        let mut c = StateCounts::default();
+        for s in servers {
+            c.total += 1;
+            *match s.state {
+                State::Cold => &mut c.cold,
+                State::Initializing => &mut c.initializing,
+                State::Ready => &mut c.ready,
+                State::Degraded => &mut c.degraded,
+                State::Dead => &mut c.dead,
+            } += 1;
+        }
+        c
+    }
+}
+
+/// One line of an upstream's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub mcp_server_id: String,
+    /// `stderr`; `stdout` for lines on stdout that are not protocol messages.
+    pub stream: String,
+    pub content: String,
+    pub recorded_at: String,
+}
+
+/// A state change, as the control socket streams it to subscribers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateChange {
+    pub mcp_server_id: String,
+    pub from: State,
+    pub to: State,
+    pub at: String,
+    pub dead: Option<DeadRecord>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::DeadReason;
+    use std::time::{Duration, SystemTime};
+
+    fn at(ms: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn dead_record_has_the_documented_shape() {
+        let dead = Dead {
+            reason: DeadReason::GivenUp,
+            since: at(1_764_458_423_427),
+            retry_allowed_at: Some(at(1_764_458_427_822)),
+        };
+        let json = serde_json::to_string(&DeadRecord::from(&dead)).unwrap();
+        assert_eq!(
+            json,
+            r#"{"reason":"given_up","since":"2025-11-29T23:20:23.427Z","retry_allowed_at":"2025-11-29T23:20:27.822Z","revived_by":"call_or_start"}"#
+        );
+    }
+
+    #[test]
+    fn capability_blocked_is_revived_by_start() {
+        let dead = Dead { reason: DeadReason::CapabilityBlocked, since: at(0), retry_allowed_at: None };
+        let record = DeadRecord::from(&dead);
+        assert_eq!((record.revived_by.as_str(), record.retry_allowed_at.as_deref()), ("start", None));
+        assert_eq!(record.note(), "Failed (capability_blocked): revived only by an explicit start");
+    }
+
+    #[test]
+    fn status_entry_carries_the_same_dead_object_and_a_note_naming_the_reason() {
+        let dead = DeadRecord::from(&Dead { reason: DeadReason::Crashed, since: at(5), retry_allowed_at: None });
+        let summary = ServerSummary {
+            mcp_server_id: "math".into(),
+            state: State::Dead,
+            mode: "subprocess".into(),
+            alive: false,
+            tools_count: 0,
+            health_status: "unhealthy".into(),
+            dead: Some(dead.clone()),
+        };
+        let entry = StatusEntry::from(&summary);
+        assert_eq!(entry.indicator, "[DEAD]");
+        assert_eq!(entry.dead.as_ref(), Some(&dead));
+        assert!(entry.note.unwrap().starts_with("Failed (crashed): "));
+        assert_eq!(StateCounts::of([&summary]).dead, 1);
+    }
+
+    #[test]
+    fn tool_record_flattens_its_declaration() {
+        let record = ToolRecord {
+            tool: ToolInfo {
+                name: "add".into(),
+                description: Some("Adds".into()),
+                input_schema: serde_json::json!({"type": "object"}),
+            },
+            digest: "sha256:00".into(),
+        };
+        let value = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"name": "add", "description": "Adds", "inputSchema": {"type": "object"}, "digest": "sha256:00"})
+        );
+    }
+}
