@@ -1,1 +1,176 @@
-fn main() {}
+//! `hangar-supervisor`: owns every upstream MCP server and serves the control socket.
+//!
+//! This file only parses arguments and wires the pieces together; see `ARCHITECTURE.md`.
+#![deny(unsafe_code)]
+
+mod control;
+mod guardian;
+mod hangar;
+mod helpers;
+mod lines;
+mod logs;
+mod server;
+mod shutdown;
+mod spawn;
+mod upstream;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use hangar_core::config::Config;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+use crate::helpers::{Helper, sibling, supervise};
+
+/// How long shutdown waits for children to stop before it kills them.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Runs the configured MCP servers and serves the hangar's control socket.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// The YAML config naming the MCP servers.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// The control socket [default: $RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR/hangar/supervisor.sock].
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// The address the API it starts listens on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000")]
+    listen: String,
+    /// Do not start an API instance (run `hangar-api` yourself, e.g. under systemd).
+    #[arg(long)]
+    no_api: bool,
+    /// Do not start the prober (run `hangar-prober` yourself).
+    #[arg(long)]
+    no_prober: bool,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value = "human")]
+    log_format: LogFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+/// sysexits(3)
+const EX_USAGE: u8 = 64;
+const EX_UNAVAILABLE: u8 = 69;
+const EX_SOFTWARE: u8 = 70;
+const EX_CONFIG: u8 = 78;
+
+fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == guardian::GUARDIAN_ARG) {
+        return guardian::run();
+    }
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            let usage_error = err.use_stderr();
+            let _ = err.print();
+            return if usage_error { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
+        }
+    };
+    init_logging(args.log_format);
+    let config = match Config::load(&args.config) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("hangar-supervisor: {err}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
+    // Before the runtime, so it is the main thread that forks it.
+    let guardian = match guardian::start() {
+        Ok(child) => Some(child),
+        Err(err) => {
+            tracing::warn!(%err, "no guardian: an upstream's own children may outlive a killed supervisor");
+            None
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("hangar-supervisor: cannot start the runtime: {err}");
+            return ExitCode::from(EX_SOFTWARE);
+        }
+    };
+    let code = runtime.block_on(run(args, config));
+    drop(runtime);
+    if let Some(mut guardian) = guardian {
+        // Every child is reaped: closing the pipe lets the guardian exit with nothing to kill.
+        guardian::close();
+        let _ = guardian.wait();
+    }
+    code
+}
+
+async fn run(args: Args, config: Config) -> ExitCode {
+    let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
+    let listener = match control::bind(&socket).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("hangar-supervisor: {err}");
+            return ExitCode::from(EX_UNAVAILABLE);
+        }
+    };
+    let (mut terminate, mut interrupt) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(t), Ok(i)) => (t, i),
+        _ => {
+            eprintln!("hangar-supervisor: cannot install signal handlers");
+            return ExitCode::from(EX_SOFTWARE);
+        }
+    };
+    let hangar = hangar::Hangar::new(&config);
+    let (stop_tx, stop) = watch::channel(false);
+    let control = tokio::spawn(control::serve(listener, hangar.clone(), stop.clone()));
+    tracing::info!(socket = %socket.display(), servers = hangar.len(), "supervisor ready");
+    println!("hangar-supervisor ready on {}", socket.display());
+
+    let mut helper_tasks = Vec::new();
+    let socket_arg = socket.clone().into_os_string();
+    if !args.no_prober {
+        let helper = Helper {
+            name: "prober",
+            program: sibling("hangar-prober"),
+            args: vec!["--socket".into(), socket_arg.clone()],
+        };
+        helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
+    }
+    if !args.no_api {
+        let helper = Helper {
+            name: "api",
+            program: sibling("hangar-api"),
+            args: vec!["--socket".into(), socket_arg.clone(), "--listen".into(), args.listen.clone().into()],
+        };
+        helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
+    }
+
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    // Stop taking work, stop helpers (so no API sends new calls), then every child in order.
+    let _ = stop_tx.send(true);
+    for task in helper_tasks {
+        let _ = task.await;
+    }
+    hangar.shutdown(SHUTDOWN_DEADLINE).await;
+    let _ = control.await;
+    let _ = std::fs::remove_file(&socket);
+    tracing::info!("supervisor stopped");
+    ExitCode::SUCCESS
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HANGAR_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

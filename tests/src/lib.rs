@@ -1,1 +1,292 @@
-//! The end-to-end harness.
+//! The end-to-end harness: start a real hangar from a YAML string, talk to it over REST and MCP
+//! exactly as a user would, keep every response body read, and kill any process on demand.
+//!
+//! Every wait is a bounded poll for a condition ([`poll`]); nothing sleeps blindly. Every port
+//! is chosen by the kernel (the API binds port 0 and prints the address it got), so two test
+//! runs never meet.
+#![forbid(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+pub use serde_json;
+
+/// The fake upstream's default sentinel: no read surface may ever repeat it.
+pub const SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
+
+/// The modern MCP revision.
+pub const MODERN: &str = "2026-07-28";
+
+/// A built binary of the workspace. The test command builds them all first (`scripts/test`).
+pub fn bin(name: &str) -> PathBuf {
+    // target/<profile>/deps/<this test> -> target/<profile>/<name>
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target directory");
+    let path = dir.join(name);
+    assert!(path.exists(), "{} is not built; run `cargo build --workspace --bins` (scripts/test does)", path.display());
+    path
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, or panics naming `what` after `limit`.
+pub fn poll<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a process exists (and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // The state letter follows the command name in parentheses.
+    stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z'))
+}
+
+/// SIGKILLs one process.
+pub fn sigkill(pid: u32) {
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+}
+
+/// Reads a pid file written by the fake (`--pid-file`), waiting for it to appear.
+pub fn read_pid(path: &Path) -> u32 {
+    poll(&format!("pid file {}", path.display()), Duration::from_secs(10), || {
+        std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok())
+    })
+}
+
+/// A response: status and parsed JSON body (`Value::Null` when the body is not JSON).
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A running hangar: supervisor, prober and API, on a temp socket and a kernel-chosen port.
+pub struct Hangar {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    supervisor: Child,
+    agent: ureq::Agent,
+    bodies: Arc<Mutex<Vec<String>>>,
+    exited: Option<ExitStatus>,
+}
+
+impl Hangar {
+    /// Starts a hangar on `yaml`, in which `{fake}` stands for the fake upstream's path and
+    /// `{dir}` for the test's temp directory. Returns once `/health/ready` answers 200.
+    pub fn start(yaml: &str) -> Hangar {
+        Hangar::start_with(yaml, &[])
+    }
+
+    pub fn start_with(yaml: &str, extra_args: &[&str]) -> Hangar {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("hangar.yaml");
+        let yaml = yaml
+            .replace("{fake}", &bin("hangar-upstream-fake").display().to_string())
+            .replace("{dir}", &dir.path().display().to_string());
+        std::fs::write(&config, yaml).expect("write config");
+        let socket = dir.path().join("supervisor.sock");
+        let log = std::fs::File::create(dir.path().join("hangar.log")).expect("log file");
+        let mut supervisor = Command::new(bin("hangar-supervisor"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--socket")
+            .arg(&socket)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra_args)
+            .env("HANGAR_LOG", "info,hangar=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("spawn hangar-supervisor");
+        // The API inherits the supervisor's stdout and prints the address it bound.
+        let stdout = supervisor.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("hangar-api listening on ") {
+                    let _ = tx.send(addr.trim().to_string());
+                }
+            }
+        });
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        let mut hangar =
+            Hangar { base: String::new(), dir, socket, supervisor, agent, bodies: Arc::default(), exited: None };
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(base) => hangar.base = base,
+            Err(_) => panic!("the API never said where it listens; log:\n{}", hangar.log()),
+        }
+        poll("/health/ready", Duration::from_secs(30), || (hangar.get("/health/ready").status == 200).then_some(()));
+        hangar
+    }
+
+    /// The supervisor's pid.
+    pub fn pid(&self) -> u32 {
+        self.supervisor.id()
+    }
+
+    /// A path inside the test's temp dir.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Everything the hangar's processes logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("hangar.log")).unwrap_or_default()
+    }
+
+    /// Every response body read through this harness so far.
+    pub fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().unwrap().clone()
+    }
+
+    /// Asserts that no body read so far contains `needle`.
+    pub fn assert_no_body_contains(&self, needle: &str) {
+        for body in self.bodies() {
+            assert!(!body.contains(needle), "a read surface leaked {needle:?}: {body}");
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.record(self.agent.get(&format!("{}{path}", self.base)).call())
+    }
+
+    pub fn post(&self, path: &str, body: Option<&Value>) -> Response {
+        let request = self.agent.post(&format!("{}{path}", self.base));
+        self.record(match body {
+            Some(body) => request.send_json(body),
+            None => request.send_empty(),
+        })
+    }
+
+    /// Sends raw bytes to `path` with the given headers.
+    pub fn post_raw(&self, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+        let mut request = self.agent.post(&format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.record(request.send(body))
+    }
+
+    /// A modern (2026-07-28) JSON-RPC request to `/mcp`, with every header it needs.
+    pub fn mcp(&self, method: &str, mut params: Value) -> Response {
+        if params.is_null() {
+            params = json!({});
+        }
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "hangar-tests", "version": "0"},
+        });
+        let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", method),
+        ];
+        if let Some(name) = &name {
+            headers.push(("Mcp-Name", name.as_str()));
+        }
+        self.post_raw("/mcp", &headers, body.to_string().as_bytes())
+    }
+
+    /// Calls a hangar tool over MCP; returns the tool result (`content`, `structuredContent`, `isError`).
+    pub fn tool(&self, name: &str, arguments: Value) -> Value {
+        let response = self.mcp("tools/call", json!({"name": name, "arguments": arguments}));
+        assert_eq!(response.status, 200, "tools/call {name}: {}", response.text);
+        let result = response.body.get("result").cloned();
+        result.unwrap_or_else(|| panic!("tools/call {name} answered no result: {}", response.text))
+    }
+
+    /// The `structuredContent` of a hangar tool that must succeed.
+    pub fn tool_ok(&self, name: &str, arguments: Value) -> Value {
+        let result = self.tool(name, arguments);
+        assert_eq!(result["isError"], json!(false), "{name} failed: {result}");
+        let structured = result["structuredContent"].clone();
+        // The text content carries the same JSON.
+        let text = result["content"][0]["text"].as_str().expect("text content");
+        assert_eq!(serde_json::from_str::<Value>(text).expect("text is JSON"), structured);
+        structured
+    }
+
+    /// `GET /api/mcp_servers/{id}` body, asserting 200.
+    pub fn details(&self, id: &str) -> Value {
+        let response = self.get(&format!("/api/mcp_servers/{id}"));
+        assert_eq!(response.status, 200, "{}", response.text);
+        response.body
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the supervisor to exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        if let Some(status) = self.exited {
+            return status;
+        }
+        let _ = kill(Pid::from_raw(self.supervisor.id() as i32), Signal::SIGTERM);
+        let status = poll("the supervisor to exit after SIGTERM", Duration::from_secs(30), || {
+            self.supervisor.try_wait().ok().flatten()
+        });
+        self.exited = Some(status);
+        status
+    }
+
+    fn record(&self, result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Response {
+        let mut response = result.unwrap_or_else(|err| panic!("HTTP request failed: {err}"));
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+            .collect();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        self.bodies.lock().unwrap().push(text.clone());
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Response { status, headers, body, text }
+    }
+}
+
+impl Drop for Hangar {
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            let _ = kill(Pid::from_raw(self.supervisor.id() as i32), Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.supervisor.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.supervisor.kill();
+            let _ = self.supervisor.wait();
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The control socket: where the API, the prober and operators' tools reach the supervisor.
+//!
+//! A filesystem socket created mode 0600. Each connection says hello, then sends requests that
+//! are answered concurrently, each reply tagged with its request's id. A malformed frame gets an
+//! error reply (id 0) and the connection goes on; a frame over the size limit ends it.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::ipc::{
+    self, ClientFrame, ErrorKind, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, Reply, Request,
+    ServerFrame,
+};
+use interprocess::local_socket::tokio::{Listener, Stream};
+use interprocess::local_socket::traits::tokio::{Listener as _, Stream as _};
+use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+use interprocess::os::unix::local_socket::ListenerOptionsExt;
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{ReadHalf, WriteHalf};
+use tokio::sync::{broadcast, mpsc, watch};
+
+use crate::hangar::Hangar;
+use crate::lines::{Line, read_line};
+
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("another supervisor is already serving {0}")]
+    InUse(PathBuf),
+    #[error("cannot create the control socket {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Creates the socket at `path` (mode 0600, parent directory 0700 if it has to be made). A
+/// leftover socket file nobody answers on is replaced; a live one is left alone.
+pub async fn bind(path: &Path) -> Result<Listener, BindError> {
+    let io_err = |source| BindError::Io { path: path.to_owned(), source };
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+        && !parent.exists()
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io_err)?;
+    }
+    if path.exists() {
+        let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
+        match Stream::connect(name).await {
+            Ok(_) => return Err(BindError::InUse(path.to_owned())),
+            // Nobody listens: a leftover of a supervisor that died without cleaning up.
+            Err(_) => std::fs::remove_file(path).map_err(io_err)?,
+        }
+    }
+    let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
+    ListenerOptions::new().name(name).mode(0o600).create_tokio().map_err(io_err)
+}
+
+/// Accepts connections until `stop` turns true.
+pub async fn serve(listener: Listener, hangar: Arc<Hangar>, stop: watch::Receiver<bool>) {
+    let mut stopped = stop.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(stream) => { tokio::spawn(connection(stream, hangar.clone(), stop.clone())); }
+                Err(err) => {
+                    tracing::warn!(%err, "control socket accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = crate::shutdown::requested(&mut stopped) => return,
+        }
+    }
+}
+
+async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiver<bool>) {
+    let (recv, sender) = tokio::io::split(stream);
+    let (out, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(write_frames(sender, out_rx));
+    let mut reader = BufReader::with_capacity(64 * 1024, recv);
+    let mut buf = Vec::new();
+    let peer = match tokio::time::timeout(HELLO_TIMEOUT, hello(&mut reader, &mut buf, &out)).await {
+        Ok(Ok(peer)) => peer,
+        Ok(Err(why)) => {
+            tracing::warn!(%why, "control connection refused");
+            drop(out);
+            let _ = writer.await;
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("control connection said no hello in time");
+            return;
+        }
+    };
+    tracing::debug!(role = %peer.role, version = %peer.version, "control connection");
+    let mut forwarders = Vec::new();
+    loop {
+        let line = tokio::select! {
+            line = read_line(&mut reader, &mut buf, MAX_FRAME_BYTES) => line,
+            () = crate::shutdown::requested(&mut stop) => break,
+        };
+        match line {
+            Ok(Line::Complete) if buf.is_empty() => {}
+            Ok(Line::Complete) => match ipc::decode::<ClientFrame>(&buf) {
+                Ok(ClientFrame::Request { id, op: Request::Subscribe }) => {
+                    forwarders.push(tokio::spawn(forward_events(hangar.subscribe(), out.clone())));
+                    send(&out, &ServerFrame::Reply { id, outcome: Outcome::Ok(Reply::Subscribed) });
+                }
+                Ok(ClientFrame::Request { id, op }) => {
+                    let (hangar, out) = (hangar.clone(), out.clone());
+                    tokio::spawn(async move {
+                        let outcome = hangar.handle(op).await;
+                        send(&out, &ServerFrame::Reply { id, outcome });
+                    });
+                }
+                Ok(ClientFrame::Hello(_)) => {}
+                Err(err) => {
+                    let error = IpcError::new(ErrorKind::InvalidArgument, format!("malformed control frame: {err}"));
+                    send(&out, &ServerFrame::Reply { id: 0, outcome: Outcome::Err(error) });
+                }
+            },
+            Ok(Line::TooLong(len)) => {
+                tracing::warn!(role = %peer.role, len, "control frame over the size limit; closing the connection");
+                break;
+            }
+            Ok(Line::Eof) | Err(_) => break,
+        }
+    }
+    // The writer ends by itself once in-flight requests have answered (or the peer is gone).
+    forwarders.iter().for_each(tokio::task::JoinHandle::abort);
+}
+
+async fn hello(
+    reader: &mut BufReader<ReadHalf<Stream>>,
+    buf: &mut Vec<u8>,
+    out: &mpsc::UnboundedSender<Vec<u8>>,
+) -> Result<Hello, String> {
+    match read_line(reader, buf, 64 * 1024).await {
+        Ok(Line::Complete) => {}
+        _ => return Err("the peer closed or sent an over-long line before its hello".into()),
+    }
+    let peer = match ipc::decode::<ClientFrame>(buf) {
+        Ok(ClientFrame::Hello(hello)) => hello,
+        _ => return Err("the first frame was not a hello".into()),
+    };
+    send(out, &ServerFrame::Hello(Hello::new("supervisor")));
+    if peer.protocol != PROTOCOL_VERSION {
+        return Err(format!("the peer speaks control protocol {}, this supervisor {PROTOCOL_VERSION}", peer.protocol));
+    }
+    Ok(peer)
+}
+
+fn send(out: &mpsc::UnboundedSender<Vec<u8>>, frame: &ServerFrame) {
+    let _ = out.send(ipc::encode(frame));
+}
+
+async fn forward_events(
+    mut events: broadcast::Receiver<hangar_core::record::StateChange>,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+) {
+    loop {
+        match events.recv().await {
+            Ok(change) => {
+                if out.send(ipc::encode(&ServerFrame::Event(change))).is_err() {
+                    return;
+                }
+            }
+            // A slow subscriber missed some; it reads current state with `list` when it needs to.
+            Err(broadcast::error::RecvError::Lagged(missed)) => tracing::warn!(missed, "a subscriber fell behind"),
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+async fn write_frames(half: WriteHalf<Stream>, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut send = BufWriter::new(half);
+    while let Some(frame) = frames.recv().await {
+        if send.write_all(&frame).await.is_err() {
+            return;
+        }
+        while let Ok(frame) = frames.try_recv() {
+            if send.write_all(&frame).await.is_err() {
+                return;
+            }
+        }
+        if send.flush().await.is_err() {
+            return;
+        }
+    }
+}

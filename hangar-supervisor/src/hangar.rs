@@ -1,0 +1,113 @@
+//! The set of configured servers, and the answer to every control-socket request.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use hangar_core::config::Config;
+use hangar_core::ipc::{ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reply, Request};
+use hangar_core::lifecycle::StopReason;
+use indexmap::IndexMap;
+use tokio::sync::broadcast;
+
+use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
+
+/// The most a single call may ask to wait.
+const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+
+pub struct Hangar {
+    servers: IndexMap<String, Arc<Server>>,
+    shared: Arc<Shared>,
+}
+
+impl Hangar {
+    pub fn new(config: &Config) -> Arc<Hangar> {
+        let (events, _) = broadcast::channel(1024);
+        let shared = Arc::new(Shared { events, shutting_down: Default::default() });
+        let servers = config
+            .mcp_servers
+            .iter()
+            .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), shared.clone())))
+            .collect();
+        Arc::new(Hangar { servers, shared })
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<hangar_core::record::StateChange> {
+        self.shared.events.subscribe()
+    }
+
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    fn server(&self, id: &str) -> Result<&Arc<Server>, IpcError> {
+        self.servers.get(id).ok_or_else(|| IpcError::not_found(id))
+    }
+
+    /// Answers one request. `Subscribe` is the connection's business and is answered there.
+    pub async fn handle(&self, request: Request) -> Outcome {
+        match self.answer(request).await {
+            Ok(reply) => Outcome::Ok(reply),
+            Err(error) => Outcome::Err(error),
+        }
+    }
+
+    async fn answer(&self, request: Request) -> Result<Reply, IpcError> {
+        if self.shared.shutting_down.load(Ordering::SeqCst)
+            && matches!(request, Request::Start { .. } | Request::Call { .. })
+        {
+            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
+        }
+        Ok(match request {
+            Request::List => Reply::Servers(self.servers.values().map(|s| s.summary()).collect()),
+            Request::Get { mcp_server } => Reply::Server(Box::new(self.server(&mcp_server)?.details())),
+            Request::Tools { mcp_server } => Reply::Tools(self.server(&mcp_server)?.tools()),
+            Request::Logs { mcp_server, lines } => {
+                if !(1..=MAX_LOG_LINES).contains(&lines) {
+                    return Err(IpcError::new(
+                        ErrorKind::InvalidArgument,
+                        format!("lines must be from 1 to {MAX_LOG_LINES}, got {lines}"),
+                    ));
+                }
+                Reply::Logs(self.server(&mcp_server)?.log().tail(lines))
+            }
+            Request::Start { mcp_server } => Reply::Started(self.server(&mcp_server)?.start(Cause::Explicit).await?),
+            Request::Stop { mcp_server } => {
+                Reply::Stopped(self.server(&mcp_server)?.stop(StopReason::UserRequest).await)
+            }
+            Request::Call { mcp_server, tool, arguments, timeout_ms } => {
+                let server = self.server(&mcp_server)?;
+                if !arguments.is_object() && !arguments.is_null() {
+                    return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
+                }
+                let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
+                let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
+                Reply::Called(server.call(&tool, arguments, timeout).await?)
+            }
+            Request::Subscribe => Reply::Subscribed,
+        })
+    }
+
+    /// Stops taking work and stops every server, in parallel; returns once every child is reaped
+    /// or, past `deadline`, killed.
+    pub async fn shutdown(&self, deadline: Duration) {
+        self.shared.shutting_down.store(true, Ordering::SeqCst);
+        let stops = self.servers.values().map(|server| {
+            let server = server.clone();
+            tokio::spawn(async move { server.stop(StopReason::Shutdown).await })
+        });
+        let all = futures_join_all(stops.collect());
+        if tokio::time::timeout(deadline, all).await.is_err() {
+            tracing::warn!("some servers did not stop in time; killing them");
+            for server in self.servers.values() {
+                server.kill_now();
+            }
+        }
+    }
+}
+
+async fn futures_join_all(handles: Vec<tokio::task::JoinHandle<hangar_core::ipc::Stopped>>) {
+    for handle in handles {
+        let _ = handle.await;
+    }
+}

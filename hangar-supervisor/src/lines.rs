@@ -1,0 +1,110 @@
+//! Reading newline-delimited input with a bound on line length.
+//!
+//! An upstream can print anything; a line longer than the bound is skipped as it streams by,
+//! never buffered whole, so a 10 MB line costs no more memory than a short one.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// One line read by [`read_line`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A complete line is in the buffer, without its newline.
+    Complete,
+    /// The line was longer than the bound and was skipped; its length in bytes.
+    TooLong(usize),
+    /// End of input (a last line without a newline is returned as `Complete` first).
+    Eof,
+}
+
+/// Reads one line into `buf` (cleared first), skipping it if it exceeds `max` bytes.
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut skipped: Option<usize> = None;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match skipped {
+                Some(len) => Line::TooLong(len),
+                None if buf.is_empty() => Line::Eof,
+                None => Line::Complete,
+            });
+        }
+        let (chunk, found_newline) = match memchr(available) {
+            Some(at) => (&available[..at], true),
+            None => (available, false),
+        };
+        let used = chunk.len() + usize::from(found_newline);
+        match &mut skipped {
+            Some(len) => *len += chunk.len(),
+            None if buf.len() + chunk.len() > max => {
+                skipped = Some(buf.len() + chunk.len());
+                buf.clear();
+            }
+            None => buf.extend_from_slice(chunk),
+        }
+        reader.consume(used);
+        if found_newline {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(match skipped {
+                Some(len) => Line::TooLong(len),
+                None => Line::Complete,
+            });
+        }
+    }
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::BufReader;
+
+    async fn lines(input: &[u8], max: usize, capacity: usize) -> Vec<(Line, Vec<u8>)> {
+        let mut reader = BufReader::with_capacity(capacity, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let line = read_line(&mut reader, &mut buf, max).await.unwrap();
+            if line == Line::Eof {
+                return out;
+            }
+            out.push((line, buf.clone()));
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_keeps_a_last_one_without_newline() {
+        let got = lines(b"a\r\nbc\n\nlast", 10, 2).await;
+        let texts: Vec<_> = got.iter().map(|(l, b)| (l, String::from_utf8_lossy(b).into_owned())).collect();
+        assert_eq!(
+            texts,
+            [
+                (&Line::Complete, "a".into()),
+                (&Line::Complete, "bc".into()),
+                (&Line::Complete, String::new()),
+                (&Line::Complete, "last".into())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn skips_an_over_long_line_and_goes_on() {
+        let mut input = vec![b'x'; 100];
+        input.extend_from_slice(b"\nok\n");
+        let got = lines(&input, 10, 7).await;
+        assert_eq!(got[0].0, Line::TooLong(100));
+        assert!(got[0].1.is_empty(), "nothing of the long line is kept");
+        assert_eq!(got[1], (Line::Complete, b"ok".to_vec()));
+        let unterminated = lines(&[b'y'; 50], 10, 8).await;
+        assert_eq!(unterminated, [(Line::TooLong(50), vec![])]);
+    }
+}

@@ -1,0 +1,285 @@
+//! One upstream's stdio JSON-RPC connection: many concurrent callers over one pipe.
+//!
+//! A writer task owns stdin (so closing the connection closes the child's stdin), a reader task
+//! owns stdout and routes each answer by the id the hangar minted for it
+//! ([`hangar_core::jsonrpc::PendingMap`]). Lines that are not protocol messages, answers to ids
+//! nobody waits for and over-long lines go to the server's log and break nothing.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hangar_core::jsonrpc::{Incoming, PendingMap, RpcError, classify};
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::lines::{Line, read_line};
+use crate::logs::{LogRing, Stream};
+
+/// The longest line accepted from an upstream's stdout; longer ones are skipped and logged.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The protocol revision the hangar speaks to modern upstreams.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The legacy revision the hangar offers in `initialize`.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+const KNOWN_LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    Modern,
+    Legacy,
+}
+
+/// Why a request to an upstream did not get a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error("the upstream did not answer `{method}` within {timeout:?}")]
+    Timeout { method: String, timeout: Duration },
+    #[error("the upstream's pipe closed before it answered `{method}`")]
+    Closed { method: String },
+    /// The upstream answered with a JSON-RPC error; its text stays in the server's log.
+    #[error("the upstream answered `{method}` with JSON-RPC error {code}")]
+    Rpc { method: String, code: i64 },
+}
+
+type Waiter = oneshot::Sender<Result<Value, RpcError>>;
+
+/// What the reader saw that the server should act on.
+#[derive(Debug)]
+pub enum Notice {
+    ToolsChanged,
+}
+
+pub struct Upstream {
+    writer: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    pending: Arc<Mutex<PendingMap<Waiter>>>,
+    era: Mutex<Era>,
+    log: Arc<LogRing>,
+    /// Becomes true when stdout reaches its end or fails.
+    closed: watch::Receiver<bool>,
+}
+
+impl Upstream {
+    /// Wires the pipes and starts the reader and writer tasks.
+    pub fn start(
+        stdin: ChildStdin,
+        stdout: ChildStdout,
+        log: Arc<LogRing>,
+        notices: mpsc::UnboundedSender<Notice>,
+    ) -> Arc<Upstream> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (closed_tx, closed) = watch::channel(false);
+        let upstream = Arc::new(Upstream {
+            writer: Mutex::new(Some(tx.clone())),
+            pending: Arc::new(Mutex::new(PendingMap::default())),
+            era: Mutex::new(Era::Legacy),
+            log: log.clone(),
+            closed,
+        });
+        tokio::spawn(write_loop(stdin, rx));
+        let pending = upstream.pending.clone();
+        tokio::spawn(async move {
+            read_loop(stdout, &pending, &log, &tx, &notices).await;
+            // Nobody will answer the rest: fail them now rather than at their timeouts.
+            lock(&pending).drain().for_each(drop);
+            let _ = closed_tx.send(true);
+        });
+        upstream
+    }
+
+    pub fn era(&self) -> Era {
+        *lock(&self.era)
+    }
+
+    /// Resolves once the upstream's stdout has closed.
+    pub async fn wait_closed(&self) {
+        let mut closed = self.closed.clone();
+        let _ = closed.wait_for(|c| *c).await;
+    }
+
+    /// Closes the child's stdin, the polite way to ask an MCP server to exit.
+    pub fn close_stdin(&self) {
+        lock(&self.writer).take();
+    }
+
+    /// Sends a request and waits for its answer, up to `timeout`. On a modern upstream the
+    /// protocol `_meta` keys are added to `params`.
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RequestError> {
+        let (tx, rx) = oneshot::channel();
+        let id = lock(&self.pending).insert(tx);
+        let params = self.with_meta(params);
+        let line = encode(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        if !self.send(line) {
+            lock(&self.pending).cancel(id);
+            return Err(RequestError::Closed { method: method.into() });
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => {
+                self.log.push(
+                    Stream::Error,
+                    format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
+                );
+                Err(RequestError::Rpc { method: method.into(), code: error.code })
+            }
+            Ok(Err(_)) => Err(RequestError::Closed { method: method.into() }),
+            Err(_) => {
+                if lock(&self.pending).cancel(id) {
+                    self.notify("notifications/cancelled", json!({"requestId": id, "reason": "timeout"}));
+                }
+                Err(RequestError::Timeout { method: method.into(), timeout })
+            }
+        }
+    }
+
+    /// Sends a notification; returns false if the pipe is closed.
+    pub fn notify(&self, method: &str, params: Value) -> bool {
+        let params = self.with_meta(params);
+        self.send(encode(&json!({"jsonrpc": "2.0", "method": method, "params": params})))
+    }
+
+    /// Detects the upstream's era and completes its handshake; see `shared/mcp-2026-07-28.md`.
+    pub async fn handshake(&self, discover_timeout: Duration, timeout: Duration) -> Result<Handshake, RequestError> {
+        *lock(&self.era) = Era::Modern;
+        let discover = self.request("server/discover", json!({}), discover_timeout).await;
+        match discover {
+            Ok(_) => return Ok(Handshake { era: Era::Modern, protocol_version: MODERN_VERSION.into() }),
+            Err(closed @ RequestError::Closed { .. }) => return Err(closed),
+            // Any other error, or silence, means legacy: never key the fallback to one code.
+            Err(RequestError::Rpc { .. } | RequestError::Timeout { .. }) => {}
+        }
+        *lock(&self.era) = Era::Legacy;
+        let params = json!({
+            "protocolVersion": LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "hangar", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let result = self.request("initialize", params, timeout).await?;
+        // Only a version the hangar knows is kept: what an upstream says never reaches a surface.
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| KNOWN_LEGACY_VERSIONS.iter().find(|known| **known == v))
+            .map_or_else(|| "unknown".to_owned(), |v| (*v).to_owned());
+        self.notify("notifications/initialized", json!({}));
+        Ok(Handshake { era: Era::Legacy, protocol_version: version })
+    }
+
+    fn with_meta(&self, mut params: Value) -> Value {
+        if self.era() == Era::Modern
+            && let Value::Object(map) = &mut params
+        {
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.insert("io.modelcontextprotocol/protocolVersion".into(), MODERN_VERSION.into());
+                meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
+                meta.insert(
+                    "io.modelcontextprotocol/clientInfo".into(),
+                    json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}),
+                );
+            }
+        }
+        params
+    }
+
+    fn send(&self, line: Vec<u8>) -> bool {
+        lock(&self.writer).as_ref().is_some_and(|tx| tx.send(line).is_ok())
+    }
+}
+
+/// What a completed handshake told about the upstream.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    pub era: Era,
+    /// One the hangar knows, or `unknown`.
+    pub protocol_version: String,
+}
+
+fn encode(message: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn write_loop(stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut stdin = BufWriter::new(stdin);
+    while let Some(line) = rx.recv().await {
+        if stdin.write_all(&line).await.is_err() {
+            return;
+        }
+        // Batch whatever else is queued into the same flush.
+        while let Ok(line) = rx.try_recv() {
+            if stdin.write_all(&line).await.is_err() {
+                return;
+            }
+        }
+        if stdin.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = stdin.shutdown().await;
+}
+
+async fn read_loop(
+    stdout: ChildStdout,
+    pending: &Mutex<PendingMap<Waiter>>,
+    log: &LogRing,
+    writer: &mpsc::UnboundedSender<Vec<u8>>,
+    notices: &mpsc::UnboundedSender<Notice>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        match read_line(&mut reader, &mut buf, MAX_LINE_BYTES).await {
+            Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => {}
+            Ok(Line::Complete) => handle_line(&buf, pending, log, writer, notices),
+            Ok(Line::TooLong(len)) => log.push(
+                Stream::Stdout,
+                format!("[hangar] skipped a {len}-byte line on stdout (limit {MAX_LINE_BYTES})").as_bytes(),
+            ),
+            Ok(Line::Eof) | Err(_) => return,
+        }
+    }
+}
+
+fn handle_line(
+    line: &[u8],
+    pending: &Mutex<PendingMap<Waiter>>,
+    log: &LogRing,
+    writer: &mpsc::UnboundedSender<Vec<u8>>,
+    notices: &mpsc::UnboundedSender<Notice>,
+) {
+    let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        log.push(Stream::Stdout, line);
+        return;
+    };
+    match classify(message) {
+        Incoming::Response { id, outcome } => match lock(pending).take(&id) {
+            Some(waiter) => {
+                let _ = waiter.send(outcome);
+            }
+            None => log.push(Stream::Stdout, line),
+        },
+        Incoming::Request { id, method, .. } => {
+            // Answer its own requests: ping with {}, anything else (sampling, roots...) -32601.
+            let answer = if method == "ping" {
+                json!({"jsonrpc": "2.0", "id": id, "result": {}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "the hangar does not serve this method to upstreams"}})
+            };
+            let _ = writer.send(encode(&answer));
+        }
+        Incoming::Notification { method, .. } => {
+            if method == "notifications/tools/list_changed" {
+                let _ = notices.send(Notice::ToolsChanged);
+            }
+        }
+        Incoming::Invalid(_) => log.push(Stream::Stdout, line),
+    }
+}

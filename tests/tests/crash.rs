@@ -1,0 +1,82 @@
+//! When an upstream's process dies, every surface says `dead`, reason `crashed`, with one and
+//! the same `dead` object; and no surface repeats what the upstream printed.
+
+use std::time::Duration;
+
+use hangar_tests::{Hangar, SENTINEL, poll, read_pid, serde_json::Value, serde_json::json, sigkill};
+
+#[test]
+fn sigkill_of_a_ready_upstream_reads_crashed_everywhere() {
+    let hangar = Hangar::start(
+        r#"
+mcp_servers:
+  victim:
+    command: ["{fake}", "--tools", "add", "--pid-file", "{dir}/victim.pid", "--flood-stderr", "20000"]
+  bystander:
+    command: ["{fake}", "--tools", "echo"]
+"#,
+    );
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "victim"}));
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "bystander"}));
+    let pid = read_pid(&hangar.path("victim.pid"));
+    assert_eq!(hangar.details("victim")["meta"]["pid"], json!(pid));
+
+    sigkill(pid);
+    let dead = poll("victim to read dead", Duration::from_secs(10), || {
+        let details = hangar.details("victim");
+        (details["state"] == "dead").then(|| details["dead"].clone())
+    });
+    assert_eq!(dead["reason"], "crashed");
+    assert_eq!(dead["revived_by"], "call_or_start");
+    assert!(dead["since"].as_str().is_some_and(|s| s.ends_with('Z')), "{dead}");
+
+    // Every surface shows the byte-identical object.
+    let surfaces: Vec<(&str, Value)> = vec![
+        ("GET /api/mcp_servers/victim", hangar.details("victim")["dead"].clone()),
+        ("GET /api/mcp_servers", entry(&hangar.get("/api/mcp_servers").body, "mcp_server_id")),
+        ("hangar_details", hangar.tool_ok("hangar_details", json!({"mcp_server": "victim"}))["dead"].clone()),
+        ("hangar_list", entry(&hangar.tool_ok("hangar_list", json!({})), "mcp_server_id")),
+        ("hangar_status", entry(&hangar.tool_ok("hangar_status", json!({})), "id")),
+    ];
+    for (surface, object) in &surfaces {
+        assert_eq!(object, &dead, "{surface}");
+    }
+    let status = hangar.tool_ok("hangar_status", json!({}));
+    let note = status["mcp_servers"][0]["note"].as_str().unwrap();
+    assert!(note.starts_with("Failed (crashed): "), "{note}");
+
+    let bystander = hangar.details("bystander");
+    assert_eq!((bystander["state"].as_str(), &bystander["dead"]), (Some("ready"), &json!(null)));
+
+    // The upstream's stderr reached its logs endpoint and nothing else.
+    let logs = hangar.get("/api/mcp_servers/victim/logs?lines=1000");
+    assert!(logs.text.contains(SENTINEL), "the logs endpoint keeps what the upstream printed");
+    let bodies_before_logs: Vec<String> = hangar.bodies().into_iter().filter(|b| b != &logs.text).collect();
+    for body in bodies_before_logs {
+        assert!(!body.contains(SENTINEL), "leaked: {body}");
+    }
+}
+
+fn entry(list: &Value, key: &str) -> Value {
+    list["mcp_servers"].as_array().unwrap().iter().find(|s| s[key] == "victim").unwrap()["dead"].clone()
+}
+
+#[test]
+fn a_call_to_a_crashed_server_revives_it() {
+    let hangar = Hangar::start(
+        r#"
+mcp_servers:
+  flaky:
+    command: ["{fake}", "--tools", "add", "--crash-after", "1"]
+"#,
+    );
+    let call = json!({"calls": [{"mcp_server": "flaky", "tool": "add", "arguments": {"a": 1, "b": 2}}]});
+    let first = hangar.tool_ok("hangar_call", call.clone());
+    assert_eq!(first["results"][0]["result"]["structuredContent"]["result"], 3);
+    poll("flaky to crash after its first call", Duration::from_secs(10), || {
+        (hangar.details("flaky")["dead"]["reason"] == "crashed").then_some(())
+    });
+    let second = hangar.tool_ok("hangar_call", call);
+    assert_eq!(second["results"][0]["result"]["structuredContent"]["result"], 3, "{second}");
+    assert_eq!(hangar.details("flaky")["meta"]["restarts"], 1);
+}

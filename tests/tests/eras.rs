@@ -1,0 +1,35 @@
+//! A legacy (2024-11-05, `initialize`) upstream and a modern (2026-07-28, `server/discover`) one
+//! both work behind the hangar, and an upstream that ignores `server/discover` falls back.
+
+use hangar_tests::{Hangar, serde_json::json};
+
+#[test]
+fn modern_legacy_and_silent_legacy_upstreams_all_work() {
+    let hangar = Hangar::start(
+        r#"
+mcp_servers:
+  modern:
+    command: ["{fake}", "--tools", "add"]
+  legacy:
+    command: ["{fake}", "--legacy", "--tools", "add"]
+  silent:
+    command: ["{fake}", "--legacy-silent", "--tools", "add"]
+    handshake_timeout_s: 10
+"#,
+    );
+    for (id, era, version) in
+        [("modern", "modern", "2026-07-28"), ("legacy", "legacy", "2024-11-05"), ("silent", "legacy", "2024-11-05")]
+    {
+        let batch = hangar.tool_ok(
+            "hangar_call",
+            json!({"calls": [{"mcp_server": id, "tool": "add", "arguments": {"a": 2, "b": 3}}]}),
+        );
+        assert_eq!(batch["results"][0]["result"]["structuredContent"], json!({"result": 5}), "{id}: {batch}");
+        let meta = hangar.details(id)["meta"].clone();
+        assert_eq!(
+            (meta["protocol_era"].as_str(), meta["protocol_version"].as_str()),
+            (Some(era), Some(version)),
+            "{id}"
+        );
+    }
+}
