@@ -1,1 +1,149 @@
-fn main() {}
+//! hangar-api: the hangar's gateway. Serves REST under `/api` and MCP at `/mcp`, answering
+//! from the supervisor over its control socket. It holds no state of its own, so any number of
+//! instances can run side by side. This file: arguments and wiring.
+//!
+//! Architecture invariants: every record it shows (servers, `dead` objects, status notes, tool
+//! records, log lines) comes from the supervisor as a hangar-core type and is serialized
+//! unchanged on REST and MCP alike; handlers reach the supervisor only through the small
+//! [`supervisor::Supervisor`] trait, so they are tested without a socket.
+
+#![forbid(unsafe_code)]
+
+mod app;
+mod error;
+mod listen;
+mod logging;
+mod mcp;
+mod random;
+mod rest;
+mod shapes;
+mod shutdown;
+mod supervisor;
+mod supervisor_client;
+#[cfg(test)]
+mod testing;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use tokio::sync::oneshot;
+
+use crate::app::AppState;
+use crate::logging::LogFormat;
+use crate::supervisor_client::SupervisorClient;
+
+/// sysexits: bad usage, cannot bind, internal failure.
+const EX_USAGE: u8 = 64;
+const EX_UNAVAILABLE: u8 = 69;
+const EX_SOFTWARE: u8 = 70;
+/// How long in-flight requests may finish after a stop signal.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// The hangar's gateway: REST under /api and MCP at /mcp, backed by the supervisor.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The supervisor's control socket [default: $RUNTIME_DIRECTORY/supervisor.sock, else
+    /// $XDG_RUNTIME_DIR/hangar/supervisor.sock, else /tmp/hangar-$USER/supervisor.sock]
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Address to serve HTTP on: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT (port 0 picks one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
+    listen: String,
+    /// Log format on stderr.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    log_format: LogFormat,
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            let _ = err.print();
+            // --help and --version are not errors.
+            return if err.use_stderr() { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
+        }
+    };
+    logging::init(args.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("hangar-api: cannot start the async runtime: {err}");
+            return ExitCode::from(EX_SOFTWARE);
+        }
+    };
+    let code = runtime.block_on(run(args));
+    // A resolver thread may still be parked; do not let it hold up the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+async fn run(args: Args) -> ExitCode {
+    let listener = match listen::bind(&args.listen).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("hangar-api: {err}");
+            return ExitCode::from(EX_UNAVAILABLE);
+        }
+    };
+    let local = match listener.local_addr() {
+        Ok(local) => local,
+        Err(err) => {
+            eprintln!("hangar-api: {}", listen::ListenError { address: args.listen, reason: listen::reason(&err) });
+            return ExitCode::from(EX_UNAVAILABLE);
+        }
+    };
+    let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
+    let state = AppState {
+        supervisor: Arc::new(SupervisorClient::spawn(socket.clone())),
+        loopback_only: local.ip().is_loopback(),
+    };
+    announce(local);
+    tracing::info!(address = %local, socket = %socket.display(), "serving REST at /api and MCP at /mcp");
+
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serve = axum::serve(listener, app::router(state)).with_graceful_shutdown(async {
+        let _ = stopped.await;
+    });
+    let mut server = tokio::spawn(std::future::IntoFuture::into_future(serve));
+    tokio::select! {
+        signal = shutdown::signal_received() => {
+            tracing::info!(signal, "shutting down");
+            let _ = stop.send(());
+            match tokio::time::timeout(GRACE, &mut server).await {
+                Ok(Ok(Ok(()))) => ExitCode::SUCCESS,
+                Ok(Ok(Err(err))) => {
+                    tracing::error!(error = %err, "the HTTP server failed while shutting down");
+                    ExitCode::from(EX_SOFTWARE)
+                }
+                Ok(Err(err)) => {
+                    tracing::error!(error = %err, "the HTTP server task failed");
+                    ExitCode::from(EX_SOFTWARE)
+                }
+                Err(_) => {
+                    tracing::warn!(grace_s = GRACE.as_secs(), "requests still running after the grace period; exiting");
+                    server.abort();
+                    ExitCode::SUCCESS
+                }
+            }
+        }
+        ended = &mut server => {
+            tracing::error!(outcome = ?ended, "the HTTP server stopped by itself");
+            ExitCode::from(EX_SOFTWARE)
+        }
+    }
+}
+
+/// The one line on stdout, read back by whoever started us (e.g. a test that asked for port 0).
+fn announce(local: SocketAddr) {
+    let mut stdout = std::io::stdout().lock();
+    let written = writeln!(stdout, "hangar-api listening on http://{local}").and_then(|()| stdout.flush());
+    if let Err(err) = written {
+        tracing::warn!(error = %err, "cannot write the listening line to stdout");
+    }
+}

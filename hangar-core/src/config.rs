@@ -211,10 +211,9 @@ impl Config {
             let deserializer = serde_norway::Deserializer::from_str(text);
             serde_path_to_error::deserialize(deserializer).map_err(|err| {
                 let key = err.path().to_string();
-                KeyError {
-                    key: if key == "." { "(top level)".into() } else { key },
-                    message: err.into_inner().to_string(),
-                }
+                let message = err.into_inner().to_string();
+                let message = without_path_prefix(&message, &key).to_owned();
+                KeyError { key: if key == "." { "(top level)".into() } else { key }, message }
             })?
         };
         config.validate()?;
@@ -293,6 +292,14 @@ pub struct KeyError {
     /// Dotted path of the key, e.g. `mcp_servers.math.command`.
     pub key: String,
     pub message: String,
+}
+
+/// The YAML parser sometimes starts its message with the path we already name.
+fn without_path_prefix<'a>(message: &'a str, key: &str) -> &'a str {
+    match message.split_once(": ") {
+        Some((head, rest)) if key == head || key.starts_with(&format!("{head}.")) => rest,
+        _ => message,
+    }
 }
 
 fn positive(key: &str, value: f64) -> Result<(), KeyError> {
@@ -382,7 +389,7 @@ mcp_servers:
     fn unknown_key_names_its_path() {
         let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    comand: [y]\n").unwrap_err();
         assert_eq!(err.key, "mcp_servers.math.comand");
-        assert!(err.message.contains("unknown field `comand`"), "{}", err.message);
+        assert!(err.message.starts_with("unknown field `comand`"), "{}", err.message);
         assert!(err.message.contains("line 4"), "says where: {}", err.message);
     }
 
@@ -390,7 +397,7 @@ mcp_servers:
     fn bad_value_names_its_path_and_expectation() {
         let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    idle_ttl_s: soon\n").unwrap_err();
         assert_eq!(err.key, "mcp_servers.math.idle_ttl_s");
-        assert!(err.message.contains("invalid type"), "{}", err.message);
+        assert!(err.message.starts_with("invalid type: string \"soon\", expected f64"), "{}", err.message);
         let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    probe_timeout_s: -1\n").unwrap_err();
         assert_eq!(err.key, "mcp_servers.math.probe_timeout_s");
     }

@@ -80,8 +80,11 @@ impl Upstream {
         });
         tokio::spawn(write_loop(stdin, rx));
         let pending = upstream.pending.clone();
+        // Weak: answering the upstream's pings must not keep its stdin open after close_stdin.
+        let answers = tx.downgrade();
+        drop(tx);
         tokio::spawn(async move {
-            read_loop(stdout, &pending, &log, &tx, &notices).await;
+            read_loop(stdout, &pending, &log, &answers, &notices).await;
             // Nobody will answer the rest: fail them now rather than at their timeouts.
             lock(&pending).drain().for_each(drop);
             let _ = closed_tx.send(true);
@@ -230,7 +233,7 @@ async fn read_loop(
     stdout: ChildStdout,
     pending: &Mutex<PendingMap<Waiter>>,
     log: &LogRing,
-    writer: &mpsc::UnboundedSender<Vec<u8>>,
+    writer: &mpsc::WeakUnboundedSender<Vec<u8>>,
     notices: &mpsc::UnboundedSender<Notice>,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
@@ -252,7 +255,7 @@ fn handle_line(
     line: &[u8],
     pending: &Mutex<PendingMap<Waiter>>,
     log: &LogRing,
-    writer: &mpsc::UnboundedSender<Vec<u8>>,
+    writer: &mpsc::WeakUnboundedSender<Vec<u8>>,
     notices: &mpsc::UnboundedSender<Notice>,
 ) {
     let Ok(message) = serde_json::from_slice::<Value>(line) else {
@@ -273,7 +276,9 @@ fn handle_line(
             } else {
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "the hangar does not serve this method to upstreams"}})
             };
-            let _ = writer.send(encode(&answer));
+            if let Some(writer) = writer.upgrade() {
+                let _ = writer.send(encode(&answer));
+            }
         }
         Incoming::Notification { method, .. } => {
             if method == "notifications/tools/list_changed" {

@@ -65,7 +65,8 @@ fn a_bad_config_exits_78_naming_the_file_and_key() {
         ("mcp_servers:\n  math:\n    command: [x]\n    comand: [y]\n", "mcp_servers.math.comand"),
         ("mcp_servers:\n  math:\n    command: [x]\n    idle_ttl_s: soon\n", "mcp_servers.math.idle_ttl_s"),
         ("mcp_servers:\n  math:\n    mode: subprocess\n", "mcp_servers.math.command"),
-        ("mcp_servers: [\n", "(top level)"),
+        ("mcp_servers:\n\tmath: 1\n", "line 2 column 1"),
+        ("mcp_servers: [x]\n", "mcp_servers: invalid type: sequence, expected a map"),
     ];
     for (yaml, key) in cases {
         let path = dir.join("bad.yaml");

@@ -9,7 +9,7 @@ fn garbage_on_stdout_is_logged_and_breaks_nothing() {
         r#"
 mcp_servers:
   noisy:
-    command: ["{fake}", "--tools", "add,echo", "--garbage-stdout", "--ping-parent"]
+    command: ["{fake}", "--tools", "add,echo", "--garbage-stdout", "--garbage-line-bytes", "6000000", "--ping-parent"]
   calm:
     command: ["{fake}", "--tools", "add"]
 "#,

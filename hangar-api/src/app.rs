@@ -1,0 +1,63 @@
+//! The HTTP application: shared state, and the router that joins REST, MCP and the fallbacks.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::header::CONTENT_LENGTH;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+
+use crate::supervisor::Supervisor;
+use crate::{error, mcp, rest};
+
+/// The largest request body any route accepts.
+pub const BODY_LIMIT: usize = 1 << 20;
+
+/// Everything a handler may use. Holds no state a second API instance would lack.
+#[derive(Clone)]
+pub struct AppState {
+    pub supervisor: Arc<dyn Supervisor>,
+    /// Bound to a loopback address: `/mcp` then serves only loopback `Host` names, so a web page
+    /// cannot reach it through DNS rebinding.
+    pub loopback_only: bool,
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(rest::routes())
+        .merge(mcp::routes())
+        .fallback(error::not_found)
+        // Must follow the routes: it applies to those registered so far.
+        .method_not_allowed_fallback(error::method_not_allowed)
+        // Bounds bodies read by extractors, including chunked ones without a length.
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn(refuse_declared_oversize))
+        .layer(middleware::from_fn(log_request))
+        .with_state(state)
+}
+
+/// Refuses a body whose declared length is over the limit before any handler runs, so routes
+/// that never read their body answer 413 as well.
+async fn refuse_declared_oversize(request: Request, next: Next) -> Response {
+    let declared =
+        request.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > BODY_LIMIT as u64) {
+        return if mcp::is_mcp_path(request.uri().path()) {
+            mcp::payload_too_large()
+        } else {
+            error::ApiError::payload_too_large(BODY_LIMIT).into_response()
+        };
+    }
+    next.run(request).await
+}
+
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    tracing::debug!(%method, %path, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
+    response
+}

@@ -1,0 +1,85 @@
+//! `--listen`: checking the address, resolving it and binding the first address that works.
+
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+
+/// Why the API cannot listen, as one line naming the address and the OS's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on http://{address}: {reason}")]
+pub struct ListenError {
+    pub address: String,
+    pub reason: String,
+}
+
+/// clap's check of `--listen`: `HOST:PORT`, with an IPv6 host in brackets.
+pub fn parse_addr(text: &str) -> Result<String, String> {
+    let usage = || format!("`{text}` is not HOST:PORT (e.g. 127.0.0.1:8000, localhost:8000, [::1]:8000)");
+    let (host, port) = text.rsplit_once(':').ok_or_else(usage)?;
+    let bracketed = host.starts_with('[') && host.ends_with(']') && host.len() > 2;
+    if host.is_empty() || ((host.contains(':') || host.starts_with('[')) && !bracketed) || port.parse::<u16>().is_err()
+    {
+        return Err(usage());
+    }
+    Ok(text.to_owned())
+}
+
+/// Resolves `address` and binds the first resolved address that accepts (`localhost` may name
+/// both 127.0.0.1 and ::1, and either may be unavailable).
+pub async fn bind(address: &str) -> Result<TcpListener, ListenError> {
+    let fail = |reason: String| ListenError { address: address.to_owned(), reason };
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host(address).await.map_err(|e| fail(reason(&e)))?.collect();
+    let mut last = None;
+    for addr in resolved {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(listener),
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(fail(last.map_or_else(|| "the name resolves to no address".to_owned(), |e| reason(&e))))
+}
+
+/// The OS's words without the `(os error N)` suffix, starting lower-case to read as one sentence.
+pub fn reason(err: &io::Error) -> String {
+    let text = err.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(at) => &text[..at],
+        None => &text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_host_port_forms() {
+        for ok in ["127.0.0.1:8000", "localhost:0", "[::1]:8000", "0.0.0.0:65535"] {
+            assert_eq!(parse_addr(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["8000", "localhost", "::1:8000", ":8000", "127.0.0.1:70000", "[]:80", "localhost:http"] {
+            assert!(parse_addr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn os_reasons_read_as_one_line() {
+        let err = io::Error::from_raw_os_error(98);
+        assert_eq!(reason(&err), "address already in use");
+    }
+
+    #[tokio::test]
+    async fn a_taken_port_names_address_and_reason() {
+        let first = bind("127.0.0.1:0").await.unwrap();
+        let taken = first.local_addr().unwrap().to_string();
+        let err = bind(&taken).await.unwrap_err();
+        assert_eq!(err.to_string(), format!("cannot listen on http://{taken}: address already in use"));
+    }
+}

@@ -1,0 +1,26 @@
+//! Logs go to stderr (stdout carries only the "listening" line), human-readable or JSON.
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+/// Level from `RUST_LOG`, `info` by default.
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colour only for a person at a terminal, never into files or journald.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    // Fails only if a subscriber is already set, and then logging still works.
+    let _ = match format {
+        LogFormat::Human => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}

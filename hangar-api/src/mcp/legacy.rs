@@ -1,0 +1,97 @@
+//! The legacy era (2025-11-25 and earlier): `initialize`, then requests in a session.
+//!
+//! Sessions are stateless (see [`super::session`]): any API instance accepts any id it could
+//! have minted, so a client keeps working across restarts and replicas.
+
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+
+use super::errors::{RpcError, SESSION_NOT_FOUND};
+use super::headers::single;
+use super::message::{self, Message};
+use super::methods::{self, INSTRUCTIONS};
+use super::reply::{McpReply, SESSION_HEADER};
+use super::{session, tools};
+use crate::app::AppState;
+
+pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// What `initialize` answers when the client asks for a version we do not speak.
+pub const LATEST: &str = "2025-11-25";
+
+pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpReply {
+    let bad = StatusCode::BAD_REQUEST;
+    let message = match message::parse(body) {
+        Ok(message) => message,
+        Err(invalid) => return McpReply::error(bad, &invalid.id, &invalid.error),
+    };
+    let id = match &message {
+        Message::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    if let Ok(Some(version)) = single(headers, "MCP-Protocol-Version")
+        && !LEGACY_VERSIONS.contains(&version.as_str())
+    {
+        let err = RpcError::invalid_request(format!("Bad Request: unsupported MCP-Protocol-Version `{version}`"));
+        return McpReply::error(bad, &id, &err);
+    }
+    match message {
+        Message::Request { id, method, params } if method == "initialize" => initialize(&id, params.as_ref()),
+        message => {
+            if let Err(reply) = check_session(headers, &id) {
+                return reply;
+            }
+            match message {
+                Message::Request { id, method, params } => dispatch(app, &id, &method, params).await,
+                Message::Notification { .. } | Message::Response => McpReply::accepted(),
+            }
+        }
+    }
+}
+
+/// Negotiates: the client's version if we speak it, else our latest; mints the session.
+pub fn initialize(id: &Value, params: Option<&Value>) -> McpReply {
+    let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+    let version = requested.filter(|v| LEGACY_VERSIONS.contains(v)).unwrap_or(LATEST);
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": methods::capabilities(),
+        "serverInfo": methods::server_info(),
+        "instructions": INSTRUCTIONS,
+    });
+    let mut reply = McpReply::result(id, result);
+    reply.session_id = Some(session::mint(version));
+    reply
+}
+
+/// A request without a session is a bad request; one with an id we would never mint is an
+/// unknown session (404, so the client starts over with `initialize`).
+pub fn check_session(headers: &HeaderMap, id: &Value) -> Result<(), McpReply> {
+    match single(headers, SESSION_HEADER) {
+        Ok(None) => Err(McpReply::error(
+            StatusCode::BAD_REQUEST,
+            id,
+            &RpcError::invalid_request(
+                "Bad Request: missing session (no Mcp-Session-Id header); send initialize first",
+            ),
+        )),
+        Ok(Some(session)) if session::parse(&session).is_some() => Ok(()),
+        _ => Err(McpReply::error(StatusCode::NOT_FOUND, id, &RpcError::new(SESSION_NOT_FOUND, "Session not found"))),
+    }
+}
+
+async fn dispatch(app: &AppState, id: &Value, method: &str, params: Option<Value>) -> McpReply {
+    let result = match method {
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": tools::definitions()})),
+        "tools/call" => methods::tools_call(app, params).await,
+        _ => Err(RpcError::method_not_found(method)),
+    };
+    match result {
+        Ok(result) => McpReply::result(id, result),
+        Err(err) => McpReply::error(StatusCode::OK, id, &err),
+    }
+}
+
+#[cfg(test)]
+#[path = "legacy_tests.rs"]
+mod tests;

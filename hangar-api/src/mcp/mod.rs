@@ -1,0 +1,141 @@
+//! MCP over Streamable HTTP at `/mcp`, hand-written JSON-RPC, both eras on one endpoint.
+//!
+//! This file does the HTTP part (host and origin guard, content negotiation, body parsing) and
+//! picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
+
+mod args;
+mod base64;
+mod batch;
+mod errors;
+mod guard;
+mod headers;
+mod legacy;
+mod message;
+mod methods;
+mod modern;
+mod reply;
+mod session;
+mod tools;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
+use serde_json::Value;
+
+use self::errors::RpcError;
+use self::reply::{McpReply, SESSION_HEADER};
+use crate::app::{AppState, BODY_LIMIT};
+
+pub fn routes() -> Router<AppState> {
+    let endpoint =
+        || -> MethodRouter<AppState> { post(post_mcp).get(get_mcp).delete(delete_mcp).fallback(other_method) };
+    Router::new().route("/mcp", endpoint()).route("/mcp/", endpoint())
+}
+
+pub fn is_mcp_path(path: &str) -> bool {
+    path == "/mcp" || path == "/mcp/"
+}
+
+pub fn payload_too_large() -> Response {
+    too_large().into_response()
+}
+
+fn too_large() -> McpReply {
+    let err = RpcError::invalid_request(format!("Invalid Request: the body is larger than {BODY_LIMIT} bytes"));
+    McpReply::error(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &err)
+}
+
+async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
+    if let Some(reply) = refuse(&app, &headers) {
+        return reply;
+    }
+    if !is_json(&headers) {
+        let err = RpcError::invalid_request("Invalid Request: Content-Type must be application/json");
+        return McpReply::error(StatusCode::UNSUPPORTED_MEDIA_TYPE, &Value::Null, &err);
+    }
+    if !accepts_json(&headers) {
+        let err = RpcError::invalid_request("Not Acceptable: Accept must allow application/json or text/event-stream");
+        return McpReply::error(StatusCode::NOT_ACCEPTABLE, &Value::Null, &err);
+    }
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => return too_large(),
+        Err(rejection) => {
+            let err = RpcError::parse_error(rejection.body_text());
+            return McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &err);
+        }
+    };
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(body) => body,
+        Err(err) => return McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &RpcError::parse_error(err)),
+    };
+    if modern::is_modern(&headers, &body) {
+        modern::handle(&app, &headers, body).await
+    } else {
+        legacy::handle(&app, &headers, body).await
+    }
+}
+
+/// No server-to-client stream is offered, in either era.
+async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
+    if let Some(reply) = refuse(&app, &headers) {
+        return reply;
+    }
+    McpReply::method_not_allowed("Method Not Allowed: this server offers no event stream; POST JSON-RPC messages")
+}
+
+/// Ending a legacy session: there is nothing stored to delete, so a well-formed id just succeeds.
+async fn delete_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
+    if let Some(reply) = refuse(&app, &headers) {
+        return reply;
+    }
+    match headers::single(&headers, SESSION_HEADER) {
+        Ok(None) => McpReply::method_not_allowed("Method Not Allowed: there is no session to end"),
+        Ok(Some(id)) if session::parse(&id).is_some() => McpReply::ok_empty(),
+        _ => McpReply::error(
+            StatusCode::NOT_FOUND,
+            &Value::Null,
+            &RpcError::new(errors::SESSION_NOT_FOUND, "Session not found"),
+        ),
+    }
+}
+
+async fn other_method() -> McpReply {
+    McpReply::method_not_allowed("Method Not Allowed: POST JSON-RPC messages")
+}
+
+fn refuse(app: &AppState, headers: &HeaderMap) -> Option<McpReply> {
+    let why = guard::refusal(headers, app.loopback_only)?;
+    let err = RpcError::invalid_request(format!("Forbidden: {why}"));
+    Some(McpReply::error(StatusCode::FORBIDDEN, &Value::Null, &err))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+/// A missing `Accept` accepts anything (RFC 9110); otherwise one of its media ranges must cover
+/// JSON or an event stream.
+fn accepts_json(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    values.filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|range| {
+        let essence = range.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        matches!(essence.as_str(), "application/json" | "text/event-stream" | "*/*" | "application/*")
+    })
+}
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

@@ -1,0 +1,75 @@
+//! What `/mcp` answers: a status, an optional JSON body and a few headers.
+
+use axum::Json;
+use axum::http::header::ALLOW;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::errors::RpcError;
+
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+#[derive(Debug)]
+pub struct McpReply {
+    pub status: StatusCode,
+    pub body: Option<Value>,
+    /// Set on a legacy `initialize` answer.
+    pub session_id: Option<String>,
+    /// Answers to methods other than POST say what is allowed.
+    pub allow_post: bool,
+}
+
+impl McpReply {
+    pub fn result(id: &Value, result: Value) -> Self {
+        McpReply::json(StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+
+    pub fn error(status: StatusCode, id: &Value, error: &RpcError) -> Self {
+        McpReply::json(status, json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}))
+    }
+
+    /// A notification or a client's response: nothing to say back.
+    pub fn accepted() -> Self {
+        McpReply { status: StatusCode::ACCEPTED, body: None, session_id: None, allow_post: false }
+    }
+
+    /// A 200 with no body (a legacy session DELETE).
+    pub fn ok_empty() -> Self {
+        McpReply { status: StatusCode::OK, body: None, session_id: None, allow_post: false }
+    }
+
+    pub fn method_not_allowed(message: &str) -> Self {
+        let mut reply =
+            McpReply::error(StatusCode::METHOD_NOT_ALLOWED, &Value::Null, &RpcError::invalid_request(message));
+        reply.allow_post = true;
+        reply
+    }
+
+    fn json(status: StatusCode, body: Value) -> Self {
+        McpReply { status, body: Some(body), session_id: None, allow_post: false }
+    }
+
+    /// The JSON-RPC error code, for tests.
+    #[cfg(test)]
+    pub fn error_code(&self) -> Option<i64> {
+        self.body.as_ref()?.get("error")?.get("code")?.as_i64()
+    }
+}
+
+impl IntoResponse for McpReply {
+    fn into_response(self) -> Response {
+        let mut response = match self.body {
+            Some(body) => (self.status, Json(body)).into_response(),
+            None => self.status.into_response(),
+        };
+        let headers = response.headers_mut();
+        if let Some(session) = self.session_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            headers.insert(SESSION_HEADER, session);
+        }
+        if self.allow_post {
+            headers.insert(ALLOW, HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}

@@ -1,0 +1,221 @@
+//! The `hangar_*` tools served at `/mcp`: their declarations and what each one does.
+
+use std::sync::Arc;
+
+use hangar_core::ipc::{ErrorKind, IpcError};
+use hangar_core::lifecycle::State;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::args::Arguments;
+use super::batch;
+use super::errors::RpcError;
+use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
+use crate::supervisor::Supervisor;
+
+/// How a tool can fail: a malformed call is a JSON-RPC error; anything the hangar refuses or
+/// that goes wrong while serving it is a tool result with `isError: true`.
+#[derive(Debug)]
+pub enum ToolFailure {
+    Rpc(RpcError),
+    Tool(IpcError),
+}
+
+impl From<RpcError> for ToolFailure {
+    fn from(err: RpcError) -> Self {
+        ToolFailure::Rpc(err)
+    }
+}
+
+impl From<IpcError> for ToolFailure {
+    fn from(err: IpcError) -> Self {
+        ToolFailure::Tool(err)
+    }
+}
+
+type Outcome = Result<Value, ToolFailure>;
+
+const TOOL_NAMES: [&str; 8] = [
+    "hangar_list",
+    "hangar_status",
+    "hangar_health",
+    "hangar_details",
+    "hangar_tools",
+    "hangar_start",
+    "hangar_stop",
+    "hangar_call",
+];
+
+/// Every tool, in the fixed order `tools/list` shows them (argument-free ones first, so a
+/// client probing "the first tool" with no arguments gets an answer).
+pub fn definitions() -> Vec<Value> {
+    let server = json!({"type": "string", "description": "The MCP server's id, as configured."});
+    let by_server = |name: &str, description: &str| {
+        json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {"type": "object", "properties": {"mcp_server": server}, "required": ["mcp_server"]},
+        })
+    };
+    vec![
+        json!({
+            "name": "hangar_list",
+            "description": "List the configured MCP servers with their state, mode, tool count and dead reason.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"state_filter": {
+                    "type": "string",
+                    "enum": ["cold", "initializing", "ready", "degraded", "dead"],
+                    "description": "Only servers in this state.",
+                }},
+                "required": [],
+            },
+        }),
+        json!({
+            "name": "hangar_status",
+            "description": "Show every MCP server's state at a glance, with notes and counts by state.",
+            "inputSchema": {"type": "object", "properties": {}, "required": []},
+        }),
+        json!({
+            "name": "hangar_health",
+            "description": "Report the hangar's overall health (healthy, degraded or unhealthy) with counts by state.",
+            "inputSchema": {"type": "object", "properties": {}, "required": []},
+        }),
+        by_server("hangar_details", "Show one MCP server in full: tools, health counters, process facts, dead reason."),
+        by_server("hangar_tools", "List the tools one MCP server declares, with input schemas and digests."),
+        by_server("hangar_start", "Start an MCP server, or revive a dead one, and wait until it is ready."),
+        by_server("hangar_stop", "Stop a running MCP server."),
+        json!({
+            "name": "hangar_call",
+            "description": "Call tools on MCP servers, many at once, and collect every result in order.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "calls": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": batch::MAX_CALLS,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "mcp_server": server,
+                                "tool": {"type": "string", "description": "The upstream tool's name."},
+                                "arguments": {"type": "object", "description": "The tool's arguments."},
+                                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds; overrides the batch timeout."},
+                            },
+                            "required": ["mcp_server", "tool"],
+                        },
+                    },
+                    "max_concurrency": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": format!("Calls in flight at once (default {}, at most {}).", batch::DEFAULT_CONCURRENCY, batch::MAX_CONCURRENCY),
+                    },
+                    "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds per call (default 60)."},
+                    "fail_fast": {"type": "boolean", "description": "After a failure, do not start the remaining calls."},
+                },
+                "required": ["calls"],
+            },
+        }),
+    ]
+}
+
+/// Runs tool `name`. `Ok` is a `tools/call` result (possibly with `isError: true`); `Err` is a
+/// JSON-RPC error (unknown tool, bad arguments).
+pub async fn call(supervisor: &Arc<dyn Supervisor>, name: &str, arguments: Option<Value>) -> Result<Value, RpcError> {
+    let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
+    if !TOOL_NAMES.contains(&name) {
+        return Err(unknown());
+    }
+    let args = Arguments::new(arguments)?;
+    let outcome = match name {
+        "hangar_list" => list(supervisor, args).await,
+        "hangar_status" => status(supervisor).await,
+        "hangar_health" => health(supervisor).await,
+        "hangar_details" => details(supervisor, args).await,
+        "hangar_tools" => tools(supervisor, args).await,
+        "hangar_start" => start(supervisor, args).await,
+        "hangar_stop" => stop(supervisor, args).await,
+        "hangar_call" => hangar_call(supervisor, args).await,
+        _ => return Err(unknown()),
+    };
+    match outcome {
+        Ok(value) => Ok(tool_result(value, false)),
+        Err(ToolFailure::Tool(err)) => {
+            let value = json!({"error": err.message, "error_type": err.kind.as_str(), "details": err.details});
+            Ok(tool_result(value, true))
+        }
+        Err(ToolFailure::Rpc(err)) => Err(err),
+    }
+}
+
+/// The same JSON as text (for clients that read only text) and as structured content.
+fn tool_result(value: Value, is_error: bool) -> Value {
+    json!({
+        "content": [{"type": "text", "text": value.to_string()}],
+        "structuredContent": value,
+        "isError": is_error,
+    })
+}
+
+fn to_json<T: Serialize>(value: &T) -> Outcome {
+    serde_json::to_value(value)
+        .map_err(|err| IpcError::new(ErrorKind::Internal, format!("could not render the result: {err}")).into())
+}
+
+async fn list(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+    let filter = match args.optional_str("state_filter")? {
+        None => None,
+        Some(name) => Some(serde_json::from_value::<State>(Value::String(name.clone())).map_err(|_| {
+            RpcError::invalid_params(format!(
+                "Invalid arguments: `state_filter` must be one of cold, initializing, ready, degraded, dead; not `{name}`"
+            ))
+        })?),
+    };
+    let mut mcp_servers = supervisor.list().await?;
+    if let Some(state) = filter {
+        mcp_servers.retain(|s| s.state == state);
+    }
+    to_json(&ServerList { mcp_servers })
+}
+
+async fn status(supervisor: &Arc<dyn Supervisor>) -> Outcome {
+    to_json(&StatusReport::of(&supervisor.list().await?))
+}
+
+async fn health(supervisor: &Arc<dyn Supervisor>) -> Outcome {
+    match supervisor.list().await {
+        Ok(servers) => to_json(&HealthReport::of(&servers)),
+        // Health is exactly the question to answer when the supervisor is away.
+        Err(err) if matches!(err.kind, ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch) => {
+            to_json(&HealthReport::unreachable())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn details(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+    to_json(&supervisor.get(&args.required_str("mcp_server")?).await?)
+}
+
+async fn tools(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+    let tools = supervisor.tools(&args.required_str("mcp_server")?).await?;
+    to_json(&ToolList { tools })
+}
+
+async fn start(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+    to_json(&supervisor.start(&args.required_str("mcp_server")?).await?)
+}
+
+async fn stop(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+    to_json(&supervisor.stop(&args.required_str("mcp_server")?).await?)
+}
+
+async fn hangar_call(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+    let spec = batch::parse(args)?;
+    to_json(&batch::run(supervisor.clone(), spec).await)
+}
+
+#[cfg(test)]
+#[path = "tools_tests.rs"]
+mod tests;

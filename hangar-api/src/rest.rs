@@ -1,0 +1,103 @@
+//! REST under `/api`, and the health probes under `/health`.
+
+use std::collections::HashMap;
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use hangar_core::ipc::MAX_LOG_LINES;
+use serde_json::json;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::shapes::{LogList, ServerList, ToolList};
+
+const DEFAULT_LOG_LINES: usize = 100;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/mcp_servers", get(list))
+        .route("/api/mcp_servers/", get(list))
+        .route("/api/mcp_servers/{id}", get(details))
+        .route("/api/mcp_servers/{id}/start", post(start))
+        .route("/api/mcp_servers/{id}/stop", post(stop))
+        .route("/api/mcp_servers/{id}/tools", get(tools))
+        .route("/api/mcp_servers/{id}/logs", get(logs))
+        .route("/health/live", get(live))
+        .route("/health/ready", get(ready))
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+/// The `{id}` segment; a rejection (bad percent-encoding) becomes an envelope, not plain text.
+fn server_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    path.map(|Path(id)| id).map_err(|rejection| ApiError::invalid_argument(rejection.body_text()))
+}
+
+async fn list(State(app): State<AppState>) -> ApiResult {
+    let mcp_servers = app.supervisor.list().await?;
+    Ok(Json(ServerList { mcp_servers }).into_response())
+}
+
+async fn details(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+    let id = server_id(path)?;
+    Ok(Json(app.supervisor.get(&id).await?).into_response())
+}
+
+async fn start(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+    let id = server_id(path)?;
+    Ok(Json(app.supervisor.start(&id).await?).into_response())
+}
+
+async fn stop(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+    let id = server_id(path)?;
+    Ok(Json(app.supervisor.stop(&id).await?).into_response())
+}
+
+async fn tools(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+    let id = server_id(path)?;
+    let tools = app.supervisor.tools(&id).await?;
+    Ok(Json(ToolList { tools }).into_response())
+}
+
+async fn logs(
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> ApiResult {
+    let id = server_id(path)?;
+    let Query(query) = query.map_err(|rejection| ApiError::invalid_argument(rejection.body_text()))?;
+    let lines = parse_lines(query.get("lines").map(String::as_str))?;
+    let logs = app.supervisor.logs(&id, lines).await?;
+    Ok(Json(LogList { count: logs.len(), logs, mcp_server_id: id }).into_response())
+}
+
+/// `lines` defaults to 100 and must be an integer in 1..=1000.
+pub fn parse_lines(raw: Option<&str>) -> Result<usize, ApiError> {
+    let Some(raw) = raw else {
+        return Ok(DEFAULT_LOG_LINES);
+    };
+    raw.trim().parse::<usize>().ok().filter(|n| (1..=MAX_LOG_LINES).contains(n)).ok_or_else(|| {
+        ApiError::invalid_argument(format!("`lines` must be an integer from 1 to {MAX_LOG_LINES}, not `{raw}`"))
+    })
+}
+
+async fn live() -> Response {
+    Json(json!({"status": "alive"})).into_response()
+}
+
+async fn ready(State(app): State<AppState>) -> Response {
+    if app.supervisor.is_connected() {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": "supervisor unreachable"})))
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+#[path = "rest_tests.rs"]
+mod tests;

@@ -1,0 +1,86 @@
+//! What the handlers need from the supervisor, as a small trait.
+//!
+//! The real implementation is [`crate::supervisor_client::SupervisorClient`]; tests use an
+//! in-memory fake, so no handler needs a socket to be tested.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
+use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
+use serde_json::Value;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One request/reply exchange with the supervisor.
+pub trait Supervisor: Send + Sync + 'static {
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>>;
+
+    /// Whether a handshaken connection is up right now (readiness).
+    fn is_connected(&self) -> bool;
+}
+
+/// The supervisor answered with a reply of the wrong kind: a bug on one side, never the user's.
+fn unexpected(op: &str) -> IpcError {
+    IpcError::new(ErrorKind::Internal, format!("the supervisor answered `{op}` with an unexpected reply"))
+}
+
+/// Typed calls, so handlers never match on [`Reply`] themselves.
+impl dyn Supervisor {
+    pub async fn list(&self) -> Result<Vec<ServerSummary>, IpcError> {
+        match self.request(Request::List).await? {
+            Reply::Servers(servers) => Ok(servers),
+            _ => Err(unexpected("list")),
+        }
+    }
+
+    pub async fn get(&self, mcp_server: &str) -> Result<Box<ServerDetails>, IpcError> {
+        match self.request(Request::Get { mcp_server: mcp_server.into() }).await? {
+            Reply::Server(details) => Ok(details),
+            _ => Err(unexpected("get")),
+        }
+    }
+
+    pub async fn start(&self, mcp_server: &str) -> Result<Started, IpcError> {
+        match self.request(Request::Start { mcp_server: mcp_server.into() }).await? {
+            Reply::Started(started) => Ok(started),
+            _ => Err(unexpected("start")),
+        }
+    }
+
+    pub async fn stop(&self, mcp_server: &str) -> Result<Stopped, IpcError> {
+        match self.request(Request::Stop { mcp_server: mcp_server.into() }).await? {
+            Reply::Stopped(stopped) => Ok(stopped),
+            _ => Err(unexpected("stop")),
+        }
+    }
+
+    pub async fn tools(&self, mcp_server: &str) -> Result<Vec<ToolRecord>, IpcError> {
+        match self.request(Request::Tools { mcp_server: mcp_server.into() }).await? {
+            Reply::Tools(tools) => Ok(tools),
+            _ => Err(unexpected("tools")),
+        }
+    }
+
+    pub async fn logs(&self, mcp_server: &str, lines: usize) -> Result<Vec<LogLine>, IpcError> {
+        match self.request(Request::Logs { mcp_server: mcp_server.into(), lines }).await? {
+            Reply::Logs(logs) => Ok(logs),
+            _ => Err(unexpected("logs")),
+        }
+    }
+
+    /// The upstream's own `tools/call` result, verbatim.
+    pub async fn call(
+        &self,
+        mcp_server: &str,
+        tool: &str,
+        arguments: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, IpcError> {
+        let request = Request::Call { mcp_server: mcp_server.into(), tool: tool.into(), arguments, timeout_ms };
+        match self.request(request).await? {
+            Reply::Called(result) => Ok(result),
+            _ => Err(unexpected("call")),
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The API's one connection to the supervisor's control socket, shared by every request.
+//!
+//! Each request gets a fresh id and waits on a oneshot in the pending map; one writer task
+//! sends the encoded lines and one reader task routes replies back by id (see
+//! [`connection`]). A background task keeps the connection up; while it is down, requests fail
+//! at once instead of queueing, so the HTTP surfaces answer 503 promptly.
+
+mod connection;
+mod lines;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hangar_core::ipc::{self, ClientFrame, ErrorKind, IpcError, Reply, Request};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::supervisor::{BoxFuture, Supervisor};
+
+/// How long a request may wait when it carries no timeout of its own: the supervisor's default
+/// call timeout plus slack, since starts and stops run handshakes and graceful exits.
+const DEFAULT_BUDGET: Duration = Duration::from_secs(65);
+/// Added to a call's own timeout, so the supervisor's timeout error wins over ours.
+const CALL_SLACK: Duration = Duration::from_secs(5);
+const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+
+type Waiter = oneshot::Sender<Result<Reply, IpcError>>;
+
+/// A cheap-to-clone handle on the connection.
+#[derive(Clone)]
+pub struct SupervisorClient {
+    inner: Arc<Handle>,
+}
+
+struct Handle {
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // The reconnect loop holds only `Shared`; without this it would outlive every handle.
+        self.task.abort();
+    }
+}
+
+/// What the handle and the connection tasks share.
+struct Shared {
+    path: PathBuf,
+    next_id: AtomicU64,
+    state: Mutex<LinkState>,
+}
+
+struct LinkState {
+    /// The writer queue of the live connection; `None` while disconnected.
+    writer: Option<mpsc::Sender<Vec<u8>>>,
+    pending: HashMap<u64, Waiter>,
+    /// What a request gets while there is no connection.
+    down: IpcError,
+}
+
+impl SupervisorClient {
+    /// Starts connecting in the background; must be called inside a tokio runtime.
+    pub fn spawn(path: PathBuf) -> Self {
+        let down = unreachable_error(&path);
+        let shared = Arc::new(Shared {
+            path,
+            next_id: AtomicU64::new(1),
+            state: Mutex::new(LinkState { writer: None, pending: HashMap::new(), down }),
+        });
+        let task = tokio::spawn(connection::maintain(shared.clone()));
+        SupervisorClient { inner: Arc::new(Handle { shared, task }) }
+    }
+
+    pub async fn request(&self, request: Request) -> Result<Reply, IpcError> {
+        let shared = &self.inner.shared;
+        let budget = budget_for(&request);
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        let writer = shared.register(id, tx)?;
+        // Dropping the request (the HTTP client went away) must not leave its waiter behind.
+        let _guard = PendingGuard { shared, id };
+        let line = ipc::encode(&ClientFrame::Request { id, op: request });
+        // The budget covers queueing too: a supervisor that stops reading must not hold callers.
+        let exchange = async {
+            if writer.send(line).await.is_err() {
+                return Err(shared.down_error());
+            }
+            // A dropped waiter means the connection went away meanwhile.
+            rx.await.unwrap_or_else(|_| Err(shared.down_error()))
+        };
+        match tokio::time::timeout(budget, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(IpcError::new(
+                ErrorKind::Timeout,
+                format!("the supervisor did not answer within {} s", budget.as_secs()),
+            )),
+        }
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.inner.shared.lock().writer.is_some()
+    }
+}
+
+impl Supervisor for SupervisorClient {
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+        Box::pin(SupervisorClient::request(self, request))
+    }
+
+    fn is_connected(&self) -> bool {
+        SupervisorClient::is_connected(self)
+    }
+}
+
+fn budget_for(request: &Request) -> Duration {
+    match request {
+        Request::Call { timeout_ms, .. } => {
+            Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)).saturating_add(CALL_SLACK)
+        }
+        _ => DEFAULT_BUDGET,
+    }
+}
+
+fn unreachable_error(path: &Path) -> IpcError {
+    IpcError::new(ErrorKind::SupervisorUnavailable, format!("the supervisor is not reachable at {}", path.display()))
+}
+
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.lock().pending.remove(&self.id);
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, LinkState> {
+        // A panic elsewhere must not take every later request down with it.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn down_error(&self) -> IpcError {
+        self.lock().down.clone()
+    }
+
+    /// Files a waiter and hands back the writer queue, or fails at once while disconnected.
+    fn register(&self, id: u64, waiter: Waiter) -> Result<mpsc::Sender<Vec<u8>>, IpcError> {
+        let mut state = self.lock();
+        match state.writer.clone() {
+            Some(writer) => {
+                state.pending.insert(id, waiter);
+                Ok(writer)
+            }
+            None => Err(state.down.clone()),
+        }
+    }
+
+    fn deliver(&self, id: u64, result: Result<Reply, IpcError>) -> bool {
+        let waiter = self.lock().pending.remove(&id);
+        match waiter {
+            // The receiver may have timed out just now; nothing else to do then.
+            Some(waiter) => waiter.send(result).is_ok(),
+            None => false,
+        }
+    }
+
+    fn link_up(&self, writer: mpsc::Sender<Vec<u8>>) {
+        let mut state = self.lock();
+        state.writer = Some(writer);
+        state.down = unreachable_error(&self.path);
+    }
+
+    /// Ends the link and fails every request still waiting on it.
+    fn link_down(&self, down: IpcError) {
+        let waiters: Vec<Waiter> = {
+            let mut state = self.lock();
+            state.writer = None;
+            state.down = down.clone();
+            state.pending.drain().map(|(_, waiter)| waiter).collect()
+        };
+        for waiter in waiters {
+            let _ = waiter.send(Err(down.clone()));
+        }
+    }
+
+    fn set_down_error(&self, down: IpcError) {
+        self.lock().down = down;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fails_at_once_while_disconnected() {
+        let client = SupervisorClient::spawn(PathBuf::from("/nonexistent/hangar-test.sock"));
+        let err = client.request(Request::List).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SupervisorUnavailable);
+        assert_eq!(err.message, "the supervisor is not reachable at /nonexistent/hangar-test.sock");
+        assert!(!client.is_connected());
+    }
+
+    #[test]
+    fn calls_wait_longer_than_their_own_timeout() {
+        let call = |timeout_ms| Request::Call {
+            mcp_server: "m".into(),
+            tool: "t".into(),
+            arguments: serde_json::json!({}),
+            timeout_ms,
+        };
+        assert_eq!(budget_for(&call(None)), Duration::from_secs(65));
+        assert_eq!(budget_for(&call(Some(120_000))), Duration::from_secs(125));
+        assert_eq!(budget_for(&Request::List), Duration::from_secs(65));
+    }
+}
+
+#[cfg(test)]
+#[path = "socket_tests.rs"]
+mod socket_tests;

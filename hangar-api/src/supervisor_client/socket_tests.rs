@@ -1,0 +1,169 @@
+//! The client against a scripted supervisor on a real Unix socket.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hangar_core::ipc::{self, ClientFrame, ErrorKind, Hello, Outcome, Reply, Request, ServerFrame};
+use hangar_core::record::LogLine;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use super::SupervisorClient;
+
+fn socket_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hangar-api-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("supervisor.sock")
+}
+
+/// One accepted connection, seen from the supervisor's side.
+struct Peer {
+    reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    writer: tokio::net::unix::OwnedWriteHalf,
+}
+
+impl Peer {
+    async fn accept(listener: &UnixListener, protocol: u32) -> Peer {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (read, writer) = stream.into_split();
+        let mut peer = Peer { reader: BufReader::new(read), writer };
+        match peer.read().await {
+            ClientFrame::Hello(hello) => assert_eq!(hello.role, "api"),
+            other => panic!("expected a hello first, got {other:?}"),
+        }
+        let mut hello = Hello::new("supervisor");
+        hello.protocol = protocol;
+        peer.write(&ServerFrame::Hello(hello)).await;
+        peer
+    }
+
+    async fn read(&mut self) -> ClientFrame {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).await.unwrap();
+        ipc::decode(line.as_bytes()).unwrap()
+    }
+
+    async fn read_request(&mut self) -> (u64, Request) {
+        match self.read().await {
+            ClientFrame::Request { id, op } => (id, op),
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    async fn write(&mut self, frame: &ServerFrame) {
+        self.writer.write_all(&ipc::encode(frame)).await.unwrap();
+    }
+
+    async fn reply(&mut self, id: u64, reply: Reply) {
+        self.write(&ServerFrame::Reply { id, outcome: Outcome::Ok(reply) }).await;
+    }
+}
+
+async fn until_connected(client: &SupervisorClient, connected: bool) {
+    for _ in 0..200 {
+        if client.is_connected() == connected {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("is_connected never became {connected}");
+}
+
+fn logs_reply(n: usize) -> Reply {
+    Reply::Logs(
+        (0..n)
+            .map(|i| LogLine {
+                mcp_server_id: "m".into(),
+                stream: "stderr".into(),
+                content: format!("{i}"),
+                recorded_at: "t".into(),
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects() {
+    let path = socket_path("mux");
+    let listener = UnixListener::bind(&path).unwrap();
+    let client = SupervisorClient::spawn(path.clone());
+    let mut peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION).await;
+    until_connected(&client, true).await;
+
+    // Two requests in flight; answered in reverse order, each reaches its own caller.
+    let (a, b) = (client.clone(), client.clone());
+    let first = tokio::spawn(async move { a.request(Request::Logs { mcp_server: "m".into(), lines: 1 }).await });
+    let (id1, _) = peer.read_request().await;
+    let second = tokio::spawn(async move { b.request(Request::Logs { mcp_server: "m".into(), lines: 2 }).await });
+    let (id2, _) = peer.read_request().await;
+    assert_ne!(id1, id2);
+    peer.reply(id2, logs_reply(2)).await;
+    peer.reply(id1, logs_reply(1)).await;
+    assert_eq!(first.await.unwrap().unwrap(), logs_reply(1));
+    assert_eq!(second.await.unwrap().unwrap(), logs_reply(2));
+
+    // An unreadable reply fails its waiter at once instead of leaving it to time out.
+    let c = client.clone();
+    let odd = tokio::spawn(async move { c.request(Request::List).await });
+    let (id, _) = peer.read_request().await;
+    peer.writer
+        .write_all(format!("{{\"reply\":{{\"id\":{id},\"outcome\":{{\"ok\":{{\"novel\":1}}}}}}}}\n").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(odd.await.unwrap().unwrap_err().kind, ErrorKind::Internal);
+
+    // The connection drops with a request pending: it fails as unavailable.
+    let c = client.clone();
+    let pending = tokio::spawn(async move { c.request(Request::List).await });
+    let _ = peer.read_request().await;
+    drop(peer);
+    let err = pending.await.unwrap().unwrap_err();
+    assert_eq!(err.kind, ErrorKind::SupervisorUnavailable);
+    assert_eq!(err.message, format!("the supervisor is not reachable at {}", path.display()));
+
+    // It comes back by itself.
+    let mut peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION).await;
+    until_connected(&client, true).await;
+    let c = client.clone();
+    let again = tokio::spawn(async move { c.request(Request::List).await });
+    let (id, op) = peer.read_request().await;
+    assert_eq!(op, Request::List);
+    peer.reply(id, Reply::Servers(vec![])).await;
+    assert_eq!(again.await.unwrap().unwrap(), Reply::Servers(vec![]));
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[tokio::test]
+async fn a_protocol_mismatch_is_reported_as_such() {
+    let path = socket_path("mismatch");
+    let listener = UnixListener::bind(&path).unwrap();
+    let client = SupervisorClient::spawn(path.clone());
+    let _peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION + 1).await;
+    let mut kind = None;
+    for _ in 0..200 {
+        let err = client.request(Request::List).await.unwrap_err();
+        if err.kind == ErrorKind::ProtocolMismatch {
+            kind = Some(err.kind);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(kind, Some(ErrorKind::ProtocolMismatch));
+    assert!(!client.is_connected());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[tokio::test]
+async fn a_silent_or_garbage_peer_is_not_a_connection() {
+    let path = socket_path("garbage");
+    let listener = UnixListener::bind(&path).unwrap();
+    let client = SupervisorClient::spawn(path.clone());
+    let (mut stream, _): (UnixStream, _) = listener.accept().await.unwrap();
+    stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!client.is_connected());
+    assert!(client.request(Request::List).await.is_err());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}

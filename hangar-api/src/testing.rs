@@ -1,0 +1,179 @@
+//! An in-memory supervisor for tests: scripted servers and calls, and counters to assert on.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request as HttpRequest, StatusCode};
+use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
+use hangar_core::lifecycle::{State, StopReason};
+use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, ServerSummary, ToolInfo, ToolRecord};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::app::{AppState, router};
+use crate::supervisor::{BoxFuture, Supervisor};
+
+pub struct FakeSupervisor {
+    pub servers: Vec<ServerSummary>,
+    pub connected: AtomicBool,
+    in_flight: AtomicUsize,
+    pub peak_in_flight: AtomicUsize,
+    /// `mcp_server/tool` of each call, in the order they started.
+    pub started_calls: Mutex<Vec<String>>,
+    /// Every request received, for asserting what was forwarded.
+    pub requests: Mutex<Vec<Request>>,
+}
+
+pub fn summary(id: &str, state: State) -> ServerSummary {
+    let dead = (state == State::Dead).then(|| DeadRecord {
+        reason: "crashed".into(),
+        since: "2026-11-29T23:20:23.427Z".into(),
+        retry_allowed_at: Some("2026-11-29T23:20:27.822Z".into()),
+        revived_by: "call_or_start".into(),
+    });
+    ServerSummary {
+        mcp_server_id: id.into(),
+        state,
+        mode: "subprocess".into(),
+        alive: state == State::Ready,
+        tools_count: 1,
+        health_status: if state == State::Ready { "healthy" } else { "unknown" }.into(),
+        dead,
+    }
+}
+
+impl FakeSupervisor {
+    /// `math` ready, `web` cold, `broken` dead.
+    pub fn new() -> Arc<Self> {
+        FakeSupervisor::with_servers(vec![
+            summary("math", State::Ready),
+            summary("web", State::Cold),
+            summary("broken", State::Dead),
+        ])
+    }
+
+    pub fn with_servers(servers: Vec<ServerSummary>) -> Arc<Self> {
+        Arc::new(FakeSupervisor {
+            servers,
+            connected: AtomicBool::new(true),
+            in_flight: AtomicUsize::new(0),
+            peak_in_flight: AtomicUsize::new(0),
+            started_calls: Mutex::new(Vec::new()),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn disconnected() -> Arc<Self> {
+        let fake = FakeSupervisor::new();
+        fake.connected.store(false, Ordering::SeqCst);
+        fake
+    }
+
+    fn find(&self, id: &str) -> Result<&ServerSummary, IpcError> {
+        self.servers.iter().find(|s| s.mcp_server_id == id).ok_or_else(|| IpcError::not_found(id))
+    }
+
+    async fn answer(&self, request: Request) -> Result<Reply, IpcError> {
+        self.requests.lock().unwrap().push(request.clone());
+        if !self.connected.load(Ordering::SeqCst) {
+            return Err(IpcError::new(
+                ErrorKind::SupervisorUnavailable,
+                "the supervisor is not reachable at /fake.sock",
+            ));
+        }
+        match request {
+            Request::List => Ok(Reply::Servers(self.servers.clone())),
+            Request::Get { mcp_server } => {
+                let s = self.find(&mcp_server)?;
+                Ok(Reply::Server(Box::new(ServerDetails {
+                    mcp_server_id: s.mcp_server_id.clone(),
+                    state: s.state,
+                    mode: s.mode.clone(),
+                    alive: s.alive,
+                    tools: vec![tool_info("add")],
+                    health: Health::default(),
+                    meta: Meta { program: "fake".into(), ..Meta::default() },
+                    dead: s.dead.clone(),
+                })))
+            }
+            Request::Start { mcp_server } => {
+                let s = self.find(&mcp_server)?;
+                if s.state == State::Dead {
+                    return Err(IpcError::new(ErrorKind::RetryLater, "backoff")
+                        .with_details(json!({"retry_allowed_at": "2026-11-29T23:20:27.822Z"})));
+                }
+                Ok(Reply::Started(Started { mcp_server, state: State::Ready, tools: vec!["add".into()] }))
+            }
+            Request::Stop { mcp_server } => {
+                self.find(&mcp_server)?;
+                Ok(Reply::Stopped(Stopped { stopped: mcp_server, reason: StopReason::UserRequest }))
+            }
+            Request::Tools { mcp_server } => {
+                self.find(&mcp_server)?;
+                Ok(Reply::Tools(vec![ToolRecord { tool: tool_info("add"), digest: "sha256:00".into() }]))
+            }
+            Request::Logs { mcp_server, lines } => {
+                self.find(&mcp_server)?;
+                let line = |n: usize| LogLine {
+                    mcp_server_id: mcp_server.clone(),
+                    stream: "stderr".into(),
+                    content: format!("line {n}"),
+                    recorded_at: "2026-11-29T23:20:23.427Z".into(),
+                };
+                Ok(Reply::Logs((0..lines.min(3)).map(line).collect()))
+            }
+            Request::Call { mcp_server, tool, arguments, .. } => self.call(mcp_server, tool, arguments).await,
+            Request::Subscribe => Ok(Reply::Subscribed),
+        }
+    }
+
+    /// Tool `fail` fails; `arguments.delay_ms` delays; anything else echoes its arguments.
+    async fn call(&self, mcp_server: String, tool: String, arguments: Value) -> Result<Reply, IpcError> {
+        self.find(&mcp_server)?;
+        self.started_calls.lock().unwrap().push(format!("{mcp_server}/{tool}"));
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak_in_flight.fetch_max(now, Ordering::SeqCst);
+        let delay = arguments.get("delay_ms").and_then(Value::as_u64).unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if tool == "fail" {
+            return Err(IpcError::new(ErrorKind::UpstreamError, "the upstream answered with an error"));
+        }
+        Ok(Reply::Called(json!({"content": [{"type": "text", "text": "ok"}], "echo": arguments})))
+    }
+}
+
+fn tool_info(name: &str) -> ToolInfo {
+    ToolInfo { name: name.into(), description: Some("Adds".into()), input_schema: json!({"type": "object"}) }
+}
+
+impl Supervisor for FakeSupervisor {
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+        Box::pin(self.answer(request))
+    }
+
+    fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::SeqCst)
+    }
+}
+
+pub fn app_with(fake: Arc<FakeSupervisor>) -> Router {
+    router(AppState { supervisor: fake, loopback_only: true })
+}
+
+/// Sends one request through the whole router; gives back status, headers and body text.
+pub async fn send(app: &Router, request: HttpRequest<Body>) -> (StatusCode, axum::http::HeaderMap, String) {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+pub fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
