@@ -12,14 +12,12 @@
 mod app;
 mod error;
 mod listen;
-mod logging;
 mod mcp;
 mod random;
 mod rest;
 mod shapes;
 mod shutdown;
 mod supervisor;
-mod supervisor_client;
 #[cfg(test)]
 mod testing;
 
@@ -34,8 +32,8 @@ use clap::Parser;
 use tokio::sync::oneshot;
 
 use crate::app::AppState;
-use crate::logging::LogFormat;
-use crate::supervisor_client::SupervisorClient;
+use hangar_runtime::client::Client;
+use hangar_runtime::logging::{self, LogFormat};
 
 /// sysexits: bad usage, cannot bind, internal failure.
 const EX_USAGE: u8 = 64;
@@ -100,7 +98,7 @@ async fn run(args: Args) -> ExitCode {
     };
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     let state = AppState {
-        supervisor: Arc::new(SupervisorClient::spawn(socket.clone())),
+        supervisor: Arc::new(Client::spawn(socket.clone(), "api")),
         loopback_only: local.ip().is_loopback(),
     };
     announce(local);

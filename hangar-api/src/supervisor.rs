@@ -1,6 +1,6 @@
 //! What the handlers need from the supervisor, as a small trait.
 //!
-//! The real implementation is [`crate::supervisor_client::SupervisorClient`]; tests use an
+//! The real implementation is [`hangar_runtime::client::Client`]; tests use an
 //! in-memory fake, so no handler needs a socket to be tested.
 
 use std::future::Future;
@@ -18,6 +18,16 @@ pub trait Supervisor: Send + Sync + 'static {
 
     /// Whether a handshaken connection is up right now (readiness).
     fn is_connected(&self) -> bool;
+}
+
+impl Supervisor for hangar_runtime::client::Client {
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+        Box::pin(hangar_runtime::client::Client::request(self, request))
+    }
+
+    fn is_connected(&self) -> bool {
+        hangar_runtime::client::Client::is_connected(self)
+    }
 }
 
 /// The supervisor answered with a reply of the wrong kind: a bug on one side, never the user's.

@@ -17,12 +17,12 @@ use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::tokio::{Listener as _, Stream as _};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::io::{ReadHalf, WriteHalf};
+use tokio::io::BufReader;
+use tokio::io::ReadHalf;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::hangar::Hangar;
-use crate::lines::{Line, read_line};
+use hangar_runtime::lines::{Line, read_line, write_batched};
 
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -77,7 +77,10 @@ pub async fn serve(listener: Listener, hangar: Arc<Hangar>, stop: watch::Receive
 async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiver<bool>) {
     let (recv, sender) = tokio::io::split(stream);
     let (out, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(write_frames(sender, out_rx));
+    let writer = tokio::spawn(async move {
+        // A failed write means the peer is gone; the read loop sees that too.
+        let _ = write_batched(sender, out_rx).await;
+    });
     let mut reader = BufReader::with_capacity(64 * 1024, recv);
     let mut buf = Vec::new();
     let peer = match tokio::time::timeout(HELLO_TIMEOUT, hello(&mut reader, &mut buf, &out)).await {
@@ -169,23 +172,6 @@ async fn forward_events(
             // A slow subscriber missed some; it reads current state with `list` when it needs to.
             Err(broadcast::error::RecvError::Lagged(missed)) => tracing::warn!(missed, "a subscriber fell behind"),
             Err(broadcast::error::RecvError::Closed) => return,
-        }
-    }
-}
-
-async fn write_frames(half: WriteHalf<Stream>, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
-    let mut send = BufWriter::new(half);
-    while let Some(frame) = frames.recv().await {
-        if send.write_all(&frame).await.is_err() {
-            return;
-        }
-        while let Ok(frame) = frames.try_recv() {
-            if send.write_all(&frame).await.is_err() {
-                return;
-            }
-        }
-        if send.flush().await.is_err() {
-            return;
         }
     }
 }

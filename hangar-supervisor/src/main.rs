@@ -7,7 +7,6 @@ mod control;
 mod guardian;
 mod hangar;
 mod helpers;
-mod lines;
 mod logs;
 mod server;
 mod shutdown;
@@ -22,6 +21,8 @@ use clap::Parser;
 use hangar_core::config::Config;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
+
+use hangar_runtime::logging::{self, LogFormat};
 
 use crate::helpers::{Helper, sibling, supervise};
 
@@ -52,12 +53,6 @@ struct Args {
     log_format: LogFormat,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum LogFormat {
-    Human,
-    Json,
-}
-
 /// sysexits(3)
 const EX_USAGE: u8 = 64;
 const EX_UNAVAILABLE: u8 = 69;
@@ -76,7 +71,7 @@ fn main() -> ExitCode {
             return if usage_error { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
         }
     };
-    init_logging(args.log_format);
+    logging::init(args.log_format);
     let config = match Config::load(&args.config) {
         Ok(config) => config,
         Err(err) => {
@@ -164,13 +159,4 @@ async fn run(args: Args, config: Config) -> ExitCode {
     let _ = std::fs::remove_file(&socket);
     tracing::info!("supervisor stopped");
     ExitCode::SUCCESS
-}
-
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HANGAR_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }

@@ -25,10 +25,10 @@ use tokio::io::BufReader;
 use tokio::process::Child;
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::lines::{Line, read_line};
 use crate::logs::{LogRing, Stream};
 use crate::spawn::{self, Pipes, signal_group};
 use crate::upstream::{Era, Notice, RequestError, Upstream};
+use hangar_runtime::lines::{Line, read_line};
 
 /// How long a stopping child gets after its stdin closes, and again after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(2);

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use hangar_core::jsonrpc::{Incoming, PendingMap, RpcError, classify};
 use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::lines::{Line, read_line};
 use crate::logs::{LogRing, Stream};
+use hangar_runtime::lines::{Line, read_line, write_batched};
 
 /// The longest line accepted from an upstream's stdout; longer ones are skipped and logged.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -78,7 +78,10 @@ impl Upstream {
             log: log.clone(),
             closed,
         });
-        tokio::spawn(write_loop(stdin, rx));
+        tokio::spawn(async move {
+            // A failed write means the child is gone; the reader sees that and ends the connection.
+            let _ = write_batched(stdin, rx).await;
+        });
         let pending = upstream.pending.clone();
         // Weak: answering the upstream's pings must not keep its stdin open after close_stdin.
         let answers = tx.downgrade();
@@ -208,25 +211,6 @@ fn encode(message: &Value) -> Vec<u8> {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-async fn write_loop(stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
-    let mut stdin = BufWriter::new(stdin);
-    while let Some(line) = rx.recv().await {
-        if stdin.write_all(&line).await.is_err() {
-            return;
-        }
-        // Batch whatever else is queued into the same flush.
-        while let Ok(line) = rx.try_recv() {
-            if stdin.write_all(&line).await.is_err() {
-                return;
-            }
-        }
-        if stdin.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = stdin.shutdown().await;
 }
 
 async fn read_loop(

@@ -9,10 +9,10 @@ use hangar_core::record::LogLine;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
-use super::SupervisorClient;
+use super::Client;
 
 fn socket_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hangar-api-test-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("hangar-client-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("supervisor.sock")
@@ -61,7 +61,7 @@ impl Peer {
     }
 }
 
-async fn until_connected(client: &SupervisorClient, connected: bool) {
+async fn until_connected(client: &Client, connected: bool) {
     for _ in 0..200 {
         if client.is_connected() == connected {
             return;
@@ -88,7 +88,7 @@ fn logs_reply(n: usize) -> Reply {
 async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects() {
     let path = socket_path("mux");
     let listener = UnixListener::bind(&path).unwrap();
-    let client = SupervisorClient::spawn(path.clone());
+    let client = Client::spawn(path.clone(), "api");
     let mut peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION).await;
     until_connected(&client, true).await;
 
@@ -139,7 +139,7 @@ async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects()
 async fn a_protocol_mismatch_is_reported_as_such() {
     let path = socket_path("mismatch");
     let listener = UnixListener::bind(&path).unwrap();
-    let client = SupervisorClient::spawn(path.clone());
+    let client = Client::spawn(path.clone(), "api");
     let _peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION + 1).await;
     let mut kind = None;
     for _ in 0..200 {
@@ -159,11 +159,40 @@ async fn a_protocol_mismatch_is_reported_as_such() {
 async fn a_silent_or_garbage_peer_is_not_a_connection() {
     let path = socket_path("garbage");
     let listener = UnixListener::bind(&path).unwrap();
-    let client = SupervisorClient::spawn(path.clone());
+    let client = Client::spawn(path.clone(), "api");
     let (mut stream, _): (UnixStream, _) = listener.accept().await.unwrap();
     stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!client.is_connected());
     assert!(client.request(Request::List).await.is_err());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[tokio::test]
+async fn a_following_client_subscribes_on_every_connection_and_reports_its_link() {
+    use super::Link;
+    use hangar_core::lifecycle::State;
+    use hangar_core::record::StateChange;
+
+    let path = socket_path("follow");
+    let listener = UnixListener::bind(&path).unwrap();
+    let (_client, mut links) = Client::following(path.clone(), "api");
+    let change = StateChange {
+        mcp_server_id: "m".into(),
+        from: State::Cold,
+        to: State::Initializing,
+        at: "t".into(),
+        dead: None,
+    };
+
+    for _ in 0..2 {
+        let mut peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION).await;
+        assert_eq!(peer.read_request().await.1, Request::Subscribe, "subscribes first thing");
+        assert_eq!(links.recv().await, Some(Link::Up));
+        peer.write(&ServerFrame::Event(change.clone())).await;
+        assert_eq!(links.recv().await, Some(Link::Changed(change.clone())));
+        drop(peer);
+        assert_eq!(links.recv().await, Some(Link::Down));
+    }
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }

@@ -1,9 +1,11 @@
-//! Reading newline-delimited input with a bound on line length.
+//! Newline-delimited I/O: reading with a bound on line length, writing in batches.
 //!
-//! An upstream can print anything; a line longer than the bound is skipped as it streams by,
-//! never buffered whole, so a 10 MB line costs no more memory than a short one.
+//! A peer can send anything; a line longer than the bound is skipped as it streams by, never
+//! buffered whole, so a 10 MB line costs no more memory than a short one. Writers drain every
+//! queued line before one flush, so a burst of messages goes out in few writes.
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
 
 /// One line read by [`read_line`].
 #[derive(Debug, PartialEq, Eq)]
@@ -63,6 +65,46 @@ fn memchr(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|b| *b == b'\n')
 }
 
+/// A queue of encoded lines to write.
+pub trait LineQueue {
+    /// The next line, waiting for one; `None` once the queue is closed and empty.
+    fn next(&mut self) -> impl Future<Output = Option<Vec<u8>>> + Send;
+    /// A line already queued, without waiting.
+    fn ready(&mut self) -> Option<Vec<u8>>;
+}
+
+impl LineQueue for mpsc::Receiver<Vec<u8>> {
+    fn next(&mut self) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        self.recv()
+    }
+    fn ready(&mut self) -> Option<Vec<u8>> {
+        self.try_recv().ok()
+    }
+}
+
+impl LineQueue for mpsc::UnboundedReceiver<Vec<u8>> {
+    fn next(&mut self) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        self.recv()
+    }
+    fn ready(&mut self) -> Option<Vec<u8>> {
+        self.try_recv().ok()
+    }
+}
+
+/// Writes every line from `queue` until it closes (then shuts the writer down) or a write fails.
+/// Flushes only when the queue is momentarily empty.
+pub async fn write_batched<W: AsyncWrite + Unpin, Q: LineQueue>(writer: W, mut queue: Q) -> std::io::Result<()> {
+    let mut writer = BufWriter::new(writer);
+    while let Some(line) = queue.next().await {
+        writer.write_all(&line).await?;
+        while let Some(line) = queue.ready() {
+            writer.write_all(&line).await?;
+        }
+        writer.flush().await?;
+    }
+    writer.shutdown().await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +136,18 @@ mod tests {
                 (&Line::Complete, "last".into())
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn writes_every_queued_line_then_shuts_down() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for line in ["a\n", "bb\n", "ccc\n"] {
+            tx.send(line.as_bytes().to_vec()).unwrap();
+        }
+        drop(tx);
+        let mut out = Vec::new();
+        write_batched(&mut out, rx).await.unwrap();
+        assert_eq!(out, b"a\nbb\nccc\n");
     }
 
     #[tokio::test]

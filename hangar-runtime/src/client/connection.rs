@@ -11,11 +11,11 @@ use interprocess::local_socket::tokio::Stream;
 use interprocess::local_socket::traits::tokio::Stream as _;
 use interprocess::local_socket::{GenericFilePath, ToFsName as _};
 use serde_json::Value;
-use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncBufRead, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::lines::LineReader;
-use super::{Shared, unreachable_error};
+use super::{Link, Shared, unreachable_error};
+use crate::lines::{Line, read_line, write_batched};
 
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -73,20 +73,29 @@ async fn session(shared: &Shared) -> Ended {
         Ok(stream) => stream,
         Err(err) => return Ended::NotConnected(err.to_string()),
     };
-    let mut reader = LineReader::new(&stream, MAX_FRAME_BYTES);
-    let mut writer = BufWriter::new(&stream);
-    if let Err(ended) = handshake(&shared.path, &mut reader, &mut writer).await {
+    let mut reader = BufReader::new(&stream);
+    let mut writer = &stream;
+    if let Err(ended) = handshake(&shared.path, shared.role, &mut reader, &mut writer).await {
         return ended;
     }
     tracing::info!(socket = %shared.path.display(), "connected to the supervisor");
 
     let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+    if shared.follow.is_some() {
+        // Nobody waits for its reply (id 0); what matters is the events that follow it.
+        let _ = tx.try_send(ipc::encode(&ClientFrame::Request { id: 0, op: hangar_core::ipc::Request::Subscribe }));
+    }
     shared.link_up(tx);
+    shared.tell(Link::Up);
     let reason = tokio::select! {
         reason = read_loop(shared, &mut reader) => reason,
-        reason = write_loop(rx, &mut writer) => reason,
+        written = write_batched(writer, rx) => match written {
+            Ok(()) => "the request queue closed".into(),
+            Err(err) => err.to_string(),
+        },
     };
     shared.link_down(unreachable_error(&shared.path));
+    shared.tell(Link::Down);
     Ended::Lost(reason)
 }
 
@@ -95,12 +104,12 @@ async fn connect(path: &Path) -> std::io::Result<Stream> {
     Stream::connect(name).await
 }
 
-async fn handshake<R, W>(path: &Path, reader: &mut LineReader<R>, writer: &mut W) -> Result<(), Ended>
+async fn handshake<R, W>(path: &Path, role: &str, reader: &mut R, writer: &mut W) -> Result<(), Ended>
 where
-    R: tokio::io::AsyncRead + Unpin,
+    R: AsyncBufRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    let hello = ipc::encode(&ClientFrame::Hello(Hello::new("api")));
+    let hello = ipc::encode(&ClientFrame::Hello(Hello::new(role)));
     let sent = async {
         writer.write_all(&hello).await?;
         writer.flush().await
@@ -109,9 +118,10 @@ where
         return Err(Ended::NotConnected(err.to_string()));
     }
     let mut line = Vec::new();
-    match tokio::time::timeout(HELLO_TIMEOUT, reader.next_line(&mut line)).await {
-        Ok(Ok(true)) => {}
-        Ok(Ok(false)) => return Err(Ended::NotConnected("the supervisor closed the connection at once".into())),
+    match tokio::time::timeout(HELLO_TIMEOUT, read_line(reader, &mut line, MAX_FRAME_BYTES)).await {
+        Ok(Ok(Line::Complete)) => {}
+        Ok(Ok(Line::Eof)) => return Err(Ended::NotConnected("the supervisor closed the connection at once".into())),
+        Ok(Ok(Line::TooLong(len))) => return Err(Ended::NotConnected(format!("a {len}-byte hello is not a hello"))),
         Ok(Err(err)) => return Err(Ended::NotConnected(err.to_string())),
         Err(_) => return Err(Ended::NotConnected("the supervisor sent no hello".into())),
     }
@@ -132,12 +142,13 @@ where
     }
 }
 
-async fn read_loop<R: tokio::io::AsyncRead + Unpin>(shared: &Shared, reader: &mut LineReader<R>) -> String {
+async fn read_loop<R: AsyncBufRead + Unpin>(shared: &Shared, reader: &mut R) -> String {
     let mut line = Vec::new();
     loop {
-        match reader.next_line(&mut line).await {
-            Ok(true) => route(shared, &line),
-            Ok(false) => return "the supervisor closed the connection".into(),
+        match read_line(reader, &mut line, MAX_FRAME_BYTES).await {
+            Ok(Line::Complete) => route(shared, &line),
+            Ok(Line::TooLong(len)) => return format!("the supervisor sent a {len}-byte frame, over the limit"),
+            Ok(Line::Eof) => return "the supervisor closed the connection".into(),
             Err(err) => return err.to_string(),
         }
     }
@@ -154,8 +165,8 @@ fn route(shared: &Shared, line: &[u8]) {
                 tracing::debug!(id, "reply for a request nobody waits for (it timed out or was dropped)");
             }
         }
-        // We never subscribe; a stray event is harmless.
-        Ok(ServerFrame::Event(_)) | Ok(ServerFrame::Hello(_)) => {}
+        Ok(ServerFrame::Event(change)) => shared.tell(Link::Changed(change)),
+        Ok(ServerFrame::Hello(_)) => {}
         Err(err) => {
             // Likely a reply of a kind this build does not know: fail its waiter now rather than
             // let it sit until its timeout.
@@ -168,22 +179,4 @@ fn route(shared: &Shared, line: &[u8]) {
             tracing::warn!(error = %err, "unreadable frame from the supervisor");
         }
     }
-}
-
-/// Writes queued lines, flushing only when the queue is momentarily empty so a burst of
-/// requests goes out in few writes.
-async fn write_loop<W: tokio::io::AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Vec<u8>>, writer: &mut W) -> String {
-    while let Some(line) = rx.recv().await {
-        let written = async {
-            writer.write_all(&line).await?;
-            while let Ok(more) = rx.try_recv() {
-                writer.write_all(&more).await?;
-            }
-            writer.flush().await
-        };
-        if let Err(err) = written.await {
-            return err.to_string();
-        }
-    }
-    "the request queue closed".into()
 }

@@ -1,4 +1,5 @@
-//! Logs go to stderr (stdout carries only the "listening" line), human-readable or JSON.
+//! Every hangar process logs to stderr (stdout is kept for the one line a process announces
+//! itself with), human-readable by default or JSON on request.
 
 use std::io::IsTerminal;
 
@@ -10,9 +11,9 @@ pub enum LogFormat {
     Json,
 }
 
-/// Level from `RUST_LOG`, `info` by default.
+/// The filter comes from `HANGAR_LOG` (e.g. `debug`, `info,hangar_supervisor=debug`), `info` by default.
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("HANGAR_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     // Colour only for a person at a terminal, never into files or journald.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -1,12 +1,14 @@
-//! The API's one connection to the supervisor's control socket, shared by every request.
+//! A process's one connection to the supervisor's control socket, shared by every request.
 //!
 //! Each request gets a fresh id and waits on a oneshot in the pending map; one writer task
 //! sends the encoded lines and one reader task routes replies back by id (see
 //! [`connection`]). A background task keeps the connection up; while it is down, requests fail
 //! at once instead of queueing, so the HTTP surfaces answer 503 promptly.
+//!
+//! A client made with [`Client::following`] also subscribes to state changes on every
+//! connection and hands them, with the link going up and down, to a [`Link`] channel.
 
 mod connection;
-mod lines;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,10 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hangar_core::ipc::{self, ClientFrame, ErrorKind, IpcError, Reply, Request};
+use hangar_core::record::StateChange;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-
-use crate::supervisor::{BoxFuture, Supervisor};
 
 /// How long a request may wait when it carries no timeout of its own: the supervisor's default
 /// call timeout plus slack, since starts and stops run handshakes and graceful exits.
@@ -29,9 +30,19 @@ const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
 
 type Waiter = oneshot::Sender<Result<Reply, IpcError>>;
 
+/// What a following client hears about its link, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Link {
+    /// Connected and subscribed; changes from before this point may have been missed.
+    Up,
+    Changed(StateChange),
+    /// The connection is gone; the client is reconnecting.
+    Down,
+}
+
 /// A cheap-to-clone handle on the connection.
 #[derive(Clone)]
-pub struct SupervisorClient {
+pub struct Client {
     inner: Arc<Handle>,
 }
 
@@ -50,6 +61,10 @@ impl Drop for Handle {
 /// What the handle and the connection tasks share.
 struct Shared {
     path: PathBuf,
+    /// Who we are, in the hello (`api`, `prober`, ...).
+    role: &'static str,
+    /// Where state changes go, for a following client.
+    follow: Option<mpsc::UnboundedSender<Link>>,
     next_id: AtomicU64,
     state: Mutex<LinkState>,
 }
@@ -62,17 +77,29 @@ struct LinkState {
     down: IpcError,
 }
 
-impl SupervisorClient {
+impl Client {
     /// Starts connecting in the background; must be called inside a tokio runtime.
-    pub fn spawn(path: PathBuf) -> Self {
+    pub fn spawn(path: PathBuf, role: &'static str) -> Self {
+        Client::start(path, role, None)
+    }
+
+    /// Like [`Client::spawn`], and subscribes to state changes on every connection.
+    pub fn following(path: PathBuf, role: &'static str) -> (Self, mpsc::UnboundedReceiver<Link>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Client::start(path, role, Some(tx)), rx)
+    }
+
+    fn start(path: PathBuf, role: &'static str, follow: Option<mpsc::UnboundedSender<Link>>) -> Self {
         let down = unreachable_error(&path);
         let shared = Arc::new(Shared {
             path,
+            role,
+            follow,
             next_id: AtomicU64::new(1),
             state: Mutex::new(LinkState { writer: None, pending: HashMap::new(), down }),
         });
         let task = tokio::spawn(connection::maintain(shared.clone()));
-        SupervisorClient { inner: Arc::new(Handle { shared, task }) }
+        Client { inner: Arc::new(Handle { shared, task }) }
     }
 
     pub async fn request(&self, request: Request) -> Result<Reply, IpcError> {
@@ -103,16 +130,6 @@ impl SupervisorClient {
 
     pub fn is_connected(&self) -> bool {
         self.inner.shared.lock().writer.is_some()
-    }
-}
-
-impl Supervisor for SupervisorClient {
-    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
-        Box::pin(SupervisorClient::request(self, request))
-    }
-
-    fn is_connected(&self) -> bool {
-        SupervisorClient::is_connected(self)
     }
 }
 
@@ -190,6 +207,13 @@ impl Shared {
         }
     }
 
+    /// Tells a following client's owner about its link; a no-op for other clients.
+    fn tell(&self, link: Link) {
+        if let Some(follow) = &self.follow {
+            let _ = follow.send(link);
+        }
+    }
+
     fn set_down_error(&self, down: IpcError) {
         self.lock().down = down;
     }
@@ -202,7 +226,7 @@ mod tests {
 
     #[tokio::test]
     async fn fails_at_once_while_disconnected() {
-        let client = SupervisorClient::spawn(PathBuf::from("/nonexistent/hangar-test.sock"));
+        let client = Client::spawn(PathBuf::from("/nonexistent/hangar-test.sock"), "api");
         let err = client.request(Request::List).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::SupervisorUnavailable);
         assert_eq!(err.message, "the supervisor is not reachable at /nonexistent/hangar-test.sock");

@@ -1,0 +1,14 @@
+//! The tokio-side plumbing every hangar process shares.
+//!
+//! - [`client`]: a multiplexed, self-reconnecting client of the supervisor's control socket,
+//!   used by the API and the prober (and by operators' tools).
+//! - [`lines`]: newline-delimited I/O with a bound on line length, and batched line writing.
+//! - [`logging`]: `tracing` to stderr, human or JSON.
+//!
+//! Architecture invariant: nothing here knows what a server is; the vocabulary is
+//! `hangar_core::ipc`.
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod lines;
+pub mod logging;
