@@ -1,4 +1,5 @@
-//! The HTTP application: shared state, and the router that joins REST, MCP and the fallbacks.
+//! The HTTP application: shared state, and the router that joins REST, MCP, `/metrics` and the
+//! fallbacks.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,7 +11,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 
 use crate::supervisor::Supervisor;
-use crate::{error, mcp, rest};
+use crate::{error, mcp, metrics, rest};
 
 /// The largest request body any route accepts.
 pub const BODY_LIMIT: usize = 1 << 20;
@@ -27,6 +28,7 @@ pub struct AppState {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(rest::routes())
+        .merge(metrics::routes())
         .merge(mcp::routes())
         .fallback(error::not_found)
         // Must follow the routes: it applies to those registered so far.

@@ -1,6 +1,6 @@
-//! hangar-api: the hangar's gateway. Serves REST under `/api` and MCP at `/mcp`, answering
-//! from the supervisor over its control socket. It holds no state of its own, so any number of
-//! instances can run side by side. This file: arguments and wiring.
+//! hangar-api: the hangar's gateway. Serves REST under `/api`, MCP at `/mcp` and Prometheus text
+//! at `/metrics`, answering from the supervisor over its control socket. It holds no state of
+//! its own, so any number of instances can run side by side. This file: arguments and wiring.
 //!
 //! Architecture invariants: every record it shows (servers, `dead` objects, status notes, tool
 //! records, log lines) comes from the supervisor as a hangar-core type and is serialized
@@ -13,6 +13,7 @@ mod app;
 mod error;
 mod listen;
 mod mcp;
+mod metrics;
 mod random;
 mod rest;
 mod shapes;
@@ -82,6 +83,13 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> ExitCode {
+    let mut signals = match shutdown::Signals::install() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("hangar-api: cannot install signal handlers: {err}");
+            return ExitCode::from(EX_SOFTWARE);
+        }
+    };
     let listener = match listen::bind(&args.listen).await {
         Ok(listener) => listener,
         Err(err) => {
@@ -110,7 +118,7 @@ async fn run(args: Args) -> ExitCode {
     });
     let mut server = tokio::spawn(std::future::IntoFuture::into_future(serve));
     tokio::select! {
-        signal = shutdown::signal_received() => {
+        signal = signals.received() => {
             tracing::info!(signal, "shutting down");
             let _ = stop.send(());
             match tokio::time::timeout(GRACE, &mut server).await {

@@ -1,27 +1,26 @@
 //! Waiting for the signal to stop.
+//!
+//! The handlers are installed before the API announces its address: a supervisor or test that
+//! sends SIGTERM right after reading the announcement must get a graceful stop, not the default
+//! action of the signal.
 
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
-/// Resolves on SIGTERM or SIGINT, naming which.
-pub async fn signal_received() -> &'static str {
-    let terminate = async {
-        match signal(SignalKind::terminate()) {
-            Ok(mut stream) => {
-                stream.recv().await;
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, "cannot watch SIGTERM; only SIGINT stops the API");
-                std::future::pending::<()>().await;
-            }
+pub struct Signals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl Signals {
+    pub fn install() -> std::io::Result<Signals> {
+        Ok(Signals { terminate: signal(SignalKind::terminate())?, interrupt: signal(SignalKind::interrupt())? })
+    }
+
+    /// Resolves on SIGTERM or SIGINT, naming which.
+    pub async fn received(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
         }
-    };
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    tokio::select! {
-        () = terminate => "SIGTERM",
-        () = interrupt => "SIGINT",
     }
 }

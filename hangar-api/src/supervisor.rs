@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
+use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 use serde_json::Value;
 
@@ -91,6 +92,13 @@ impl dyn Supervisor {
         match self.request(request).await? {
             Reply::Called(result) => Ok(result),
             _ => Err(unexpected("call")),
+        }
+    }
+
+    pub async fn metrics(&self) -> Result<Box<MetricsSnapshot>, IpcError> {
+        match self.request(Request::Metrics).await? {
+            Reply::Metrics(snapshot) => Ok(snapshot),
+            _ => Err(unexpected("metrics")),
         }
     }
 }

@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::http::{Request as HttpRequest, StatusCode};
 use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
 use hangar_core::lifecycle::{State, StopReason};
+use hangar_core::metrics::{Histogram, MetricsSnapshot, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, ServerSummary, ToolInfo, ToolRecord};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -128,7 +129,32 @@ impl FakeSupervisor {
             }
             Request::Call { mcp_server, tool, arguments, .. } => self.call(mcp_server, tool, arguments).await,
             Request::Subscribe => Ok(Reply::Subscribed),
+            Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
+            // The prober's requests: the API never sends them.
+            Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
+                Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))
+            }
         }
+    }
+
+    /// One entry per server, in its state, with a call or two on record.
+    pub fn metrics_snapshot(&self) -> MetricsSnapshot {
+        let mut call_latency = Histogram::default();
+        call_latency.observe(0.002);
+        let server = |s: &ServerSummary| ServerMetrics {
+            mcp_server_id: s.mcp_server_id.clone(),
+            state: s.state,
+            starts: 1,
+            stops: [("idle".to_string(), 1)].into(),
+            deaths: Default::default(),
+            tool_calls: 1,
+            tool_call_errors: 0,
+            call_latency: call_latency.clone(),
+            health_checks_ok: 2,
+            health_checks_failed: 1,
+            capability_violations: 0,
+        };
+        MetricsSnapshot { servers: self.servers.iter().map(server).collect() }
     }
 
     /// Tool `fail` fails; `arguments.delay_ms` delays; anything else echoes its arguments.

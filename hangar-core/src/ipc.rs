@@ -71,6 +71,48 @@ pub enum Request {
     },
     /// Push every state change on this connection from now on.
     Subscribe,
+    /// What the prober should check, and when (see [`ProbeTarget`]).
+    Targets,
+    /// Sends the upstream a `tools/list` with a timeout; answers [`CheckOutcome`]. Changes
+    /// nothing but the server's tool list (and what capability enforcement makes of it).
+    Check {
+        mcp_server: String,
+        timeout_ms: u64,
+    },
+    /// The prober's judgement of a check, which the supervisor applies to the server's state.
+    Verdict(Verdict),
+    /// A snapshot of every server's counters for `/metrics`.
+    Metrics,
+}
+
+/// A server the prober should check: every `interval_ms`, the next one `due_in_ms` from now
+/// (so checks resume where they were due after the prober restarts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeTarget {
+    pub mcp_server: String,
+    pub interval_ms: u64,
+    pub timeout_ms: u64,
+    pub due_in_ms: u64,
+}
+
+/// What a check saw. `generation` names the process it reached, so a verdict about a process
+/// that has since been replaced is ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    pub generation: u64,
+    pub ok: bool,
+    pub duration_ms: u64,
+    /// Why it failed, as an [`ErrorKind`] name (`timeout`, `upstream_error`, ...).
+    pub error_type: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub mcp_server: String,
+    pub generation: u64,
+    pub healthy: bool,
+    pub duration_ms: u64,
+    pub error_type: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +142,13 @@ pub enum Reply {
     /// The upstream's own `tools/call` result.
     Called(Value),
     Subscribed,
+    Targets(Vec<ProbeTarget>),
+    Checked(CheckOutcome),
+    /// The verdict was applied; the server's state after it.
+    Applied {
+        state: State,
+    },
+    Metrics(Box<crate::metrics::MetricsSnapshot>),
 }
 
 /// `POST /api/mcp_servers/{id}/start` and `hangar_start`.

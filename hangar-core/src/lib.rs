@@ -1,6 +1,8 @@
 //! What every hangar process shares.
 //!
 //! - [`config`]: the YAML config model and its validation.
+//! - [`backoff`]: exponential backoff with jitter.
+//! - [`metrics`]: the Prometheus text of `/metrics`, rendered from a snapshot.
 //! - [`lifecycle`]: the pure server state machine and its dead reasons.
 //! - [`record`]: the records every read surface renders (rendered here, once).
 //! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
@@ -11,10 +13,12 @@
 //! and knows nothing of tokio; everything in it is testable without processes.
 #![forbid(unsafe_code)]
 
+pub mod backoff;
 pub mod config;
 pub mod ipc;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod metrics;
 pub mod paths;
 pub mod record;
 pub mod time;

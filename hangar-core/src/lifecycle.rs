@@ -199,7 +199,8 @@ impl Lifecycle {
             (State::Ready, Event::Exited { retry_allowed_at }) => {
                 (State::Dead, Some((DeadReason::Crashed, *retry_allowed_at)))
             }
-            (State::Degraded, Event::GaveUp { retry_allowed_at }) => {
+            // A recovery restart that fails with the budget spent gives up from `initializing`.
+            (State::Initializing | State::Degraded, Event::GaveUp { retry_allowed_at }) => {
                 (State::Dead, Some((DeadReason::GivenUp, *retry_allowed_at)))
             }
             // A degraded server's process may die while it waits for recovery; recovery still owns it.

@@ -1,19 +1,30 @@
-//! `hangar-prober`: follows the supervisor's state changes over its control socket.
+//! `hangar-prober`: owns the health-check schedule of the hangar's servers.
 //!
-//! It is a separate process so that health checking can die and come back without disturbing a
-//! single child. This version schedules no health checks yet: it connects, subscribes to state
-//! changes and logs them, and reconnects whenever the supervisor goes away.
+//! It follows the supervisor's state changes over the control socket and, on each (bursts
+//! folded into one), asks which servers to check and when (`Request::Targets`). When a check
+//! is due it asks the supervisor to run it (`Request::Check`), judges the outcome and sends the
+//! verdict back (`Request::Verdict`); the supervisor counts failures and degrades. It is a
+//! separate process so that health checking can die and come back without disturbing a single
+//! child: the supervisor remembers when each check is due, so a restarted prober resumes there.
+//!
+//! - [`schedule`]: when each server is checked next (pure, driven by the caller's clock).
+//! - [`checker`]: the loop that keeps the schedule and starts the checks.
+//! - [`check`]: one check, and the judgement of its outcome.
 #![forbid(unsafe_code)]
+
+mod check;
+mod checker;
+mod schedule;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hangar_runtime::client::{Client, Link};
+use hangar_runtime::client::Client;
 use hangar_runtime::logging::{self, LogFormat};
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Follows the hangar supervisor's servers (health checks: not scheduled in this version).
+/// Schedules the hangar supervisor's health checks.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
@@ -52,25 +63,13 @@ fn main() -> ExitCode {
             eprintln!("hangar-prober: cannot install signal handlers");
             return ExitCode::from(EX_SOFTWARE);
         };
-        let (_client, links) = Client::following(socket, "prober");
+        let (client, links) = Client::following(socket, "prober");
         tokio::select! {
-            () = follow(links) => {}
+            () = checker::run(client, links) => {}
             _ = terminate.recv() => {}
             _ = interrupt.recv() => {}
         }
         tracing::info!("prober stopped");
         ExitCode::SUCCESS
     })
-}
-
-async fn follow(mut links: tokio::sync::mpsc::UnboundedReceiver<Link>) {
-    while let Some(link) = links.recv().await {
-        match link {
-            Link::Up => tracing::info!("following the supervisor"),
-            Link::Changed(change) => {
-                tracing::info!(mcp_server = %change.mcp_server_id, from = change.from.as_str(), to = change.to.as_str(), "state change");
-            }
-            Link::Down => tracing::info!("lost the supervisor; reconnecting"),
-        }
-    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use hangar_core::config::Config;
 use hangar_core::ipc::{ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reply, Request};
 use hangar_core::lifecycle::StopReason;
+use hangar_core::metrics::MetricsSnapshot;
 use indexmap::IndexMap;
 use tokio::sync::broadcast;
 
@@ -27,7 +28,7 @@ impl Hangar {
         let servers = config
             .mcp_servers
             .iter()
-            .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), shared.clone())))
+            .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), &config.recovery, shared.clone())))
             .collect();
         Arc::new(Hangar { servers, shared })
     }
@@ -85,7 +86,32 @@ impl Hangar {
                 Reply::Called(server.call(&tool, arguments, timeout).await?)
             }
             Request::Subscribe => Reply::Subscribed,
+            Request::Targets => Reply::Targets(self.servers.values().filter_map(|s| s.probe_target()).collect()),
+            Request::Check { mcp_server, timeout_ms } => {
+                let timeout = Duration::from_millis(timeout_ms).min(MAX_CALL_TIMEOUT);
+                Reply::Checked(self.server(&mcp_server)?.check(timeout).await?)
+            }
+            Request::Verdict(verdict) => Reply::Applied { state: self.server(&verdict.mcp_server)?.verdict(&verdict) },
+            Request::Metrics => Reply::Metrics(Box::new(MetricsSnapshot {
+                servers: self.servers.values().map(|s| s.metrics()).collect(),
+            })),
         })
+    }
+
+    /// Stops servers left unused longer than their `idle_ttl_s`, until shutdown.
+    pub async fn stop_idle_servers(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let Some(tick) = self.servers.values().filter_map(|s| s.idle_tick()).min() else { return };
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(tick) => {}
+                () = crate::shutdown::requested(&mut stop) => return,
+            }
+            for server in self.servers.values() {
+                // In parallel: one slow stop must not hold up the rest.
+                let server = server.clone();
+                tokio::spawn(async move { server.stop_if_idle().await });
+            }
+        }
     }
 
     /// Stops taking work and stops every server, in parallel; returns once every child is reaped

@@ -123,6 +123,7 @@ async fn run(args: Args, config: Config) -> ExitCode {
     let hangar = hangar::Hangar::new(&config);
     let (stop_tx, stop) = watch::channel(false);
     let control = tokio::spawn(control::serve(listener, hangar.clone(), stop.clone()));
+    tokio::spawn(hangar.clone().stop_idle_servers(stop.clone()));
     tracing::info!(socket = %socket.display(), servers = hangar.len(), "supervisor ready");
     println!("hangar-supervisor ready on {}", socket.display());
 

@@ -55,6 +55,20 @@ pub fn alive(pid: u32) -> bool {
     stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z'))
 }
 
+/// The live children of `parent` whose command line contains `name`.
+pub fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(name) && alive(*pid)
+        })
+        .collect()
+}
+
 /// SIGKILLs one process.
 pub fn sigkill(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
@@ -237,6 +251,35 @@ impl Hangar {
         let text = result["content"][0]["text"].as_str().expect("text content");
         assert_eq!(serde_json::from_str::<Value>(text).expect("text is JSON"), structured);
         structured
+    }
+
+    /// `GET /metrics` as text, asserting 200.
+    pub fn metrics(&self) -> String {
+        let response = self.get("/metrics");
+        assert_eq!(response.status, 200, "{}", response.text);
+        response.text
+    }
+
+    /// The value of one sample in `/metrics`, e.g. `hangar_mcp_server_state{mcp_server="m"}`.
+    pub fn metric(&self, sample: &str) -> Option<f64> {
+        self.metrics().lines().find_map(|line| line.strip_prefix(sample)?.trim().parse().ok())
+    }
+
+    /// The error of a one-call `hangar_call` that must fail: (`error_type`, `error`).
+    pub fn call_error(&self, server: &str, tool: &str, arguments: Value) -> (String, String) {
+        let batch = self
+            .tool_ok("hangar_call", json!({"calls": [{"mcp_server": server, "tool": tool, "arguments": arguments}]}));
+        let result = &batch["results"][0];
+        assert_eq!(result["success"], false, "expected {server}/{tool} to fail: {batch}");
+        (result["error_type"].as_str().unwrap_or_default().into(), result["error"].as_str().unwrap_or_default().into())
+    }
+
+    /// The `structuredContent` of a one-call `hangar_call`'s result, or `None` if the call failed.
+    pub fn call(&self, server: &str, tool: &str, arguments: Value) -> Option<Value> {
+        let batch = self
+            .tool_ok("hangar_call", json!({"calls": [{"mcp_server": server, "tool": tool, "arguments": arguments}]}));
+        let result = &batch["results"][0];
+        (result["success"] == true).then(|| result["result"]["structuredContent"].clone())
     }
 
     /// `GET /api/mcp_servers/{id}` body, asserting 200.

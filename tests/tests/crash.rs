@@ -62,21 +62,32 @@ fn entry(list: &Value, key: &str) -> Value {
 }
 
 #[test]
-fn a_call_to_a_crashed_server_revives_it() {
+fn a_call_to_a_crashed_server_revives_it_once_its_backoff_has_passed() {
     let hangar = Hangar::start(
         r#"
+recovery: {initial_backoff_s: 1}
 mcp_servers:
   flaky:
     command: ["{fake}", "--tools", "add", "--crash-after", "1"]
 "#,
     );
-    let call = json!({"calls": [{"mcp_server": "flaky", "tool": "add", "arguments": {"a": 1, "b": 2}}]});
-    let first = hangar.tool_ok("hangar_call", call.clone());
-    assert_eq!(first["results"][0]["result"]["structuredContent"]["result"], 3);
+    assert_eq!(hangar.call("flaky", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})));
     poll("flaky to crash after its first call", Duration::from_secs(10), || {
         (hangar.details("flaky")["dead"]["reason"] == "crashed").then_some(())
     });
-    let second = hangar.tool_ok("hangar_call", call);
-    assert_eq!(second["results"][0]["result"]["structuredContent"]["result"], 3, "{second}");
+    let dead = hangar.details("flaky")["dead"].clone();
+    let retry_at = dead["retry_allowed_at"].as_str().expect("a crash sets a backoff").to_owned();
+
+    // Inside the backoff: refused, saying when it may retry, and nothing is spawned.
+    let (error_type, error) = hangar.call_error("flaky", "add", json!({"a": 1, "b": 2}));
+    assert_eq!(error_type, "retry_later");
+    assert!(error.contains(&retry_at), "says when: {error}");
+    assert_eq!(hangar.details("flaky")["meta"]["restarts"], 0);
+
+    // After it: the call revives the server and succeeds.
+    let revived = poll("a call after the backoff to revive flaky", Duration::from_secs(10), || {
+        hangar.call("flaky", "add", json!({"a": 1, "b": 2}))
+    });
+    assert_eq!(revived["result"], 3);
     assert_eq!(hangar.details("flaky")["meta"]["restarts"], 1);
 }

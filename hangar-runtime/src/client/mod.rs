@@ -138,6 +138,7 @@ fn budget_for(request: &Request) -> Duration {
         Request::Call { timeout_ms, .. } => {
             Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)).saturating_add(CALL_SLACK)
         }
+        Request::Check { timeout_ms, .. } => Duration::from_millis(*timeout_ms).saturating_add(CALL_SLACK),
         _ => DEFAULT_BUDGET,
     }
 }

@@ -1,0 +1,84 @@
+//! Tool calls, and stopping a server.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hangar_core::ipc::{ErrorKind, IpcError, Stopped};
+use hangar_core::lifecycle::{Event, State, StopReason};
+use serde_json::{Value, json};
+
+use super::process::{STOP_GRACE, terminate};
+use super::{Cause, Server};
+use crate::upstream::{RequestError, Upstream};
+
+/// A `tools/call` without a timeout of its own.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Server {
+    /// Stops the server (a no-op for a cold or dead one) and waits until its process is gone.
+    pub async fn stop(&self, reason: StopReason) -> Stopped {
+        let process = {
+            let mut inner = self.lock();
+            if matches!(inner.lifecycle.state(), State::Initializing | State::Ready | State::Degraded) {
+                self.transition(&mut inner, Event::Stop(reason));
+                inner.generation += 1;
+                inner.meta.pid = None;
+                inner.process.take()
+            } else {
+                None
+            }
+        };
+        if let Some(process) = process {
+            terminate(process, STOP_GRACE).await;
+        }
+        Stopped { stopped: self.id.clone(), reason }
+    }
+
+    /// Calls one of the upstream's tools, starting the server first if it is cold.
+    pub async fn call(self: &Arc<Self>, tool: &str, arguments: Value, timeout: Duration) -> Result<Value, IpcError> {
+        let upstream = self.ready_upstream().await?;
+        {
+            let mut inner = self.lock();
+            inner.health.total_invocations += 1;
+            inner.counters.tool_calls += 1;
+            inner.calls_in_flight += 1;
+            inner.last_used = Instant::now();
+        }
+        let started = Instant::now();
+        let params = json!({"name": tool, "arguments": arguments});
+        let outcome = upstream.request("tools/call", params, timeout).await;
+        let mut inner = self.lock();
+        inner.calls_in_flight = inner.calls_in_flight.saturating_sub(1);
+        inner.last_used = Instant::now();
+        inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
+        outcome.map_err(|err| {
+            inner.health.total_failures += 1;
+            inner.counters.tool_call_errors += 1;
+            let kind = match err {
+                RequestError::Timeout { .. } => ErrorKind::Timeout,
+                RequestError::Closed { .. } => ErrorKind::UpstreamDied,
+                RequestError::Rpc { .. } => ErrorKind::UpstreamError,
+            };
+            let error = IpcError::new(kind, format!("`{}` tool `{tool}`: {err}", self.id));
+            match err {
+                RequestError::Rpc { code, .. } => error.with_details(json!({"jsonrpc_code": code})),
+                _ => error,
+            }
+        })
+    }
+
+    async fn ready_upstream(self: &Arc<Self>) -> Result<Arc<Upstream>, IpcError> {
+        for _ in 0..2 {
+            {
+                let inner = self.lock();
+                if matches!(inner.lifecycle.state(), State::Ready | State::Degraded)
+                    && let Some(process) = &inner.process
+                {
+                    return Ok(process.upstream.clone());
+                }
+            }
+            self.start(Cause::Call).await?;
+        }
+        Err(IpcError::new(ErrorKind::UpstreamDied, format!("`{}` went down as it came up", self.id)))
+    }
+}

@@ -1,0 +1,297 @@
+//! One configured upstream: its process, its connection, its lifecycle, its counters.
+//!
+//! The lifecycle itself is the pure [`hangar_core::lifecycle::Lifecycle`]; this module feeds it
+//! events from the real world and does what each state needs. Every transition goes through
+//! [`Server::transition`], which also counts it, logs it and streams it to subscribers, so the
+//! log line, the metric and the state-change stream cannot disagree.
+//!
+//! - `start.rs`: starting (explicit, lazy, or by recovery) and the handshake;
+//! - `process.rs`: a running child: its exit, its stderr, stopping it;
+//! - `health.rs`: checks, verdicts, recovery with backoff, capability enforcement, idle stop;
+//! - `calls.rs`: tool calls and stops.
+//!
+//! Concurrency: `inner` is a short-held std mutex (never held across an await). `start_lock`
+//! serializes starts, so concurrent starts of one server share one spawn: the second waits and
+//! finds the server ready. A `generation`, bumped by every start and stop, tells news from an
+//! old process apart from news about the current one.
+
+mod calls;
+mod health;
+mod process;
+mod start;
+
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use hangar_core::backoff;
+use hangar_core::config::{RecoveryPolicy, ServerConfig};
+use hangar_core::ipc::ProbeTarget;
+use hangar_core::lifecycle::{Event, Lifecycle, State};
+use hangar_core::metrics::{Histogram, ServerMetrics};
+use hangar_core::record::{DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord};
+use hangar_core::time::rfc3339_millis;
+use sha2::{Digest, Sha256};
+use tokio::sync::broadcast;
+
+use crate::logs::LogRing;
+
+pub use calls::DEFAULT_CALL_TIMEOUT;
+use process::Process;
+
+/// A server that stayed ready this long starts its backoff over on its next failure; one that
+/// dies sooner keeps climbing, so a server that dies just after every start cannot storm.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// What all servers share with the rest of the supervisor.
+pub struct Shared {
+    pub events: broadcast::Sender<StateChange>,
+    pub shutting_down: AtomicBool,
+}
+
+pub struct Server {
+    id: String,
+    config: ServerConfig,
+    policy: RecoveryPolicy,
+    shared: Arc<Shared>,
+    log: Arc<LogRing>,
+    inner: Mutex<Inner>,
+    start_lock: tokio::sync::Mutex<()>,
+}
+
+struct Inner {
+    lifecycle: Lifecycle,
+    generation: u64,
+    process: Option<Process>,
+    tools: Vec<ToolInfo>,
+    health: Health,
+    meta: Meta,
+    counters: Counters,
+    /// Last call or start, for idle stop.
+    last_used: Instant,
+    /// Calls in flight: a server is never idle-stopped under one.
+    calls_in_flight: u32,
+    ready_since: Option<Instant>,
+    /// The last check verdict applied, for when the next one is due.
+    last_check: Option<Instant>,
+    /// Failures since the server was last stable; the exponent of the next backoff.
+    failure_streak: u32,
+    /// A recovery task is running for the current degradation.
+    recovering: bool,
+}
+
+/// What `/metrics` counts per server.
+#[derive(Default)]
+struct Counters {
+    starts: u64,
+    stops: BTreeMap<String, u64>,
+    deaths: BTreeMap<String, u64>,
+    tool_calls: u64,
+    tool_call_errors: u64,
+    call_latency: Histogram,
+    checks_ok: u64,
+    checks_failed: u64,
+    capability_violations: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// `start` on a surface: revives any dead server.
+    Explicit,
+    /// A call to a server that is not running: revives a dead one only after its backoff.
+    Call,
+    /// A recovery restart of a degraded server; `last` when the budget has no more after it.
+    Recovery { last: bool },
+}
+
+impl Server {
+    pub fn new(
+        id: String,
+        config: ServerConfig,
+        recovery_defaults: &hangar_core::config::Recovery,
+        shared: Arc<Shared>,
+    ) -> Arc<Server> {
+        let meta = Meta {
+            program: config.command.first().cloned().unwrap_or_default(),
+            description: config.description.clone(),
+            idle_ttl_s: config.idle_ttl_s,
+            health_check_interval_s: config.health_check_interval_s,
+            ..Meta::default()
+        };
+        Arc::new(Server {
+            log: Arc::new(LogRing::new(&id)),
+            policy: config.recovery.resolve(recovery_defaults),
+            id,
+            config,
+            shared,
+            inner: Mutex::new(Inner {
+                lifecycle: Lifecycle::default(),
+                generation: 0,
+                process: None,
+                tools: Vec::new(),
+                health: Health::default(),
+                meta,
+                counters: Counters::default(),
+                last_used: Instant::now(),
+                calls_in_flight: 0,
+                ready_since: None,
+                last_check: None,
+                failure_streak: 0,
+                recovering: false,
+            }),
+            start_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn log(&self) -> &LogRing {
+        &self.log
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Applies a lifecycle event; on success counts it, logs it and tells subscribers.
+    fn transition(&self, inner: &mut Inner, event: Event) -> bool {
+        let now = SystemTime::now();
+        let stop_reason = match &event {
+            Event::Stop(reason) => Some(*reason),
+            _ => None,
+        };
+        match inner.lifecycle.apply(event, now) {
+            Ok(from) => {
+                let to = inner.lifecycle.state();
+                let dead = inner.lifecycle.dead().map(DeadRecord::from);
+                match (&dead, stop_reason) {
+                    (Some(d), _) => {
+                        *inner.counters.deaths.entry(d.reason.clone()).or_default() += 1;
+                        tracing::warn!(mcp_server = %self.id, from = from.as_str(), reason = %d.reason, retry_allowed_at = ?d.retry_allowed_at, "server is dead");
+                    }
+                    (None, Some(reason)) => {
+                        *inner.counters.stops.entry(reason.as_str().into()).or_default() += 1;
+                        tracing::info!(mcp_server = %self.id, from = from.as_str(), reason = reason.as_str(), "server stopped");
+                    }
+                    (None, None) => {
+                        tracing::info!(mcp_server = %self.id, from = from.as_str(), to = to.as_str(), "state changed")
+                    }
+                }
+                inner.ready_since = (to == State::Ready).then(Instant::now);
+                let change = StateChange { mcp_server_id: self.id.clone(), from, to, at: rfc3339_millis(now), dead };
+                let _ = self.shared.events.send(change);
+                true
+            }
+            Err(refused) => {
+                tracing::debug!(mcp_server = %self.id, %refused, "transition refused");
+                false
+            }
+        }
+    }
+
+    /// When a server that just failed may be revived by a call: after the next backoff.
+    fn next_retry(&self, inner: &mut Inner) -> SystemTime {
+        if inner.ready_since.is_some_and(|since| since.elapsed() >= STABLE_AFTER) {
+            inner.failure_streak = 0;
+        }
+        let wait = backoff::delay(&self.policy, inner.failure_streak, jitter_draw());
+        inner.failure_streak = inner.failure_streak.saturating_add(1);
+        SystemTime::now() + wait
+    }
+
+    // ---- reads -------------------------------------------------------------------------------
+
+    pub fn summary(&self) -> ServerSummary {
+        let inner = self.lock();
+        ServerSummary {
+            mcp_server_id: self.id.clone(),
+            state: inner.lifecycle.state(),
+            mode: self.config.mode.as_str().into(),
+            alive: inner.process.is_some(),
+            tools_count: inner.tools.len(),
+            health_status: health_status(inner.lifecycle.state(), inner.health.consecutive_failures).into(),
+            dead: inner.lifecycle.dead().map(DeadRecord::from),
+        }
+    }
+
+    pub fn details(&self) -> ServerDetails {
+        let inner = self.lock();
+        ServerDetails {
+            mcp_server_id: self.id.clone(),
+            state: inner.lifecycle.state(),
+            mode: self.config.mode.as_str().into(),
+            alive: inner.process.is_some(),
+            tools: inner.tools.clone(),
+            health: inner.health.clone(),
+            meta: inner.meta.clone(),
+            dead: inner.lifecycle.dead().map(DeadRecord::from),
+        }
+    }
+
+    pub fn tools(&self) -> Vec<ToolRecord> {
+        self.lock().tools.iter().map(|tool| ToolRecord { tool: tool.clone(), digest: digest(tool) }).collect()
+    }
+
+    pub fn metrics(&self) -> ServerMetrics {
+        let inner = self.lock();
+        let c = &inner.counters;
+        ServerMetrics {
+            mcp_server_id: self.id.clone(),
+            state: inner.lifecycle.state(),
+            starts: c.starts,
+            stops: c.stops.clone(),
+            deaths: c.deaths.clone(),
+            tool_calls: c.tool_calls,
+            tool_call_errors: c.tool_call_errors,
+            call_latency: c.call_latency.clone(),
+            health_checks_ok: c.checks_ok,
+            health_checks_failed: c.checks_failed,
+            capability_violations: c.capability_violations,
+        }
+    }
+
+    /// What the prober should check and when, if this server is serving.
+    pub fn probe_target(&self) -> Option<ProbeTarget> {
+        let inner = self.lock();
+        if !matches!(inner.lifecycle.state(), State::Ready | State::Degraded) || inner.process.is_none() {
+            return None;
+        }
+        let interval = self.config.health_check_interval();
+        // The next check is due one interval after the later of the last check and the start.
+        let basis = inner.last_check.max(inner.ready_since).unwrap_or_else(Instant::now);
+        let due_in = (basis + interval).saturating_duration_since(Instant::now());
+        Some(ProbeTarget {
+            mcp_server: self.id.clone(),
+            interval_ms: millis(interval),
+            timeout_ms: millis(self.config.probe_timeout()),
+            due_in_ms: millis(due_in),
+        })
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn health_status(state: State, consecutive_failures: u32) -> &'static str {
+    match state {
+        State::Ready if consecutive_failures == 0 => "healthy",
+        State::Ready => "degraded",
+        State::Degraded | State::Dead => "unhealthy",
+        State::Cold | State::Initializing => "unknown",
+    }
+}
+
+fn digest(tool: &ToolInfo) -> String {
+    let bytes = serde_json::to_vec(tool).unwrap_or_default();
+    let hash = Sha256::digest(&bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// A draw in [0, 1) for backoff jitter. Randomly keyed hashing of the clock is random enough to
+/// spread restarts, without a dependency for it.
+fn jitter_draw() -> f64 {
+    let bits = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}

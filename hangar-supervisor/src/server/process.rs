@@ -1,0 +1,141 @@
+//! A running child: reaping it, draining its stderr, following its notices, stopping it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::lifecycle::{Event, State};
+use nix::sys::signal::Signal;
+use tokio::io::BufReader;
+use tokio::process::Child;
+use tokio::sync::{mpsc, watch};
+
+use hangar_runtime::lines::{Line, read_line};
+
+use super::Server;
+use crate::logs::{LogRing, Stream};
+use crate::spawn::{self, signal_group};
+use crate::upstream::{Notice, Upstream};
+
+/// How long a stopping child gets after its stdin closes, and again after SIGTERM.
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// A running child.
+#[derive(Clone)]
+pub(super) struct Process {
+    pub pid: u32,
+    pub upstream: Arc<Upstream>,
+    /// Set to a description of how it ended once the child has been reaped.
+    pub exited: watch::Receiver<Option<String>>,
+}
+
+impl Server {
+    fn on_exit(&self, generation: u64, how: &str) {
+        let mut inner = self.lock();
+        if inner.generation != generation {
+            return;
+        }
+        inner.process = None;
+        inner.meta.pid = None;
+        if inner.lifecycle.state() == State::Ready {
+            tracing::warn!(mcp_server = %self.id, how, "a ready server's process ended");
+            let retry_allowed_at = Some(self.next_retry(&mut inner));
+            self.transition(&mut inner, Event::Exited { retry_allowed_at });
+        }
+    }
+
+    /// Kills the process group at once; for shutdown after the polite stop ran out of time.
+    pub fn kill_now(&self) {
+        if let Some(process) = &self.lock().process {
+            signal_group(process.pid, Signal::SIGKILL);
+        }
+    }
+}
+
+pub(super) async fn drain_stderr(stderr: tokio::process::ChildStderr, log: Arc<LogRing>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stderr);
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        match read_line(&mut reader, &mut buf, crate::logs::MAX_LINE_BYTES).await {
+            Ok(Line::Complete) => log.push(Stream::Stderr, &buf),
+            Ok(Line::TooLong(len)) => {
+                log.push(Stream::Stderr, format!("[hangar] skipped a {len}-byte line").as_bytes())
+            }
+            Ok(Line::Eof) | Err(_) => return,
+        }
+    }
+}
+
+/// Reaps the child, kills what is left of its group, and tells the server.
+pub(super) async fn watch_exit(
+    server: Arc<Server>,
+    generation: u64,
+    mut child: Child,
+    pid: u32,
+    upstream: Arc<Upstream>,
+    exited: watch::Sender<Option<String>>,
+) {
+    let status = tokio::select! {
+        status = child.wait() => status,
+        // A broken pipe is as fatal as an exit: nothing can reach the server any more.
+        () = upstream.wait_closed() => {
+            signal_group(pid, Signal::SIGKILL);
+            child.wait().await
+        }
+    };
+    // Whatever the upstream started in its group goes with it.
+    spawn::reap_group(pid);
+    let how = match status {
+        Ok(status) => describe_exit(status),
+        Err(err) => format!("could not be waited for ({err})"),
+    };
+    server.on_exit(generation, &how);
+    let _ = exited.send(Some(how));
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => {
+            let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("an unknown signal");
+            format!("was killed by {name}")
+        }
+        (None, None) => "ended".into(),
+    }
+}
+
+pub(super) async fn wait_exit(exited: &mut watch::Receiver<Option<String>>) -> String {
+    match exited.wait_for(Option::is_some).await {
+        Ok(how) => how.clone().unwrap_or_default(),
+        Err(_) => "ended".into(),
+    }
+}
+
+pub(super) async fn follow_notices(server: Arc<Server>, generation: u64, mut notices: mpsc::UnboundedReceiver<Notice>) {
+    while let Some(notice) = notices.recv().await {
+        match notice {
+            Notice::ToolsChanged => server.on_tools_changed(generation).await,
+        }
+    }
+}
+
+/// Close stdin, wait; SIGTERM the group, wait; SIGKILL the group, wait until reaped.
+/// With a zero `grace`, straight to SIGKILL.
+pub(super) async fn terminate(process: Process, grace: Duration) {
+    let reaped = |wait: Duration| {
+        let mut exited = process.exited.clone();
+        async move { tokio::time::timeout(wait, exited.wait_for(Option::is_some)).await.is_ok() }
+    };
+    process.upstream.close_stdin();
+    if !grace.is_zero() {
+        if reaped(grace).await {
+            return;
+        }
+        signal_group(process.pid, Signal::SIGTERM);
+        if reaped(grace).await {
+            return;
+        }
+    }
+    signal_group(process.pid, Signal::SIGKILL);
+    let _ = reaped(Duration::from_secs(5)).await;
+}
