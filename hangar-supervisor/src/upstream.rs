@@ -44,6 +44,18 @@ pub enum RequestError {
     Rpc { method: String, code: i64 },
 }
 
+impl RequestError {
+    /// How surfaces classify this failure.
+    pub fn kind(&self) -> hangar_core::ipc::ErrorKind {
+        use hangar_core::ipc::ErrorKind;
+        match self {
+            RequestError::Timeout { .. } => ErrorKind::Timeout,
+            RequestError::Closed { .. } => ErrorKind::UpstreamDied,
+            RequestError::Rpc { .. } => ErrorKind::UpstreamError,
+        }
+    }
+}
+
 type Waiter = oneshot::Sender<Result<Value, RpcError>>;
 
 /// What the reader saw that the server should act on.

@@ -54,12 +54,7 @@ impl Server {
         outcome.map_err(|err| {
             inner.health.total_failures += 1;
             inner.counters.tool_call_errors += 1;
-            let kind = match err {
-                RequestError::Timeout { .. } => ErrorKind::Timeout,
-                RequestError::Closed { .. } => ErrorKind::UpstreamDied,
-                RequestError::Rpc { .. } => ErrorKind::UpstreamError,
-            };
-            let error = IpcError::new(kind, format!("`{}` tool `{tool}`: {err}", self.id));
+            let error = IpcError::new(err.kind(), format!("`{}` tool `{tool}`: {err}", self.id));
             match err {
                 RequestError::Rpc { code, .. } => error.with_details(json!({"jsonrpc_code": code})),
                 _ => error,

@@ -15,7 +15,6 @@ use hangar_core::time::rfc3339_millis;
 use super::process::terminate;
 use super::start::list_tools;
 use super::{Cause, Inner, Server, jitter_draw, millis};
-use crate::upstream::RequestError;
 
 impl Server {
     /// Sends the upstream a `tools/list` with `timeout`; a changed tool list is applied.
@@ -41,12 +40,7 @@ impl Server {
                 CheckOutcome { generation, ok: true, duration_ms, error_type: None }
             }
             Err(err) => {
-                let kind = match err {
-                    RequestError::Timeout { .. } => ErrorKind::Timeout,
-                    RequestError::Closed { .. } => ErrorKind::UpstreamDied,
-                    RequestError::Rpc { .. } => ErrorKind::UpstreamError,
-                };
-                CheckOutcome { generation, ok: false, duration_ms, error_type: Some(kind.as_str().into()) }
+                CheckOutcome { generation, ok: false, duration_ms, error_type: Some(err.kind().as_str().into()) }
             }
         })
     }
