@@ -91,3 +91,43 @@ mcp_servers:
     assert_eq!(revived["result"], 3);
     assert_eq!(hangar.details("flaky")["meta"]["restarts"], 1);
 }
+
+#[test]
+fn a_server_that_dies_after_every_start_backs_off_further_each_time() {
+    let hangar = Hangar::start(
+        r#"
+recovery: {initial_backoff_s: 0.3, backoff_multiplier: 3, max_backoff_s: 60}
+mcp_servers:
+  storm:
+    command: ["{fake}", "--tools", "add", "--crash-after", "1"]
+"#,
+    );
+    let mut waits = Vec::new();
+    let mut last_since = None;
+    for round in 0..2 {
+        // Refused while the backoff runs; the first call after it revives the server, which
+        // answers and dies again.
+        poll("a call to get through", Duration::from_secs(10), || {
+            hangar.call("storm", "add", json!({"a": round, "b": 0}))
+        });
+        let dead = poll("storm to crash again", Duration::from_secs(10), || {
+            let dead = hangar.details("storm")["dead"].clone();
+            (dead["reason"] == "crashed" && dead["since"] != json!(last_since)).then_some(dead)
+        });
+        last_since = dead["since"].as_str().map(str::to_owned);
+        waits.push(millis_between(dead["since"].as_str().unwrap(), dead["retry_allowed_at"].as_str().unwrap()));
+    }
+    // 0.3 s then 0.9 s, each within the ±10 % jitter: it never resets while it keeps dying young.
+    assert!((270..=330).contains(&waits[0]), "{waits:?}");
+    assert!((810..=990).contains(&waits[1]), "{waits:?}");
+}
+
+/// Milliseconds from one RFC 3339 UTC timestamp (`...T..:..:SS.mmmZ`) to a later one.
+fn millis_between(from: &str, to: &str) -> i64 {
+    let ms = |t: &str| -> i64 {
+        let time = t.split('T').nth(1).unwrap().trim_end_matches('Z');
+        let parts: Vec<f64> = time.split(':').map(|p| p.parse().unwrap()).collect();
+        ((parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]) * 1000.0).round() as i64
+    };
+    (ms(to) - ms(from)).rem_euclid(86_400_000)
+}

@@ -2,7 +2,7 @@
 //! nothing its upstream printed leaks onto one. Every fault is real (a flag file that makes the
 //! fake fail, SIGKILL, an exit at start, a forbidden tool) and every action goes through MCP.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, SENTINEL, poll, read_pid, sigkill};
@@ -34,7 +34,6 @@ const IDS: [&str; 5] = ["gave-up", "crashed", "start-failed", "blocked", "health
 
 #[test]
 fn every_dead_reason_reads_the_same_on_every_surface() {
-    let began = Instant::now();
     let hangar = Hangar::start(CONFIG);
     for id in ["gave-up", "crashed", "healthy"] {
         hangar.tool_ok("hangar_start", json!({"mcp_server": id}));
@@ -107,7 +106,6 @@ fn every_dead_reason_reads_the_same_on_every_surface() {
     assert!(logs.text.contains(SENTINEL), "{}", logs.text);
     let gave_up_logs = hangar.get("/api/mcp_servers/gave-up/logs?lines=1000");
     assert!(gave_up_logs.text.contains(SENTINEL));
-    assert!(began.elapsed() < Duration::from_secs(30), "the story takes well under 30 s");
 }
 
 /// Every surface's `dead` object for every server, keyed by surface name then server id.
