@@ -1,4 +1,5 @@
-//! `--listen`: checking the address, resolving it and binding the first address that works.
+//! `--listen`: checking the address, refusing a port something already holds (rule 4),
+//! resolving it and binding the first address that works.
 
 use std::io;
 use std::net::SocketAddr;
@@ -23,6 +24,20 @@ pub fn parse_addr(text: &str) -> Result<String, String> {
         return Err(usage());
     }
     Ok(text.to_owned())
+}
+
+/// Rule 4 before binding: Err (the whole one-line reason) if anything answers, stalls or resets
+/// on an address `address` resolves to. Port 0 is skipped: the kernel picks a free one.
+pub async fn preflight(address: &str) -> Result<(), String> {
+    if address.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()) == Some(0) {
+        return Ok(());
+    }
+    let owned = address.to_owned();
+    // Blocking connects, up to ~1.5 s per address: keep them off the async workers.
+    match tokio::task::spawn_blocking(move || hangar_core::preflight::check_free_addr(&owned)).await {
+        Ok(checked) => checked.map_err(|err| err.to_string()),
+        Err(join) => Err(format!("http://{address}: the port check failed: {join}")),
+    }
 }
 
 /// Resolves `address` and binds the first resolved address that accepts (`localhost` may name
@@ -73,6 +88,15 @@ mod tests {
     fn os_reasons_read_as_one_line() {
         let err = io::Error::from_raw_os_error(98);
         assert_eq!(reason(&err), "address already in use");
+    }
+
+    #[tokio::test]
+    async fn port_zero_skips_the_preflight_and_a_held_port_is_refused() {
+        let held = bind("127.0.0.1:0").await.unwrap();
+        let taken = held.local_addr().unwrap().to_string();
+        preflight("127.0.0.1:0").await.unwrap();
+        let why = preflight(&taken).await.unwrap_err();
+        assert!(why.starts_with(&format!("http://{taken} is already in use: {taken} ")), "{why}");
     }
 
     #[tokio::test]

@@ -36,7 +36,7 @@ use crate::app::AppState;
 use hangar_runtime::client::Client;
 use hangar_runtime::logging::{self, LogFormat};
 
-/// sysexits: bad usage, cannot bind, internal failure.
+/// sysexits: bad usage, port held or cannot bind, internal failure.
 const EX_USAGE: u8 = 64;
 const EX_UNAVAILABLE: u8 = 69;
 const EX_SOFTWARE: u8 = 70;
@@ -52,6 +52,7 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
     /// Address to serve HTTP on: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT (port 0 picks one).
+    /// Refused (exit 69) if anything already answers on an address it resolves to.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
     listen: String,
     /// Log format on stderr.
@@ -90,6 +91,10 @@ async fn run(args: Args) -> ExitCode {
             return ExitCode::from(EX_SOFTWARE);
         }
     };
+    if let Err(why) = listen::preflight(&args.listen).await {
+        eprintln!("hangar-api: refusing to start: {why}");
+        return ExitCode::from(EX_UNAVAILABLE);
+    }
     let listener = match listen::bind(&args.listen).await {
         Ok(listener) => listener,
         Err(err) => {

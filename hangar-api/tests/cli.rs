@@ -1,8 +1,9 @@
-//! The real binary: flags, exit codes, the listening line, graceful stop on SIGTERM.
+//! The real binary: flags, exit codes, the listening line, graceful stop on SIGTERM, and the
+//! refusal to start on a port something already holds (rule 4).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -14,6 +15,57 @@ fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
+/// `run` for a process that is expected to exit by itself, killed (and failed) if it does not.
+fn run_expecting_exit(args: &[&str]) -> Output {
+    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("hangar-api {args:?} did not exit: {:?}", child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A leftover on a loopback port (`127.0.0.1:0`, port read back) that accepts every connection
+/// and either answers HTTP 200 or keeps it open and says nothing. It lives as long as the
+/// returned listener (its accept thread holds a clone, parked until the test process ends).
+fn leftover(answers: bool) -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepting = listener.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut silent = Vec::new();
+        for stream in accepting.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            if answers {
+                let _ = stream.read(&mut [0u8; 512]);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            } else {
+                silent.push(stream);
+            }
+        }
+    });
+    (listener, port)
+}
+
+/// A port nobody holds: bound on `127.0.0.1:0`, read back, released.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Asserts the API refused to start: 69, one line naming `url` and saying `why`, nothing served.
+fn assert_refused(out: Output, url: &str, why: &str) {
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    let line = format!("hangar-api: refusing to start: {url} is already in use: ");
+    assert!(stderr.starts_with(&line) && stderr.contains(why), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
 /// A running API on a free port, stopped (SIGKILL) when dropped if still alive.
 struct Api {
     child: Child,
@@ -22,8 +74,12 @@ struct Api {
 
 impl Api {
     fn start(extra: &[&str]) -> Api {
+        Api::start_on("127.0.0.1:0", extra)
+    }
+
+    fn start_on(listen: &str, extra: &[&str]) -> Api {
         let mut child = Command::new(BIN)
-            .args(["--listen", "127.0.0.1:0", "--socket", NO_SOCKET])
+            .args(["--listen", listen, "--socket", NO_SOCKET])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -106,15 +162,9 @@ fn serves_reports_the_supervisor_missing_and_stops_cleanly_on_sigterm() {
     assert!(body.contains(r#""code":"SupervisorUnavailable""#), "{body}");
     assert!(body.contains(NO_SOCKET), "{body}");
 
-    // A second instance on the same port cannot bind: 69 and one line naming address and reason.
-    let clash = run(&["--listen", &api.address, "--socket", NO_SOCKET]);
-    assert_eq!(clash.status.code(), Some(69));
-    let stderr = String::from_utf8(clash.stderr).unwrap();
-    assert!(
-        stderr.contains(&format!("hangar-api: cannot listen on http://{}: address already in use", api.address)),
-        "{stderr}"
-    );
-    assert!(clash.stdout.is_empty());
+    // A second instance on the same port finds it answering and refuses to start.
+    let clash = run_expecting_exit(&["--listen", &api.address, "--socket", NO_SOCKET]);
+    assert_refused(clash, &format!("http://{}", api.address), "answered HTTP 404");
 
     let (code, _) = api.terminate();
     assert_eq!(code, Some(0));
@@ -130,4 +180,47 @@ fn json_logs_are_json_lines_on_stderr() {
     for line in lines {
         assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "not JSON: {line}");
     }
+}
+
+#[test]
+fn a_port_that_answers_http_is_refused() {
+    let (_held, port) = leftover(true);
+    let out = run_expecting_exit(&["--listen", &format!("127.0.0.1:{port}"), "--socket", NO_SOCKET]);
+    assert_refused(out, &format!("http://127.0.0.1:{port}"), &format!("127.0.0.1:{port} answered HTTP 200"));
+}
+
+#[test]
+fn a_stalled_leftover_is_refused() {
+    let (_held, port) = leftover(false);
+    let out = run_expecting_exit(&["--listen", &format!("127.0.0.1:{port}"), "--socket", NO_SOCKET]);
+    assert_refused(out, &format!("http://127.0.0.1:{port}"), "accepted the connection and then stalled");
+}
+
+#[test]
+fn localhost_is_refused_when_its_ipv4_loopback_is_held() {
+    let (_held, port) = leftover(true);
+    let out = run_expecting_exit(&["--listen", &format!("localhost:{port}"), "--socket", NO_SOCKET]);
+    assert_refused(out, &format!("http://localhost:{port}"), &format!("127.0.0.1:{port} answered HTTP 200"));
+}
+
+#[test]
+fn a_free_port_is_served() {
+    let port = free_port();
+    let api = Api::start_on(&format!("127.0.0.1:{port}"), &[]);
+    assert_eq!(api.address, format!("127.0.0.1:{port}"));
+    assert_eq!(api.get("/health/live").0, 200);
+}
+
+/// The race the preflight cannot see: the port is bound but not listening, so connects are
+/// refused, and the bind itself fails. That stays one line naming the address and the reason.
+#[test]
+fn a_bind_that_fails_after_the_preflight_names_address_and_reason() {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let address = socket.local_addr().unwrap().to_string();
+    let out = run_expecting_exit(&["--listen", &address, "--socket", NO_SOCKET]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert_eq!(stderr.trim_end(), format!("hangar-api: cannot listen on http://{address}: address already in use"));
+    assert!(out.stdout.is_empty());
 }

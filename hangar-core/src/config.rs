@@ -247,13 +247,29 @@ impl Config {
                     }
                 }
                 Mode::Http | Mode::Remote => {
-                    return Err(KeyError {
-                        key: at("mode"),
-                        message: format!(
-                            "`mode: {}` is not supported by this build yet; use `mode: subprocess`",
-                            server.mode.as_str()
-                        ),
-                    });
+                    let endpoint = server.endpoint.as_deref().unwrap_or_default();
+                    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) || endpoint.len() < 10 {
+                        return Err(KeyError {
+                            key: at("endpoint"),
+                            message: format!(
+                                "`mode: {}` needs `endpoint`, an http:// or https:// URL such as http://127.0.0.1:8931/mcp",
+                                server.mode.as_str()
+                            ),
+                        });
+                    }
+                    match (server.mode, server.command.first()) {
+                        (Mode::Http, None) => {
+                            return Err(KeyError {
+                                key: at("command"),
+                                message: "`mode: http` needs `command`, the server to spawn: [program, arg, ...]"
+                                    .into(),
+                            });
+                        }
+                        (Mode::Remote, Some(_)) => {
+                            return Err(KeyError { key: at("command"), message: "`mode: remote` is not spawned: remove `command`, or use `mode: http` for a managed server".into() });
+                        }
+                        _ => {}
+                    }
                 }
             }
             for key in server.env.keys() {
@@ -406,6 +422,25 @@ mcp_servers:
     fn subprocess_needs_a_command() {
         let err = Config::parse("mcp_servers:\n  math:\n    mode: subprocess\n").unwrap_err();
         assert_eq!(err.key, "mcp_servers.math.command");
+    }
+
+    #[test]
+    fn http_and_remote_modes_need_an_endpoint() {
+        let ok = Config::parse(
+            "mcp_servers:\n  web: {mode: http, command: [x], endpoint: \"http://127.0.0.1:8931/mcp\"}\n  far: {mode: remote, endpoint: \"https://mcp.example.com/mcp\"}\n",
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        for (yaml, key) in [
+            ("mcp_servers:\n  web: {mode: http, command: [x]}\n", "mcp_servers.web.endpoint"),
+            ("mcp_servers:\n  web: {mode: http, endpoint: \"http://127.0.0.1:1/mcp\"}\n", "mcp_servers.web.command"),
+            ("mcp_servers:\n  far: {mode: remote, endpoint: \"ftp://x/y\"}\n", "mcp_servers.far.endpoint"),
+            (
+                "mcp_servers:\n  far: {mode: remote, command: [x], endpoint: \"https://x.example/mcp\"}\n",
+                "mcp_servers.far.command",
+            ),
+        ] {
+            assert_eq!(Config::parse(yaml).unwrap_err().key, key, "{yaml}");
+        }
     }
 
     #[test]

@@ -199,6 +199,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// The server did not come up: its process exited or its handshake failed.
     StartFailed,
+    /// A managed HTTP server's endpoint was already taken by another process.
+    PortHeld,
     /// A dead server's backoff has not passed yet.
     RetryLater,
     CapabilityBlocked,
@@ -222,6 +224,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "not_found",
             ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::StartFailed => "start_failed",
+            ErrorKind::PortHeld => "port_held",
             ErrorKind::RetryLater => "retry_later",
             ErrorKind::CapabilityBlocked => "capability_blocked",
             ErrorKind::Timeout => "timeout",
@@ -241,6 +244,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "McpServerNotFound",
             ErrorKind::InvalidArgument => "InvalidArgument",
             ErrorKind::StartFailed => "StartFailed",
+            ErrorKind::PortHeld => "PortHeld",
             ErrorKind::RetryLater => "RetryLater",
             ErrorKind::CapabilityBlocked => "CapabilityBlocked",
             ErrorKind::Timeout => "UpstreamTimeout",
@@ -259,7 +263,7 @@ impl ErrorKind {
         match self {
             ErrorKind::NotFound => 404,
             ErrorKind::InvalidArgument => 400,
-            ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped => 409,
+            ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
             ErrorKind::Timeout => 504,
             ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,

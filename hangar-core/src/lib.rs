@@ -8,9 +8,11 @@
 //! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
 //! - [`jsonrpc`]: JSON-RPC id remapping for many callers sharing one pipe.
 //! - [`paths`]: where the control socket lives by default.
+//! - [`preflight`]: rule 4, refusing a port something already answers on.
 //!
-//! Architecture invariant: this crate does no I/O beyond reading the config file, spawns nothing
-//! and knows nothing of tokio; everything in it is testable without processes.
+//! Architecture invariant: this crate does no I/O beyond reading the config file and the port
+//! preflight (blocking connects with short timeouts), spawns nothing and knows nothing of tokio;
+//! everything in it is testable without processes.
 #![forbid(unsafe_code)]
 
 pub mod backoff;
@@ -20,5 +22,6 @@ pub mod jsonrpc;
 pub mod lifecycle;
 pub mod metrics;
 pub mod paths;
+pub mod preflight;
 pub mod record;
 pub mod time;

@@ -7,6 +7,7 @@ mod control;
 mod guardian;
 mod hangar;
 mod helpers;
+mod listeners;
 mod logs;
 mod server;
 mod shutdown;

@@ -26,6 +26,8 @@ use tokio::process::{Child, Command};
 pub enum Pipes {
     /// stdin, stdout and stderr piped to the supervisor (an upstream MCP server).
     All,
+    /// stdout and stderr piped to the supervisor's log, no stdin (an upstream serving HTTP).
+    Output,
     /// Inherit stdout and stderr, no stdin (a helper process such as the API).
     Inherit,
 }
@@ -40,6 +42,7 @@ where
     command.args(args).envs(env.iter().map(|(k, v)| (k, v))).process_group(0).kill_on_drop(false);
     match pipes {
         Pipes::All => command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()),
+        Pipes::Output => command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()),
         Pipes::Inherit => command.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()),
     };
     let supervisor = std::process::id();

@@ -1,7 +1,7 @@
 //! The single stdout writer. Every message goes out as one flushed line under
 //! one lock, so concurrent answers never interleave; the per-answer faults
 //! (garbage line, crash-after, ping-parent) live here because they hinge on
-//! the moment an answer is written.
+//! the moment an answer is written (over HTTP, see `call_answered_elsewhere`).
 
 use std::io::{self, Write};
 use std::sync::Mutex;
@@ -86,18 +86,36 @@ impl Output {
         }
         inner.write_msg(msg);
         if is_call {
-            inner.calls_answered += 1;
-            if f.crash_after.is_some_and(|n| inner.calls_answered >= n) {
-                let n = inner.calls_answered;
-                log_fault(&f.sentinel, &format!("crashing after {n} tools/call answers as asked"));
-                std::process::exit(CRASH_EXIT_CODE);
-            }
+            self.count_call(&mut inner);
         }
         if f.ping_parent && !inner.pinged {
             inner.pinged = true;
             log("sending ping and sampling/createMessage to the hangar");
             inner.write_msg(&protocol::request("fake-ping-1", "ping", None));
             inner.write_msg(&protocol::request("fake-sample-1", "sampling/createMessage", Some(json!({}))));
+        }
+    }
+
+    /// The per-answer faults for a `tools/call` answer that was written
+    /// somewhere else (an HTTP response): the garbage line still lands on
+    /// stdout and crash-after still counts.
+    pub fn call_answered_elsewhere(&self) {
+        let f = &self.faults;
+        let mut inner = self.lock();
+        if f.garbage {
+            inner.write_raw(format!("garbage after a tools/call answer {}\n", f.sentinel).as_bytes());
+        }
+        self.count_call(&mut inner);
+    }
+
+    /// Counts one answered `tools/call`; exits once crash-after is reached.
+    fn count_call(&self, inner: &mut Inner) {
+        let f = &self.faults;
+        inner.calls_answered += 1;
+        if f.crash_after.is_some_and(|n| inner.calls_answered >= n) {
+            let n = inner.calls_answered;
+            log_fault(&f.sentinel, &format!("crashing after {n} tools/call answers as asked"));
+            std::process::exit(CRASH_EXIT_CODE);
         }
     }
 }

@@ -36,6 +36,84 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// The repository's root (the tests crate sits one level below it).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
+}
+
+/// The Python with the `mcp` package that `scripts/setup-tools` installs.
+pub fn python() -> PathBuf {
+    let python = repo_root().join(".tools/venv/bin/python");
+    assert!(python.exists(), "{} is missing; run scripts/setup-tools (scripts/test does)", python.display());
+    python
+}
+
+/// A loopback port nobody answers on, checked by the same preflight the hangar uses: a test
+/// never runs against a held port.
+pub fn free_port() -> u16 {
+    for _ in 0..20 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port());
+        if let Ok(port) = port
+            && hangar_core::preflight::check_free(&format!("http://localhost:{port}/")).is_ok()
+        {
+            return port;
+        }
+    }
+    panic!("no free loopback port after 20 tries");
+}
+
+/// A child process killed (SIGKILL) and reaped when dropped: leftovers and fixtures a test runs.
+pub struct Background {
+    pub child: Child,
+}
+
+impl Background {
+    /// Runs `program args...`, and waits (bounded) until it prints a line containing `ready_marker`.
+    pub fn start(program: &Path, args: &[&str], ready_marker: &str) -> Background {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot run {}: {err}", program.display()));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        let marker = ready_marker.to_owned();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains(&marker) {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let background = Background { child };
+        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+            panic!("{} never said {ready_marker:?}", program.display());
+        }
+        background
+    }
+
+    /// Runs a command that does not announce itself; the caller polls for what it needs.
+    pub fn spawn(program: &Path, args: &[&str]) -> Background {
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot run {}: {err}", program.display()));
+        Background { child }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Polls `check` every 20 ms until it returns `Some`, or panics naming `what` after `limit`.
 pub fn poll<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
@@ -115,12 +193,22 @@ impl Hangar {
         Hangar::start_with(yaml, &[])
     }
 
+    /// Starts a hangar whose API listens on `listen` (e.g. `127.0.0.1:PORT`), after the port
+    /// preflight: a held port is refused, and nothing runs against it.
+    pub fn start_on(yaml: &str, listen: &str) -> Result<Hangar, hangar_core::preflight::PreflightError> {
+        hangar_core::preflight::check_free_addr(listen)?;
+        Ok(Hangar::start_with(yaml, &["--listen", listen]))
+    }
+
     pub fn start_with(yaml: &str, extra_args: &[&str]) -> Hangar {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("hangar.yaml");
         let yaml = yaml
             .replace("{fake}", &bin("hangar-upstream-fake").display().to_string())
-            .replace("{dir}", &dir.path().display().to_string());
+            .replace("{fixtures}", &repo_root().join("tests/fixtures").display().to_string());
+        let yaml =
+            if yaml.contains("{python}") { yaml.replace("{python}", &python().display().to_string()) } else { yaml };
+        let yaml = yaml.replace("{dir}", &dir.path().display().to_string());
         std::fs::write(&config, yaml).expect("write config");
         let socket = dir.path().join("supervisor.sock");
         let log = std::fs::File::create(dir.path().join("hangar.log")).expect("log file");
@@ -129,7 +217,7 @@ impl Hangar {
             .arg(&config)
             .arg("--socket")
             .arg(&socket)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(if extra_args.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
             .args(extra_args)
             .env("HANGAR_LOG", "info,hangar=debug")
             .stdin(Stdio::null())

@@ -19,13 +19,15 @@ use crate::upstream::{Notice, Upstream};
 /// How long a stopping child gets after its stdin closes, and again after SIGTERM.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// A running child.
+/// A running upstream: a child (stdio or HTTP) or a remote endpoint (no pid).
 #[derive(Clone)]
 pub(super) struct Process {
-    pub pid: u32,
+    pub pid: Option<u32>,
     pub upstream: Arc<Upstream>,
-    /// Set to a description of how it ended once the child has been reaped.
+    /// Set to a description of how it ended once the child has been reaped; a remote endpoint
+    /// keeps its sender in `_remote` so this never fires.
     pub exited: watch::Receiver<Option<String>>,
+    pub _remote: Option<Arc<watch::Sender<Option<String>>>>,
 }
 
 impl Server {
@@ -45,21 +47,20 @@ impl Server {
 
     /// Kills the process group at once; for shutdown after the polite stop ran out of time.
     pub fn kill_now(&self) {
-        if let Some(process) = &self.lock().process {
-            signal_group(process.pid, Signal::SIGKILL);
+        if let Some(pid) = self.lock().process.as_ref().and_then(|p| p.pid) {
+            signal_group(pid, Signal::SIGKILL);
         }
     }
 }
 
-pub(super) async fn drain_stderr(stderr: tokio::process::ChildStderr, log: Arc<LogRing>) {
-    let mut reader = BufReader::with_capacity(64 * 1024, stderr);
+/// Copies what a child prints on `output` (its stderr, or an HTTP server's stdout) into its log.
+pub(super) async fn drain_into_log<R: tokio::io::AsyncRead + Unpin>(output: R, stream: Stream, log: Arc<LogRing>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, output);
     let mut buf = Vec::with_capacity(1024);
     loop {
         match read_line(&mut reader, &mut buf, crate::logs::MAX_LINE_BYTES).await {
-            Ok(Line::Complete) => log.push(Stream::Stderr, &buf),
-            Ok(Line::TooLong(len)) => {
-                log.push(Stream::Stderr, format!("[hangar] skipped a {len}-byte line").as_bytes())
-            }
+            Ok(Line::Complete) => log.push(stream, &buf),
+            Ok(Line::TooLong(len)) => log.push(stream, format!("[hangar] skipped a {len}-byte line").as_bytes()),
             Ok(Line::Eof) | Err(_) => return,
         }
     }
@@ -119,23 +120,24 @@ pub(super) async fn follow_notices(server: Arc<Server>, generation: u64, mut not
     }
 }
 
-/// Close stdin, wait; SIGTERM the group, wait; SIGKILL the group, wait until reaped.
+/// Close stdin (stdio), wait; SIGTERM the group, wait; SIGKILL the group, wait until reaped.
 /// With a zero `grace`, straight to SIGKILL.
 pub(super) async fn terminate(process: Process, grace: Duration) {
     let reaped = |wait: Duration| {
         let mut exited = process.exited.clone();
         async move { tokio::time::timeout(wait, exited.wait_for(Option::is_some)).await.is_ok() }
     };
-    process.upstream.close_stdin();
+    let asked = process.upstream.close();
+    let Some(pid) = process.pid else { return };
     if !grace.is_zero() {
-        if reaped(grace).await {
+        if asked && reaped(grace).await {
             return;
         }
-        signal_group(process.pid, Signal::SIGTERM);
+        signal_group(pid, Signal::SIGTERM);
         if reaped(grace).await {
             return;
         }
     }
-    signal_group(process.pid, Signal::SIGKILL);
+    signal_group(pid, Signal::SIGKILL);
     let _ = reaped(Duration::from_secs(5)).await;
 }

@@ -11,20 +11,26 @@ use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
-use super::process::{Process, STOP_GRACE, drain_stderr, follow_notices, terminate, wait_exit, watch_exit};
+use super::process::{Process, STOP_GRACE, drain_into_log, follow_notices, terminate, wait_exit, watch_exit};
 use super::{Cause, Inner, Server};
 use crate::logs::{LogRing, Stream};
 use crate::spawn::{self, Pipes};
-use crate::upstream::{Era, RequestError, Upstream};
+use crate::upstream::{Era, HttpUpstream, RequestError, StdioUpstream, Upstream};
+use hangar_core::config::Mode;
 
 /// The `server/discover` probe waits at most this long before trying the legacy handshake.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Pages of `tools/list` followed before giving up on an upstream's cursor.
 const MAX_TOOL_PAGES: usize = 100;
 
+/// How often a managed HTTP server's endpoint is tried while it comes up.
+const LISTEN_POLL: Duration = Duration::from_millis(25);
+
 /// Why a start did not bring the server up.
 pub(super) enum StartFailure {
     Spawn(String),
+    /// Something else already answers on a managed server's endpoint.
+    PortHeld(String),
     Exited(String),
     Handshake(String),
     Blocked(Vec<String>),
@@ -35,7 +41,7 @@ impl Server {
     /// Brings the server to `ready`, or says why it could not.
     pub async fn start(self: &Arc<Self>, cause: Cause) -> Result<Started, IpcError> {
         let _one_start_at_a_time = self.start_lock.lock().await;
-        let generation = {
+        let (generation, old) = {
             let mut inner = self.lock();
             if let Some(answer) = self.without_starting(&inner, cause) {
                 return answer;
@@ -51,11 +57,15 @@ impl Server {
                 ));
             }
             inner.generation += 1;
-            if let Some(old) = old {
-                tokio::spawn(terminate(old, STOP_GRACE));
-            }
-            inner.generation
+            (inner.generation, old)
         };
+        if let Some(old) = old {
+            match self.config.mode {
+                // The new process needs the old one's port: wait until it is gone.
+                Mode::Http => terminate(old, STOP_GRACE).await,
+                Mode::Subprocess | Mode::Remote => drop(tokio::spawn(terminate(old, STOP_GRACE))),
+            }
+        }
         match self.bring_up(generation).await {
             Ok(()) => Ok(self.started(&self.lock())),
             Err(failure) => Err(self.fail_start(generation, failure, cause)),
@@ -112,8 +122,17 @@ impl Server {
     }
 
     async fn bring_up(self: &Arc<Self>, generation: u64) -> Result<(), StartFailure> {
-        let process = self.spawn_process(generation)?;
         let deadline = Instant::now() + self.config.handshake_timeout();
+        let process = match self.config.mode {
+            Mode::Subprocess => self.spawn_stdio(generation)?,
+            Mode::Http => {
+                self.preflight().await?;
+                let process = self.spawn_http(generation)?;
+                self.wait_listening(&process, deadline).await?;
+                process
+            }
+            Mode::Remote => self.connect_remote(generation)?,
+        };
         let upstream = process.upstream.clone();
         let mut exited = process.exited.clone();
         let handshake_and_tools = async {
@@ -156,30 +175,113 @@ impl Server {
         Ok(())
     }
 
-    fn spawn_process(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
-        let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
-        let env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let mut child = spawn::spawn(program.as_ref(), args, &env, Pipes::All)
-            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))?;
+    /// A stdio child: MCP on its stdin and stdout, its stderr into the log.
+    fn spawn_stdio(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
+        let mut child = self.spawn_child(Pipes::All)?;
         let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
             (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(StartFailure::Spawn("the child's pipes were not set up".into()));
         };
-        tokio::spawn(drain_stderr(stderr, self.log.clone()));
+        tokio::spawn(drain_into_log(stderr, Stream::Stderr, self.log.clone()));
         let (notices_tx, notices_rx) = mpsc::unbounded_channel();
-        let upstream = Upstream::start(stdin, stdout, self.log.clone(), notices_tx);
+        let upstream = Arc::new(Upstream::stdio(StdioUpstream::start(stdin, stdout, self.log.clone(), notices_tx)));
+        tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
+        Ok(self.running(Process { pid: Some(pid), upstream, exited, _remote: None }))
+    }
+
+    /// A managed HTTP child: MCP over HTTP at its endpoint, its stdout and stderr into the log.
+    fn spawn_http(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
+        let mut child = self.spawn_child(Pipes::Output)?;
+        let (Some(pid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
+            return Err(StartFailure::Spawn("the child's pipes were not set up".into()));
+        };
+        tokio::spawn(drain_into_log(stdout, Stream::Stdout, self.log.clone()));
+        tokio::spawn(drain_into_log(stderr, Stream::Stderr, self.log.clone()));
+        let upstream = self.http_upstream(generation)?;
+        let (exited_tx, exited) = watch::channel(None);
+        tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
+        Ok(self.running(Process { pid: Some(pid), upstream, exited, _remote: None }))
+    }
+
+    /// A remote endpoint: nothing to spawn.
+    fn connect_remote(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
+        let upstream = self.http_upstream(generation)?;
+        let (never_exits, exited) = watch::channel(None);
+        Ok(self.running(Process { pid: None, upstream, exited, _remote: Some(Arc::new(never_exits)) }))
+    }
+
+    fn http_upstream(self: &Arc<Self>, generation: u64) -> Result<Arc<Upstream>, StartFailure> {
+        let endpoint = self.config.endpoint.as_deref().ok_or(StartFailure::Spawn("no endpoint".into()))?;
+        let (notices_tx, notices_rx) = mpsc::unbounded_channel();
+        let link = HttpUpstream::new(endpoint, self.log.clone(), notices_tx).map_err(StartFailure::Spawn)?;
         tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
-        let process = Process { pid, upstream, exited };
+        Ok(Arc::new(Upstream::http(link)))
+    }
+
+    fn spawn_child(&self, pipes: Pipes) -> Result<tokio::process::Child, StartFailure> {
+        let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
+        let env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        spawn::spawn(program.as_ref(), args, &env, pipes)
+            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))
+    }
+
+    /// Refuses to start a managed HTTP server on an endpoint something else already answers on.
+    async fn preflight(&self) -> Result<(), StartFailure> {
+        let endpoint = self.config.endpoint.clone().unwrap_or_default();
+        let checked = tokio::task::spawn_blocking(move || hangar_core::preflight::check_free(&endpoint)).await;
+        match checked {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) => Err(StartFailure::PortHeld(err.to_string())),
+            Err(err) => Err(StartFailure::Spawn(format!("the port preflight failed: {err}"))),
+        }
+    }
+
+    /// Waits, bounded, until the child listens on its endpoint; stops waiting the moment it
+    /// exits. An answer counts only if the listening socket is the child's own.
+    async fn wait_listening(&self, process: &Process, deadline: Instant) -> Result<(), StartFailure> {
+        let endpoint = self.config.endpoint.clone().unwrap_or_default();
+        let (host, port) = host_and_port(&endpoint)
+            .ok_or_else(|| StartFailure::Spawn(format!("{endpoint} names no host and port")))?;
+        let mut exited = process.exited.clone();
+        let pgid = process.pid.unwrap_or_default();
+        loop {
+            let connected =
+                tokio::time::timeout(LISTEN_POLL * 8, tokio::net::TcpStream::connect((host.as_str(), port))).await;
+            if let Ok(Ok(stream)) = connected {
+                let answered = stream.peer_addr().ok();
+                return match answered.and_then(|addr| crate::listeners::held_by_group(addr, pgid)) {
+                    Some(false) => Err(StartFailure::PortHeld(format!(
+                        "{endpoint} answered, but from a process outside `{}`'s own: a stranger holds the port",
+                        self.id
+                    ))),
+                    _ => Ok(()),
+                };
+            }
+            if Instant::now() >= deadline {
+                return Err(StartFailure::Handshake(format!(
+                    "it did not listen on {endpoint} within {:?}",
+                    self.config.handshake_timeout()
+                )));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(LISTEN_POLL) => {}
+                how = wait_exit(&mut exited) => return Err(StartFailure::Exited(how)),
+            }
+        }
+    }
+
+    /// Records a newly started process as the server's current one.
+    fn running(&self, process: Process) -> Process {
         let mut inner = self.lock();
-        inner.meta.pid = Some(pid);
+        inner.meta.pid = process.pid;
         inner.meta.started_at = Some(rfc3339_millis(SystemTime::now()));
         inner.counters.starts += 1;
         inner.meta.restarts = inner.counters.starts - 1;
         inner.process = Some(process.clone());
-        Ok(process)
+        process
     }
 
     /// Records a failed start and renders its error in the hangar's words.
@@ -199,6 +301,7 @@ impl Server {
             ),
             StartFailure::Stopped => (ErrorKind::Stopped, "it was stopped while starting".into()),
             StartFailure::Spawn(why) | StartFailure::Handshake(why) => (ErrorKind::StartFailed, why.clone()),
+            StartFailure::PortHeld(why) => (ErrorKind::PortHeld, why.clone()),
             StartFailure::Exited(how) => {
                 (ErrorKind::StartFailed, format!("its process {how} before completing the MCP handshake"))
             }
@@ -217,6 +320,23 @@ impl Server {
         let dead = inner.lifecycle.dead().map(DeadRecord::from);
         tracing::warn!(mcp_server = %self.id, %why, "start failed");
         IpcError::new(kind, format!("`{}` did not start: {why}", self.id)).with_details(json!({"dead": dead}))
+    }
+}
+
+/// The host and port an endpoint URL names (IPv6 literals without brackets).
+fn host_and_port(endpoint: &str) -> Option<(String, u16)> {
+    let rest = endpoint.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let default_port = if endpoint.starts_with("https://") { 443 } else { 80 };
+    if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        let port = after.strip_prefix(':').map_or(Some(default_port), |p| p.parse().ok())?;
+        return Some((host.to_owned(), port));
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) => Some((host.to_owned(), port.parse().ok()?)),
+        None => Some((authority.to_owned(), default_port)),
     }
 }
 

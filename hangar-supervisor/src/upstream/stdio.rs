@@ -4,92 +4,51 @@
 //! owns stdout and routes each answer by the id the hangar minted for it
 //! ([`hangar_core::jsonrpc::PendingMap`]). Lines that are not protocol messages, answers to ids
 //! nobody waits for and over-long lines go to the server's log and break nothing.
+//! Protocol `_meta` and era detection are the business of [`super::Upstream`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::jsonrpc::{Incoming, PendingMap, RpcError, classify};
 use serde_json::{Value, json};
+
 use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::{Notice, RequestError, encode};
 use crate::logs::{LogRing, Stream};
 use hangar_runtime::lines::{Line, read_line, write_batched};
 
 /// The longest line accepted from an upstream's stdout; longer ones are skipped and logged.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
-/// The protocol revision the hangar speaks to modern upstreams.
-pub const MODERN_VERSION: &str = "2026-07-28";
-/// The legacy revision the hangar offers in `initialize`.
-pub const LEGACY_VERSION: &str = "2025-11-25";
-const KNOWN_LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    Modern,
-    Legacy,
-}
-
-/// Why a request to an upstream did not get a result.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RequestError {
-    #[error("the upstream did not answer `{method}` within {timeout:?}")]
-    Timeout { method: String, timeout: Duration },
-    #[error("the upstream's pipe closed before it answered `{method}`")]
-    Closed { method: String },
-    /// The upstream answered with a JSON-RPC error; its text stays in the server's log.
-    #[error("the upstream answered `{method}` with JSON-RPC error {code}")]
-    Rpc { method: String, code: i64 },
-}
-
-impl RequestError {
-    /// How surfaces classify this failure.
-    pub fn kind(&self) -> hangar_core::ipc::ErrorKind {
-        use hangar_core::ipc::ErrorKind;
-        match self {
-            RequestError::Timeout { .. } => ErrorKind::Timeout,
-            RequestError::Closed { .. } => ErrorKind::UpstreamDied,
-            RequestError::Rpc { .. } => ErrorKind::UpstreamError,
-        }
-    }
-}
-
 type Waiter = oneshot::Sender<Result<Value, RpcError>>;
 
-/// What the reader saw that the server should act on.
-#[derive(Debug)]
-pub enum Notice {
-    ToolsChanged,
-}
-
-pub struct Upstream {
+pub struct StdioUpstream {
     writer: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
     pending: Arc<Mutex<PendingMap<Waiter>>>,
-    era: Mutex<Era>,
     log: Arc<LogRing>,
     /// Becomes true when stdout reaches its end or fails.
     closed: watch::Receiver<bool>,
 }
 
-impl Upstream {
+impl StdioUpstream {
     /// Wires the pipes and starts the reader and writer tasks.
     pub fn start(
         stdin: ChildStdin,
         stdout: ChildStdout,
         log: Arc<LogRing>,
         notices: mpsc::UnboundedSender<Notice>,
-    ) -> Arc<Upstream> {
+    ) -> StdioUpstream {
         let (tx, rx) = mpsc::unbounded_channel();
         let (closed_tx, closed) = watch::channel(false);
-        let upstream = Arc::new(Upstream {
+        let upstream = StdioUpstream {
             writer: Mutex::new(Some(tx.clone())),
             pending: Arc::new(Mutex::new(PendingMap::default())),
-            era: Mutex::new(Era::Legacy),
             log: log.clone(),
             closed,
-        });
+        };
         tokio::spawn(async move {
             // A failed write means the child is gone; the reader sees that and ends the connection.
             let _ = write_batched(stdin, rx).await;
@@ -105,10 +64,6 @@ impl Upstream {
             let _ = closed_tx.send(true);
         });
         upstream
-    }
-
-    pub fn era(&self) -> Era {
-        *lock(&self.era)
     }
 
     /// Resolves once the upstream's stdout has closed.
@@ -127,7 +82,6 @@ impl Upstream {
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RequestError> {
         let (tx, rx) = oneshot::channel();
         let id = lock(&self.pending).insert(tx);
-        let params = self.with_meta(params);
         let line = encode(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         if !self.send(line) {
             lock(&self.pending).cancel(id);
@@ -154,71 +108,12 @@ impl Upstream {
 
     /// Sends a notification; returns false if the pipe is closed.
     pub fn notify(&self, method: &str, params: Value) -> bool {
-        let params = self.with_meta(params);
         self.send(encode(&json!({"jsonrpc": "2.0", "method": method, "params": params})))
-    }
-
-    /// Detects the upstream's era and completes its handshake; see `shared/mcp-2026-07-28.md`.
-    pub async fn handshake(&self, discover_timeout: Duration, timeout: Duration) -> Result<Handshake, RequestError> {
-        *lock(&self.era) = Era::Modern;
-        let discover = self.request("server/discover", json!({}), discover_timeout).await;
-        match discover {
-            Ok(_) => return Ok(Handshake { era: Era::Modern, protocol_version: MODERN_VERSION.into() }),
-            Err(closed @ RequestError::Closed { .. }) => return Err(closed),
-            // Any other error, or silence, means legacy: never key the fallback to one code.
-            Err(RequestError::Rpc { .. } | RequestError::Timeout { .. }) => {}
-        }
-        *lock(&self.era) = Era::Legacy;
-        let params = json!({
-            "protocolVersion": LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "hangar", "version": env!("CARGO_PKG_VERSION")},
-        });
-        let result = self.request("initialize", params, timeout).await?;
-        // Only a version the hangar knows is kept: what an upstream says never reaches a surface.
-        let version = result
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .and_then(|v| KNOWN_LEGACY_VERSIONS.iter().find(|known| **known == v))
-            .map_or_else(|| "unknown".to_owned(), |v| (*v).to_owned());
-        self.notify("notifications/initialized", json!({}));
-        Ok(Handshake { era: Era::Legacy, protocol_version: version })
-    }
-
-    fn with_meta(&self, mut params: Value) -> Value {
-        if self.era() == Era::Modern
-            && let Value::Object(map) = &mut params
-        {
-            let meta = map.entry("_meta").or_insert_with(|| json!({}));
-            if let Value::Object(meta) = meta {
-                meta.insert("io.modelcontextprotocol/protocolVersion".into(), MODERN_VERSION.into());
-                meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
-                meta.insert(
-                    "io.modelcontextprotocol/clientInfo".into(),
-                    json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}),
-                );
-            }
-        }
-        params
     }
 
     fn send(&self, line: Vec<u8>) -> bool {
         lock(&self.writer).as_ref().is_some_and(|tx| tx.send(line).is_ok())
     }
-}
-
-/// What a completed handshake told about the upstream.
-#[derive(Debug, Clone)]
-pub struct Handshake {
-    pub era: Era,
-    /// One the hangar knows, or `unknown`.
-    pub protocol_version: String,
-}
-
-fn encode(message: &Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(message).unwrap_or_default();
-    line.push(b'\n');
-    line
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

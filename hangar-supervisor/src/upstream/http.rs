@@ -1,0 +1,282 @@
+//! One upstream's streamable-HTTP connection: each request a POST to its endpoint.
+//!
+//! Answers come as one JSON body or as an SSE stream scoped to the request (notifications, then
+//! the response). The modern wire (2026-07-28) needs the `MCP-Protocol-Version`, `Mcp-Method` and
+//! `Mcp-Name` headers; the legacy wire needs the session id the server minted at `initialize`.
+//! Whatever the upstream says beyond the JSON-RPC answer (error texts, odd bodies) goes to the
+//! server's log only.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use hangar_core::jsonrpc::{Incoming, classify};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{Era, MODERN_VERSION, Notice, RequestError};
+use crate::logs::{LogRing, Stream};
+
+/// The largest answer read from an upstream; a bigger one is refused, not buffered.
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+const SESSION_HEADER: &str = "mcp-session-id";
+
+pub struct HttpUpstream {
+    client: reqwest::Client,
+    endpoint: String,
+    next_id: AtomicU64,
+    /// The legacy session id and negotiated version, once `initialize` has answered.
+    session: Arc<Mutex<Option<HeaderValue>>>,
+    legacy_version: Mutex<Option<String>>,
+    log: Arc<LogRing>,
+    notices: mpsc::UnboundedSender<Notice>,
+}
+
+impl HttpUpstream {
+    pub fn new(endpoint: &str, log: Arc<LogRing>, notices: mpsc::UnboundedSender<Notice>) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            // Never follow a redirect to somewhere the config did not name.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|err| format!("cannot set up an HTTP client: {err}"))?;
+        Ok(HttpUpstream {
+            client,
+            endpoint: endpoint.to_owned(),
+            next_id: AtomicU64::new(1),
+            session: Arc::default(),
+            legacy_version: Mutex::default(),
+            log,
+            notices,
+        })
+    }
+
+    pub(super) fn set_legacy_version(&self, version: &str) {
+        *self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_owned());
+    }
+
+    pub(super) async fn request(
+        &self,
+        era: Era,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RequestError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request =
+            self.post(era, method, &params, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let exchange = async {
+            let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
+            if let Some(session) = response.headers().get(SESSION_HEADER) {
+                *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
+            }
+            self.read_answer(method, id, response).await
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(answer) => answer,
+            Err(_) => Err(RequestError::Timeout { method: method.into(), timeout }),
+        }
+    }
+
+    /// Sends a notification in the background; its answer (202) is of no interest.
+    pub(super) fn notify(&self, era: Era, method: &str, params: Value) {
+        let request = self.post(era, method, &params, &json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        tokio::spawn(async move {
+            let _ = request.timeout(Duration::from_secs(10)).send().await;
+        });
+    }
+
+    fn post(&self, era: Era, method: &str, params: &Value, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .post(&self.endpoint)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(serde_json::to_vec(body).unwrap_or_default());
+        match era {
+            Era::Modern => {
+                request = request.header("MCP-Protocol-Version", MODERN_VERSION).header("Mcp-Method", method);
+                let name = match method {
+                    "tools/call" | "prompts/get" => params.get("name"),
+                    "resources/read" => params.get("uri"),
+                    _ => None,
+                };
+                if let Some(name) = name.and_then(Value::as_str) {
+                    request = request.header("Mcp-Name", header_value(name));
+                }
+            }
+            Era::Legacy => {
+                if let Some(version) = self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+                    request = request.header("MCP-Protocol-Version", version);
+                }
+                if let Some(session) = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                    request = request.header(SESSION_HEADER, session);
+                }
+            }
+        }
+        request
+    }
+
+    fn transport_error(&self, method: &str, timeout: Duration, err: &reqwest::Error) -> RequestError {
+        if err.is_timeout() {
+            RequestError::Timeout { method: method.into(), timeout }
+        } else {
+            // Refused, reset, unreachable: nothing is serving the endpoint any more.
+            RequestError::Closed { method: method.into() }
+        }
+    }
+
+    async fn read_answer(&self, method: &str, id: u64, mut response: reqwest::Response) -> Result<Value, RequestError> {
+        let status = response.status().as_u16();
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if is_sse {
+            return self.read_event_stream(method, id, &mut response).await;
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })? {
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                self.log.push(
+                    Stream::Stdout,
+                    format!("[hangar] `{method}`: an answer over {MAX_BODY_BYTES} bytes was refused").as_bytes(),
+                );
+                return Err(RequestError::Status { method: method.into(), status });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(message) => match self.answer(method, id, message) {
+                Some(answer) => answer,
+                None => Err(RequestError::Status { method: method.into(), status }),
+            },
+            Err(_) => {
+                if !body.is_empty() {
+                    self.log.push(Stream::Stdout, &body);
+                }
+                Err(RequestError::Status { method: method.into(), status })
+            }
+        }
+    }
+
+    /// Reads SSE events until the response to `id`; notifications on the way are acted on.
+    async fn read_event_stream(
+        &self,
+        method: &str,
+        id: u64,
+        response: &mut reqwest::Response,
+    ) -> Result<Value, RequestError> {
+        let mut buffer: Vec<u8> = Vec::new();
+        loop {
+            let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })?
+            else {
+                return Err(RequestError::Closed { method: method.into() });
+            };
+            buffer.extend_from_slice(&chunk);
+            while let Some(end) = event_end(&buffer) {
+                let event: Vec<u8> = buffer.drain(..end.1).take(end.0).collect();
+                if let Some(message) = event_data(&event)
+                    && let Some(answer) = self.answer(method, id, message)
+                {
+                    return answer;
+                }
+            }
+            if buffer.len() > MAX_BODY_BYTES {
+                self.log.push(Stream::Stdout, b"[hangar] an SSE event over the size limit was refused");
+                return Err(RequestError::Closed { method: method.into() });
+            }
+        }
+    }
+
+    /// The answer to `id` if `message` is it; acts on notifications and logs anything else.
+    fn answer(&self, method: &str, id: u64, message: Value) -> Option<Result<Value, RequestError>> {
+        match classify(message) {
+            Incoming::Response { id: answered, outcome } if answered.as_u64() == Some(id) => Some(match outcome {
+                Ok(result) => Ok(result),
+                Err(error) => {
+                    self.log.push(
+                        Stream::Error,
+                        format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
+                    );
+                    Err(RequestError::Rpc { method: method.into(), code: error.code })
+                }
+            }),
+            Incoming::Notification { method, .. } => {
+                if method == "notifications/tools/list_changed" {
+                    let _ = self.notices.send(Notice::ToolsChanged);
+                }
+                None
+            }
+            _ => {
+                self.log.push(
+                    Stream::Stdout,
+                    format!("[hangar] `{method}`: an unexpected message in the answer").as_bytes(),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// A header value for `Mcp-Name`: as is when it is plain ASCII, else base64-wrapped.
+fn header_value(name: &str) -> HeaderValue {
+    let plain = name.bytes().all(|b| (0x20..0x7f).contains(&b)) && name.trim() == name;
+    let text = if plain {
+        name.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(name))
+    };
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// Where the first complete SSE event ends: (length of the event, length including the blank line).
+fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|at| (at, at + 2));
+    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|at| (at, at + 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The JSON of an SSE event's `data:` lines, if it has any.
+fn event_data(event: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(event);
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
+        .collect();
+    if data.is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data.join("\n")).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_sse_events_and_their_json() {
+        let stream = b"event: message\ndata: {\"a\":\ndata: 1}\n\nevent: x\r\ndata: {}\r\n\r\n";
+        let (len, consumed) = event_end(stream).unwrap();
+        assert_eq!(event_data(&stream[..len]), Some(json!({"a": 1})));
+        let rest = &stream[consumed..];
+        let (len, _) = event_end(rest).unwrap();
+        assert_eq!(event_data(&rest[..len]), Some(json!({})));
+        assert_eq!(event_end(b"data: {}\n"), None, "an unfinished event waits for more");
+        assert_eq!(event_data(b": comment only"), None);
+    }
+
+    #[test]
+    fn names_are_base64_wrapped_only_when_they_must_be() {
+        assert_eq!(header_value("add"), "add");
+        assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+    }
+}

@@ -1,0 +1,205 @@
+//! Talking MCP to one upstream, over its stdio or over streamable HTTP.
+//!
+//! [`Upstream`] is what the rest of the supervisor uses: requests with timeouts, notifications,
+//! and the handshake with era detection (a `server/discover` probe, else `initialize`; see
+//! `shared/mcp-2026-07-28.md`). The transports (`stdio.rs`, `http.rs`) only move JSON-RPC
+//! messages; the protocol `_meta` every modern request carries is added here, once.
+
+mod http;
+mod stdio;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hangar_core::ipc::ErrorKind;
+use serde_json::{Value, json};
+
+pub use http::HttpUpstream;
+pub use stdio::StdioUpstream;
+
+/// The protocol revision the hangar speaks to modern upstreams.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The legacy revision the hangar offers in `initialize`.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+const KNOWN_LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    Modern,
+    Legacy,
+}
+
+/// Why a request to an upstream did not get a result. Never carries the upstream's own text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error("the upstream did not answer `{method}` within {timeout:?}")]
+    Timeout { method: String, timeout: Duration },
+    #[error("the upstream's connection closed before it answered `{method}`")]
+    Closed { method: String },
+    /// The upstream answered with a JSON-RPC error; its text stays in the server's log.
+    #[error("the upstream answered `{method}` with JSON-RPC error {code}")]
+    Rpc { method: String, code: i64 },
+    /// An HTTP upstream answered with a status that carries no JSON-RPC answer.
+    #[error("the upstream answered `{method}` with HTTP {status}")]
+    Status { method: String, status: u16 },
+}
+
+impl RequestError {
+    /// How surfaces classify this failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RequestError::Timeout { .. } => ErrorKind::Timeout,
+            RequestError::Closed { .. } => ErrorKind::UpstreamDied,
+            RequestError::Rpc { .. } | RequestError::Status { .. } => ErrorKind::UpstreamError,
+        }
+    }
+}
+
+/// What a transport saw that the server should act on.
+#[derive(Debug)]
+pub enum Notice {
+    ToolsChanged,
+}
+
+/// What a completed handshake told about the upstream.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    pub era: Era,
+    /// One the hangar knows, or `unknown`.
+    pub protocol_version: String,
+}
+
+enum Link {
+    Stdio(StdioUpstream),
+    Http(HttpUpstream),
+}
+
+pub struct Upstream {
+    era: Mutex<Era>,
+    link: Link,
+}
+
+impl Upstream {
+    pub fn stdio(link: StdioUpstream) -> Upstream {
+        Upstream { era: Mutex::new(Era::Modern), link: Link::Stdio(link) }
+    }
+
+    pub fn http(link: HttpUpstream) -> Upstream {
+        Upstream { era: Mutex::new(Era::Modern), link: Link::Http(link) }
+    }
+
+    fn era(&self) -> Era {
+        *self.era.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn set_era(&self, era: Era) {
+        *self.era.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = era;
+    }
+
+    /// Resolves once a stdio upstream's stdout has closed; never for HTTP (no pipe to break).
+    pub async fn wait_closed(&self) {
+        match &self.link {
+            Link::Stdio(link) => link.wait_closed().await,
+            Link::Http(_) => std::future::pending().await,
+        }
+    }
+
+    /// Asks the upstream to go by closing a stdio child's stdin; false when the transport has
+    /// no such polite way (HTTP), so the caller goes straight to SIGTERM.
+    pub fn close(&self) -> bool {
+        match &self.link {
+            Link::Stdio(link) => {
+                link.close_stdin();
+                true
+            }
+            Link::Http(_) => false,
+        }
+    }
+
+    /// Sends a request and waits for its answer, up to `timeout`.
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RequestError> {
+        let era = self.era();
+        let params = with_meta(era, params);
+        match &self.link {
+            Link::Stdio(link) => link.request(method, params, timeout).await,
+            Link::Http(link) => link.request(era, method, params, timeout).await,
+        }
+    }
+
+    /// Sends a notification, without waiting for anything.
+    pub fn notify(&self, method: &str, params: Value) {
+        let era = self.era();
+        let params = with_meta(era, params);
+        match &self.link {
+            Link::Stdio(link) => {
+                link.notify(method, params);
+            }
+            Link::Http(link) => link.notify(era, method, params),
+        }
+    }
+
+    /// Detects the upstream's era and completes its handshake.
+    pub async fn handshake(&self, discover_timeout: Duration, timeout: Duration) -> Result<Handshake, RequestError> {
+        self.set_era(Era::Modern);
+        match self.request("server/discover", json!({}), discover_timeout).await {
+            Ok(_) => return Ok(Handshake { era: Era::Modern, protocol_version: MODERN_VERSION.into() }),
+            Err(closed @ RequestError::Closed { .. }) => return Err(closed),
+            // Any other error, or silence, means legacy: never key the fallback to one code.
+            Err(_) => {}
+        }
+        self.set_era(Era::Legacy);
+        let params = json!({
+            "protocolVersion": LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "hangar", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let result = self.request("initialize", params, timeout).await?;
+        // Only a version the hangar knows is kept: what an upstream says never reaches a surface.
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| KNOWN_LEGACY_VERSIONS.iter().find(|known| **known == v))
+            .map_or_else(|| "unknown".to_owned(), |v| (*v).to_owned());
+        if let Link::Http(link) = &self.link {
+            link.set_legacy_version(&version);
+        }
+        self.notify("notifications/initialized", json!({}));
+        Ok(Handshake { era: Era::Legacy, protocol_version: version })
+    }
+}
+
+/// Adds the protocol keys every modern request carries in `params._meta`.
+fn with_meta(era: Era, mut params: Value) -> Value {
+    if era == Era::Modern
+        && let Value::Object(map) = &mut params
+        && let Value::Object(meta) = map.entry("_meta").or_insert_with(|| json!({}))
+    {
+        meta.insert("io.modelcontextprotocol/protocolVersion".into(), MODERN_VERSION.into());
+        meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
+        meta.insert(
+            "io.modelcontextprotocol/clientInfo".into(),
+            json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}),
+        );
+    }
+    params
+}
+
+fn encode(message: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_requests_carry_protocol_meta_and_keep_their_own() {
+        let params = with_meta(Era::Modern, json!({"name": "add", "_meta": {"progressToken": 7}}));
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/protocolVersion"], MODERN_VERSION);
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/clientCapabilities"], json!({}));
+        assert_eq!(params["_meta"]["progressToken"], 7);
+        assert_eq!(with_meta(Era::Legacy, json!({"name": "add"})), json!({"name": "add"}));
+    }
+}

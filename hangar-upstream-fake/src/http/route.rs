@@ -1,0 +1,95 @@
+//! What each HTTP request gets. POST /mcp goes through the same
+//! `handler::handle` as stdio, so the answers are identical.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use super::leftover;
+use super::request::{Head, Reject};
+use super::response::Response;
+use crate::handler::{self, State};
+use crate::log::log;
+use crate::protocol::{self, Incoming};
+
+pub const MCP_PATH: &str = "/mcp";
+
+pub struct App {
+    pub state: Arc<State>,
+    pub sse: bool,
+    pub leftover: bool,
+    sessions: AtomicU64,
+}
+
+pub enum Reply {
+    Send {
+        resp: Response,
+        /// Marks a `tools/call` answer, for crash-after and garbage.
+        is_call: bool,
+    },
+    /// Never answer (hang faults): the connection stays open until the
+    /// client gives up.
+    Hold,
+}
+
+fn send(resp: Response) -> Reply {
+    Reply::Send { resp, is_call: false }
+}
+
+impl App {
+    pub fn new(state: Arc<State>, sse: bool, leftover: bool) -> Self {
+        Self { state, sse, leftover, sessions: AtomicU64::new(0) }
+    }
+
+    pub fn route(&self, head: &Head, body: &[u8]) -> Reply {
+        if self.leftover {
+            return send(leftover::response(&self.state.sentinel, body));
+        }
+        if head.path != MCP_PATH {
+            return send(Response::empty(404));
+        }
+        match head.method.as_str() {
+            "POST" => self.post(body),
+            // Legacy clients end their session with DELETE; we keep no sessions.
+            "DELETE" => send(Response::empty(200)),
+            _ => send(Response::empty(405).header("Allow", "POST")),
+        }
+    }
+
+    /// The answer to a request we refuse to read further; the connection
+    /// closes after it.
+    pub fn rejected(&self, reject: &Reject) -> Response {
+        log(&format!("refusing an HTTP request ({}): {}", reject.status, reject.why));
+        if self.leftover {
+            return leftover::response(&self.state.sentinel, b"");
+        }
+        Response::empty(reject.status)
+    }
+
+    fn post(&self, body: &[u8]) -> Reply {
+        let msg: Value = match serde_json::from_slice(body) {
+            Ok(msg) => msg,
+            Err(e) => {
+                // Like stdio: while hanging, not even parse errors are answered.
+                if self.state.silenced() {
+                    return Reply::Hold;
+                }
+                let err = protocol::error(&Value::Null, protocol::PARSE_ERROR, &format!("parse error: {e}"), None);
+                return send(Response::json(400, &err));
+            }
+        };
+        let method = msg.get("method").and_then(Value::as_str);
+        let (is_call, is_init) = (method == Some("tools/call"), method == Some("initialize"));
+        let wants_answer = !matches!(protocol::classify(&msg), Incoming::Notification | Incoming::Response { .. });
+        let Some(reply) = handler::handle(&self.state, &msg) else {
+            return if wants_answer { Reply::Hold } else { send(Response::empty(202)) };
+        };
+        let mut resp = if self.sse { Response::sse(&reply) } else { Response::json(200, &reply) };
+        if is_init && reply.get("result").is_some() {
+            let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+            resp = resp.header("Mcp-Session-Id", format!("fake-{n}"));
+        }
+        Reply::Send { resp, is_call }
+    }
+}
