@@ -181,3 +181,17 @@ fn try_leftover(addr: &str) -> Option<Background> {
     std::net::TcpListener::bind(addr).ok()?;
     Some(leftover(addr))
 }
+
+#[test]
+fn a_stalled_leftover_on_the_endpoint_is_refused() {
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = stalled.local_addr().unwrap().port();
+    // Accepts (the kernel does, into the backlog) and never answers a byte.
+    let hangar = Hangar::start(&managed(port, "127.0.0.1", ""));
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": "web"}));
+    let error = &refused["structuredContent"];
+    assert_eq!(error["error_type"], "port_held", "{refused}");
+    assert!(error["error"].as_str().unwrap().contains("stalled"), "{error}");
+    assert!(!hangar.path("web.pid").exists(), "nothing was spawned");
+    drop(stalled);
+}
