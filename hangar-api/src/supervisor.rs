@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Reply, Request, Started, Stopped};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 use serde_json::Value;
@@ -92,6 +92,24 @@ impl dyn Supervisor {
         match self.request(request).await? {
             Reply::Called(result) => Ok(result),
             _ => Err(unexpected("call")),
+        }
+    }
+
+    /// Every server's declared tools, and whether the front door is on.
+    pub async fn catalog(&self) -> Result<Catalog, IpcError> {
+        match self.request(Request::Catalog).await? {
+            Reply::Catalog(catalog) => Ok(catalog),
+            _ => Err(unexpected("catalog")),
+        }
+    }
+
+    /// Any other MCP request, passed to one upstream; its result verbatim.
+    pub async fn forward(&self, mcp_server: &str, method: &str, params: Value) -> Result<Value, IpcError> {
+        let request =
+            Request::Forward { mcp_server: mcp_server.into(), method: method.into(), params, timeout_ms: None };
+        match self.request(request).await? {
+            Reply::Forwarded(result) => Ok(result),
+            _ => Err(unexpected("forward")),
         }
     }
 

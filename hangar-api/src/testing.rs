@@ -130,6 +130,11 @@ impl FakeSupervisor {
             Request::Call { mcp_server, tool, arguments, .. } => self.call(mcp_server, tool, arguments).await,
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
+            // Egress mode: the front door is off, so nothing is forwarded.
+            Request::Catalog => {
+                Ok(Reply::Catalog(hangar_core::ipc::Catalog { front_door: false, servers: Vec::new() }))
+            }
+            Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             // The prober's requests: the API never sends them.
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))

@@ -83,6 +83,31 @@ pub enum Request {
     Verdict(Verdict),
     /// A snapshot of every server's counters for `/metrics`.
     Metrics,
+    /// Every server's tools as it declared them, for the front door. In front-door mode, servers
+    /// never started yet are started once to learn them.
+    Catalog,
+    /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
+    /// is started first if it is cold. Answers the upstream's result.
+    Forward {
+        mcp_server: String,
+        method: String,
+        params: Value,
+        timeout_ms: Option<u64>,
+    },
+}
+
+/// What the front door serves: whether it is on, and each server's tools as declared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    pub front_door: bool,
+    pub servers: Vec<CatalogServer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogServer {
+    pub mcp_server: String,
+    /// Each tool's declaration as the upstream sent it (name, description, schemas, annotations).
+    pub tools: Vec<Value>,
 }
 
 /// A server the prober should check: every `interval_ms`, the next one `due_in_ms` from now
@@ -149,6 +174,9 @@ pub enum Reply {
         state: State,
     },
     Metrics(Box<crate::metrics::MetricsSnapshot>),
+    Catalog(Catalog),
+    /// An upstream's result for a `Forward`.
+    Forwarded(Value),
 }
 
 /// `POST /api/mcp_servers/{id}/start` and `hangar_start`.

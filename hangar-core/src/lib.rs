@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`backoff`]: exponential backoff with jitter.
+//! - [`front_door`]: how upstream tools and prompts are named behind one endpoint.
 //! - [`metrics`]: the Prometheus text of `/metrics`, rendered from a snapshot.
 //! - [`lifecycle`]: the pure server state machine and its dead reasons.
 //! - [`record`]: the records every read surface renders (rendered here, once).
@@ -17,6 +18,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod front_door;
 pub mod ipc;
 pub mod jsonrpc;
 pub mod lifecycle;

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use hangar_core::config::Config;
-use hangar_core::ipc::{ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reply, Request};
+use hangar_core::config::{Config, ToolAccessMode};
+use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reply, Request};
 use hangar_core::lifecycle::StopReason;
 use hangar_core::metrics::MetricsSnapshot;
 use indexmap::IndexMap;
@@ -19,6 +19,7 @@ const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 pub struct Hangar {
     servers: IndexMap<String, Arc<Server>>,
     shared: Arc<Shared>,
+    front_door: bool,
 }
 
 impl Hangar {
@@ -30,7 +31,8 @@ impl Hangar {
             .iter()
             .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), &config.recovery, shared.clone())))
             .collect();
-        Arc::new(Hangar { servers, shared })
+        let front_door = config.tool_access.mode == ToolAccessMode::FrontDoor;
+        Arc::new(Hangar { servers, shared, front_door })
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<hangar_core::record::StateChange> {
@@ -95,7 +97,40 @@ impl Hangar {
             Request::Metrics => Reply::Metrics(Box::new(MetricsSnapshot {
                 servers: self.servers.values().map(|s| s.metrics()).collect(),
             })),
+            Request::Catalog => Reply::Catalog(self.catalog().await),
+            Request::Forward { mcp_server, method, params, timeout_ms } => {
+                let server = self.server(&mcp_server)?;
+                let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
+                Reply::Forwarded(server.forward(&method, params, timeout).await?)
+            }
         })
+    }
+
+    /// Every server's declared tools. In front-door mode a server never started is started once,
+    /// all at the same time, to learn its tools; one that fails to start simply has none.
+    async fn catalog(&self) -> Catalog {
+        if self.front_door {
+            let discoveries: Vec<_> = self
+                .servers
+                .values()
+                .filter(|s| s.never_started())
+                .map(|s| {
+                    let server = s.clone();
+                    tokio::spawn(async move { server.start(Cause::Call).await })
+                })
+                .collect();
+            for discovery in discoveries {
+                let _ = discovery.await;
+            }
+        }
+        Catalog {
+            front_door: self.front_door,
+            servers: self
+                .servers
+                .iter()
+                .map(|(id, s)| CatalogServer { mcp_server: id.clone(), tools: s.declared_tools() })
+                .collect(),
+        }
     }
 
     /// Stops servers left unused longer than their `idle_ttl_s`, until shutdown.

@@ -11,7 +11,7 @@ use super::headers::single;
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::{McpReply, SESSION_HEADER};
-use super::{session, tools};
+use super::{front_door, session};
 use crate::app::AppState;
 
 pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -35,7 +35,9 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
         return McpReply::error(bad, &id, &err);
     }
     match message {
-        Message::Request { id, method, params } if method == "initialize" => initialize(&id, params.as_ref()),
+        Message::Request { id, method, params } if method == "initialize" => {
+            initialize(&id, params.as_ref(), &front_door::capabilities(&app.supervisor).await)
+        }
         message => {
             if let Err(reply) = check_session(headers, &id) {
                 return reply;
@@ -49,12 +51,12 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
 }
 
 /// Negotiates: the client's version if we speak it, else our latest; mints the session.
-pub fn initialize(id: &Value, params: Option<&Value>) -> McpReply {
+pub fn initialize(id: &Value, params: Option<&Value>, capabilities: &Value) -> McpReply {
     let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
     let version = requested.filter(|v| LEGACY_VERSIONS.contains(v)).unwrap_or(LATEST);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": methods::capabilities(),
+        "capabilities": capabilities,
         "serverInfo": methods::server_info(),
         "instructions": INSTRUCTIONS,
     });
@@ -82,14 +84,31 @@ pub fn check_session(headers: &HeaderMap, id: &Value) -> Result<(), McpReply> {
 async fn dispatch(app: &AppState, id: &Value, method: &str, params: Option<Value>) -> McpReply {
     let result = match method {
         "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": tools::definitions()})),
-        "tools/call" => methods::tools_call(app, params).await,
-        _ => Err(RpcError::method_not_found(method)),
+        _ => match methods::shared(app, method, params).await {
+            Some(result) => result.map(to_legacy),
+            None => Err(RpcError::method_not_found(method)),
+        },
     };
     match result {
         Ok(result) => McpReply::result(id, result),
         Err(err) => McpReply::error(StatusCode::OK, id, &err),
     }
+}
+
+/// A modern upstream's result, bridged for a legacy client: without the 2026-07-28 fields.
+fn to_legacy(mut result: Value) -> Value {
+    if let Value::Object(map) = &mut result {
+        for key in ["resultType", "ttlMs", "cacheScope"] {
+            map.remove(key);
+        }
+        if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+            meta.remove("io.modelcontextprotocol/serverInfo");
+        }
+        if map.get("_meta").and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
+            map.remove("_meta");
+        }
+    }
+    result
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::errors::RpcError;
-use super::tools;
+use super::front_door;
 use crate::app::AppState;
 
 pub const SERVER_NAME: &str = "hangar";
@@ -16,11 +16,22 @@ pub fn server_info() -> Value {
     json!({"name": SERVER_NAME, "version": SERVER_VERSION})
 }
 
-pub fn capabilities() -> Value {
-    json!({"tools": {"listChanged": false}})
+/// The methods both eras route the same way, beyond `tools/call`. `None` if not one of them.
+pub async fn shared(app: &AppState, method: &str, params: Option<Value>) -> Option<Result<Value, RpcError>> {
+    let supervisor = &app.supervisor;
+    Some(match method {
+        "tools/list" => front_door::tools_list(supervisor).await.map(|tools| json!({"tools": tools})),
+        "tools/call" => tools_call(app, params).await,
+        "prompts/list" => front_door::list(supervisor, method, "prompts").await,
+        "prompts/get" => front_door::prompts_get(supervisor, params).await,
+        "resources/list" => front_door::list(supervisor, method, "resources").await,
+        "resources/templates/list" => front_door::list(supervisor, method, "resourceTemplates").await,
+        "resources/read" => front_door::resources_read(supervisor, params).await,
+        _ => return None,
+    })
 }
 
-/// `tools/call`: `params.name` names a hangar tool; `params.arguments` are its arguments.
+/// `tools/call`: `params.name` names a hangar tool or (front door) an upstream's tool.
 pub async fn tools_call(app: &AppState, params: Option<Value>) -> Result<Value, RpcError> {
     let mut params = match params {
         Some(Value::Object(map)) => map,
@@ -30,5 +41,5 @@ pub async fn tools_call(app: &AppState, params: Option<Value>) -> Result<Value, 
         Some(Value::String(name)) => name,
         _ => return Err(RpcError::invalid_params("Invalid params: tools/call needs a string `name`")),
     };
-    tools::call(&app.supervisor, &name, params.remove("arguments")).await
+    front_door::tools_call(&app.supervisor, &name, params.remove("arguments")).await
 }

@@ -7,6 +7,7 @@ mod args;
 mod base64;
 mod batch;
 mod errors;
+mod front_door;
 mod guard;
 mod headers;
 mod legacy;

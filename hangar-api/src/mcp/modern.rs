@@ -5,11 +5,11 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
 use super::errors::{RpcError, UNSUPPORTED_VERSION};
+use super::front_door;
 use super::headers::{single, unwrap_encoded};
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::McpReply;
-use super::tools;
 use crate::app::AppState;
 
 pub const VERSION: &str = "2026-07-28";
@@ -22,7 +22,19 @@ const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
-const METHODS: [&str; 3] = ["server/discover", "tools/list", "tools/call"];
+const METHODS: [&str; 8] = [
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+/// Results a client may cache (they carry `ttlMs` and `cacheScope`).
+const CACHEABLE: [&str; 5] =
+    ["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
 
 /// Whether a request takes this path: its `_meta` names a version, or its header says 2026-07-28.
 pub fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
@@ -125,10 +137,12 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
         Err(reply) => return reply,
     };
     let result = match method.as_str() {
-        "server/discover" => Ok(discover()),
-        "tools/list" => Ok(cacheable(json!({"tools": tools::definitions()}))),
-        "tools/call" => methods::tools_call(app, params).await.map(complete),
-        _ => Err(RpcError::method_not_found(&method)),
+        "server/discover" => Ok(discover(&front_door::capabilities(&app.supervisor).await)),
+        _ => match methods::shared(app, &method, params).await {
+            Some(Ok(result)) if CACHEABLE.contains(&method.as_str()) => Ok(cacheable(result)),
+            Some(result) => result.map(complete),
+            None => Err(RpcError::method_not_found(&method)),
+        },
     };
     match result {
         Ok(result) => McpReply::result(&id, result),
@@ -137,21 +151,22 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
     }
 }
 
-pub fn discover() -> Value {
+pub fn discover(capabilities: &Value) -> Value {
     cacheable(json!({
         "supportedVersions": ALL_VERSIONS,
-        "capabilities": methods::capabilities(),
+        "capabilities": capabilities,
         "instructions": INSTRUCTIONS,
     }))
 }
 
-/// Every 2026-07-28 result says it is complete and who answered.
+/// Every 2026-07-28 result says it is complete and who answered (a legacy upstream's result is
+/// bridged here too: it gains `resultType`).
 fn complete(result: Value) -> Value {
     let mut result = match result {
         Value::Object(map) => map,
         other => Map::from_iter([("value".to_owned(), other)]),
     };
-    result.insert("resultType".into(), json!("complete"));
+    result.entry("resultType").or_insert_with(|| json!("complete"));
     let meta = result.entry("_meta").or_insert_with(|| json!({}));
     if let Value::Object(meta) = meta {
         meta.insert(META_SERVER_INFO.into(), methods::server_info());

@@ -143,8 +143,10 @@ fn mcp_name_is_base64_decoded_before_comparing() {
     let body = request("resources/read", json!({"uri": "test://static-text"}));
     let mut h = good("resources/read");
     h.insert("mcp-name", HeaderValue::from_static("=?base64?dGVzdDovL3N0YXRpYy10ZXh0?="));
-    // The header checks pass; the method itself is not served here.
-    assert_eq!(refused(&h, body).error_code(), Some(-32601));
+    // The header checks pass (the front door serves the method itself).
+    assert!(validate(&h, body.clone()).is_ok());
+    h.insert("mcp-name", HeaderValue::from_static("=?base64?dGVzdDovL290aGVy?="));
+    assert_eq!(refused(&h, body).error_code(), Some(-32020), "test://other is not the body's uri");
 }
 
 #[test]

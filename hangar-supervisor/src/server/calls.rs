@@ -62,6 +62,19 @@ impl Server {
         })
     }
 
+    /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
+    pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
+        let upstream = self.ready_upstream().await?;
+        self.lock().last_used = Instant::now();
+        upstream.request(method, params, timeout).await.map_err(|err| {
+            let error = IpcError::new(err.kind(), format!("`{}` {method}: {err}", self.id));
+            match err {
+                RequestError::Rpc { code, .. } => error.with_details(json!({"jsonrpc_code": code})),
+                _ => error,
+            }
+        })
+    }
+
     async fn ready_upstream(self: &Arc<Self>) -> Result<Arc<Upstream>, IpcError> {
         for _ in 0..2 {
             {

@@ -14,7 +14,7 @@ use hangar_core::time::rfc3339_millis;
 
 use super::process::terminate;
 use super::start::list_tools;
-use super::{Cause, Inner, Server, jitter_draw, millis};
+use super::{Cause, Inner, Server, Tools, jitter_draw, millis};
 
 impl Server {
     /// Sends the upstream a `tools/list` with `timeout`; a changed tool list is applied.
@@ -132,13 +132,13 @@ impl Server {
     }
 
     /// Takes a fresh tool list from the process of `generation`, enforcing capabilities.
-    fn apply_tools(&self, generation: u64, tools: Vec<ToolInfo>) {
+    fn apply_tools(&self, generation: u64, tools: Tools) {
         let mut inner = self.lock();
         if inner.generation != generation || inner.tools == tools {
             return;
         }
-        tracing::info!(mcp_server = %self.id, tools = tools.len(), "tool list changed");
-        let blocked = self.unexpected_tools(&mut inner, &tools);
+        tracing::info!(mcp_server = %self.id, tools = tools.infos.len(), "tool list changed");
+        let blocked = self.unexpected_tools(&mut inner, &tools.infos);
         inner.tools = tools;
         if let Some(unexpected) = blocked
             && self.transition(&mut inner, Event::CapabilityBlocked)

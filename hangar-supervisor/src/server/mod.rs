@@ -65,7 +65,7 @@ struct Inner {
     lifecycle: Lifecycle,
     generation: u64,
     process: Option<Process>,
-    tools: Vec<ToolInfo>,
+    tools: Tools,
     health: Health,
     meta: Meta,
     counters: Counters,
@@ -80,6 +80,14 @@ struct Inner {
     failure_streak: u32,
     /// A recovery task is running for the current degradation.
     recovering: bool,
+}
+
+/// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
+/// door, which passes declarations through untouched).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Tools {
+    pub infos: Vec<ToolInfo>,
+    pub raw: Vec<serde_json::Value>,
 }
 
 /// What `/metrics` counts per server.
@@ -130,7 +138,7 @@ impl Server {
                 lifecycle: Lifecycle::default(),
                 generation: 0,
                 process: None,
-                tools: Vec::new(),
+                tools: Tools::default(),
                 health: Health::default(),
                 meta,
                 counters: Counters::default(),
@@ -208,7 +216,7 @@ impl Server {
             state: inner.lifecycle.state(),
             mode: self.config.mode.as_str().into(),
             alive: inner.process.is_some(),
-            tools_count: inner.tools.len(),
+            tools_count: inner.tools.infos.len(),
             health_status: health_status(inner.lifecycle.state(), inner.health.consecutive_failures).into(),
             dead: inner.lifecycle.dead().map(DeadRecord::from),
         }
@@ -221,7 +229,7 @@ impl Server {
             state: inner.lifecycle.state(),
             mode: self.config.mode.as_str().into(),
             alive: inner.process.is_some(),
-            tools: inner.tools.clone(),
+            tools: inner.tools.infos.clone(),
             health: inner.health.clone(),
             meta: inner.meta.clone(),
             dead: inner.lifecycle.dead().map(DeadRecord::from),
@@ -229,7 +237,7 @@ impl Server {
     }
 
     pub fn tools(&self) -> Vec<ToolRecord> {
-        self.lock().tools.iter().map(|tool| ToolRecord { tool: tool.clone(), digest: digest(tool) }).collect()
+        self.lock().tools.infos.iter().map(|tool| ToolRecord { tool: tool.clone(), digest: digest(tool) }).collect()
     }
 
     pub fn metrics(&self) -> ServerMetrics {
@@ -248,6 +256,16 @@ impl Server {
             health_checks_failed: c.checks_failed,
             capability_violations: c.capability_violations,
         }
+    }
+
+    /// The tools as declared, for the front door's catalog.
+    pub fn declared_tools(&self) -> Vec<serde_json::Value> {
+        self.lock().tools.raw.clone()
+    }
+
+    /// Whether this server has never been started (so its tools are unknown).
+    pub fn never_started(&self) -> bool {
+        self.lock().counters.starts == 0
     }
 
     /// What the prober should check and when, if this server is serving.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::process::{Process, STOP_GRACE, drain_into_log, follow_notices, terminate, wait_exit, watch_exit};
-use super::{Cause, Inner, Server};
+use super::{Cause, Inner, Server, Tools};
 use crate::logs::{LogRing, Stream};
 use crate::spawn::{self, Pipes};
 use crate::upstream::{Era, HttpUpstream, RequestError, StdioUpstream, Upstream};
@@ -96,7 +96,7 @@ impl Server {
         Started {
             mcp_server: self.id.clone(),
             state: inner.lifecycle.state(),
-            tools: inner.tools.iter().map(|t| t.name.clone()).collect(),
+            tools: inner.tools.infos.iter().map(|t| t.name.clone()).collect(),
         }
     }
 
@@ -156,7 +156,7 @@ impl Server {
         if inner.generation != generation || inner.lifecycle.state() != State::Initializing {
             return Err(StartFailure::Stopped);
         }
-        if let Some(blocked) = self.unexpected_tools(&mut inner, &tools) {
+        if let Some(blocked) = self.unexpected_tools(&mut inner, &tools.infos) {
             return Err(StartFailure::Blocked(blocked));
         }
         inner.tools = tools;
@@ -341,12 +341,8 @@ fn host_and_port(endpoint: &str) -> Option<(String, u16)> {
 }
 
 /// `tools/list`, following cursors, each entry checked; malformed entries are logged and skipped.
-pub(super) async fn list_tools(
-    upstream: &Upstream,
-    deadline: Instant,
-    log: &LogRing,
-) -> Result<Vec<ToolInfo>, RequestError> {
-    let mut tools = Vec::new();
+pub(super) async fn list_tools(upstream: &Upstream, deadline: Instant, log: &LogRing) -> Result<Tools, RequestError> {
+    let mut tools = Tools::default();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_TOOL_PAGES {
         let params = match &cursor {
@@ -357,8 +353,11 @@ pub(super) async fn list_tools(
         let mut page = upstream.request("tools/list", params, remaining).await?;
         if let Some(Value::Array(items)) = page.get_mut("tools").map(Value::take) {
             for item in items {
-                match serde_json::from_value::<ToolInfo>(item) {
-                    Ok(tool) if !tool.name.is_empty() => tools.push(tool),
+                match serde_json::from_value::<ToolInfo>(item.clone()) {
+                    Ok(tool) if !tool.name.is_empty() => {
+                        tools.infos.push(tool);
+                        tools.raw.push(item);
+                    }
                     _ => log.push(Stream::Stdout, b"[hangar] skipped a malformed entry in tools/list"),
                 }
             }

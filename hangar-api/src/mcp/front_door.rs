@@ -1,0 +1,227 @@
+//! The front door: the upstreams' own tools, prompts and resources, served at `/mcp` beside the
+//! `hangar_*` tools, so an ordinary MCP client uses them without knowing about `hangar_call`.
+//!
+//! Names follow `hangar_core::front_door` (unique names as they are, collisions as
+//! `<server>__<name>`). Declarations and results pass through untouched; only a JSON-RPC error
+//! is re-worded, keeping its code: the upstream's own text stays in its log.
+
+use std::sync::Arc;
+
+use hangar_core::front_door::{self, Exposed};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError};
+use serde_json::{Map, Value, json};
+
+use super::errors::{INVALID_PARAMS, RpcError};
+use super::tools;
+use crate::supervisor::Supervisor;
+
+/// 2025-era "resource not found"; 2026-07-28 says -32602.
+const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Whether the front door is on (asks the supervisor; cheap once servers are discovered).
+pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
+    supervisor.catalog().await.is_ok_and(|c| c.front_door)
+}
+
+/// The capabilities `server/discover` and `initialize` declare.
+pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
+    if enabled(supervisor).await {
+        json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
+    } else {
+        json!({"tools": {"listChanged": false}})
+    }
+}
+
+/// `tools/list`: the hangar's tools, then every exposed upstream tool, declared as upstream did.
+pub async fn tools_list(supervisor: &Arc<dyn Supervisor>) -> Result<Vec<Value>, RpcError> {
+    let mut list = tools::definitions();
+    let catalog = supervisor.catalog().await.map_err(internal)?;
+    if !catalog.front_door {
+        return Ok(list);
+    }
+    let exposed = exposed_tools(&catalog);
+    for server in &catalog.servers {
+        for declaration in &server.tools {
+            let Some(name) = declaration.get("name").and_then(Value::as_str) else { continue };
+            let Some(hit) = exposed.iter().find(|e| e.mcp_server == server.mcp_server && e.name == name) else {
+                continue;
+            };
+            let mut declaration = declaration.clone();
+            declaration["name"] = json!(hit.exposed);
+            list.push(declaration);
+        }
+    }
+    Ok(list)
+}
+
+/// `tools/call`: a hangar tool, or an upstream's tool by its exposed name.
+pub async fn tools_call(
+    supervisor: &Arc<dyn Supervisor>,
+    name: &str,
+    arguments: Option<Value>,
+) -> Result<Value, RpcError> {
+    if name.starts_with(front_door::RESERVED_PREFIX) {
+        return tools::call(supervisor, name, arguments).await;
+    }
+    let catalog = supervisor.catalog().await.map_err(internal)?;
+    let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
+    if !catalog.front_door {
+        return Err(unknown());
+    }
+    let (server, tool) = front_door::resolve(&exposed_tools(&catalog), &ids(&catalog), name).ok_or_else(unknown)?;
+    let arguments = match arguments {
+        None | Some(Value::Null) => json!({}),
+        Some(Value::Object(map)) => Value::Object(map),
+        Some(_) => return Err(RpcError::invalid_params("Invalid params: `arguments` must be an object")),
+    };
+    match supervisor.call(&server, &tool, arguments, None).await {
+        Ok(result) => Ok(result),
+        Err(err) => upstream_failure(err),
+    }
+}
+
+/// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
+pub async fn list(supervisor: &Arc<dyn Supervisor>, method: &str, key: &str) -> Result<Value, RpcError> {
+    let catalog = front_door_catalog(supervisor, method).await?;
+    let per_server = gather(supervisor, &catalog, method, key).await;
+    Ok(json!({ key: rename(&per_server, field_of(key)) }))
+}
+
+/// `prompts/get` by exposed name.
+pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+    let catalog = front_door_catalog(supervisor, "prompts/get").await?;
+    let mut params = object(params)?;
+    let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
+    let name = name.ok_or_else(|| RpcError::invalid_params("Invalid params: prompts/get needs a string `name`"))?;
+    let per_server = gather(supervisor, &catalog, "prompts/list", "prompts").await;
+    let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&catalog), &name)
+        .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+    params.insert("name".into(), json!(original));
+    strip_protocol_meta(&mut params);
+    supervisor.forward(&server, "prompts/get", Value::Object(params)).await.or_else(upstream_failure)
+}
+
+/// `resources/read` by URI: the server that lists it, else the first whose template matches.
+pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+    let catalog = front_door_catalog(supervisor, "resources/read").await?;
+    let mut params = object(params)?;
+    let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
+    let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
+    let resources = gather(supervisor, &catalog, "resources/list", "resources").await;
+    let target = match front_door::resolve(&exposed_of(&resources, "uri"), &ids(&catalog), &uri) {
+        Some(found) => Some(found),
+        None => {
+            let templates = gather(supervisor, &catalog, "resources/templates/list", "resourceTemplates").await;
+            exposed_of(&templates, "uriTemplate")
+                .into_iter()
+                .find(|e| front_door::template_matches(&e.name, &uri))
+                .map(|e| (e.mcp_server, uri.clone()))
+        }
+    };
+    let Some((server, original)) = target else {
+        return Err(RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})));
+    };
+    params.insert("uri".into(), json!(original));
+    strip_protocol_meta(&mut params);
+    supervisor.forward(&server, "resources/read", Value::Object(params)).await.or_else(upstream_failure)
+}
+
+/// Each server's items of one list method; a server that serves none (or is down) has none.
+async fn gather(
+    supervisor: &Arc<dyn Supervisor>,
+    catalog: &Catalog,
+    method: &str,
+    key: &str,
+) -> Vec<(String, Vec<Value>)> {
+    let mut per_server = Vec::new();
+    for server in &catalog.servers {
+        let items = match supervisor.forward(&server.mcp_server, method, json!({})).await {
+            Ok(result) => result.get(key).and_then(Value::as_array).cloned().unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        per_server.push((server.mcp_server.clone(), items));
+    }
+    per_server
+}
+
+fn field_of(key: &str) -> &'static str {
+    match key {
+        "prompts" => "name",
+        "resources" => "uri",
+        _ => "uriTemplate",
+    }
+}
+
+fn ids(catalog: &Catalog) -> Vec<&str> {
+    catalog.servers.iter().map(|s| s.mcp_server.as_str()).collect()
+}
+
+fn exposed_of(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> {
+    front_door::expose(per_server.iter().map(|(server, items)| {
+        (server.as_str(), items.iter().filter_map(|i| i.get(field).and_then(Value::as_str)).collect())
+    }))
+}
+
+async fn front_door_catalog(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<Catalog, RpcError> {
+    let catalog = supervisor.catalog().await.map_err(internal)?;
+    if catalog.front_door { Ok(catalog) } else { Err(RpcError::method_not_found(method)) }
+}
+
+fn exposed_tools(catalog: &Catalog) -> Vec<Exposed> {
+    front_door::expose(catalog.servers.iter().map(|s| {
+        let names = s.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+        (s.mcp_server.as_str(), names)
+    }))
+}
+
+/// Names each item by the rule, keeping every other field as the upstream declared it.
+fn rename(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Value> {
+    let exposed = exposed_of(per_server, field);
+    let mut out = Vec::new();
+    for (server, items) in per_server {
+        for item in items {
+            let Some(name) = item.get(field).and_then(Value::as_str) else { continue };
+            if let Some(hit) = exposed.iter().find(|e| &e.mcp_server == server && e.name == name) {
+                let mut item = item.clone();
+                item[field] = json!(hit.exposed);
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
+fn object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {
+    match params {
+        Some(Value::Object(map)) => Ok(map),
+        _ => Err(RpcError::invalid_params("Invalid params: expected an object")),
+    }
+}
+
+/// The client's protocol keys are the hangar's business; the upstream gets its own.
+fn strip_protocol_meta(params: &mut Map<String, Value>) {
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+    }
+}
+
+/// An upstream's JSON-RPC error keeps its code (bridged to 2026-07-28); anything else the hangar
+/// could not do is an error result in its own words.
+fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
+    let code = err.details.as_ref().and_then(|d| d.get("jsonrpc_code")).and_then(Value::as_i64);
+    match (err.kind, code) {
+        (ErrorKind::UpstreamError, Some(code)) => {
+            let code = if code == LEGACY_RESOURCE_NOT_FOUND { INVALID_PARAMS } else { code };
+            Err(RpcError::new(code, err.message))
+        }
+        _ => Ok(json!({
+            "content": [{"type": "text", "text": err.message}],
+            "isError": true,
+            "structuredContent": {"error": err.message, "error_type": err.kind.as_str(), "details": err.details},
+        })),
+    }
+}
+
+fn internal(err: IpcError) -> RpcError {
+    RpcError::new(-32603, err.message)
+}
