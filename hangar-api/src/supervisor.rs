@@ -6,16 +6,26 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Reply, Request, Started, Stopped};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Reply, Request, Started, Stopped};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One request/reply exchange with the supervisor.
 pub trait Supervisor: Send + Sync + 'static {
     fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>>;
+
+    /// A request whose notices (see `ipc::Relay`) arrive on the receiver while it runs.
+    /// Dropping the future cancels it at the supervisor. By default nothing is relayed.
+    fn request_relayed(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+        (mpsc::unbounded_channel().1, self.request(request))
+    }
 
     /// Whether a handshaken connection is up right now (readiness).
     fn is_connected(&self) -> bool;
@@ -24,6 +34,14 @@ pub trait Supervisor: Send + Sync + 'static {
 impl Supervisor for hangar_runtime::client::Client {
     fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
         Box::pin(hangar_runtime::client::Client::request(self, request))
+    }
+
+    fn request_relayed(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+        let (notices, reply) = hangar_runtime::client::Client::request_relayed(self, request);
+        (notices, Box::pin(reply))
     }
 
     fn is_connected(&self) -> bool {
@@ -88,11 +106,37 @@ impl dyn Supervisor {
         arguments: Value,
         timeout_ms: Option<u64>,
     ) -> Result<Value, IpcError> {
-        let request = Request::Call { mcp_server: mcp_server.into(), tool: tool.into(), arguments, timeout_ms };
+        let request = Request::Call {
+            mcp_server: mcp_server.into(),
+            tool: tool.into(),
+            arguments,
+            timeout_ms,
+            relay: Relay::default(),
+        };
         match self.request(request).await? {
             Reply::Called(result) => Ok(result),
             _ => Err(unexpected("call")),
         }
+    }
+
+    /// A `tools/call` whose progress and log notifications arrive on the receiver meanwhile.
+    pub fn call_relayed(
+        &self,
+        mcp_server: &str,
+        tool: &str,
+        arguments: Value,
+        relay: Relay,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let request =
+            Request::Call { mcp_server: mcp_server.into(), tool: tool.into(), arguments, timeout_ms: None, relay };
+        let (notices, reply) = self.request_relayed(request);
+        let result = async move {
+            match reply.await? {
+                Reply::Called(result) => Ok(result),
+                _ => Err(unexpected("call")),
+            }
+        };
+        (notices, Box::pin(result))
     }
 
     /// Every server's declared tools, and whether the front door is on.

@@ -39,7 +39,15 @@ impl Hello {
 #[serde(rename_all = "snake_case")]
 pub enum ClientFrame {
     Hello(Hello),
-    Request { id: u64, op: Request },
+    Request {
+        id: u64,
+        op: Request,
+    },
+    /// The caller gave up on request `id` (its own client went away): stop it, and cancel the
+    /// upstream call it made.
+    Cancel {
+        id: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +76,10 @@ pub enum Request {
         tool: String,
         arguments: Value,
         timeout_ms: Option<u64>,
+        /// With relay on, the upstream's progress and log notifications for this call come back
+        /// as [`ServerFrame::Notice`]s before the reply.
+        #[serde(default, skip_serializing_if = "Relay::is_off")]
+        relay: Relay,
     },
     /// Push every state change on this connection from now on.
     Subscribe,
@@ -110,6 +122,23 @@ pub struct CatalogServer {
     pub tools: Vec<Value>,
 }
 
+/// Which of an upstream's notifications about a call to send back while it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Relay {
+    /// `notifications/progress` (the hangar gives the upstream a progress token of its own).
+    #[serde(default)]
+    pub progress: bool,
+    /// `notifications/message` log lines sent while the call runs.
+    #[serde(default)]
+    pub logs: bool,
+}
+
+impl Relay {
+    pub fn is_off(&self) -> bool {
+        !self.progress && !self.logs
+    }
+}
+
 /// A server the prober should check: every `interval_ms`, the next one `due_in_ms` from now
 /// (so checks resume where they were due after the prober restarts).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,8 +173,16 @@ pub struct Verdict {
 #[serde(rename_all = "snake_case")]
 pub enum ServerFrame {
     Hello(Hello),
-    Reply { id: u64, outcome: Outcome },
+    Reply {
+        id: u64,
+        outcome: Outcome,
+    },
     Event(StateChange),
+    /// An upstream notification about request `id` (see [`Relay`]), sent before its reply.
+    Notice {
+        id: u64,
+        message: Value,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -329,14 +366,30 @@ mod tests {
                     tool: "add".into(),
                     arguments: serde_json::json!({"a": "x\ny"}),
                     timeout_ms: Some(5),
+                    relay: Relay { progress: true, logs: false },
                 },
             },
+            ClientFrame::Cancel { id: 8 },
         ];
         for frame in frames {
             let line = encode(&frame);
             assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "exactly one newline, at the end");
             assert_eq!(decode::<ClientFrame>(&line).unwrap(), frame);
         }
+    }
+
+    #[test]
+    fn a_call_without_relay_keeps_the_old_shape() {
+        let call = Request::Call {
+            mcp_server: "m".into(),
+            tool: "t".into(),
+            arguments: serde_json::json!({}),
+            timeout_ms: None,
+            relay: Relay::default(),
+        };
+        let line = encode(&ClientFrame::Request { id: 1, op: call.clone() });
+        assert!(!String::from_utf8_lossy(&line).contains("relay"));
+        assert_eq!(decode::<ClientFrame>(&line).unwrap(), ClientFrame::Request { id: 1, op: call });
     }
 
     #[test]

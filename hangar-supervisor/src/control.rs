@@ -4,9 +4,10 @@
 //! are answered concurrently, each reply tagged with its request's id. A malformed frame gets an
 //! error reply (id 0) and the connection goes on; a frame over the size limit ends it.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::ipc::{
@@ -17,9 +18,11 @@ use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::tokio::{Listener as _, Stream as _};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
+use serde_json::Value;
 use tokio::io::BufReader;
 use tokio::io::ReadHalf;
 use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::AbortHandle;
 
 use crate::hangar::Hangar;
 use hangar_runtime::lines::{Line, read_line, write_batched};
@@ -98,6 +101,8 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiv
     };
     tracing::debug!(role = %peer.role, version = %peer.version, "control connection");
     let mut forwarders = Vec::new();
+    // Requests still running, so a Cancel (or the connection's end) can stop them.
+    let in_flight: Arc<Mutex<HashMap<u64, AbortHandle>>> = Arc::default();
     loop {
         let line = tokio::select! {
             line = read_line(&mut reader, &mut buf, MAX_FRAME_BYTES) => line,
@@ -111,11 +116,24 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiv
                     send(&out, &ServerFrame::Reply { id, outcome: Outcome::Ok(Reply::Subscribed) });
                 }
                 Ok(ClientFrame::Request { id, op }) => {
-                    let (hangar, out) = (hangar.clone(), out.clone());
-                    tokio::spawn(async move {
-                        let outcome = hangar.handle(op).await;
+                    let (hangar, out, running) = (hangar.clone(), out.clone(), in_flight.clone());
+                    let notices = relay_notices(id, &op, &out);
+                    let task = tokio::spawn(async move {
+                        let outcome = hangar.handle(op, notices).await;
+                        running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
                         send(&out, &ServerFrame::Reply { id, outcome });
                     });
+                    let mut running = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                    if !task.is_finished() {
+                        running.insert(id, task.abort_handle());
+                    }
+                }
+                Ok(ClientFrame::Cancel { id }) => {
+                    // Dropping the request's future cancels what it was waiting on upstream.
+                    if let Some(task) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                        tracing::debug!(role = %peer.role, id, "request cancelled by its caller");
+                        task.abort();
+                    }
                 }
                 Ok(ClientFrame::Hello(_)) => {}
                 Err(err) => {
@@ -130,8 +148,11 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiv
             Ok(Line::Eof) | Err(_) => break,
         }
     }
-    // The writer ends by itself once in-flight requests have answered (or the peer is gone).
+    // Nobody is left to answer: stop what this connection asked for, and its event forwarders.
     forwarders.iter().for_each(tokio::task::JoinHandle::abort);
+    for (_, task) in in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+        task.abort();
+    }
 }
 
 async fn hello(
@@ -152,6 +173,21 @@ async fn hello(
         return Err(format!("the peer speaks control protocol {}, this supervisor {PROTOCOL_VERSION}", peer.protocol));
     }
     Ok(peer)
+}
+
+/// For a call that asked for a relay, a channel whose messages go out as notices about `id`.
+fn relay_notices(id: u64, op: &Request, out: &mpsc::UnboundedSender<Vec<u8>>) -> Option<mpsc::UnboundedSender<Value>> {
+    if !matches!(op, Request::Call { relay, .. } if !relay.is_off()) {
+        return None;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let out = out.clone();
+    tokio::spawn(async move {
+        while let Some(message) = rx.recv().await {
+            send(&out, &ServerFrame::Notice { id, message });
+        }
+    });
+    Some(tx)
 }
 
 fn send(out: &mpsc::UnboundedSender<Vec<u8>>, frame: &ServerFrame) {

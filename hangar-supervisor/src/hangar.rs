@@ -9,7 +9,8 @@ use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINE
 use hangar_core::lifecycle::StopReason;
 use hangar_core::metrics::MetricsSnapshot;
 use indexmap::IndexMap;
-use tokio::sync::broadcast;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 
@@ -48,14 +49,15 @@ impl Hangar {
     }
 
     /// Answers one request. `Subscribe` is the connection's business and is answered there.
-    pub async fn handle(&self, request: Request) -> Outcome {
-        match self.answer(request).await {
+    /// `notices` carries an upstream's notifications about a relayed call back to its caller.
+    pub async fn handle(&self, request: Request, notices: Option<mpsc::UnboundedSender<Value>>) -> Outcome {
+        match self.answer(request, notices).await {
             Ok(reply) => Outcome::Ok(reply),
             Err(error) => Outcome::Err(error),
         }
     }
 
-    async fn answer(&self, request: Request) -> Result<Reply, IpcError> {
+    async fn answer(&self, request: Request, notices: Option<mpsc::UnboundedSender<Value>>) -> Result<Reply, IpcError> {
         if self.shared.shutting_down.load(Ordering::SeqCst)
             && matches!(request, Request::Start { .. } | Request::Call { .. })
         {
@@ -78,14 +80,15 @@ impl Hangar {
             Request::Stop { mcp_server } => {
                 Reply::Stopped(self.server(&mcp_server)?.stop(StopReason::UserRequest).await)
             }
-            Request::Call { mcp_server, tool, arguments, timeout_ms } => {
+            Request::Call { mcp_server, tool, arguments, timeout_ms, relay } => {
                 let server = self.server(&mcp_server)?;
                 if !arguments.is_object() && !arguments.is_null() {
                     return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
                 }
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
                 let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
-                Reply::Called(server.call(&tool, arguments, timeout).await?)
+                let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
+                Reply::Called(server.call(&tool, arguments, timeout, relay).await?)
             }
             Request::Subscribe => Reply::Subscribed,
             Request::Targets => Reply::Targets(self.servers.values().filter_map(|s| s.probe_target()).collect()),

@@ -54,29 +54,49 @@ pub async fn tools_list(supervisor: &Arc<dyn Supervisor>) -> Result<Vec<Value>, 
     Ok(list)
 }
 
+/// Where a `tools/call` goes.
+pub enum Route {
+    /// One of the `hangar_*` tools.
+    Hangar,
+    /// An upstream's tool, by its own name.
+    Upstream { server: String, tool: String },
+}
+
+/// Resolves a tool name: a hangar tool, or (front door) an upstream's tool by its exposed name.
+pub async fn route(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Route, RpcError> {
+    if name.starts_with(front_door::RESERVED_PREFIX) {
+        return Ok(Route::Hangar);
+    }
+    let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
+    let catalog = supervisor.catalog().await.map_err(internal)?;
+    if !catalog.front_door {
+        return Err(unknown());
+    }
+    let (server, tool) = front_door::resolve(&exposed_tools(&catalog), &ids(&catalog), name).ok_or_else(unknown)?;
+    Ok(Route::Upstream { server, tool })
+}
+
+/// An upstream tool's arguments: an object (absent means empty).
+pub fn upstream_arguments(arguments: Option<Value>) -> Result<Value, RpcError> {
+    match arguments {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::Object(map)) => Ok(Value::Object(map)),
+        Some(_) => Err(RpcError::invalid_params("Invalid params: `arguments` must be an object")),
+    }
+}
+
 /// `tools/call`: a hangar tool, or an upstream's tool by its exposed name.
 pub async fn tools_call(
     supervisor: &Arc<dyn Supervisor>,
     name: &str,
     arguments: Option<Value>,
 ) -> Result<Value, RpcError> {
-    if name.starts_with(front_door::RESERVED_PREFIX) {
-        return tools::call(supervisor, name, arguments).await;
-    }
-    let catalog = supervisor.catalog().await.map_err(internal)?;
-    let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
-    if !catalog.front_door {
-        return Err(unknown());
-    }
-    let (server, tool) = front_door::resolve(&exposed_tools(&catalog), &ids(&catalog), name).ok_or_else(unknown)?;
-    let arguments = match arguments {
-        None | Some(Value::Null) => json!({}),
-        Some(Value::Object(map)) => Value::Object(map),
-        Some(_) => return Err(RpcError::invalid_params("Invalid params: `arguments` must be an object")),
-    };
-    match supervisor.call(&server, &tool, arguments, None).await {
-        Ok(result) => Ok(result),
-        Err(err) => upstream_failure(err),
+    match route(supervisor, name).await? {
+        Route::Hangar => tools::call(supervisor, name, arguments).await,
+        Route::Upstream { server, tool } => {
+            let arguments = upstream_arguments(arguments)?;
+            supervisor.call(&server, &tool, arguments, None).await.or_else(upstream_failure)
+        }
     }
 }
 
@@ -207,7 +227,7 @@ fn strip_protocol_meta(params: &mut Map<String, Value>) {
 
 /// An upstream's JSON-RPC error keeps its code (bridged to 2026-07-28); anything else the hangar
 /// could not do is an error result in its own words.
-fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
+pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
     let code = err.details.as_ref().and_then(|d| d.get("jsonrpc_code")).and_then(Value::as_i64);
     match (err.kind, code) {
         (ErrorKind::UpstreamError, Some(code)) => {

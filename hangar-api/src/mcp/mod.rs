@@ -16,6 +16,7 @@ mod methods;
 mod modern;
 mod reply;
 mod session;
+mod stream;
 mod tools;
 
 use axum::Router;

@@ -5,11 +5,11 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
 use super::errors::{RpcError, UNSUPPORTED_VERSION};
-use super::front_door;
 use super::headers::{single, unwrap_encoded};
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::McpReply;
+use super::{front_door, stream};
 use crate::app::AppState;
 
 pub const VERSION: &str = "2026-07-28";
@@ -136,6 +136,16 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
         Ok(Checked::Notification) => return McpReply::accepted(),
         Err(reply) => return reply,
     };
+    if method == "tools/call"
+        && accepts_event_stream(headers)
+        && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
+    {
+        match relayed(app, &id, params.clone(), wanted).await {
+            Ok(Some(reply)) => return reply,
+            Ok(None) => {}
+            Err(err) => return McpReply::error(StatusCode::OK, &id, &err),
+        }
+    }
     let result = match method.as_str() {
         "server/discover" => Ok(discover(&front_door::capabilities(&app.supervisor).await)),
         _ => match methods::shared(app, &method, params).await {
@@ -149,6 +159,33 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
         // Unknown tools and bad arguments are answered with 200, per the error table.
         Err(err) => McpReply::error(StatusCode::OK, &id, &err),
     }
+}
+
+/// A front-door call to an upstream, streamed; `None` for a hangar tool (answered as JSON).
+async fn relayed(
+    app: &AppState,
+    id: &Value,
+    params: Option<Value>,
+    wanted: stream::Wanted,
+) -> Result<Option<McpReply>, RpcError> {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => return Ok(None),
+    };
+    let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else { return Ok(None) };
+    let front_door::Route::Upstream { server, tool } = front_door::route(&app.supervisor, &name).await? else {
+        return Ok(None);
+    };
+    let arguments = front_door::upstream_arguments(params.remove("arguments"))?;
+    Ok(Some(stream::relayed_call(app.supervisor.clone(), id.clone(), server, tool, arguments, wanted, complete)))
+}
+
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|t| t.trim().starts_with("text/event-stream")))
 }
 
 pub fn discover(capabilities: &Value) -> Value {

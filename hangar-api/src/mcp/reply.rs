@@ -1,10 +1,12 @@
 //! What `/mcp` answers: a status, an optional JSON body and a few headers.
 
 use axum::Json;
-use axum::http::header::ALLOW;
+use axum::body::{Body, Bytes};
+use axum::http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::errors::RpcError;
 
@@ -14,6 +16,8 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 pub struct McpReply {
     pub status: StatusCode,
     pub body: Option<Value>,
+    /// A `text/event-stream` answer instead: each item one whole SSE event.
+    pub events: Option<mpsc::Receiver<Bytes>>,
     /// Set on a legacy `initialize` answer.
     pub session_id: Option<String>,
     /// Answers to methods other than POST say what is allowed.
@@ -31,12 +35,12 @@ impl McpReply {
 
     /// A notification or a client's response: nothing to say back.
     pub fn accepted() -> Self {
-        McpReply { status: StatusCode::ACCEPTED, body: None, session_id: None, allow_post: false }
+        McpReply { status: StatusCode::ACCEPTED, body: None, events: None, session_id: None, allow_post: false }
     }
 
     /// A 200 with no body (a legacy session DELETE).
     pub fn ok_empty() -> Self {
-        McpReply { status: StatusCode::OK, body: None, session_id: None, allow_post: false }
+        McpReply { status: StatusCode::OK, body: None, events: None, session_id: None, allow_post: false }
     }
 
     pub fn method_not_allowed(message: &str) -> Self {
@@ -47,7 +51,13 @@ impl McpReply {
     }
 
     fn json(status: StatusCode, body: Value) -> Self {
-        McpReply { status, body: Some(body), session_id: None, allow_post: false }
+        McpReply { status, body: Some(body), events: None, session_id: None, allow_post: false }
+    }
+
+    /// A `200 text/event-stream` answer scoped to one request: its notifications, then its
+    /// response. The stream ends when the sender side does.
+    pub fn events(events: mpsc::Receiver<Bytes>) -> Self {
+        McpReply { status: StatusCode::OK, body: None, events: Some(events), session_id: None, allow_post: false }
     }
 
     /// The JSON-RPC error code, for tests.
@@ -59,9 +69,10 @@ impl McpReply {
 
 impl IntoResponse for McpReply {
     fn into_response(self) -> Response {
-        let mut response = match self.body {
-            Some(body) => (self.status, Json(body)).into_response(),
-            None => self.status.into_response(),
+        let mut response = match (self.events, self.body) {
+            (Some(events), _) => event_stream(events),
+            (None, Some(body)) => (self.status, Json(body)).into_response(),
+            (None, None) => self.status.into_response(),
         };
         let headers = response.headers_mut();
         if let Some(session) = self.session_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
@@ -72,4 +83,24 @@ impl IntoResponse for McpReply {
         }
         response
     }
+}
+
+/// An SSE response fed by `events`. When the client goes away the body is dropped, and with it
+/// the receiver: the producer sees that and cancels what it was waiting for.
+fn event_stream(events: mpsc::Receiver<Bytes>) -> Response {
+    let stream = futures_util::stream::unfold(events, |mut events| async move {
+        events.recv().await.map(|event| (Ok::<_, std::convert::Infallible>(event), events))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx must pass each event on as it comes.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// One SSE event carrying a JSON-RPC message.
+pub fn sse_event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }

@@ -132,5 +132,6 @@ async fn hangar_call_reports_the_batch() {
         tool: "add".into(),
         arguments: json!({"a": 1}),
         timeout_ms: Some(3000),
+        relay: Default::default(),
     }));
 }

@@ -73,6 +73,8 @@ struct LinkState {
     /// The writer queue of the live connection; `None` while disconnected.
     writer: Option<mpsc::Sender<Vec<u8>>>,
     pending: HashMap<u64, Waiter>,
+    /// Where notices about a relayed request go.
+    relays: HashMap<u64, mpsc::UnboundedSender<serde_json::Value>>,
     /// What a request gets while there is no connection.
     down: IpcError,
 }
@@ -96,20 +98,38 @@ impl Client {
             role,
             follow,
             next_id: AtomicU64::new(1),
-            state: Mutex::new(LinkState { writer: None, pending: HashMap::new(), down }),
+            state: Mutex::new(LinkState { writer: None, pending: HashMap::new(), relays: HashMap::new(), down }),
         });
         let task = tokio::spawn(connection::maintain(shared.clone()));
         Client { inner: Arc::new(Handle { shared, task }) }
     }
 
     pub async fn request(&self, request: Request) -> Result<Reply, IpcError> {
+        let id = self.inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        self.exchange(id, request).await
+    }
+
+    /// Like [`Client::request`], and the supervisor's notices about it (see `ipc::Relay`) arrive
+    /// on the receiver while it runs. Dropping the future cancels the request at the supervisor.
+    pub fn request_relayed(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<serde_json::Value>, impl Future<Output = Result<Reply, IpcError>> + Send + 'static)
+    {
+        let id = self.inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.inner.shared.lock().relays.insert(id, tx);
+        let client = self.clone();
+        (rx, async move { client.exchange(id, request).await })
+    }
+
+    async fn exchange(&self, id: u64, request: Request) -> Result<Reply, IpcError> {
         let shared = &self.inner.shared;
         let budget = budget_for(&request);
-        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        let writer = shared.register(id, tx)?;
         // Dropping the request (the HTTP client went away) must not leave its waiter behind.
         let _guard = PendingGuard { shared, id };
+        let (tx, rx) = oneshot::channel();
+        let writer = shared.register(id, tx)?;
         let line = ipc::encode(&ClientFrame::Request { id, op: request });
         // The budget covers queueing too: a supervisor that stops reading must not hold callers.
         let exchange = async {
@@ -154,7 +174,15 @@ struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.shared.lock().pending.remove(&self.id);
+        let mut state = self.shared.lock();
+        state.relays.remove(&self.id);
+        // Still waiting: our caller gave up (its own client went away, or a timeout). Tell the
+        // supervisor, so the upstream call is cancelled too instead of running on for nobody.
+        if state.pending.remove(&self.id).is_some()
+            && let Some(writer) = &state.writer
+        {
+            let _ = writer.try_send(ipc::encode(&ClientFrame::Cancel { id: self.id }));
+        }
     }
 }
 
@@ -208,6 +236,13 @@ impl Shared {
         }
     }
 
+    /// Hands a notice to the request it is about, if its caller still listens.
+    fn relay(&self, id: u64, message: serde_json::Value) {
+        if let Some(relay) = self.lock().relays.get(&id) {
+            let _ = relay.send(message);
+        }
+    }
+
     /// Tells a following client's owner about its link; a no-op for other clients.
     fn tell(&self, link: Link) {
         if let Some(follow) = &self.follow {
@@ -237,6 +272,7 @@ mod tests {
     #[test]
     fn calls_wait_longer_than_their_own_timeout() {
         let call = |timeout_ms| Request::Call {
+            relay: Default::default(),
             mcp_server: "m".into(),
             tool: "t".into(),
             arguments: serde_json::json!({}),

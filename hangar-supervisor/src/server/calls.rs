@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::process::{STOP_GRACE, terminate};
 use super::{Cause, Server};
-use crate::upstream::{RequestError, Upstream};
+use crate::upstream::{Relay, RequestError, Upstream};
 
 /// A `tools/call` without a timeout of its own.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -34,22 +34,21 @@ impl Server {
         Stopped { stopped: self.id.clone(), reason }
     }
 
-    /// Calls one of the upstream's tools, starting the server first if it is cold.
-    pub async fn call(self: &Arc<Self>, tool: &str, arguments: Value, timeout: Duration) -> Result<Value, IpcError> {
+    /// Calls one of the upstream's tools, starting the server first if it is cold. Dropping the
+    /// future (the caller gave up) cancels the call upstream.
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: Value,
+        timeout: Duration,
+        relay: Option<Relay>,
+    ) -> Result<Value, IpcError> {
         let upstream = self.ready_upstream().await?;
-        {
-            let mut inner = self.lock();
-            inner.health.total_invocations += 1;
-            inner.counters.tool_calls += 1;
-            inner.calls_in_flight += 1;
-            inner.last_used = Instant::now();
-        }
+        let _counted = CallInFlight::begin(self);
         let started = Instant::now();
         let params = json!({"name": tool, "arguments": arguments});
-        let outcome = upstream.request("tools/call", params, timeout).await;
+        let outcome = upstream.request_relayed("tools/call", params, timeout, relay).await;
         let mut inner = self.lock();
-        inner.calls_in_flight = inner.calls_in_flight.saturating_sub(1);
-        inner.last_used = Instant::now();
         inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
         outcome.map_err(|err| {
             inner.health.total_failures += 1;
@@ -88,5 +87,28 @@ impl Server {
             self.start(Cause::Call).await?;
         }
         Err(IpcError::new(ErrorKind::UpstreamDied, format!("`{}` went down as it came up", self.id)))
+    }
+}
+
+/// Counts a call while it runs (and however it ends, cancelled included), so idle stop never
+/// stops a server under a call.
+struct CallInFlight<'a>(&'a Server);
+
+impl<'a> CallInFlight<'a> {
+    fn begin(server: &'a Server) -> Self {
+        let mut inner = server.lock();
+        inner.health.total_invocations += 1;
+        inner.counters.tool_calls += 1;
+        inner.calls_in_flight += 1;
+        inner.last_used = Instant::now();
+        CallInFlight(server)
+    }
+}
+
+impl Drop for CallInFlight<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.0.lock();
+        inner.calls_in_flight = inner.calls_in_flight.saturating_sub(1);
+        inner.last_used = Instant::now();
     }
 }

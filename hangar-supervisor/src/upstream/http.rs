@@ -16,7 +16,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Era, MODERN_VERSION, Notice, RequestError};
+use super::{Era, MODERN_VERSION, Notice, Relay, RequestError};
 use crate::logs::{LogRing, Stream};
 
 /// The largest answer read from an upstream; a bigger one is refused, not buffered.
@@ -61,10 +61,18 @@ impl HttpUpstream {
         &self,
         era: Era,
         method: &str,
-        params: Value,
+        mut params: Value,
         timeout: Duration,
+        relay: Option<Relay>,
     ) -> Result<Value, RequestError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if relay.as_ref().is_some_and(|r| r.progress)
+            && let Value::Object(map) = &mut params
+            && let Value::Object(meta) = map.entry("_meta").or_insert_with(|| json!({}))
+        {
+            meta.insert("progressToken".into(), json!(id));
+        }
+        let relays: Vec<(u64, Relay)> = relay.into_iter().map(|r| (id, r)).collect();
         let request =
             self.post(era, method, &params, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let exchange = async {
@@ -72,7 +80,7 @@ impl HttpUpstream {
             if let Some(session) = response.headers().get(SESSION_HEADER) {
                 *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
             }
-            self.read_answer(method, id, response).await
+            self.read_answer(method, id, response, &relays).await
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(answer) => answer,
@@ -128,7 +136,13 @@ impl HttpUpstream {
         }
     }
 
-    async fn read_answer(&self, method: &str, id: u64, mut response: reqwest::Response) -> Result<Value, RequestError> {
+    async fn read_answer(
+        &self,
+        method: &str,
+        id: u64,
+        mut response: reqwest::Response,
+        relays: &[(u64, Relay)],
+    ) -> Result<Value, RequestError> {
         let status = response.status().as_u16();
         let is_sse = response
             .headers()
@@ -136,7 +150,7 @@ impl HttpUpstream {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if is_sse {
-            return self.read_event_stream(method, id, &mut response).await;
+            return self.read_event_stream(method, id, &mut response, relays).await;
         }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })? {
@@ -150,7 +164,7 @@ impl HttpUpstream {
             body.extend_from_slice(&chunk);
         }
         match serde_json::from_slice::<Value>(&body) {
-            Ok(message) => match self.answer(method, id, message) {
+            Ok(message) => match self.answer(method, id, message, relays) {
                 Some(answer) => answer,
                 None => Err(RequestError::Status { method: method.into(), status }),
             },
@@ -169,6 +183,7 @@ impl HttpUpstream {
         method: &str,
         id: u64,
         response: &mut reqwest::Response,
+        relays: &[(u64, Relay)],
     ) -> Result<Value, RequestError> {
         let mut buffer: Vec<u8> = Vec::new();
         loop {
@@ -180,7 +195,7 @@ impl HttpUpstream {
             while let Some(end) = event_end(&buffer) {
                 let event: Vec<u8> = buffer.drain(..end.1).take(end.0).collect();
                 if let Some(message) = event_data(&event)
-                    && let Some(answer) = self.answer(method, id, message)
+                    && let Some(answer) = self.answer(method, id, message, relays)
                 {
                     return answer;
                 }
@@ -193,7 +208,13 @@ impl HttpUpstream {
     }
 
     /// The answer to `id` if `message` is it; acts on notifications and logs anything else.
-    fn answer(&self, method: &str, id: u64, message: Value) -> Option<Result<Value, RequestError>> {
+    fn answer(
+        &self,
+        method: &str,
+        id: u64,
+        message: Value,
+        relays: &[(u64, Relay)],
+    ) -> Option<Result<Value, RequestError>> {
         match classify(message) {
             Incoming::Response { id: answered, outcome } if answered.as_u64() == Some(id) => Some(match outcome {
                 Ok(result) => Ok(result),
@@ -205,10 +226,11 @@ impl HttpUpstream {
                     Err(RequestError::Rpc { method: method.into(), code: error.code })
                 }
             }),
-            Incoming::Notification { method, .. } => {
+            Incoming::Notification { method, params } => {
                 if method == "notifications/tools/list_changed" {
                     let _ = self.notices.send(Notice::ToolsChanged);
                 }
+                super::relay_notification(relays, method, params);
                 None
             }
             _ => {

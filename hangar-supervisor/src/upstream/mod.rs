@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use hangar_core::ipc::ErrorKind;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 pub use http::HttpUpstream;
 pub use stdio::StdioUpstream;
@@ -52,6 +53,36 @@ impl RequestError {
             RequestError::Closed { .. } => ErrorKind::UpstreamDied,
             RequestError::Rpc { .. } | RequestError::Status { .. } => ErrorKind::UpstreamError,
         }
+    }
+}
+
+/// Where an upstream's notifications about one request go while it runs (progress by token,
+/// log lines while it is in flight), as JSON-RPC notifications.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    pub progress: bool,
+    pub logs: bool,
+    pub to: mpsc::UnboundedSender<Value>,
+}
+
+/// Hands a notification to the relays it concerns: `notifications/progress` to the one whose
+/// request id is its token, `notifications/message` to every relay that asked for logs (a
+/// stdio log line names no request, so every call in flight then hears it).
+fn relay_notification(relays: &[(u64, Relay)], method: String, params: Option<Value>) {
+    let targets: Vec<&Relay> = match method.as_str() {
+        "notifications/progress" => {
+            let token = params.as_ref().and_then(|p| p.get("progressToken")).and_then(Value::as_u64);
+            relays.iter().filter(|(id, r)| r.progress && Some(*id) == token).map(|(_, r)| r).collect()
+        }
+        "notifications/message" => relays.iter().filter(|(_, r)| r.logs).map(|(_, r)| r).collect(),
+        _ => return,
+    };
+    if targets.is_empty() {
+        return;
+    }
+    let notification = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    for relay in targets {
+        let _ = relay.to.send(notification.clone());
     }
 }
 
@@ -118,11 +149,22 @@ impl Upstream {
 
     /// Sends a request and waits for its answer, up to `timeout`.
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RequestError> {
+        self.request_relayed(method, params, timeout, None).await
+    }
+
+    /// Like [`Upstream::request`], relaying the upstream's notifications about it.
+    pub async fn request_relayed(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<Relay>,
+    ) -> Result<Value, RequestError> {
         let era = self.era();
         let params = with_meta(era, params);
         match &self.link {
-            Link::Stdio(link) => link.request(method, params, timeout).await,
-            Link::Http(link) => link.request(era, method, params, timeout).await,
+            Link::Stdio(link) => link.request(method, params, timeout, relay).await,
+            Link::Http(link) => link.request(era, method, params, timeout, relay).await,
         }
     }
 

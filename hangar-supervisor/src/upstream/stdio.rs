@@ -3,20 +3,20 @@
 //! A writer task owns stdin (so closing the connection closes the child's stdin), a reader task
 //! owns stdout and routes each answer by the id the hangar minted for it
 //! ([`hangar_core::jsonrpc::PendingMap`]). Lines that are not protocol messages, answers to ids
-//! nobody waits for and over-long lines go to the server's log and break nothing.
-//! Protocol `_meta` and era detection are the business of [`super::Upstream`].
+//! nobody waits for and over-long lines go to the server's log and break nothing. A request
+//! whose caller gives up (timeout, or its future dropped) is cancelled upstream with
+//! `notifications/cancelled`. Protocol `_meta` and era detection are [`super::Upstream`]'s.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::jsonrpc::{Incoming, PendingMap, RpcError, classify};
 use serde_json::{Value, json};
-
 use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{Notice, RequestError, encode};
+use super::{Notice, Relay, RequestError, encode};
 use crate::logs::{LogRing, Stream};
 use hangar_runtime::lines::{Line, read_line, write_batched};
 
@@ -25,10 +25,18 @@ pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 type Waiter = oneshot::Sender<Result<Value, RpcError>>;
 
+/// What the reader needs to route what it reads.
+struct Routes {
+    pending: Mutex<PendingMap<Waiter>>,
+    /// Relayed requests, by the id the upstream saw (which is also their progress token).
+    relays: Mutex<Vec<(u64, Relay)>>,
+    log: Arc<LogRing>,
+    notices: mpsc::UnboundedSender<Notice>,
+}
+
 pub struct StdioUpstream {
     writer: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
-    pending: Arc<Mutex<PendingMap<Waiter>>>,
-    log: Arc<LogRing>,
+    routes: Arc<Routes>,
     /// Becomes true when stdout reaches its end or fails.
     closed: watch::Receiver<bool>,
 }
@@ -43,24 +51,19 @@ impl StdioUpstream {
     ) -> StdioUpstream {
         let (tx, rx) = mpsc::unbounded_channel();
         let (closed_tx, closed) = watch::channel(false);
-        let upstream = StdioUpstream {
-            writer: Mutex::new(Some(tx.clone())),
-            pending: Arc::new(Mutex::new(PendingMap::default())),
-            log: log.clone(),
-            closed,
-        };
+        let routes = Arc::new(Routes { pending: Mutex::default(), relays: Mutex::default(), log, notices });
+        let upstream = StdioUpstream { writer: Mutex::new(Some(tx.clone())), routes: routes.clone(), closed };
         tokio::spawn(async move {
             // A failed write means the child is gone; the reader sees that and ends the connection.
             let _ = write_batched(stdin, rx).await;
         });
-        let pending = upstream.pending.clone();
         // Weak: answering the upstream's pings must not keep its stdin open after close_stdin.
         let answers = tx.downgrade();
         drop(tx);
         tokio::spawn(async move {
-            read_loop(stdout, &pending, &log, &answers, &notices).await;
+            read_loop(stdout, &routes, &answers).await;
             // Nobody will answer the rest: fail them now rather than at their timeouts.
-            lock(&pending).drain().for_each(drop);
+            lock(&routes.pending).drain().for_each(drop);
             let _ = closed_tx.send(true);
         });
         upstream
@@ -77,32 +80,47 @@ impl StdioUpstream {
         lock(&self.writer).take();
     }
 
-    /// Sends a request and waits for its answer, up to `timeout`. On a modern upstream the
-    /// protocol `_meta` keys are added to `params`.
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RequestError> {
+    /// Sends a request and waits for its answer, up to `timeout`. With a `relay`, the upstream
+    /// gets a progress token and its notifications about the request go to the relay.
+    pub async fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        timeout: Duration,
+        relay: Option<Relay>,
+    ) -> Result<Value, RequestError> {
         let (tx, rx) = oneshot::channel();
-        let id = lock(&self.pending).insert(tx);
+        let id = lock(&self.routes.pending).insert(tx);
+        let mut in_flight = InFlight { upstream: self, id, answered: false };
+        if let Some(relay) = relay {
+            if relay.progress
+                && let Value::Object(map) = &mut params
+                && let Value::Object(meta) = map.entry("_meta").or_insert_with(|| json!({}))
+            {
+                meta.insert("progressToken".into(), json!(id));
+            }
+            lock(&self.routes.relays).push((id, relay));
+        }
         let line = encode(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         if !self.send(line) {
-            lock(&self.pending).cancel(id);
+            in_flight.answered = true;
+            lock(&self.routes.pending).cancel(id);
             return Err(RequestError::Closed { method: method.into() });
         }
-        match tokio::time::timeout(timeout, rx).await {
+        let outcome = tokio::time::timeout(timeout, rx).await;
+        in_flight.answered = outcome.is_ok();
+        match outcome {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => {
-                self.log.push(
+                self.routes.log.push(
                     Stream::Error,
                     format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
                 );
                 Err(RequestError::Rpc { method: method.into(), code: error.code })
             }
             Ok(Err(_)) => Err(RequestError::Closed { method: method.into() }),
-            Err(_) => {
-                if lock(&self.pending).cancel(id) {
-                    self.notify("notifications/cancelled", json!({"requestId": id, "reason": "timeout"}));
-                }
-                Err(RequestError::Timeout { method: method.into(), timeout })
-            }
+            // InFlight's drop cancels it upstream.
+            Err(_) => Err(RequestError::Timeout { method: method.into(), timeout }),
         }
     }
 
@@ -116,24 +134,37 @@ impl StdioUpstream {
     }
 }
 
+/// A request on the pipe. Dropped unanswered (timed out, or its caller gone), it is forgotten
+/// and cancelled upstream, so the upstream stops working for nobody.
+struct InFlight<'a> {
+    upstream: &'a StdioUpstream,
+    id: u64,
+    answered: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let routes = &self.upstream.routes;
+        lock(&routes.relays).retain(|(id, _)| *id != self.id);
+        if !self.answered && lock(&routes.pending).cancel(self.id) {
+            self.upstream
+                .notify("notifications/cancelled", json!({"requestId": self.id, "reason": "cancelled by the caller"}));
+        }
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-async fn read_loop(
-    stdout: ChildStdout,
-    pending: &Mutex<PendingMap<Waiter>>,
-    log: &LogRing,
-    writer: &mpsc::WeakUnboundedSender<Vec<u8>>,
-    notices: &mpsc::UnboundedSender<Notice>,
-) {
+async fn read_loop(stdout: ChildStdout, routes: &Routes, answers: &mpsc::WeakUnboundedSender<Vec<u8>>) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::with_capacity(4096);
     loop {
         match read_line(&mut reader, &mut buf, MAX_LINE_BYTES).await {
             Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => {}
-            Ok(Line::Complete) => handle_line(&buf, pending, log, writer, notices),
-            Ok(Line::TooLong(len)) => log.push(
+            Ok(Line::Complete) => handle_line(&buf, routes, answers),
+            Ok(Line::TooLong(len)) => routes.log.push(
                 Stream::Stdout,
                 format!("[hangar] skipped a {len}-byte line on stdout (limit {MAX_LINE_BYTES})").as_bytes(),
             ),
@@ -142,23 +173,17 @@ async fn read_loop(
     }
 }
 
-fn handle_line(
-    line: &[u8],
-    pending: &Mutex<PendingMap<Waiter>>,
-    log: &LogRing,
-    writer: &mpsc::WeakUnboundedSender<Vec<u8>>,
-    notices: &mpsc::UnboundedSender<Notice>,
-) {
+fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender<Vec<u8>>) {
     let Ok(message) = serde_json::from_slice::<Value>(line) else {
-        log.push(Stream::Stdout, line);
+        routes.log.push(Stream::Stdout, line);
         return;
     };
     match classify(message) {
-        Incoming::Response { id, outcome } => match lock(pending).take(&id) {
+        Incoming::Response { id, outcome } => match lock(&routes.pending).take(&id) {
             Some(waiter) => {
                 let _ = waiter.send(outcome);
             }
-            None => log.push(Stream::Stdout, line),
+            None => routes.log.push(Stream::Stdout, line),
         },
         Incoming::Request { id, method, .. } => {
             // Answer its own requests: ping with {}, anything else (sampling, roots...) -32601.
@@ -167,15 +192,16 @@ fn handle_line(
             } else {
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "the hangar does not serve this method to upstreams"}})
             };
-            if let Some(writer) = writer.upgrade() {
+            if let Some(writer) = answers.upgrade() {
                 let _ = writer.send(encode(&answer));
             }
         }
-        Incoming::Notification { method, .. } => {
+        Incoming::Notification { method, params } => {
             if method == "notifications/tools/list_changed" {
-                let _ = notices.send(Notice::ToolsChanged);
+                let _ = routes.notices.send(Notice::ToolsChanged);
             }
+            super::relay_notification(&lock(&routes.relays), method, params);
         }
-        Incoming::Invalid(_) => log.push(Stream::Stdout, line),
+        Incoming::Invalid(_) => routes.log.push(Stream::Stdout, line),
     }
 }

@@ -1,0 +1,125 @@
+//! A front-door `tools/call` answered as an event stream: the upstream's progress and log
+//! notifications for the call as they happen, then the response.
+//!
+//! Used when the client accepts `text/event-stream` and asked for notifications (a
+//! `progressToken`, or a `logLevel` in `_meta`). If the client closes the stream, the call is
+//! dropped, which cancels it at the supervisor and, from there, upstream.
+
+use std::sync::Arc;
+
+use hangar_core::ipc::Relay;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::errors::RpcError;
+use super::front_door::upstream_failure;
+use super::reply::{McpReply, sse_event};
+use crate::supervisor::Supervisor;
+
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// Syslog severities, least severe first, as MCP logging uses them.
+const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// What the client asked to hear about its call, from its `_meta`.
+pub struct Wanted {
+    progress_token: Option<Value>,
+    log_level: Option<usize>,
+}
+
+impl Wanted {
+    /// `None` when the client asked for no notifications (a plain JSON answer then).
+    pub fn from_params(params: Option<&Value>) -> Option<Wanted> {
+        let meta = params?.get("_meta")?;
+        let progress_token = meta.get("progressToken").filter(|t| t.is_string() || t.is_number()).cloned();
+        let log_level =
+            meta.get(META_LOG_LEVEL).and_then(Value::as_str).and_then(|l| LEVELS.iter().position(|x| *x == l));
+        (progress_token.is_some() || log_level.is_some()).then_some(Wanted { progress_token, log_level })
+    }
+
+    fn relay(&self) -> Relay {
+        Relay { progress: self.progress_token.is_some(), logs: self.log_level.is_some() }
+    }
+
+    /// The notification as the client should see it, or `None` if it did not ask for it.
+    fn rewrite(&self, mut notification: Value) -> Option<Value> {
+        match notification.get("method").and_then(Value::as_str)? {
+            "notifications/progress" => {
+                notification["params"]["progressToken"] = self.progress_token.clone()?;
+                Some(notification)
+            }
+            "notifications/message" => {
+                let wanted = self.log_level?;
+                let level = notification.pointer("/params/level").and_then(Value::as_str);
+                let severity = level.and_then(|l| LEVELS.iter().position(|x| *x == l)).unwrap_or(LEVELS.len());
+                (severity >= wanted).then_some(notification)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Starts the call and answers with its event stream. `finish` shapes the final result (the
+/// era's fields) before it is sent.
+pub fn relayed_call(
+    supervisor: Arc<dyn Supervisor>,
+    id: Value,
+    server: String,
+    tool: String,
+    arguments: Value,
+    wanted: Wanted,
+    finish: fn(Value) -> Value,
+) -> McpReply {
+    let (events, stream) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let (mut notices, reply) = supervisor.call_relayed(&server, &tool, arguments, wanted.relay());
+        tokio::pin!(reply);
+        let outcome = loop {
+            tokio::select! {
+                Some(notice) = notices.recv() => {
+                    if let Some(notice) = wanted.rewrite(notice)
+                        && events.send(sse_event(&notice)).await.is_err()
+                    {
+                        return; // the client left: dropping `reply` cancels the call
+                    }
+                }
+                outcome = &mut reply => break outcome,
+                () = events.closed() => return,
+            }
+        };
+        // Notices that raced the reply still go first.
+        while let Ok(notice) = notices.try_recv() {
+            if let Some(notice) = wanted.rewrite(notice) {
+                let _ = events.send(sse_event(&notice)).await;
+            }
+        }
+        let message = match outcome.or_else(upstream_failure) {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": finish(result)}),
+            Err(err) => response_error(&id, &err),
+        };
+        let _ = events.send(sse_event(&message)).await;
+    });
+    McpReply::events(stream)
+}
+
+fn response_error(id: &Value, err: &RpcError) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_the_client_asked_for_reaches_it() {
+        let params = json!({"_meta": {"progressToken": "t-1", META_LOG_LEVEL: "warning"}});
+        let wanted = Wanted::from_params(Some(&params)).unwrap();
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 17, "progress": 1}});
+        assert_eq!(wanted.rewrite(progress).unwrap()["params"]["progressToken"], "t-1", "the client's own token");
+        let log = |level: &str| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "data": "x"}});
+        assert!(wanted.rewrite(log("info")).is_none(), "below the asked level");
+        assert!(wanted.rewrite(log("error")).is_some());
+        assert!(Wanted::from_params(Some(&json!({"_meta": {}}))).is_none());
+        let progress_only = Wanted::from_params(Some(&json!({"_meta": {"progressToken": 3}}))).unwrap();
+        assert!(progress_only.rewrite(log("emergency")).is_none(), "no logLevel, no log notifications");
+    }
+}
