@@ -10,6 +10,8 @@ use axum::http::header::CONTENT_LENGTH;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 
+use tokio::sync::broadcast;
+
 use crate::supervisor::Supervisor;
 use crate::{error, mcp, metrics, rest};
 
@@ -23,6 +25,22 @@ pub struct AppState {
     /// Bound to a loopback address: `/mcp` then serves only loopback `Host` names, so a web page
     /// cannot reach it through DNS rebinding.
     pub loopback_only: bool,
+    /// "Some list changed" news from the supervisor, for event streams that asked for it.
+    pub changes: broadcast::Sender<ListChanged>,
+}
+
+/// A list an MCP client may follow changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListChanged {
+    Tools,
+}
+
+impl AppState {
+    /// State around `supervisor` with no change news (tests).
+    #[cfg(test)]
+    pub fn new(supervisor: Arc<dyn Supervisor>) -> AppState {
+        AppState { supervisor, loopback_only: true, changes: broadcast::channel(16).0 }
+    }
 }
 
 pub fn router(state: AppState) -> Router {

@@ -83,6 +83,18 @@ fn main() -> ExitCode {
     code
 }
 
+/// Turns the supervisor's news into the list changes MCP clients follow.
+async fn relay_list_changes(
+    mut links: tokio::sync::mpsc::UnboundedReceiver<hangar_runtime::client::Link>,
+    changes: tokio::sync::broadcast::Sender<app::ListChanged>,
+) {
+    while let Some(link) = links.recv().await {
+        if let hangar_runtime::client::Link::ToolsChanged(_) = link {
+            let _ = changes.send(app::ListChanged::Tools);
+        }
+    }
+}
+
 async fn run(args: Args) -> ExitCode {
     let mut signals = match shutdown::Signals::install() {
         Ok(signals) => signals,
@@ -110,10 +122,10 @@ async fn run(args: Args) -> ExitCode {
         }
     };
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
-    let state = AppState {
-        supervisor: Arc::new(Client::spawn(socket.clone(), "api")),
-        loopback_only: local.ip().is_loopback(),
-    };
+    let (client, links) = Client::following(socket.clone(), "api");
+    let (changes, _) = tokio::sync::broadcast::channel(64);
+    tokio::spawn(relay_list_changes(links, changes.clone()));
+    let state = AppState { supervisor: Arc::new(client), loopback_only: local.ip().is_loopback(), changes };
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), "serving REST at /api and MCP at /mcp");
 

@@ -193,7 +193,7 @@ impl Supervisor for FakeSupervisor {
 }
 
 pub fn app_with(fake: Arc<FakeSupervisor>) -> Router {
-    router(AppState { supervisor: fake, loopback_only: true })
+    router(AppState::new(fake))
 }
 
 /// Sends one request through the whole router; gives back status, headers and body text.

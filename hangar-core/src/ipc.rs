@@ -178,6 +178,10 @@ pub enum ServerFrame {
         outcome: Outcome,
     },
     Event(StateChange),
+    /// A server's tool list changed (to subscribers, like `Event`).
+    ToolsChanged {
+        mcp_server_id: String,
+    },
     /// An upstream notification about request `id` (see [`Relay`]), sent before its reply.
     Notice {
         id: u64,

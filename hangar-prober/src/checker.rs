@@ -90,6 +90,8 @@ impl Checker {
                 tracing::debug!(mcp_server = %change.mcp_server_id, from = change.from.as_str(), to = change.to.as_str(), "state change");
                 self.stale = true;
             }
+            // The schedule does not depend on which tools a server has.
+            Link::ToolsChanged(_) => {}
             Link::Down => {
                 tracing::info!("lost the supervisor; health checks paused until it is back");
                 self.connected = false;

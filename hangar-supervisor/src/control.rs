@@ -195,19 +195,28 @@ fn send(out: &mpsc::UnboundedSender<Vec<u8>>, frame: &ServerFrame) {
 }
 
 async fn forward_events(
-    mut events: broadcast::Receiver<hangar_core::record::StateChange>,
+    (mut states, mut tools): (broadcast::Receiver<hangar_core::record::StateChange>, broadcast::Receiver<String>),
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     loop {
-        match events.recv().await {
-            Ok(change) => {
-                if out.send(ipc::encode(&ServerFrame::Event(change))).is_err() {
-                    return;
+        let frame = tokio::select! {
+            change = states.recv() => match change {
+                Ok(change) => ServerFrame::Event(change),
+                // A slow subscriber missed some; it reads current state with `list` when it needs to.
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "a subscriber fell behind");
+                    continue;
                 }
-            }
-            // A slow subscriber missed some; it reads current state with `list` when it needs to.
-            Err(broadcast::error::RecvError::Lagged(missed)) => tracing::warn!(missed, "a subscriber fell behind"),
-            Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            changed = tools.recv() => match changed {
+                Ok(mcp_server_id) => ServerFrame::ToolsChanged { mcp_server_id },
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        };
+        if out.send(ipc::encode(&frame)).is_err() {
+            return;
         }
     }
 }

@@ -26,7 +26,8 @@ pub struct Hangar {
 impl Hangar {
     pub fn new(config: &Config) -> Arc<Hangar> {
         let (events, _) = broadcast::channel(1024);
-        let shared = Arc::new(Shared { events, shutting_down: Default::default() });
+        let (tool_changes, _) = broadcast::channel(256);
+        let shared = Arc::new(Shared { events, tool_changes, shutting_down: Default::default() });
         let servers = config
             .mcp_servers
             .iter()
@@ -36,8 +37,8 @@ impl Hangar {
         Arc::new(Hangar { servers, shared, front_door })
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<hangar_core::record::StateChange> {
-        self.shared.events.subscribe()
+    pub fn subscribe(&self) -> (broadcast::Receiver<hangar_core::record::StateChange>, broadcast::Receiver<String>) {
+        (self.shared.events.subscribe(), self.shared.tool_changes.subscribe())
     }
 
     pub fn len(&self) -> usize {

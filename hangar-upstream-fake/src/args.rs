@@ -64,6 +64,13 @@ pub struct Args {
     /// After the first answer, send the hangar a ping and a sampling/createMessage request (stdio only).
     #[arg(long)]
     pub ping_parent: bool,
+    /// Serve the official MCP conformance suite's fixtures (test_simple_text,
+    /// test://static-text, test_simple_prompt, ...) on both eras, instead of --tools.
+    /// (The per-request faults of --tools mode do not apply to the fixtures.)
+    #[arg(long, conflicts_with_all = [
+        "tools", "legacy", "legacy_silent", "alt_tools", "leftover", "fail_flag", "hang", "hang_flag",
+    ])]
+    pub conformance: bool,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod conformance;
 mod faults;
 mod handler;
 mod http;
@@ -72,7 +73,12 @@ fn main() -> ExitCode {
     if state.hang {
         log_fault(&args.sentinel, "hanging: nothing will be answered");
     }
-    log(&format!("serving tools {} ({})", state.tools.join(","), mode.label()));
+    // Only with --conformance: the suite's fixtures instead of --tools.
+    let conformance = args.conformance.then(|| Arc::new(conformance::Server::default()));
+    match &conformance {
+        Some(_) => log("serving the MCP conformance suite's fixtures"),
+        None => log(&format!("serving tools {} ({})", state.tools.join(","), mode.label())),
+    }
 
     if let Some(addr) = args.http {
         if args.ping_parent || state.alt.is_some() {
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
             no_bind: args.no_bind,
             bind_delay: args.bind_delay_ms.map(Duration::from_millis),
             garbage_line_bytes: args.garbage_stdout.then_some(args.garbage_line_bytes),
+            conformance,
         };
         return http::run(config, state, out);
     }
@@ -96,5 +103,8 @@ fn main() -> ExitCode {
     if let Some(alt) = &state.alt {
         watch::spawn_alt_tools_watch(alt.flag.clone(), Arc::clone(&out));
     }
-    stdio::serve(&state, &out)
+    match conformance {
+        Some(server) => conformance::stdio::serve(&server, &out),
+        None => stdio::serve(&state, &out),
+    }
 }

@@ -12,8 +12,10 @@ use crate::log::log;
 use crate::output::Output;
 use crate::protocol;
 
-/// Reads stdin line by line until EOF.
-pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
+/// Reads stdin line by line until EOF, handing each JSON message to
+/// `on_msg`. A line that is not JSON is answered with a parse error, unless
+/// `quiet()` says nothing may be answered right now.
+pub fn read_messages(out: &Output, quiet: impl Fn() -> bool, mut on_msg: impl FnMut(Value)) -> ExitCode {
     let mut stdin = io::stdin().lock();
     let mut line = Vec::new();
     loop {
@@ -29,29 +31,38 @@ pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let msg: Value = match serde_json::from_slice(&line) {
-            Ok(msg) => msg,
+        match serde_json::from_slice(&line) {
+            Ok(msg) => on_msg(msg),
             Err(e) => {
-                if !state.silenced() {
+                if !quiet() {
                     let err = protocol::error(&Value::Null, protocol::PARSE_ERROR, &format!("parse error: {e}"), None);
                     out.answer(&err, false);
                 }
-                continue;
             }
-        };
-        let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
-        let is_sleep = is_call && msg.pointer("/params/name").and_then(Value::as_str) == Some("sleep");
-        if is_sleep {
-            // Only `sleep` blocks, so only it leaves the reader thread; the
-            // rest answer inline and are never lost when stdin closes.
-            let (state, out) = (Arc::clone(state), Arc::clone(out));
-            std::thread::spawn(move || {
-                if let Some(reply) = handler::handle(&state, &msg) {
-                    out.answer(&reply, true);
-                }
-            });
-        } else if let Some(reply) = handler::handle(state, &msg) {
-            out.answer(&reply, is_call);
         }
     }
+}
+
+/// Serves the scriptable fake until stdin closes.
+pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
+    read_messages(
+        out,
+        || state.silenced(),
+        |msg| {
+            let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
+            let is_sleep = is_call && msg.pointer("/params/name").and_then(Value::as_str) == Some("sleep");
+            if is_sleep {
+                // Only `sleep` blocks, so only it leaves the reader thread; the
+                // rest answer inline and are never lost when stdin closes.
+                let (state, out) = (Arc::clone(state), Arc::clone(out));
+                std::thread::spawn(move || {
+                    if let Some(reply) = handler::handle(&state, &msg) {
+                        out.answer(&reply, true);
+                    }
+                });
+            } else if let Some(reply) = handler::handle(state, &msg) {
+                out.answer(&reply, is_call);
+            }
+        },
+    )
 }

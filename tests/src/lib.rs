@@ -421,3 +421,24 @@ impl Drop for Hangar {
         }
     }
 }
+
+/// The Node.js that runs npm-installed servers: the Node 22 `scripts/setup-tools` installs into
+/// `.tools/node22`, else the first `node` on `PATH`.
+pub fn node() -> PathBuf {
+    let local = repo_root().join(".tools/node22/node_modules/.bin/node");
+    if local.exists() {
+        return local;
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join("node")).find(|path| path.is_file()))
+        .expect("no Node.js: run scripts/setup-tools (scripts/test does) or put `node` on PATH")
+}
+
+/// The entry point of `@modelcontextprotocol/server-everything`, which `scripts/setup-clients`
+/// installs into `.tools/everything`.
+pub fn server_everything() -> PathBuf {
+    let script =
+        repo_root().join(".tools/everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
+    script
+}

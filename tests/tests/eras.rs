@@ -14,7 +14,8 @@ mcp_servers:
     command: ["{fake}", "--legacy", "--tools", "add"]
   silent:
     command: ["{fake}", "--legacy-silent", "--tools", "add"]
-    handshake_timeout_s: 10
+    # The discover probe gets half of this before the legacy handshake is tried.
+    handshake_timeout_s: 2
 "#,
     );
     for (id, era, version) in

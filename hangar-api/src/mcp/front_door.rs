@@ -26,7 +26,7 @@ pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
 /// The capabilities `server/discover` and `initialize` declare.
 pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
     if enabled(supervisor).await {
-        json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
+        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
     } else {
         json!({"tools": {"listChanged": false}})
     }

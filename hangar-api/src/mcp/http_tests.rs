@@ -96,10 +96,13 @@ async fn get_and_delete_follow_the_session_rules() {
         }
         builder.body(Body::empty()).unwrap()
     };
-    for session in [None, Some(session.as_str())] {
-        let (status, headers, _) = send(&app, request("GET", session)).await;
-        assert_eq!((status, headers["allow"].to_str().unwrap()), (StatusCode::METHOD_NOT_ALLOWED, "POST"));
-    }
+    let (status, headers, _) = send(&app, request("GET", None)).await;
+    assert_eq!((status, headers["allow"].to_str().unwrap()), (StatusCode::METHOD_NOT_ALLOWED, "POST"));
+    // A session's GET opens its event stream (read only its head: it stays open).
+    let stream = tower::ServiceExt::oneshot(app.clone(), request("GET", Some(&session))).await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    assert_eq!(send(&app, request("GET", Some("stale"))).await.0, StatusCode::NOT_FOUND);
     let (status, headers, _) = send(&app, request("DELETE", None)).await;
     assert_eq!((status, headers["allow"].to_str().unwrap()), (StatusCode::METHOD_NOT_ALLOWED, "POST"));
     assert_eq!(send(&app, request("DELETE", Some(&session))).await.0, StatusCode::OK);

@@ -7,7 +7,7 @@ use super::*;
 use crate::testing::FakeSupervisor;
 
 fn app() -> AppState {
-    AppState { supervisor: FakeSupervisor::new(), loopback_only: true }
+    AppState::new(FakeSupervisor::new())
 }
 
 fn with_session(id: &str) -> HeaderMap {

@@ -17,6 +17,7 @@ mod modern;
 mod reply;
 mod session;
 mod stream;
+mod subscriptions;
 mod tools;
 
 use axum::Router;
@@ -88,7 +89,18 @@ async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
     if let Some(reply) = refuse(&app, &headers) {
         return reply;
     }
-    McpReply::method_not_allowed("Method Not Allowed: this server offers no event stream; POST JSON-RPC messages")
+    // A legacy session's server stream; 2026-07-28 has none (subscriptions/listen replaces it).
+    match headers::single(&headers, SESSION_HEADER) {
+        Ok(Some(id)) if session::parse(&id).is_some() => subscriptions::legacy_stream(&app),
+        Ok(Some(_)) => McpReply::error(
+            StatusCode::NOT_FOUND,
+            &Value::Null,
+            &RpcError::new(errors::SESSION_NOT_FOUND, "Session not found"),
+        ),
+        _ => McpReply::method_not_allowed(
+            "Method Not Allowed: GET opens a legacy session's stream; POST JSON-RPC messages",
+        ),
+    }
 }
 
 /// Ending a legacy session: there is nothing stored to delete, so a well-formed id just succeeds.

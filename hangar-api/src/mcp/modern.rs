@@ -9,7 +9,7 @@ use super::headers::{single, unwrap_encoded};
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::McpReply;
-use super::{front_door, stream};
+use super::{front_door, stream, subscriptions};
 use crate::app::AppState;
 
 pub const VERSION: &str = "2026-07-28";
@@ -22,8 +22,9 @@ const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
-const METHODS: [&str; 8] = [
+const METHODS: [&str; 9] = [
     "server/discover",
+    "subscriptions/listen",
     "tools/list",
     "tools/call",
     "prompts/list",
@@ -145,6 +146,10 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
             Ok(None) => {}
             Err(err) => return McpReply::error(StatusCode::OK, &id, &err),
         }
+    }
+    if method == "subscriptions/listen" {
+        let front_door = front_door::enabled(&app.supervisor).await;
+        return subscriptions::listen(app, &id, params.as_ref(), front_door);
     }
     let result = match method.as_str() {
         "server/discover" => Ok(discover(&front_door::capabilities(&app.supervisor).await)),

@@ -184,7 +184,7 @@ fn era_is_chosen_by_meta_or_header() {
 }
 
 fn app() -> AppState {
-    AppState { supervisor: FakeSupervisor::new(), loopback_only: true }
+    AppState::new(FakeSupervisor::new())
 }
 
 #[tokio::test]

@@ -167,6 +167,7 @@ fn route(shared: &Shared, line: &[u8]) {
         }
         Ok(ServerFrame::Event(change)) => shared.tell(Link::Changed(change)),
         Ok(ServerFrame::Notice { id, message }) => shared.relay(id, message),
+        Ok(ServerFrame::ToolsChanged { mcp_server_id }) => shared.tell(Link::ToolsChanged(mcp_server_id)),
         Ok(ServerFrame::Hello(_)) => {}
         Err(err) => {
             // Likely a reply of a kind this build does not know: fail its waiter now rather than

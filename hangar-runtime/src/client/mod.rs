@@ -36,6 +36,8 @@ pub enum Link {
     /// Connected and subscribed; changes from before this point may have been missed.
     Up,
     Changed(StateChange),
+    /// A server's tool list changed.
+    ToolsChanged(String),
     /// The connection is gone; the client is reconnecting.
     Down,
 }

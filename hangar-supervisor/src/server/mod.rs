@@ -48,6 +48,8 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// What all servers share with the rest of the supervisor.
 pub struct Shared {
     pub events: broadcast::Sender<StateChange>,
+    /// Ids of servers whose tool list just changed.
+    pub tool_changes: broadcast::Sender<String>,
     pub shutting_down: AtomicBool,
 }
 

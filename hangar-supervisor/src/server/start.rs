@@ -18,8 +18,6 @@ use crate::spawn::{self, Pipes};
 use crate::upstream::{Era, HttpUpstream, RequestError, StdioUpstream, Upstream};
 use hangar_core::config::Mode;
 
-/// The `server/discover` probe waits at most this long before trying the legacy handshake.
-const DISCOVER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Pages of `tools/list` followed before giving up on an upstream's cursor.
 const MAX_TOOL_PAGES: usize = 100;
 
@@ -136,8 +134,7 @@ impl Server {
         let upstream = process.upstream.clone();
         let mut exited = process.exited.clone();
         let handshake_and_tools = async {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let handshake = upstream.handshake(DISCOVER_TIMEOUT.min(remaining / 2), remaining).await?;
+            let handshake = upstream.handshake(deadline).await?;
             let tools = list_tools(&upstream, deadline, &self.log).await?;
             Ok::<_, RequestError>((handshake, tools))
         };
@@ -158,6 +155,9 @@ impl Server {
         }
         if let Some(blocked) = self.unexpected_tools(&mut inner, &tools.infos) {
             return Err(StartFailure::Blocked(blocked));
+        }
+        if inner.tools != tools {
+            let _ = self.shared.tool_changes.send(self.id.clone());
         }
         inner.tools = tools;
         inner.meta.protocol_era = Some(

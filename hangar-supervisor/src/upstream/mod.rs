@@ -9,7 +9,7 @@ mod http;
 mod stdio;
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hangar_core::ipc::ErrorKind;
 use serde_json::{Value, json};
@@ -23,6 +23,9 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 /// The legacy revision the hangar offers in `initialize`.
 pub const LEGACY_VERSION: &str = "2025-11-25";
 const KNOWN_LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// Errors only a 2026-07-28 server answers with (header mismatch, missing capability,
+/// unsupported version): proof of a modern server.
+const MODERN_ERRORS: [i64; 3] = [-32020, -32021, -32022];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -180,11 +183,15 @@ impl Upstream {
         }
     }
 
-    /// Detects the upstream's era and completes its handshake.
-    pub async fn handshake(&self, discover_timeout: Duration, timeout: Duration) -> Result<Handshake, RequestError> {
+    /// Detects the upstream's era and completes its handshake by `deadline`: a `server/discover`
+    /// probe with half the time, else the legacy `initialize`. A server that answers
+    /// `initialize` with a modern error (it was only slow to answer the probe) is asked again.
+    pub async fn handshake(&self, deadline: Instant) -> Result<Handshake, RequestError> {
+        let remaining = || deadline.saturating_duration_since(Instant::now());
+        let modern = || Handshake { era: Era::Modern, protocol_version: MODERN_VERSION.into() };
         self.set_era(Era::Modern);
-        match self.request("server/discover", json!({}), discover_timeout).await {
-            Ok(_) => return Ok(Handshake { era: Era::Modern, protocol_version: MODERN_VERSION.into() }),
+        match self.request("server/discover", json!({}), remaining() / 2).await {
+            Ok(_) => return Ok(modern()),
             Err(closed @ RequestError::Closed { .. }) => return Err(closed),
             // Any other error, or silence, means legacy: never key the fallback to one code.
             Err(_) => {}
@@ -195,7 +202,15 @@ impl Upstream {
             "capabilities": {},
             "clientInfo": {"name": "hangar", "version": env!("CARGO_PKG_VERSION")},
         });
-        let result = self.request("initialize", params, timeout).await?;
+        let result = match self.request("initialize", params, remaining()).await {
+            Ok(result) => result,
+            Err(RequestError::Rpc { code, .. }) if MODERN_ERRORS.contains(&code) => {
+                self.set_era(Era::Modern);
+                self.request("server/discover", json!({}), remaining()).await?;
+                return Ok(modern());
+            }
+            Err(err) => return Err(err),
+        };
         // Only a version the hangar knows is kept: what an upstream says never reaches a surface.
         let version = result
             .get("protocolVersion")

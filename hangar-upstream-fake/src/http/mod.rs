@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::conformance;
 use crate::faults;
 use crate::handler::State;
 use crate::log::{log, log_fault};
@@ -27,6 +28,8 @@ pub struct Config {
     pub bind_delay: Option<Duration>,
     /// Set by --garbage-stdout: the over-long line's length.
     pub garbage_line_bytes: Option<usize>,
+    /// Set by --conformance: serve its fixtures instead of the fake's tools.
+    pub conformance: Option<Arc<conformance::Server>>,
 }
 
 pub fn run(config: Config, state: Arc<State>, out: Arc<Output>) -> ExitCode {
@@ -60,7 +63,9 @@ pub fn run(config: Config, state: Arc<State>, out: Arc<Output>) -> ExitCode {
         let (out, sentinel) = (Arc::clone(&out), state.sentinel.clone());
         std::thread::spawn(move || faults::write_garbage_preamble(&out, &sentinel, bytes));
     }
-    let app = Arc::new(route::App::new(state, config.sse, config.leftover));
+    let mut app = route::App::new(state, config.sse, config.leftover);
+    app.conformance = config.conformance;
+    let app = Arc::new(app);
     server::accept_loop(&listener, &app, &out)
 }
 

@@ -26,11 +26,16 @@ impl Response {
 
     /// One SSE `message` event carrying `msg`; the connection closes after it.
     pub fn sse(msg: &Value) -> Self {
+        Self::sse_events(std::slice::from_ref(msg))
+    }
+
+    /// One SSE `message` event per message, in order; then the connection closes.
+    pub fn sse_events(msgs: &[Value]) -> Self {
         let mut r = Self::empty(200)
             .header("Content-Type", "text/event-stream")
             .header("Cache-Control", "no-cache")
             .header("X-Accel-Buffering", "no");
-        r.body = format!("event: message\ndata: {msg}\n\n").into_bytes();
+        r.body = msgs.iter().flat_map(|msg| format!("event: message\ndata: {msg}\n\n").into_bytes()).collect();
         r.until_close = true;
         r
     }
@@ -116,6 +121,12 @@ mod tests {
         assert!(t.contains("Connection: close\r\n"));
         assert!(t.ends_with("\r\n\r\nevent: message\ndata: {\"id\":1}\n\n"));
         assert!(r.closes());
+    }
+
+    #[test]
+    fn sse_events_keep_their_order() {
+        let r = Response::sse_events(&[json!({"n": 1}), json!({"id": 2})]);
+        assert!(text(&r, true).ends_with("event: message\ndata: {\"n\":1}\n\nevent: message\ndata: {\"id\":2}\n\n"));
     }
 
     #[test]

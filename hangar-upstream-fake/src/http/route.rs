@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::leftover;
 use super::request::{Head, Reject};
 use super::response::Response;
+use crate::conformance::{self, peer::CollectingPeer};
 use crate::handler::{self, State};
 use crate::log::log;
 use crate::protocol::{self, Incoming};
@@ -19,6 +20,8 @@ pub struct App {
     pub state: Arc<State>,
     pub sse: bool,
     pub leftover: bool,
+    /// With --conformance, requests go to its fixtures instead.
+    pub conformance: Option<Arc<conformance::Server>>,
     sessions: AtomicU64,
 }
 
@@ -39,7 +42,7 @@ fn send(resp: Response) -> Reply {
 
 impl App {
     pub fn new(state: Arc<State>, sse: bool, leftover: bool) -> Self {
-        Self { state, sse, leftover, sessions: AtomicU64::new(0) }
+        Self { state, sse, leftover, conformance: None, sessions: AtomicU64::new(0) }
     }
 
     pub fn route(&self, head: &Head, body: &[u8]) -> Reply {
@@ -79,6 +82,9 @@ impl App {
                 return send(Response::json(400, &err));
             }
         };
+        if let Some(server) = &self.conformance {
+            return self.post_conformance(server, &msg);
+        }
         let method = msg.get("method").and_then(Value::as_str);
         let (is_call, is_init) = (method == Some("tools/call"), method == Some("initialize"));
         let wants_answer = !matches!(protocol::classify(&msg), Incoming::Notification | Incoming::Response { .. });
@@ -90,6 +96,25 @@ impl App {
             let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
             resp = resp.header("Mcp-Session-Id", format!("fake-{n}"));
         }
+        Reply::Send { resp, is_call }
+    }
+
+    /// A conformance request: the notifications it sent while it ran go out
+    /// as events ahead of its answer (an event stream), as streamable HTTP
+    /// has them; without any, a plain JSON answer.
+    fn post_conformance(&self, server: &conformance::Server, msg: &Value) -> Reply {
+        let peer = CollectingPeer::default();
+        let Some(reply) = server.handle(msg, &peer) else {
+            return send(Response::empty(202));
+        };
+        let mut events = peer.take();
+        let resp = if events.is_empty() && !self.sse {
+            Response::json(200, &reply)
+        } else {
+            events.push(reply);
+            Response::sse_events(&events)
+        };
+        let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         Reply::Send { resp, is_call }
     }
 }

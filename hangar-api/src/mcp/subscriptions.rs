@@ -1,0 +1,70 @@
+//! Long-lived notification streams: 2026-07-28's `subscriptions/listen` (a POST answered with
+//! SSE that stays open) and the legacy session's GET stream.
+//!
+//! The hangar knows when an upstream's tool list changes (the supervisor tells the API), so
+//! `toolsListChanged` is honoured; prompts, resources and resource subscriptions are not yet
+//! tracked, and the acknowledgement says so rather than promising what would never come.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::reply::{McpReply, sse_event};
+use crate::app::{AppState, ListChanged};
+
+/// How often an idle stream says it is alive, so dead clients are noticed and proxies keep it.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// `subscriptions/listen`: acknowledges the filter it honours, then streams what was asked for.
+pub fn listen(app: &AppState, id: &Value, params: Option<&Value>, front_door: bool) -> McpReply {
+    let asked = params.and_then(|p| p.get("notifications"));
+    let tools = front_door && asked.and_then(|n| n.get("toolsListChanged")).and_then(Value::as_bool) == Some(true);
+    let honoured = json!({
+        "toolsListChanged": tools,
+        "promptsListChanged": false,
+        "resourcesListChanged": false,
+        "resourceSubscriptions": [],
+    });
+    let meta = json!({ META_SUBSCRIPTION_ID: id });
+    let acknowledged = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": honoured, "_meta": meta},
+    });
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
+    stream(app.changes.subscribe(), Some(acknowledged), tools.then_some(changed))
+}
+
+/// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change.
+pub fn legacy_stream(app: &AppState) -> McpReply {
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    stream(app.changes.subscribe(), None, Some(changed))
+}
+
+fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Value>, on_tools: Option<Value>) -> McpReply {
+    let (events, receiver) = mpsc::channel(16);
+    tokio::spawn(async move {
+        if let Some(first) = first
+            && events.send(sse_event(&first)).await.is_err()
+        {
+            return;
+        }
+        loop {
+            let event = tokio::select! {
+                change = changes.recv() => match (change, &on_tools) {
+                    (Ok(ListChanged::Tools) | Err(broadcast::error::RecvError::Lagged(_)), Some(notification)) => sse_event(notification),
+                    (Err(broadcast::error::RecvError::Closed), _) => return,
+                    _ => continue,
+                },
+                () = tokio::time::sleep(KEEP_ALIVE) => axum::body::Bytes::from_static(b": keep-alive\n\n"),
+                () = events.closed() => return,
+            };
+            if events.send(event).await.is_err() {
+                return;
+            }
+        }
+    });
+    McpReply::events(receiver)
+}
