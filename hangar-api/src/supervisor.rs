@@ -112,6 +112,7 @@ impl dyn Supervisor {
             arguments,
             timeout_ms,
             relay: Relay::default(),
+            extra: None,
         };
         match self.request(request).await? {
             Reply::Called(result) => Ok(result),
@@ -120,15 +121,25 @@ impl dyn Supervisor {
     }
 
     /// A `tools/call` whose progress and log notifications arrive on the receiver meanwhile.
+    /// The front door's `tools/call`: `extra` carries the client's other params (its `_meta`,
+    /// `requestState`, `inputResponses`...) to the upstream; with `relay` on, the upstream's
+    /// notifications about the call arrive on the receiver meanwhile.
     pub fn call_relayed(
         &self,
         mcp_server: &str,
         tool: &str,
         arguments: Value,
+        extra: Option<Value>,
         relay: Relay,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request =
-            Request::Call { mcp_server: mcp_server.into(), tool: tool.into(), arguments, timeout_ms: None, relay };
+        let request = Request::Call {
+            mcp_server: mcp_server.into(),
+            tool: tool.into(),
+            arguments,
+            timeout_ms: None,
+            relay,
+            extra,
+        };
         let (notices, reply) = self.request_relayed(request);
         let result = async move {
             match reply.await? {

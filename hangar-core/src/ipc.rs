@@ -80,6 +80,10 @@ pub enum Request {
         /// as [`ServerFrame::Notice`]s before the reply.
         #[serde(default, skip_serializing_if = "Relay::is_off")]
         relay: Relay,
+        /// The caller's other `tools/call` params (its `_meta` with client capabilities,
+        /// `requestState`, `inputResponses`...), passed on to the upstream as they are.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<Value>,
     },
     /// Push every state change on this connection from now on.
     Subscribe,
@@ -371,6 +375,7 @@ mod tests {
                     arguments: serde_json::json!({"a": "x\ny"}),
                     timeout_ms: Some(5),
                     relay: Relay { progress: true, logs: false },
+                    extra: Some(serde_json::json!({"requestState": "s"})),
                 },
             },
             ClientFrame::Cancel { id: 8 },
@@ -390,6 +395,7 @@ mod tests {
             arguments: serde_json::json!({}),
             timeout_ms: None,
             relay: Relay::default(),
+            extra: None,
         };
         let line = encode(&ClientFrame::Request { id: 1, op: call.clone() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));

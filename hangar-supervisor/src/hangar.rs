@@ -81,7 +81,7 @@ impl Hangar {
             Request::Stop { mcp_server } => {
                 Reply::Stopped(self.server(&mcp_server)?.stop(StopReason::UserRequest).await)
             }
-            Request::Call { mcp_server, tool, arguments, timeout_ms, relay } => {
+            Request::Call { mcp_server, tool, arguments, timeout_ms, relay, extra } => {
                 let server = self.server(&mcp_server)?;
                 if !arguments.is_object() && !arguments.is_null() {
                     return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
@@ -89,7 +89,7 @@ impl Hangar {
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
                 let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
                 let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
-                Reply::Called(server.call(&tool, arguments, timeout, relay).await?)
+                Reply::Called(server.call(&tool, arguments, extra, timeout, relay).await?)
             }
             Request::Subscribe => Reply::Subscribed,
             Request::Targets => Reply::Targets(self.servers.values().filter_map(|s| s.probe_target()).collect()),

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use hangar_core::front_door::{self, Exposed};
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay};
 use serde_json::{Map, Value, json};
 
 use super::errors::{INVALID_PARAMS, RpcError};
@@ -26,7 +26,13 @@ pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
 /// The capabilities `server/discover` and `initialize` declare.
 pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
     if enabled(supervisor).await {
-        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
+        json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": false},
+            "resources": {"listChanged": false},
+            "completions": {},
+            "logging": {},
+        })
     } else {
         json!({"tools": {"listChanged": false}})
     }
@@ -85,19 +91,32 @@ pub fn upstream_arguments(arguments: Option<Value>) -> Result<Value, RpcError> {
     }
 }
 
-/// `tools/call`: a hangar tool, or an upstream's tool by its exposed name.
+/// `tools/call`: a hangar tool, or an upstream's tool by its exposed name. `extra` is the rest
+/// of the client's params, passed on to an upstream.
 pub async fn tools_call(
     supervisor: &Arc<dyn Supervisor>,
     name: &str,
     arguments: Option<Value>,
+    extra: Map<String, Value>,
 ) -> Result<Value, RpcError> {
     match route(supervisor, name).await? {
         Route::Hangar => tools::call(supervisor, name, arguments).await,
         Route::Upstream { server, tool } => {
             let arguments = upstream_arguments(arguments)?;
-            supervisor.call(&server, &tool, arguments, None).await.or_else(upstream_failure)
+            let (_, reply) = supervisor.call_relayed(&server, &tool, arguments, pass_on(extra), Relay::default());
+            reply.await.or_else(upstream_failure)
         }
     }
+}
+
+/// The client's params for the upstream, without the protocol version (the hangar speaks its
+/// own to each upstream); `None` when nothing is left.
+pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
+    if let Some(Value::Object(meta)) = extra.get_mut("_meta") {
+        meta.remove("io.modelcontextprotocol/protocolVersion");
+        meta.remove("io.modelcontextprotocol/clientInfo");
+    }
+    (!extra.is_empty()).then_some(Value::Object(extra))
 }
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
@@ -127,17 +146,7 @@ pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Val
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
-    let resources = gather(supervisor, &catalog, "resources/list", "resources").await;
-    let target = match front_door::resolve(&exposed_of(&resources, "uri"), &ids(&catalog), &uri) {
-        Some(found) => Some(found),
-        None => {
-            let templates = gather(supervisor, &catalog, "resources/templates/list", "resourceTemplates").await;
-            exposed_of(&templates, "uriTemplate")
-                .into_iter()
-                .find(|e| front_door::template_matches(&e.name, &uri))
-                .map(|e| (e.mcp_server, uri.clone()))
-        }
-    };
+    let target = resource_owner(supervisor, &catalog, &uri, true).await;
     let Some((server, original)) = target else {
         return Err(RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})));
     };
@@ -182,6 +191,84 @@ fn exposed_of(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> 
     }))
 }
 
+/// `completion/complete`: to the server whose prompt (by exposed name) or resource (by URI or
+/// template) the reference names.
+pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+    let catalog = front_door_catalog(supervisor, "completion/complete").await?;
+    let mut params = object(params)?;
+    let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+    let kind = reference.get("type").and_then(Value::as_str).unwrap_or_default();
+    let (server, field, original) = match kind {
+        "ref/prompt" => {
+            let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+            let per_server = gather(supervisor, &catalog, "prompts/list", "prompts").await;
+            let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&catalog), name)
+                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+            (server, "name", original)
+        }
+        "ref/resource" => {
+            let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let (server, original) = resource_owner(supervisor, &catalog, &uri, true)
+                .await
+                .ok_or_else(|| RpcError::invalid_params(format!("Unknown resource: {uri}")))?;
+            (server, "uri", original)
+        }
+        _ => return Err(RpcError::invalid_params("Invalid params: `ref` must be a ref/prompt or a ref/resource")),
+    };
+    params.insert("ref".into(), {
+        let mut reference = reference;
+        reference[field] = json!(original);
+        reference
+    });
+    strip_protocol_meta(&mut params);
+    supervisor.forward(&server, "completion/complete", Value::Object(params)).await.or_else(upstream_failure)
+}
+
+/// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
+pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
+    let catalog = front_door_catalog(supervisor, method).await?;
+    let mut params = object(params)?;
+    let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let (server, original) = resource_owner(supervisor, &catalog, &uri, true)
+        .await
+        .ok_or_else(|| RpcError::invalid_params(format!("Resource not found: {uri}")))?;
+    params.insert("uri".into(), json!(original));
+    supervisor.forward(&server, method, Value::Object(params)).await.or_else(upstream_failure)
+}
+
+/// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
+pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+    let catalog = front_door_catalog(supervisor, "logging/setLevel").await?;
+    let params = Value::Object(object(params)?);
+    for server in &catalog.servers {
+        // A server without logging simply says so; that is no failure of the client's request.
+        let _ = supervisor.forward(&server.mcp_server, "logging/setLevel", params.clone()).await;
+    }
+    Ok(json!({}))
+}
+
+/// The server that lists `uri` (exposed name → original), else the first whose template
+/// matches it (when `templates`).
+async fn resource_owner(
+    supervisor: &Arc<dyn Supervisor>,
+    catalog: &Catalog,
+    uri: &str,
+    templates: bool,
+) -> Option<(String, String)> {
+    let resources = gather(supervisor, catalog, "resources/list", "resources").await;
+    if let Some(found) = front_door::resolve(&exposed_of(&resources, "uri"), &ids(catalog), uri) {
+        return Some(found);
+    }
+    if !templates {
+        return None;
+    }
+    let listed = gather(supervisor, catalog, "resources/templates/list", "resourceTemplates").await;
+    exposed_of(&listed, "uriTemplate")
+        .into_iter()
+        .find(|e| front_door::template_matches(&e.name, uri))
+        .map(|e| (e.mcp_server, uri.to_owned()))
+}
+
 async fn front_door_catalog(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<Catalog, RpcError> {
     let catalog = supervisor.catalog().await.map_err(internal)?;
     if catalog.front_door { Ok(catalog) } else { Err(RpcError::method_not_found(method)) }
@@ -218,10 +305,12 @@ fn object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {
     }
 }
 
-/// The client's protocol keys are the hangar's business; the upstream gets its own.
+/// The client's protocol version and identity are the hangar's business (it speaks its own to
+/// each upstream); its capabilities and everything else pass on.
 fn strip_protocol_meta(params: &mut Map<String, Value>) {
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-        meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+        meta.remove("io.modelcontextprotocol/protocolVersion");
+        meta.remove("io.modelcontextprotocol/clientInfo");
     }
 }
 
@@ -229,10 +318,15 @@ fn strip_protocol_meta(params: &mut Map<String, Value>) {
 /// could not do is an error result in its own words.
 pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
     let code = err.details.as_ref().and_then(|d| d.get("jsonrpc_code")).and_then(Value::as_i64);
+    let data = err.details.as_ref().and_then(|d| d.get("jsonrpc_data")).filter(|d| !d.is_null()).cloned();
     match (err.kind, code) {
         (ErrorKind::UpstreamError, Some(code)) => {
             let code = if code == LEGACY_RESOURCE_NOT_FOUND { INVALID_PARAMS } else { code };
-            Err(RpcError::new(code, err.message))
+            let error = RpcError::new(code, err.message);
+            Err(match data {
+                Some(data) => error.with_data(data),
+                None => error,
+            })
         }
         _ => Ok(json!({
             "content": [{"type": "text", "text": err.message}],

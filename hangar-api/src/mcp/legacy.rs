@@ -11,7 +11,7 @@ use super::headers::single;
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::{McpReply, SESSION_HEADER};
-use super::{front_door, session};
+use super::{front_door, session, stream};
 use crate::app::AppState;
 
 pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -36,14 +36,31 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
     }
     match message {
         Message::Request { id, method, params } if method == "initialize" => {
-            initialize(&id, params.as_ref(), &front_door::capabilities(&app.supervisor).await)
+            let mut capabilities = front_door::capabilities(&app.supervisor).await;
+            // Legacy resource subscriptions are routed to the upstream that has the resource.
+            if let Some(resources) = capabilities.get_mut("resources") {
+                resources["subscribe"] = json!(true);
+            }
+            initialize(&id, params.as_ref(), &capabilities)
         }
         message => {
             if let Err(reply) = check_session(headers, &id) {
                 return reply;
             }
             match message {
-                Message::Request { id, method, params } => dispatch(app, &id, &method, params).await,
+                Message::Request { id, method, params } => {
+                    if method == "tools/call"
+                        && stream::accepts_event_stream(headers)
+                        && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
+                    {
+                        match stream::front_door_call(app, &id, params.clone(), wanted, to_legacy).await {
+                            Ok(Some(reply)) => return reply,
+                            Ok(None) => {}
+                            Err(err) => return McpReply::error(StatusCode::OK, &id, &err),
+                        }
+                    }
+                    dispatch(app, &id, &method, params).await
+                }
                 Message::Notification { .. } | Message::Response => McpReply::accepted(),
             }
         }

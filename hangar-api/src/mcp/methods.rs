@@ -27,6 +27,10 @@ pub async fn shared(app: &AppState, method: &str, params: Option<Value>) -> Opti
         "resources/list" => front_door::list(supervisor, method, "resources").await,
         "resources/templates/list" => front_door::list(supervisor, method, "resourceTemplates").await,
         "resources/read" => front_door::resources_read(supervisor, params).await,
+        "completion/complete" => front_door::complete(supervisor, params).await,
+        // Legacy only (2026-07-28 removed them; its validation refuses them first).
+        "logging/setLevel" => front_door::set_level(supervisor, params).await,
+        "resources/subscribe" | "resources/unsubscribe" => front_door::by_uri(supervisor, method, params).await,
         _ => return None,
     })
 }
@@ -41,5 +45,6 @@ pub async fn tools_call(app: &AppState, params: Option<Value>) -> Result<Value, 
         Some(Value::String(name)) => name,
         _ => return Err(RpcError::invalid_params("Invalid params: tools/call needs a string `name`")),
     };
-    front_door::tools_call(&app.supervisor, &name, params.remove("arguments")).await
+    let arguments = params.remove("arguments");
+    front_door::tools_call(&app.supervisor, &name, arguments, params).await
 }

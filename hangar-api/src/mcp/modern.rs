@@ -22,8 +22,9 @@ const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
-const METHODS: [&str; 9] = [
+const METHODS: [&str; 10] = [
     "server/discover",
+    "completion/complete",
     "subscriptions/listen",
     "tools/list",
     "tools/call",
@@ -33,6 +34,8 @@ const METHODS: [&str; 9] = [
     "resources/templates/list",
     "resources/read",
 ];
+/// Header mismatch, missing capability, unsupported version: answered with HTTP 400.
+const PROTOCOL_ERRORS: [i64; 3] = [-32020, -32021, -32022];
 /// Results a client may cache (they carry `ttlMs` and `cacheScope`).
 const CACHEABLE: [&str; 5] =
     ["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
@@ -138,10 +141,10 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
         Err(reply) => return reply,
     };
     if method == "tools/call"
-        && accepts_event_stream(headers)
+        && stream::accepts_event_stream(headers)
         && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
     {
-        match relayed(app, &id, params.clone(), wanted).await {
+        match stream::front_door_call(app, &id, params.clone(), wanted, complete).await {
             Ok(Some(reply)) => return reply,
             Ok(None) => {}
             Err(err) => return McpReply::error(StatusCode::OK, &id, &err),
@@ -161,36 +164,11 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
     };
     match result {
         Ok(result) => McpReply::result(&id, result),
+        // The protocol's own errors (passed on from an upstream) are 400s, per the error table.
+        Err(err) if PROTOCOL_ERRORS.contains(&err.code) => McpReply::error(StatusCode::BAD_REQUEST, &id, &err),
         // Unknown tools and bad arguments are answered with 200, per the error table.
         Err(err) => McpReply::error(StatusCode::OK, &id, &err),
     }
-}
-
-/// A front-door call to an upstream, streamed; `None` for a hangar tool (answered as JSON).
-async fn relayed(
-    app: &AppState,
-    id: &Value,
-    params: Option<Value>,
-    wanted: stream::Wanted,
-) -> Result<Option<McpReply>, RpcError> {
-    let mut params = match params {
-        Some(Value::Object(map)) => map,
-        _ => return Ok(None),
-    };
-    let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else { return Ok(None) };
-    let front_door::Route::Upstream { server, tool } = front_door::route(&app.supervisor, &name).await? else {
-        return Ok(None);
-    };
-    let arguments = front_door::upstream_arguments(params.remove("arguments"))?;
-    Ok(Some(stream::relayed_call(app.supervisor.clone(), id.clone(), server, tool, arguments, wanted, complete)))
-}
-
-fn accepts_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(axum::http::header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|t| t.trim().starts_with("text/event-stream")))
 }
 
 pub fn discover(capabilities: &Value) -> Value {

@@ -11,9 +11,12 @@ use hangar_core::ipc::Relay;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use axum::http::HeaderMap;
+
 use super::errors::RpcError;
-use super::front_door::upstream_failure;
+use super::front_door::{self, upstream_failure};
 use super::reply::{McpReply, sse_event};
+use crate::app::AppState;
 use crate::supervisor::Supervisor;
 
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
@@ -60,18 +63,20 @@ impl Wanted {
 
 /// Starts the call and answers with its event stream. `finish` shapes the final result (the
 /// era's fields) before it is sent.
+#[allow(clippy::too_many_arguments)]
 pub fn relayed_call(
     supervisor: Arc<dyn Supervisor>,
     id: Value,
     server: String,
     tool: String,
     arguments: Value,
+    extra: Option<Value>,
     wanted: Wanted,
     finish: fn(Value) -> Value,
 ) -> McpReply {
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
-        let (mut notices, reply) = supervisor.call_relayed(&server, &tool, arguments, wanted.relay());
+        let (mut notices, reply) = supervisor.call_relayed(&server, &tool, arguments, extra, wanted.relay());
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
@@ -99,6 +104,38 @@ pub fn relayed_call(
         let _ = events.send(sse_event(&message)).await;
     });
     McpReply::events(stream)
+}
+
+/// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
+/// JSON). `finish` shapes the result for the client's era.
+pub async fn front_door_call(
+    app: &AppState,
+    id: &Value,
+    params: Option<Value>,
+    wanted: Wanted,
+    finish: fn(Value) -> Value,
+) -> Result<Option<McpReply>, RpcError> {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => return Ok(None),
+    };
+    let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else { return Ok(None) };
+    let front_door::Route::Upstream { server, tool } = front_door::route(&app.supervisor, &name).await? else {
+        return Ok(None);
+    };
+    let arguments = front_door::upstream_arguments(params.remove("arguments"))?;
+    params.remove("name");
+    let extra = front_door::pass_on(params);
+    Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), server, tool, arguments, extra, wanted, finish)))
+}
+
+/// Whether the client takes `text/event-stream` answers.
+pub fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|t| t.trim().starts_with("text/event-stream")))
 }
 
 fn response_error(id: &Value, err: &RpcError) -> Value {

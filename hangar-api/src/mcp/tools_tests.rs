@@ -133,5 +133,6 @@ async fn hangar_call_reports_the_batch() {
         arguments: json!({"a": 1}),
         timeout_ms: Some(3000),
         relay: Default::default(),
+        extra: None,
     }));
 }

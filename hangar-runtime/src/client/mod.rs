@@ -275,6 +275,7 @@ mod tests {
     fn calls_wait_longer_than_their_own_timeout() {
         let call = |timeout_ms| Request::Call {
             relay: Default::default(),
+            extra: None,
             mcp_server: "m".into(),
             tool: "t".into(),
             arguments: serde_json::json!({}),

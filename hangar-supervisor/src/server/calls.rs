@@ -40,14 +40,20 @@ impl Server {
         self: &Arc<Self>,
         tool: &str,
         arguments: Value,
+        extra: Option<Value>,
         timeout: Duration,
         relay: Option<Relay>,
     ) -> Result<Value, IpcError> {
         let upstream = self.ready_upstream().await?;
         let _counted = CallInFlight::begin(self);
         let started = Instant::now();
-        let params = json!({"name": tool, "arguments": arguments});
-        let outcome = upstream.request_relayed("tools/call", params, timeout, relay).await;
+        let mut params = match extra {
+            Some(Value::Object(extra)) => extra,
+            _ => serde_json::Map::new(),
+        };
+        params.insert("name".into(), json!(tool));
+        params.insert("arguments".into(), arguments);
+        let outcome = upstream.request_relayed("tools/call", Value::Object(params), timeout, relay).await;
         let mut inner = self.lock();
         inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
         outcome.map_err(|err| {
@@ -55,7 +61,9 @@ impl Server {
             inner.counters.tool_call_errors += 1;
             let error = IpcError::new(err.kind(), format!("`{}` tool `{tool}`: {err}", self.id));
             match err {
-                RequestError::Rpc { code, .. } => error.with_details(json!({"jsonrpc_code": code})),
+                RequestError::Rpc { code, data, .. } => {
+                    error.with_details(json!({"jsonrpc_code": code, "jsonrpc_data": data}))
+                }
                 _ => error,
             }
         })
@@ -68,7 +76,9 @@ impl Server {
         upstream.request(method, params, timeout).await.map_err(|err| {
             let error = IpcError::new(err.kind(), format!("`{}` {method}: {err}", self.id));
             match err {
-                RequestError::Rpc { code, .. } => error.with_details(json!({"jsonrpc_code": code})),
+                RequestError::Rpc { code, data, .. } => {
+                    error.with_details(json!({"jsonrpc_code": code, "jsonrpc_data": data}))
+                }
                 _ => error,
             }
         })

@@ -223,7 +223,11 @@ impl HttpUpstream {
                         Stream::Error,
                         format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
                     );
-                    Err(RequestError::Rpc { method: method.into(), code: error.code })
+                    Err(RequestError::Rpc {
+                        method: method.into(),
+                        code: error.code,
+                        data: super::protocol_data(error.code, error.data),
+                    })
                 }
             }),
             Incoming::Notification { method, params } => {

@@ -42,7 +42,13 @@ pub enum RequestError {
     Closed { method: String },
     /// The upstream answered with a JSON-RPC error; its text stays in the server's log.
     #[error("the upstream answered `{method}` with JSON-RPC error {code}")]
-    Rpc { method: String, code: i64 },
+    Rpc {
+        method: String,
+        code: i64,
+        /// The error's `data` when the code is one of the protocol's own (-32020..-32022), whose
+        /// data is structured protocol content (e.g. `requiredCapabilities`); else `None`.
+        data: Option<Value>,
+    },
     /// An HTTP upstream answered with a status that carries no JSON-RPC answer.
     #[error("the upstream answered `{method}` with HTTP {status}")]
     Status { method: String, status: u16 },
@@ -226,19 +232,36 @@ impl Upstream {
 }
 
 /// Adds the protocol keys every modern request carries in `params._meta`.
+/// A modern request carries the protocol keys in `params._meta` (the caller's client
+/// capabilities kept when it passed them on); a legacy one carries none of them.
 fn with_meta(era: Era, mut params: Value) -> Value {
-    if era == Era::Modern
-        && let Value::Object(map) = &mut params
-        && let Value::Object(meta) = map.entry("_meta").or_insert_with(|| json!({}))
-    {
-        meta.insert("io.modelcontextprotocol/protocolVersion".into(), MODERN_VERSION.into());
-        meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
-        meta.insert(
-            "io.modelcontextprotocol/clientInfo".into(),
-            json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}),
-        );
+    let Value::Object(map) = &mut params else { return params };
+    match era {
+        Era::Modern => {
+            if let Value::Object(meta) = map.entry("_meta").or_insert_with(|| json!({})) {
+                meta.insert("io.modelcontextprotocol/protocolVersion".into(), MODERN_VERSION.into());
+                meta.entry("io.modelcontextprotocol/clientCapabilities").or_insert_with(|| json!({}));
+                meta.insert(
+                    "io.modelcontextprotocol/clientInfo".into(),
+                    json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}),
+                );
+            }
+        }
+        Era::Legacy => {
+            if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+                meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+                if meta.is_empty() {
+                    map.remove("_meta");
+                }
+            }
+        }
     }
     params
+}
+
+/// The `data` of an upstream error worth passing on: the protocol's own codes only.
+fn protocol_data(code: i64, data: Option<Value>) -> Option<Value> {
+    if MODERN_ERRORS.contains(&code) { data } else { None }
 }
 
 fn encode(message: &Value) -> Vec<u8> {
@@ -258,5 +281,13 @@ mod tests {
         assert_eq!(params["_meta"]["io.modelcontextprotocol/clientCapabilities"], json!({}));
         assert_eq!(params["_meta"]["progressToken"], 7);
         assert_eq!(with_meta(Era::Legacy, json!({"name": "add"})), json!({"name": "add"}));
+        let passed_on = json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}});
+        assert_eq!(
+            with_meta(Era::Modern, passed_on)["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+            json!({"sampling": {}})
+        );
+        let stripped =
+            with_meta(Era::Legacy, json!({"_meta": {"io.modelcontextprotocol/logLevel": "info", "progressToken": 1}}));
+        assert_eq!(stripped, json!({"_meta": {"progressToken": 1}}), "a legacy upstream sees no modern keys");
     }
 }

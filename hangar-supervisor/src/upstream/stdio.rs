@@ -116,7 +116,11 @@ impl StdioUpstream {
                     Stream::Error,
                     format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
                 );
-                Err(RequestError::Rpc { method: method.into(), code: error.code })
+                Err(RequestError::Rpc {
+                    method: method.into(),
+                    code: error.code,
+                    data: super::protocol_data(error.code, error.data),
+                })
             }
             Ok(Err(_)) => Err(RequestError::Closed { method: method.into() }),
             // InFlight's drop cancels it upstream.
