@@ -95,7 +95,13 @@ impl State {
 pub fn handle(state: &State, msg: &Value) -> Option<Value> {
     let (id, method, params) = match protocol::classify(msg) {
         Incoming::Request { id, method, params } => (id, method, params),
-        Incoming::Notification => return None,
+        Incoming::Notification => {
+            // Tests read this line from the hangar's logs endpoint to see a cancellation arrive.
+            if msg.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+                log(&format!("cancelled request {}", msg.pointer("/params/requestId").unwrap_or(&Value::Null)));
+            }
+            return None;
+        }
         Incoming::Response { id } => {
             log(&format!("the hangar answered our request {id}: {msg}"));
             return None;
