@@ -1,5 +1,6 @@
 //! `--listen`: checking the address, refusing a port something already holds (rule 4),
-//! resolving it and binding the first address that works.
+//! resolving it and binding the first address that works; or, under systemd socket activation
+//! (`hangar-api.socket`), the listening socket the service manager passed as fd 3.
 
 use std::io;
 use std::net::SocketAddr;
@@ -55,6 +56,42 @@ pub async fn bind(address: &str) -> Result<TcpListener, ListenError> {
     Err(fail(last.map_or_else(|| "the name resolves to no address".to_owned(), |e| reason(&e))))
 }
 
+/// What a socket-activated API says instead of an address (the listener is not ours to name).
+pub const INHERITED: &str = "the socket passed in LISTEN_FDS (fd 3)";
+
+/// Whether systemd passed us listening sockets: `LISTEN_FDS` is a positive count and
+/// `LISTEN_PID` names this very process (a variable inherited from a parent is not for us).
+fn activated(listen_fds: Option<&str>, listen_pid: Option<&str>, pid: u32) -> bool {
+    listen_fds.and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 0)
+        && listen_pid.and_then(|p| p.parse::<u32>().ok()) == Some(pid)
+}
+
+/// Socket activation (`sd_listen_fds(3)`): the listening TCP socket systemd passed as fd 3, when
+/// `LISTEN_FDS`/`LISTEN_PID` say it is ours; `Ok(None)` to bind `--listen` as usual. Several
+/// instances may hold the same socket and accept on it side by side. There is no port
+/// preflight here: the service manager owns that socket, and connections to it are ours.
+///
+/// Call it before any thread starts: it unsets `LISTEN_FDS` and `LISTEN_PID`.
+pub fn from_systemd() -> Result<Option<std::net::TcpListener>, ListenError> {
+    let var = |name| std::env::var(name).ok();
+    if !activated(var("LISTEN_FDS").as_deref(), var("LISTEN_PID").as_deref(), std::process::id()) {
+        return Ok(None);
+    }
+    let fail = |reason: String| ListenError { address: INHERITED.to_owned(), reason };
+    match listenfd::ListenFd::from_env().take_tcp_listener(0) {
+        Ok(Some(listener)) => Ok(Some(listener)),
+        Ok(None) => Err(fail("no socket was passed".to_owned())),
+        Err(err) => Err(fail(reason(&err))),
+    }
+}
+
+/// The inherited listener, made ready for tokio (non-blocking, on this runtime).
+pub fn adopt(listener: std::net::TcpListener) -> Result<TcpListener, ListenError> {
+    let fail = |err: io::Error| ListenError { address: INHERITED.to_owned(), reason: reason(&err) };
+    listener.set_nonblocking(true).map_err(fail)?;
+    TcpListener::from_std(listener).map_err(fail)
+}
+
 /// The OS's words without the `(os error N)` suffix, starting lower-case to read as one sentence.
 pub fn reason(err: &io::Error) -> String {
     let text = err.to_string();
@@ -82,6 +119,24 @@ mod tests {
         for bad in ["8000", "localhost", "::1:8000", ":8000", "127.0.0.1:70000", "[]:80", "localhost:http"] {
             assert!(parse_addr(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn only_listen_fds_addressed_to_this_pid_count() {
+        assert!(activated(Some("1"), Some("42"), 42));
+        assert!(activated(Some("2"), Some("42"), 42));
+        assert!(!activated(Some("1"), Some("41"), 42), "another process's fds");
+        assert!(!activated(Some("1"), None, 42), "no LISTEN_PID");
+        assert!(!activated(None, Some("42"), 42), "no LISTEN_FDS");
+        assert!(!activated(Some("0"), Some("42"), 42), "zero fds");
+        assert!(!activated(Some("x"), Some("42"), 42));
+        assert!(!activated(Some("1"), Some(""), 42));
+    }
+
+    #[test]
+    fn without_listen_fds_it_binds_as_usual() {
+        // The test runner is not socket-activated: LISTEN_PID (if any) is not this process.
+        assert!(from_systemd().unwrap().is_none());
     }
 
     #[test]

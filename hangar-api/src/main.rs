@@ -52,7 +52,8 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
     /// Address to serve HTTP on: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT (port 0 picks one).
-    /// Refused (exit 69) if anything already answers on an address it resolves to.
+    /// Refused (exit 69) if anything already answers on an address it resolves to. Not used under
+    /// systemd socket activation (`LISTEN_FDS`), where the listener is the socket passed as fd 3.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
     listen: String,
     /// Log format on stderr.
@@ -69,6 +70,14 @@ fn main() -> ExitCode {
             return if err.use_stderr() { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
         }
     };
+    // Before any thread: taking the inherited socket unsets LISTEN_FDS and LISTEN_PID.
+    let inherited = match listen::from_systemd() {
+        Ok(inherited) => inherited,
+        Err(err) => {
+            eprintln!("hangar-api: {err}");
+            return ExitCode::from(EX_UNAVAILABLE);
+        }
+    };
     logging::init(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -77,7 +86,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_SOFTWARE);
         }
     };
-    let code = runtime.block_on(run(args));
+    let code = runtime.block_on(run(args, inherited));
     // A resolver thread may still be parked; do not let it hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
@@ -95,7 +104,8 @@ async fn relay_list_changes(
     }
 }
 
-async fn run(args: Args) -> ExitCode {
+/// `inherited`: the listening socket systemd passed (socket activation), else bind `--listen`.
+async fn run(args: Args, inherited: Option<std::net::TcpListener>) -> ExitCode {
     let mut signals = match shutdown::Signals::install() {
         Ok(signals) => signals,
         Err(err) => {
@@ -103,11 +113,19 @@ async fn run(args: Args) -> ExitCode {
             return ExitCode::from(EX_SOFTWARE);
         }
     };
-    if let Err(why) = listen::preflight(&args.listen).await {
-        eprintln!("hangar-api: refusing to start: {why}");
-        return ExitCode::from(EX_UNAVAILABLE);
-    }
-    let listener = match listen::bind(&args.listen).await {
+    let activated = inherited.is_some();
+    let bound = match inherited {
+        // systemd owns the socket (and its port): no preflight, `--listen` does not apply.
+        Some(listener) => listen::adopt(listener),
+        None => {
+            if let Err(why) = listen::preflight(&args.listen).await {
+                eprintln!("hangar-api: refusing to start: {why}");
+                return ExitCode::from(EX_UNAVAILABLE);
+            }
+            listen::bind(&args.listen).await
+        }
+    };
+    let listener = match bound {
         Ok(listener) => listener,
         Err(err) => {
             eprintln!("hangar-api: {err}");
@@ -117,7 +135,8 @@ async fn run(args: Args) -> ExitCode {
     let local = match listener.local_addr() {
         Ok(local) => local,
         Err(err) => {
-            eprintln!("hangar-api: {}", listen::ListenError { address: args.listen, reason: listen::reason(&err) });
+            let address = if activated { listen::INHERITED.to_owned() } else { args.listen };
+            eprintln!("hangar-api: {}", listen::ListenError { address, reason: listen::reason(&err) });
             return ExitCode::from(EX_UNAVAILABLE);
         }
     };
@@ -127,7 +146,7 @@ async fn run(args: Args) -> ExitCode {
     tokio::spawn(relay_list_changes(links, changes.clone()));
     let state = AppState { supervisor: Arc::new(client), loopback_only: local.ip().is_loopback(), changes };
     announce(local);
-    tracing::info!(address = %local, socket = %socket.display(), "serving REST at /api and MCP at /mcp");
+    tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 
     let (stop, stopped) = oneshot::channel::<()>();
     let serve = axum::serve(listener, app::router(state)).with_graceful_shutdown(async {

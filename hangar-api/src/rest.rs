@@ -26,6 +26,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/mcp_servers/{id}/stop", post(stop))
         .route("/api/mcp_servers/{id}/tools", get(tools))
         .route("/api/mcp_servers/{id}/logs", get(logs))
+        .route("/api/config/reload", post(reload))
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
 }
@@ -50,6 +51,11 @@ async fn details(State(app): State<AppState>, path: Result<Path<String>, PathRej
 async fn start(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     Ok(Json(app.supervisor.start(&id).await?).into_response())
+}
+
+/// Re-reads the supervisor's config file, as SIGHUP does; a bad one is refused (400).
+async fn reload(State(app): State<AppState>) -> ApiResult {
+    Ok(Json(app.supervisor.reload().await?).into_response())
 }
 
 async fn stop(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Reply, Request, Started, Stopped};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 use serde_json::Value;
@@ -165,6 +165,13 @@ impl dyn Supervisor {
         match self.request(request).await? {
             Reply::Forwarded(result) => Ok(result),
             _ => Err(unexpected("forward")),
+        }
+    }
+
+    pub async fn reload(&self) -> Result<Reloaded, IpcError> {
+        match self.request(Request::Reload).await? {
+            Reply::Reloaded(reloaded) => Ok(reloaded),
+            _ => Err(unexpected("reload")),
         }
     }
 

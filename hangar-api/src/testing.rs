@@ -135,6 +135,7 @@ impl FakeSupervisor {
                 Ok(Reply::Catalog(hangar_core::ipc::Catalog { front_door: false, servers: Vec::new() }))
             }
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
+            Request::Reload => Ok(Reply::Reloaded(Default::default())),
             // The prober's requests: the API never sends them.
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))

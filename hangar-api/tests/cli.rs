@@ -224,3 +224,30 @@ fn a_bind_that_fails_after_the_preflight_names_address_and_reason() {
     assert_eq!(stderr.trim_end(), format!("hangar-api: cannot listen on http://{address}: address already in use"));
     assert!(out.stdout.is_empty());
 }
+
+/// Socket activation is for the process `LISTEN_PID` names: variables meant for another process
+/// (here pid 1) are ignored, and `--listen` is bound and preflighted as usual.
+#[test]
+fn listen_fds_for_another_process_are_ignored() {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--socket", NO_SOCKET])
+        .env("LISTEN_FDS", "1")
+        .env("LISTEN_PID", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
+    let address = line.trim().strip_prefix("hangar-api listening on http://").expect(&line).to_owned();
+    let mut api = Api { child, address };
+    assert!(api.address.starts_with("127.0.0.1:") && !api.address.ends_with(":0"), "{}", api.address);
+    assert_eq!(api.get("/health/live").0, 200);
+    assert_eq!(api.terminate().0, Some(0));
+}

@@ -42,7 +42,7 @@ pub enum ToolAccessMode {
 }
 
 /// Restart policy after a degradation. Every key optional so a server can override a few.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Recovery {
     pub max_retries: Option<u32>,
@@ -95,7 +95,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     #[serde(default)]
@@ -160,7 +160,7 @@ impl ServerConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capabilities {
     #[serde(default)]
@@ -169,7 +169,7 @@ pub struct Capabilities {
     pub tools: ToolCapabilities,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCapabilities {
     /// `None`: any tool is allowed.

@@ -102,6 +102,8 @@ pub enum Request {
     /// Every server's tools as it declared them, for the front door. In front-door mode, servers
     /// never started yet are started once to learn them.
     Catalog,
+    /// Re-read the config file (as SIGHUP does); answers what changed.
+    Reload,
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
     /// is started first if it is cold. Answers the upstream's result.
     Forward {
@@ -222,6 +224,18 @@ pub enum Reply {
     Catalog(Catalog),
     /// An upstream's result for a `Forward`.
     Forwarded(Value),
+    Reloaded(Reloaded),
+}
+
+/// What a reload did, by server id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reloaded {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Replaced by their new config (and started again if they were running).
+    pub changed: Vec<String>,
+    /// Kept running as they were.
+    pub unchanged: Vec<String>,
 }
 
 /// `POST /api/mcp_servers/{id}/start` and `hangar_start`.

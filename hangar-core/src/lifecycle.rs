@@ -114,6 +114,8 @@ pub enum StopReason {
     UserRequest,
     Idle,
     Shutdown,
+    /// Removed or changed by a config reload.
+    Reload,
 }
 
 impl StopReason {
@@ -122,6 +124,7 @@ impl StopReason {
             StopReason::UserRequest => "user_request",
             StopReason::Idle => "idle",
             StopReason::Shutdown => "shutdown",
+            StopReason::Reload => "reload",
         }
     }
 }

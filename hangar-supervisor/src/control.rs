@@ -15,6 +15,7 @@ use hangar_core::ipc::{
     ServerFrame,
 };
 use interprocess::local_socket::tokio::{Listener, Stream};
+use interprocess::local_socket::traits::StreamCommon as _;
 use interprocess::local_socket::traits::tokio::{Listener as _, Stream as _};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
@@ -78,6 +79,15 @@ pub async fn serve(listener: Listener, hangar: Arc<Hangar>, stop: watch::Receive
 }
 
 async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiver<bool>) {
+    // The socket file is 0600 already; the peer's credentials are checked too, so a socket
+    // handed on (or a permissive umask on an old kernel) does not let another user in.
+    match peer_allowed(&stream) {
+        Ok(()) => {}
+        Err(why) => {
+            tracing::warn!(%why, "control connection refused");
+            return;
+        }
+    }
     let (recv, sender) = tokio::io::split(stream);
     let (out, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
@@ -173,6 +183,17 @@ async fn hello(
         return Err(format!("the peer speaks control protocol {}, this supervisor {PROTOCOL_VERSION}", peer.protocol));
     }
     Ok(peer)
+}
+
+/// Only the supervisor's own user (or root) may talk to it.
+fn peer_allowed(stream: &Stream) -> Result<(), String> {
+    let creds = stream.peer_creds().map_err(|err| format!("cannot read the peer's credentials: {err}"))?;
+    let ours = nix::unistd::geteuid().as_raw();
+    match creds.euid() {
+        Some(uid) if uid == ours || uid == 0 => Ok(()),
+        Some(uid) => Err(format!("peer uid {uid} is not the supervisor's ({ours})")),
+        None => Err("the peer's uid is unknown".into()),
+    }
 }
 
 /// For a call that asked for a relay, a channel whose messages go out as notices about `id`.

@@ -1,11 +1,12 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use hangar_core::config::{Config, ToolAccessMode};
-use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reply, Request};
+use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request};
 use hangar_core::lifecycle::StopReason;
 use hangar_core::metrics::MetricsSnapshot;
 use indexmap::IndexMap;
@@ -18,13 +19,17 @@ use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub struct Hangar {
-    servers: IndexMap<String, Arc<Server>>,
+    /// Replaced, not edited in place, by a reload; read by cloning the `Arc`s out.
+    servers: RwLock<IndexMap<String, Arc<Server>>>,
     shared: Arc<Shared>,
-    front_door: bool,
+    front_door: AtomicBool,
+    config_path: Option<PathBuf>,
+    /// One reload at a time.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Hangar {
-    pub fn new(config: &Config) -> Arc<Hangar> {
+    pub fn new(config: &Config, config_path: Option<PathBuf>) -> Arc<Hangar> {
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
         let shared = Arc::new(Shared { events, tool_changes, shutting_down: Default::default() });
@@ -33,8 +38,19 @@ impl Hangar {
             .iter()
             .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), &config.recovery, shared.clone())))
             .collect();
-        let front_door = config.tool_access.mode == ToolAccessMode::FrontDoor;
-        Arc::new(Hangar { servers, shared, front_door })
+        let front_door = AtomicBool::new(config.tool_access.mode == ToolAccessMode::FrontDoor);
+        Arc::new(Hangar {
+            servers: RwLock::new(servers),
+            shared,
+            front_door,
+            config_path,
+            reloading: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Every server, in config order.
+    fn all(&self) -> Vec<Arc<Server>> {
+        self.servers.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
     pub fn subscribe(&self) -> (broadcast::Receiver<hangar_core::record::StateChange>, broadcast::Receiver<String>) {
@@ -42,11 +58,11 @@ impl Hangar {
     }
 
     pub fn len(&self) -> usize {
-        self.servers.len()
+        self.servers.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    fn server(&self, id: &str) -> Result<&Arc<Server>, IpcError> {
-        self.servers.get(id).ok_or_else(|| IpcError::not_found(id))
+    fn server(&self, id: &str) -> Result<Arc<Server>, IpcError> {
+        self.servers.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned().ok_or_else(|| IpcError::not_found(id))
     }
 
     /// Answers one request. `Subscribe` is the connection's business and is answered there.
@@ -65,7 +81,7 @@ impl Hangar {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
         Ok(match request {
-            Request::List => Reply::Servers(self.servers.values().map(|s| s.summary()).collect()),
+            Request::List => Reply::Servers(self.all().iter().map(|s| s.summary()).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(self.server(&mcp_server)?.details())),
             Request::Tools { mcp_server } => Reply::Tools(self.server(&mcp_server)?.tools()),
             Request::Logs { mcp_server, lines } => {
@@ -92,16 +108,17 @@ impl Hangar {
                 Reply::Called(server.call(&tool, arguments, extra, timeout, relay).await?)
             }
             Request::Subscribe => Reply::Subscribed,
-            Request::Targets => Reply::Targets(self.servers.values().filter_map(|s| s.probe_target()).collect()),
+            Request::Targets => Reply::Targets(self.all().iter().filter_map(|s| s.probe_target()).collect()),
             Request::Check { mcp_server, timeout_ms } => {
                 let timeout = Duration::from_millis(timeout_ms).min(MAX_CALL_TIMEOUT);
                 Reply::Checked(self.server(&mcp_server)?.check(timeout).await?)
             }
             Request::Verdict(verdict) => Reply::Applied { state: self.server(&verdict.mcp_server)?.verdict(&verdict) },
-            Request::Metrics => Reply::Metrics(Box::new(MetricsSnapshot {
-                servers: self.servers.values().map(|s| s.metrics()).collect(),
-            })),
+            Request::Metrics => {
+                Reply::Metrics(Box::new(MetricsSnapshot { servers: self.all().iter().map(|s| s.metrics()).collect() }))
+            }
             Request::Catalog => Reply::Catalog(self.catalog().await),
+            Request::Reload => Reply::Reloaded(self.reload().await?),
             Request::Forward { mcp_server, method, params, timeout_ms } => {
                 let server = self.server(&mcp_server)?;
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
@@ -113,39 +130,106 @@ impl Hangar {
     /// Every server's declared tools. In front-door mode a server never started is started once,
     /// all at the same time, to learn its tools; one that fails to start simply has none.
     async fn catalog(&self) -> Catalog {
-        if self.front_door {
+        let front_door = self.front_door.load(Ordering::SeqCst);
+        if front_door {
             let discoveries: Vec<_> = self
-                .servers
-                .values()
+                .all()
+                .into_iter()
                 .filter(|s| s.never_started())
-                .map(|s| {
-                    let server = s.clone();
-                    tokio::spawn(async move { server.start(Cause::Call).await })
-                })
+                .map(|server| tokio::spawn(async move { server.start(Cause::Call).await }))
                 .collect();
             for discovery in discoveries {
                 let _ = discovery.await;
             }
         }
         Catalog {
-            front_door: self.front_door,
+            front_door,
             servers: self
-                .servers
+                .all()
                 .iter()
-                .map(|(id, s)| CatalogServer { mcp_server: id.clone(), tools: s.declared_tools() })
+                .map(|s| CatalogServer { mcp_server: s.id().to_owned(), tools: s.declared_tools() })
                 .collect(),
         }
     }
 
+    /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
+    /// ones are replaced (and started again if they were running), unchanged ones keep running
+    /// untouched. A config that does not load is refused and the running one stays.
+    pub async fn reload(&self) -> Result<Reloaded, IpcError> {
+        let _one_reload_at_a_time = self.reloading.lock().await;
+        let Some(path) = &self.config_path else {
+            return Err(IpcError::new(ErrorKind::InvalidArgument, "this supervisor was started without a config file"));
+        };
+        let config = Config::load(path).map_err(|err| {
+            IpcError::new(
+                ErrorKind::InvalidArgument,
+                format!("the new config is refused, the running one stays: {err}"),
+            )
+        })?;
+        let old: IndexMap<String, Arc<Server>> = self.servers.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut report = Reloaded::default();
+        let mut next = IndexMap::new();
+        let mut to_stop = Vec::new();
+        let mut to_start = Vec::new();
+        for (id, server_config) in &config.mcp_servers {
+            match old.get(id) {
+                Some(server)
+                    if server.config() == server_config && server.recovery_defaults_unchanged(&config.recovery) =>
+                {
+                    report.unchanged.push(id.clone());
+                    next.insert(id.clone(), server.clone());
+                }
+                existing => {
+                    let fresh = Server::new(id.clone(), server_config.clone(), &config.recovery, self.shared.clone());
+                    if let Some(server) = existing {
+                        report.changed.push(id.clone());
+                        if server.is_running() {
+                            to_start.push(fresh.clone());
+                        }
+                        to_stop.push(server.clone());
+                    } else {
+                        report.added.push(id.clone());
+                    }
+                    next.insert(id.clone(), fresh);
+                }
+            }
+        }
+        for (id, server) in &old {
+            if !next.contains_key(id) {
+                report.removed.push(id.clone());
+                to_stop.push(server.clone());
+            }
+        }
+        *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
+        self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
+        for server in to_stop {
+            server.stop(StopReason::Reload).await;
+        }
+        for server in to_start {
+            // A start that fails leaves the server dead with its reason, like any start.
+            let _ = server.start(Cause::Explicit).await;
+        }
+        tracing::info!(added = ?report.added, removed = ?report.removed, changed = ?report.changed, "config reloaded");
+        Ok(report)
+    }
+
     /// Stops servers left unused longer than their `idle_ttl_s`, until shutdown.
     pub async fn stop_idle_servers(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
-        let Some(tick) = self.servers.values().filter_map(|s| s.idle_tick()).min() else { return };
+        // A reload may add servers with shorter idle times: look again every second at most.
+        let tick = || {
+            self.all()
+                .iter()
+                .filter_map(|s| s.idle_tick())
+                .min()
+                .unwrap_or(Duration::from_secs(1))
+                .min(Duration::from_secs(1))
+        };
         loop {
             tokio::select! {
-                () = tokio::time::sleep(tick) => {}
+                () = tokio::time::sleep(tick()) => {}
                 () = crate::shutdown::requested(&mut stop) => return,
             }
-            for server in self.servers.values() {
+            for server in self.all() {
                 // In parallel: one slow stop must not hold up the rest.
                 let server = server.clone();
                 tokio::spawn(async move { server.stop_if_idle().await });
@@ -157,14 +241,14 @@ impl Hangar {
     /// or, past `deadline`, killed.
     pub async fn shutdown(&self, deadline: Duration) {
         self.shared.shutting_down.store(true, Ordering::SeqCst);
-        let stops = self.servers.values().map(|server| {
+        let stops = self.all().into_iter().map(|server| {
             let server = server.clone();
             tokio::spawn(async move { server.stop(StopReason::Shutdown).await })
         });
         let all = futures_join_all(stops.collect());
         if tokio::time::timeout(deadline, all).await.is_err() {
             tracing::warn!("some servers did not stop in time; killing them");
-            for server in self.servers.values() {
+            for server in self.all() {
                 server.kill_now();
             }
         }

@@ -42,16 +42,30 @@ struct Entry {
 pub struct LogRing {
     server_id: String,
     entries: Mutex<VecDeque<Entry>>,
+    /// Values never to be shown (the server's configured env values): replaced on the way in.
+    secrets: Vec<String>,
 }
 
+/// Env values shorter than this are not treated as secrets (`1`, `true`, `info` would blank
+/// out ordinary words).
+const MIN_SECRET_LEN: usize = 6;
+const REDACTED: &str = "[redacted]";
+
 impl LogRing {
-    pub fn new(server_id: &str) -> Self {
-        LogRing { server_id: server_id.into(), entries: Mutex::new(VecDeque::with_capacity(64)) }
+    /// A ring that redacts each of `secrets` from every line it records.
+    pub fn with_secrets(server_id: &str, secrets: Vec<String>) -> Self {
+        let secrets = secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN).collect();
+        LogRing { server_id: server_id.into(), entries: Mutex::new(VecDeque::with_capacity(64)), secrets }
     }
 
     /// Records one line (bytes as printed; invalid UTF-8 is replaced, over-long lines cut).
     pub fn push(&self, stream: Stream, bytes: &[u8]) {
-        let content = cut(bytes);
+        let mut content = cut(bytes);
+        for secret in &self.secrets {
+            if content.contains(secret.as_str()) {
+                content = content.replace(secret.as_str(), REDACTED);
+            }
+        }
         let entry = Entry { stream, content, recorded_at: SystemTime::now() };
         let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if entries.len() == CAPACITY {
@@ -92,7 +106,7 @@ mod tests {
 
     #[test]
     fn keeps_the_last_lines_in_order() {
-        let ring = LogRing::new("math");
+        let ring = LogRing::with_secrets("math", Vec::new());
         for i in 0..(CAPACITY + 5) {
             ring.push(Stream::Stderr, format!("line {i}").as_bytes());
         }
@@ -108,8 +122,15 @@ mod tests {
     }
 
     #[test]
+    fn configured_secrets_never_reach_the_log() {
+        let ring = LogRing::with_secrets("m", vec!["sk-live-12345".into(), "info".into()]);
+        ring.push(Stream::Stderr, b"using key sk-live-12345 at level info");
+        assert_eq!(ring.tail(1)[0].content, "using key [redacted] at level info", "short values are not secrets");
+    }
+
+    #[test]
     fn cuts_long_lines_and_survives_bad_utf8() {
-        let ring = LogRing::new("m");
+        let ring = LogRing::with_secrets("m", Vec::new());
         ring.push(Stream::Stdout, &vec![b'a'; MAX_LINE_BYTES * 3]);
         ring.push(Stream::Stdout, &[0xff, 0xfe, b'o', b'k']);
         let tail = ring.tail(2);

@@ -9,6 +9,7 @@ mod hangar;
 mod helpers;
 mod listeners;
 mod logs;
+mod notify;
 mod server;
 mod shutdown;
 mod spawn;
@@ -114,19 +115,25 @@ async fn run(args: Args, config: Config) -> ExitCode {
             return ExitCode::from(EX_UNAVAILABLE);
         }
     };
-    let (mut terminate, mut interrupt) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(t), Ok(i)) => (t, i),
-        _ => {
-            eprintln!("hangar-supervisor: cannot install signal handlers");
-            return ExitCode::from(EX_SOFTWARE);
-        }
-    };
-    let hangar = hangar::Hangar::new(&config);
+    let (mut terminate, mut interrupt, mut hangup) =
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup())) {
+            (Ok(t), Ok(i), Ok(h)) => (t, i, h),
+            _ => {
+                eprintln!("hangar-supervisor: cannot install signal handlers");
+                return ExitCode::from(EX_SOFTWARE);
+            }
+        };
+    let hangar = hangar::Hangar::new(&config, Some(args.config.clone()));
     let (stop_tx, stop) = watch::channel(false);
     let control = tokio::spawn(control::serve(listener, hangar.clone(), stop.clone()));
     tokio::spawn(hangar.clone().stop_idle_servers(stop.clone()));
     tracing::info!(socket = %socket.display(), servers = hangar.len(), "supervisor ready");
     println!("hangar-supervisor ready on {}", socket.display());
+    // The control socket is bound and the config loaded: what `Type=notify` waits for.
+    notify::ready(&format!("serving {} MCP server(s) on {}", hangar.len(), socket.display()));
+    if let Some(interval) = notify::watchdog_interval() {
+        tokio::spawn(notify::watchdog(interval));
+    }
 
     let mut helper_tasks = Vec::new();
     let socket_arg = socket.clone().into_os_string();
@@ -147,11 +154,20 @@ async fn run(args: Args, config: Config) -> ExitCode {
         helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }
 
-    tokio::select! {
-        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+            _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+            _ = hangup.recv() => {
+                // A refused config is logged; the running one stays.
+                if let Err(err) = hangar.reload().await {
+                    tracing::error!(%err, "SIGHUP: reload refused");
+                }
+            }
+        }
     }
     // Stop taking work, stop helpers (so no API sends new calls), then every child in order.
+    notify::stopping();
     let _ = stop_tx.send(true);
     for task in helper_tasks {
         let _ = task.await;

@@ -40,6 +40,10 @@ where
 {
     let mut command = Command::new(program);
     command.args(args).envs(env.iter().map(|(k, v)| (k, v))).process_group(0).kill_on_drop(false);
+    // systemd's handshakes are the supervisor's own: no child may answer them in its name.
+    for inherited in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] {
+        command.env_remove(inherited);
+    }
     match pipes {
         Pipes::All => command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()),
         Pipes::Output => command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()),

@@ -131,7 +131,8 @@ impl Server {
             ..Meta::default()
         };
         Arc::new(Server {
-            log: Arc::new(LogRing::new(&id)),
+            // What an upstream prints may echo its env (API keys, tokens): never show those.
+            log: Arc::new(LogRing::with_secrets(&id, config.env.values().cloned().collect())),
             policy: config.recovery.resolve(recovery_defaults),
             id,
             config,
@@ -153,6 +154,24 @@ impl Server {
             }),
             start_lock: tokio::sync::Mutex::new(()),
         })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Whether a reload's top-level `recovery` defaults give this server the same policy.
+    pub fn recovery_defaults_unchanged(&self, defaults: &hangar_core::config::Recovery) -> bool {
+        self.config.recovery.resolve(defaults) == self.policy
+    }
+
+    /// Whether its process is up (so a replacement should be started too).
+    pub fn is_running(&self) -> bool {
+        self.lock().process.is_some()
     }
 
     pub fn log(&self) -> &LogRing {

@@ -1,0 +1,48 @@
+//! The command line: global flags and one subcommand.
+
+use clap::{Parser, Subcommand};
+
+/// The hangar's command-line client: status, logs and lifecycle of its MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "hangar", version)]
+pub struct Cli {
+    /// The hangar's API.
+    #[arg(long, global = true, env = "HANGAR_URL", default_value = "http://127.0.0.1:8000")]
+    pub url: String,
+
+    /// Sent as `X-API-Key` when set.
+    #[arg(long, global = true, env = "HANGAR_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Print the API's JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Every server: state, mode, tools, health and why it is dead.
+    Status,
+    /// What a server printed (its stderr), oldest first.
+    Logs {
+        /// The server's name.
+        name: String,
+        /// How many lines to show first (1..=1000).
+        #[arg(short = 'n', long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        lines: u16,
+        /// Keep printing new lines until interrupted.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Start a server (and wait for its handshake).
+    Start { name: String },
+    /// Stop a server.
+    Stop { name: String },
+    /// Stop a server, then start it.
+    Restart { name: String },
+    /// Ask the hangar to reload its config.
+    Reload,
+}

@@ -1,0 +1,61 @@
+//! Every way a command fails, and the exit code (sysexits) each one means.
+
+use thiserror::Error;
+
+/// sysexits: the API was not reachable (or could not serve: 503).
+pub const EX_UNAVAILABLE: u8 = 69;
+/// sysexits: the answer was not what the API promises.
+pub const EX_PROTOCOL: u8 = 76;
+/// An operation the API refused.
+pub const EX_REFUSED: u8 = 1;
+
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error("cannot reach the hangar at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    /// The API's error envelope.
+    #[error("{message} ({code})")]
+    Api { status: u16, code: String, message: String },
+    /// A failure status without the envelope.
+    #[error("the hangar answered HTTP {status}: {text}")]
+    Status { status: u16, text: String },
+    #[error("unexpected answer from {url}: {reason}")]
+    Protocol { url: String, reason: String },
+    #[error("this hangar does not support reload")]
+    ReloadUnsupported,
+    #[error("cannot write the output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Unreachable { .. } => EX_UNAVAILABLE,
+            CliError::Api { status: 503, .. } | CliError::Status { status: 503, .. } => EX_UNAVAILABLE,
+            CliError::Api { .. } | CliError::Status { .. } | CliError::ReloadUnsupported => EX_REFUSED,
+            CliError::Protocol { .. } => EX_PROTOCOL,
+            // EX_IOERR: e.g. stdout closed under `hangar logs -f | head`.
+            CliError::Output(_) => 74,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_is_rendered_message_then_code() {
+        let err = CliError::Api { status: 404, code: "McpServerNotFound".into(), message: "no server nope".into() };
+        assert_eq!(err.to_string(), "no server nope (McpServerNotFound)");
+        assert_eq!(err.exit_code(), 1);
+    }
+
+    #[test]
+    fn unavailable_is_69() {
+        let err = CliError::Unreachable { url: "http://x".into(), reason: "refused".into() };
+        assert_eq!(err.exit_code(), 69);
+        let err = CliError::Api { status: 503, code: "SupervisorUnavailable".into(), message: "down".into() };
+        assert_eq!(err.exit_code(), 69);
+    }
+}

@@ -1,0 +1,91 @@
+//! hangar: the operators' command-line client of the hangar's REST API.
+//!
+//! Exit codes (sysexits): 0 done, 1 the API refused the operation, 64 usage, 69 the API is
+//! unreachable (or answered 503), 74 the output could not be written, 76 an answer of the
+//! wrong shape.
+#![forbid(unsafe_code)]
+
+mod actions;
+mod args;
+mod client;
+mod error;
+mod logs;
+mod status;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use serde_json::Value;
+
+use crate::args::{Cli, Command};
+use crate::client::{Answer, Api};
+use crate::error::CliError;
+
+/// sysexits: the command line was wrong.
+const EX_USAGE: u8 = 64;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return match err.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ => ExitCode::from(EX_USAGE),
+            };
+        }
+    };
+    if let Err(message) = check_url(&cli.url) {
+        eprintln!("hangar: --url {}: {message}", cli.url);
+        return ExitCode::from(EX_USAGE);
+    }
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("hangar: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
+/// Plain `http://host[:port]` (TLS is not built in).
+fn check_url(url: &str) -> Result<(), &'static str> {
+    let Some(rest) = url.strip_prefix("http://") else { return Err("must start with http://") };
+    if rest.trim_end_matches('/').is_empty() {
+        return Err("names no host");
+    }
+    Ok(())
+}
+
+fn run(cli: &Cli) -> Result<(), CliError> {
+    let api = Api::new(&cli.url, cli.api_key.clone());
+    let json = cli.json;
+    match &cli.command {
+        Command::Status => {
+            let answer = api.get("/api/mcp_servers")?;
+            if json { emit(&answer.text) } else { emit(status::table(&answer.body, api.base())?.trim_end()) }
+        }
+        Command::Logs { name, lines, follow } => logs::run(&api, name, *lines, *follow, json),
+        Command::Start { name } => outcome(json, &actions::start(&api, name)?, |b| actions::started(name, b)),
+        Command::Stop { name } => outcome(json, &actions::stop(&api, name)?, |b| actions::stopped(name, b)),
+        Command::Restart { name } => {
+            outcome(json, &actions::stop(&api, name)?, |b| actions::stopped(name, b))?;
+            outcome(json, &actions::start(&api, name)?, |b| actions::started(name, b))
+        }
+        Command::Reload => outcome(json, &actions::reload(&api)?, actions::reloaded),
+    }
+}
+
+/// The API's JSON unchanged with `--json`, else the one-line outcome.
+fn outcome(json: bool, answer: &Answer, text: impl FnOnce(&Value) -> String) -> Result<(), CliError> {
+    if json { emit(&answer.text) } else { emit(&text(&answer.body)) }
+}
+
+fn emit(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
