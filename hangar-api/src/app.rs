@@ -27,6 +27,8 @@ pub struct AppState {
     pub loopback_only: bool,
     /// "Some list changed" news from the supervisor, for event streams that asked for it.
     pub changes: broadcast::Sender<ListChanged>,
+    /// Empty: no key needed (allowed on loopback only, unless `--unsafe-no-auth`).
+    pub keys: crate::auth::ApiKeys,
 }
 
 /// A list an MCP client may follow changed.
@@ -39,11 +41,12 @@ impl AppState {
     /// State around `supervisor` with no change news (tests).
     #[cfg(test)]
     pub fn new(supervisor: Arc<dyn Supervisor>) -> AppState {
-        AppState { supervisor, loopback_only: true, changes: broadcast::channel(16).0 }
+        AppState { supervisor, loopback_only: true, changes: broadcast::channel(16).0, keys: Default::default() }
     }
 }
 
 pub fn router(state: AppState) -> Router {
+    let keys = state.keys.clone();
     Router::new()
         .merge(rest::routes())
         .merge(metrics::routes())
@@ -54,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         // Bounds bodies read by extractors, including chunked ones without a length.
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(refuse_declared_oversize))
+        .layer(middleware::from_fn_with_state(keys, crate::auth::require_key))
         .layer(middleware::from_fn(log_request))
         .with_state(state)
 }

@@ -106,6 +106,14 @@ pub fn reason(err: &io::Error) -> String {
     }
 }
 
+/// Whether `--listen` names a loopback address (`127.0.0.0/8`, `[::1]`, `localhost`).
+pub fn is_loopback(address: &str) -> bool {
+    match address.parse::<std::net::SocketAddr>() {
+        Ok(addr) => addr.ip().is_loopback(),
+        Err(_) => address.rsplit_once(':').is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

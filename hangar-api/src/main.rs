@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod app;
+mod auth;
 mod error;
 mod listen;
 mod mcp;
@@ -40,6 +41,7 @@ use hangar_runtime::logging::{self, LogFormat};
 const EX_USAGE: u8 = 64;
 const EX_UNAVAILABLE: u8 = 69;
 const EX_SOFTWARE: u8 = 70;
+const EX_CONFIG: u8 = 78;
 /// How long in-flight requests may finish after a stop signal.
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -59,6 +61,13 @@ struct Args {
     /// Log format on stderr.
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Human)]
     log_format: LogFormat,
+    /// A file of API key hashes (`sha256:<hex>` a line); every route but /health/* then needs a
+    /// key (`X-API-Key` or `Authorization: Bearer`).
+    #[arg(long, value_name = "FILE", env = "HANGAR_API_KEYS_FILE")]
+    api_keys: Option<PathBuf>,
+    /// Serve beyond loopback without API keys. Without this, that is refused.
+    #[arg(long)]
+    unsafe_no_auth: bool,
 }
 
 fn main() -> ExitCode {
@@ -79,6 +88,16 @@ fn main() -> ExitCode {
         }
     };
     logging::init(args.log_format);
+    let keys = match &args.api_keys {
+        Some(path) => match auth::ApiKeys::load(path) {
+            Ok(keys) => keys,
+            Err(err) => {
+                eprintln!("hangar-api: {err}");
+                return ExitCode::from(EX_CONFIG);
+            }
+        },
+        None => auth::ApiKeys::default(),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -86,10 +105,17 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_SOFTWARE);
         }
     };
-    let code = runtime.block_on(run(args, inherited));
+    let code = runtime.block_on(run(args, inherited, keys));
     // A resolver thread may still be parked; do not let it hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+fn refuse_without_auth(address: &str) -> ExitCode {
+    eprintln!(
+        "hangar-api: refusing to serve {address} beyond loopback without API keys: give --api-keys FILE, or --unsafe-no-auth"
+    );
+    ExitCode::from(EX_CONFIG)
 }
 
 /// Turns the supervisor's news into the list changes MCP clients follow.
@@ -105,7 +131,7 @@ async fn relay_list_changes(
 }
 
 /// `inherited`: the listening socket systemd passed (socket activation), else bind `--listen`.
-async fn run(args: Args, inherited: Option<std::net::TcpListener>) -> ExitCode {
+async fn run(args: Args, inherited: Option<std::net::TcpListener>, keys: auth::ApiKeys) -> ExitCode {
     let mut signals = match shutdown::Signals::install() {
         Ok(signals) => signals,
         Err(err) => {
@@ -118,6 +144,10 @@ async fn run(args: Args, inherited: Option<std::net::TcpListener>) -> ExitCode {
         // systemd owns the socket (and its port): no preflight, `--listen` does not apply.
         Some(listener) => listen::adopt(listener),
         None => {
+            // Checked before binding, so nothing ever listens beyond loopback unprotected.
+            if !listen::is_loopback(&args.listen) && keys.is_empty() && !args.unsafe_no_auth {
+                return refuse_without_auth(&args.listen);
+            }
             if let Err(why) = listen::preflight(&args.listen).await {
                 eprintln!("hangar-api: refusing to start: {why}");
                 return ExitCode::from(EX_UNAVAILABLE);
@@ -140,11 +170,14 @@ async fn run(args: Args, inherited: Option<std::net::TcpListener>) -> ExitCode {
             return ExitCode::from(EX_UNAVAILABLE);
         }
     };
+    if !local.ip().is_loopback() && keys.is_empty() && !args.unsafe_no_auth {
+        return refuse_without_auth(&local.to_string());
+    }
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = tokio::sync::broadcast::channel(64);
     tokio::spawn(relay_list_changes(links, changes.clone()));
-    let state = AppState { supervisor: Arc::new(client), loopback_only: local.ip().is_loopback(), changes };
+    let state = AppState { supervisor: Arc::new(client), loopback_only: local.ip().is_loopback(), changes, keys };
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 

@@ -127,10 +127,15 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiv
                 }
                 Ok(ClientFrame::Request { id, op }) => {
                     let (hangar, out, running) = (hangar.clone(), out.clone(), in_flight.clone());
-                    let notices = relay_notices(id, &op, &out);
+                    let (notices, forwarder) = relay_notices(id, &op, &out).unzip();
                     let task = tokio::spawn(async move {
                         let outcome = hangar.handle(op, notices).await;
                         running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                        // Every notice goes out before the reply: the forwarder ends once the
+                        // call's senders are gone, having sent what they queued.
+                        if let Some(forwarder) = forwarder {
+                            let _ = forwarder.await;
+                        }
                         send(&out, &ServerFrame::Reply { id, outcome });
                     });
                     let mut running = in_flight.lock().unwrap_or_else(|p| p.into_inner());
@@ -196,19 +201,24 @@ fn peer_allowed(stream: &Stream) -> Result<(), String> {
     }
 }
 
-/// For a call that asked for a relay, a channel whose messages go out as notices about `id`.
-fn relay_notices(id: u64, op: &Request, out: &mpsc::UnboundedSender<Vec<u8>>) -> Option<mpsc::UnboundedSender<Value>> {
+/// For a call that asked for a relay, a channel whose messages go out as notices about `id`,
+/// and the task that sends them (it ends when every sender is gone).
+fn relay_notices(
+    id: u64,
+    op: &Request,
+    out: &mpsc::UnboundedSender<Vec<u8>>,
+) -> Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)> {
     if !matches!(op, Request::Call { relay, .. } if !relay.is_off()) {
         return None;
     }
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
     let out = out.clone();
-    tokio::spawn(async move {
+    let forwarder = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
             send(&out, &ServerFrame::Notice { id, message });
         }
     });
-    Some(tx)
+    Some((tx, forwarder))
 }
 
 fn send(out: &mpsc::UnboundedSender<Vec<u8>>, frame: &ServerFrame) {

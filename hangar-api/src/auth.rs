@@ -1,0 +1,131 @@
+//! API keys: every route but the health probes needs one, when keys are configured.
+//!
+//! Keys are configured as SHA-256 hashes (`--api-keys FILE`, one `sha256:<hex>` a line, `#`
+//! comments), so the file holds nothing a reader could use. A client sends its key as
+//! `X-API-Key: <key>` or `Authorization: Bearer <key>`. Keys are never logged.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+
+/// The hashes of the keys that may use the API.
+#[derive(Debug, Clone, Default)]
+pub struct ApiKeys {
+    hashes: Arc<Vec<[u8; 32]>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    #[error("{path}: cannot read the API keys: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error(
+        "{path}:{line}: expected `sha256:<64 hex digits>` (the hash of a key, e.g. from `printf %s KEY | sha256sum`)"
+    )]
+    Malformed { path: String, line: usize },
+}
+
+impl ApiKeys {
+    pub fn load(path: &Path) -> Result<ApiKeys, KeysError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| KeysError::Read { path: shown.clone(), source })?;
+        ApiKeys::parse(&text).map_err(|line| KeysError::Malformed { path: shown, line })
+    }
+
+    /// Parses the file's text; `Err(line number)` on a bad line.
+    fn parse(text: &str) -> Result<ApiKeys, usize> {
+        let mut hashes = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or_default().trim();
+            if line.is_empty() {
+                continue;
+            }
+            let hex = line.strip_prefix("sha256:").ok_or(n + 1)?;
+            hashes.push(decode_hex(hex).ok_or(n + 1)?);
+        }
+        Ok(ApiKeys { hashes: Arc::new(hashes) })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    fn accepts(&self, key: &str) -> bool {
+        let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        // Every configured hash is compared in full, so timing says nothing about which matched.
+        self.hashes.iter().fold(false, |found, known| found | constant_time_eq(known, &hash))
+    }
+}
+
+fn decode_hex(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+/// Refuses a request without a valid key (401, the error envelope). Health probes stay open,
+/// so load balancers and systemd need no key.
+pub async fn require_key(State(keys): State<ApiKeys>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if keys.is_empty() || path == "/health/live" || path == "/health/ready" {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let presented = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())?.strip_prefix("Bearer "))
+        .map(str::trim);
+    match presented {
+        Some(key) if keys.accepts(key) => next.run(request).await,
+        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "the API key is not valid").into_response(),
+        None => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "an API key is required: send it as X-API-Key or Authorization: Bearer",
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_hashes_and_names_the_bad_line() {
+        let keys = ApiKeys::parse(
+            "# ops\n\nsha256:9e1ea4e8d2e5b1bbcd8b3a8ed2a7b1c1bf2fce40c9a2bbc0c53e0d3e9a0d8e1c # alice\n",
+        )
+        .unwrap();
+        assert!(!keys.is_empty());
+        assert_eq!(ApiKeys::parse("sha256:abc\n").unwrap_err(), 1);
+        assert_eq!(ApiKeys::parse("# x\nplain-key\n").unwrap_err(), 2, "a plain key is refused: only hashes");
+    }
+
+    #[test]
+    fn accepts_exactly_the_keys_whose_hash_is_configured() {
+        let hash: [u8; 32] = Sha256::digest(b"secret-key").into();
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        let keys = ApiKeys::parse(&format!("sha256:{hex}\n")).unwrap();
+        assert!(keys.accepts("secret-key"));
+        assert!(!keys.accepts("secret-kez"));
+        assert!(!keys.accepts(""));
+    }
+}
