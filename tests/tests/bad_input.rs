@@ -3,6 +3,9 @@
 use hangar_tests::Hangar;
 use hangar_tests::serde_json::json;
 
+/// What is wrong, the request headers, the body.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>);
+
 #[test]
 fn malformed_requests_get_clear_client_errors() {
     let hangar = Hangar::start(
@@ -10,7 +13,7 @@ fn malformed_requests_get_clear_client_errors() {
     );
     let json_headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<u8>)> = vec![
+    let cases: Vec<Case> = vec![
         ("malformed JSON", json_headers.to_vec(), b"{\"jsonrpc\": \"2.0\", ".to_vec()),
         ("invalid UTF-8", json_headers.to_vec(), vec![b'{', 0xff, 0xfe, b'}']),
         ("deep nesting", json_headers.to_vec(), deep.into_bytes()),
