@@ -112,3 +112,21 @@ fn instances_agree_survive_each_other_and_follow_a_restarted_supervisor() {
         assert_eq!((status, body["state"].as_str()), (200, Some("cold")), "the new supervisor's state");
     }
 }
+
+#[test]
+fn a_sigkilled_api_helper_is_restarted_on_the_same_address() {
+    let port = hangar_tests::free_port();
+    let hangar =
+        hangar_tests::Hangar::start_on("mcp_servers: {}\n", &format!("127.0.0.1:{port}")).expect("a free port");
+    let api = poll("the API helper process", Duration::from_secs(10), || {
+        hangar_tests::children_named(hangar.pid(), "hangar-api").pop()
+    });
+    sigkill(api);
+    let again = poll("a new API helper", Duration::from_secs(15), || {
+        hangar_tests::children_named(hangar.pid(), "hangar-api").into_iter().find(|pid| *pid != api)
+    });
+    assert_ne!(again, api);
+    poll("the restarted API to serve on the same address", Duration::from_secs(15), || {
+        (get(&hangar.base, "/health/ready")?.0 == 200).then_some(())
+    });
+}
