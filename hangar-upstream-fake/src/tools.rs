@@ -51,6 +51,10 @@ pub fn spec(name: &str) -> Value {
             }),
         ),
         "fail" => ("Always returns a tool error.", json!({"type": "object", "properties": {}})),
+        "huge" => (
+            "Answers with a text of `bytes` characters (to test over-long answers).",
+            json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),
+        ),
         _ => ("Returns its arguments unchanged (test tool).", json!({"type": "object"})),
     };
     json!({"name": name, "description": description, "inputSchema": schema})
@@ -63,6 +67,11 @@ pub fn call(name: &str, args: &Map<String, Value>) -> Outcome {
         "add" => add(args),
         "sleep" => sleep(args),
         "fail" => Outcome::failed("tool failed as asked"),
+        "huge" => {
+            // Capped so a typo cannot exhaust the test machine's memory.
+            let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0).min(64 << 20);
+            Outcome::ok("x".repeat(usize::try_from(bytes).unwrap_or(0)), None)
+        }
         _ => echo(args),
     }
 }

@@ -45,7 +45,7 @@ mcp_servers:
     let contents: Vec<&str> = lines.iter().map(|l| l["content"].as_str().unwrap()).collect();
     assert!(contents.iter().any(|c| c.contains("this is not json")), "non-JSON stdout is logged");
     assert!(contents.iter().any(|c| c.contains("987654321")), "an answer to an unknown id is logged");
-    assert!(contents.iter().any(|c| c.contains("skipped a")), "the over-long line is recorded as skipped");
+    assert!(contents.iter().any(|c| c.contains("refused a")), "the over-long line is recorded as refused");
     assert!(lines.iter().all(|l| l["recorded_at"].as_str().is_some_and(|t| t.ends_with('Z'))));
     // The fake logs the hangar's answers to its own ping and sampling requests.
     assert!(contents.iter().any(|c| c.contains("fake-ping-1")), "{contents:?}");
@@ -76,4 +76,33 @@ mcp_servers:
     let bodies = hangar.bodies();
     let leaks = bodies.iter().filter(|b| b.contains(SENTINEL) && !b.contains("\"logs\"")).count();
     assert_eq!(leaks, 0);
+}
+
+#[test]
+fn a_ten_megabyte_answer_is_refused_cleanly_and_counts_against_the_server() {
+    let hangar = Hangar::start(
+        r#"
+recovery: {initial_backoff_s: 0.2}
+mcp_servers:
+  bloated:
+    command: ["{fake}", "--tools", "huge,add"]
+    max_consecutive_failures: 1
+"#,
+    );
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "bloated"}));
+    let (error_type, error) = hangar.call_error("bloated", "huge", json!({"bytes": 10_000_000}));
+    assert_eq!(error_type, "upstream_error");
+    assert!(error.contains("over the limit"), "{error}");
+    let logs = hangar.get("/api/mcp_servers/bloated/logs?lines=100");
+    assert!(
+        logs.text.contains("refused a 1000") && logs.text.contains("-byte line on stdout"),
+        "logged: {}",
+        logs.text
+    );
+    // Marked failed: degraded, then restarted by recovery; and the hangar is fine.
+    hangar_tests::poll("bloated to be restarted", std::time::Duration::from_secs(15), || {
+        let details = hangar.details("bloated");
+        (details["meta"]["restarts"] == 1 && details["state"] == "ready").then_some(())
+    });
+    assert_eq!(hangar.call("bloated", "add", json!({"a": 1, "b": 1})), Some(json!({"result": 2})));
 }

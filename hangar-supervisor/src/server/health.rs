@@ -74,6 +74,24 @@ impl Server {
         inner.lifecycle.state()
     }
 
+    /// The upstream broke the protocol (an over-long message): counted like a failed check, so
+    /// a server that keeps doing it is degraded and restarted.
+    pub(super) fn protocol_violation(self: &Arc<Self>, generation: u64) {
+        let mut inner = self.lock();
+        if inner.generation != generation {
+            return;
+        }
+        inner.health.consecutive_failures += 1;
+        inner.health.total_failures += 1;
+        tracing::warn!(mcp_server = %self.id, failures = inner.health.consecutive_failures, "it sent a message over the size limit");
+        if inner.lifecycle.state() == State::Ready
+            && inner.health.consecutive_failures >= self.config.max_consecutive_failures
+            && self.transition(&mut inner, Event::ThresholdReached)
+        {
+            self.begin_recovery(&mut inner);
+        }
+    }
+
     /// Starts the recovery task for a server that just became degraded.
     fn begin_recovery(self: &Arc<Self>, inner: &mut Inner) {
         if inner.recovering {

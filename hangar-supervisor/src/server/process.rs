@@ -116,6 +116,7 @@ pub(super) async fn follow_notices(server: Arc<Server>, generation: u64, mut not
     while let Some(notice) = notices.recv().await {
         match notice {
             Notice::ToolsChanged => server.on_tools_changed(generation).await,
+            Notice::Oversized => server.protocol_violation(generation),
         }
     }
 }

@@ -49,6 +49,9 @@ pub enum RequestError {
         /// data is structured protocol content (e.g. `requiredCapabilities`); else `None`.
         data: Option<Value>,
     },
+    /// The upstream sent a message over the size limit while this request waited.
+    #[error("the upstream sent a {bytes}-byte message while `{method}` waited, over the limit; it was refused")]
+    Oversized { method: String, bytes: u64 },
     /// An HTTP upstream answered with a status that carries no JSON-RPC answer.
     #[error("the upstream answered `{method}` with HTTP {status}")]
     Status { method: String, status: u16 },
@@ -60,7 +63,9 @@ impl RequestError {
         match self {
             RequestError::Timeout { .. } => ErrorKind::Timeout,
             RequestError::Closed { .. } => ErrorKind::UpstreamDied,
-            RequestError::Rpc { .. } | RequestError::Status { .. } => ErrorKind::UpstreamError,
+            RequestError::Rpc { .. } | RequestError::Status { .. } | RequestError::Oversized { .. } => {
+                ErrorKind::UpstreamError
+            }
         }
     }
 }
@@ -99,6 +104,8 @@ fn relay_notification(relays: &[(u64, Relay)], method: String, params: Option<Va
 #[derive(Debug)]
 pub enum Notice {
     ToolsChanged,
+    /// It sent a message over the size limit: a protocol violation that counts as a failure.
+    Oversized,
 }
 
 /// What a completed handshake told about the upstream.

@@ -25,6 +25,10 @@ pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 type Waiter = oneshot::Sender<Result<Value, RpcError>>;
 
+/// Marks, inside the reader, "your answer was over the size limit" (never a real JSON-RPC code:
+/// those fit in i32).
+const OVERSIZED: i64 = i64::MIN;
+
 /// What the reader needs to route what it reads.
 struct Routes {
     pending: Mutex<PendingMap<Waiter>>,
@@ -111,6 +115,10 @@ impl StdioUpstream {
         in_flight.answered = outcome.is_ok();
         match outcome {
             Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) if error.code == OVERSIZED => {
+                let bytes = error.data.as_ref().and_then(Value::as_u64).unwrap_or_default();
+                Err(RequestError::Oversized { method: method.into(), bytes })
+            }
             Ok(Ok(Err(error))) => {
                 self.routes.log.push(
                     Stream::Error,
@@ -168,10 +176,20 @@ async fn read_loop(stdout: ChildStdout, routes: &Routes, answers: &mpsc::WeakUnb
         match read_line(&mut reader, &mut buf, MAX_LINE_BYTES).await {
             Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => {}
             Ok(Line::Complete) => handle_line(&buf, routes, answers),
-            Ok(Line::TooLong(len)) => routes.log.push(
-                Stream::Stdout,
-                format!("[hangar] skipped a {len}-byte line on stdout (limit {MAX_LINE_BYTES})").as_bytes(),
-            ),
+            Ok(Line::TooLong(len)) => {
+                routes.log.push(
+                    Stream::Stdout,
+                    format!("[hangar] refused a {len}-byte line on stdout (limit {MAX_LINE_BYTES})").as_bytes(),
+                );
+                // It was most likely the answer someone waits for, which will never come whole:
+                // fail what is in flight now rather than at its timeout, and count it against
+                // the server.
+                let oversized = RpcError { code: OVERSIZED, message: String::new(), data: Some(json!(len)) };
+                for waiter in lock(&routes.pending).drain() {
+                    let _ = waiter.send(Err(oversized.clone()));
+                }
+                let _ = routes.notices.send(Notice::Oversized);
+            }
             Ok(Line::Eof) | Err(_) => return,
         }
     }
