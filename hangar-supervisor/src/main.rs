@@ -160,9 +160,11 @@ async fn run(args: Args, config: Config) -> ExitCode {
             _ = interrupt.recv() => { tracing::info!("SIGINT: shutting down"); break; }
             _ = hangup.recv() => {
                 // A refused config is logged; the running one stays.
+                notify::reloading();
                 if let Err(err) = hangar.reload().await {
                     tracing::error!(%err, "SIGHUP: reload refused");
                 }
+                notify::ready(&format!("serving {} MCP server(s) on {}", hangar.len(), socket.display()));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! systemd's notify protocol (`sd_notify(3)`), for `Type=notify` units: `READY=1` once the
 //! control socket is up and the config is loaded, `WATCHDOG=1` at half of `WATCHDOG_USEC` while
-//! the runtime runs, `STOPPING=1` when shutdown begins.
+//! the runtime runs, `RELOADING=1` then `READY=1` around a SIGHUP reload, `STOPPING=1` when
+//! shutdown begins.
 //!
 //! Every call is a no-op without `NOTIFY_SOCKET` (not under systemd, or a test that did not ask),
 //! and a failed send is logged, never fatal: the hangar works the same without a service manager.
@@ -19,6 +20,11 @@ fn send(what: &str, states: &[NotifyState<'_>]) {
 /// `READY=1` with a one-line `STATUS=`: startup is done.
 pub fn ready(status: &str) {
     send("READY=1", &[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+/// `RELOADING=1`: a config reload is under way; [`ready`] says when it is done.
+pub fn reloading() {
+    send("RELOADING=1", &[NotifyState::Reloading, NotifyState::Status("reloading the config")]);
 }
 
 /// `STOPPING=1`: shutdown has begun (children are being stopped).

@@ -123,6 +123,13 @@ fn the_supervisor_says_ready_pings_the_watchdog_and_says_stopping() {
         pings.extend(hangar.until("WATCHDOG=1", Duration::from_secs(5)));
     }
 
+    // SIGHUP: RELOADING=1 while the config is re-read, READY=1 when done.
+    kill(Pid::from_raw(hangar.supervisor.id() as i32), Signal::SIGHUP).unwrap();
+    let reloading = hangar.until("RELOADING=1", Duration::from_secs(10));
+    assert!(reloading.last().is_some_and(|d| d.contains("RELOADING=1")), "{reloading:?}");
+    let ready_again = hangar.until("READY=1", Duration::from_secs(10));
+    assert!(ready_again.last().is_some_and(|d| d.contains("READY=1")), "{ready_again:?}");
+
     hangar.terminate();
     hangar.until("STOPPING=1", Duration::from_secs(10));
     let status = hangar.wait();
