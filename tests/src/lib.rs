@@ -308,7 +308,9 @@ impl Hangar {
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "hangar-tests", "version": "0"},
         });
-        let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
+        // Mcp-Name mirrors what the method names: a resource's uri, else a tool's or prompt's name.
+        let named = if method == "resources/read" { params.get("uri") } else { params.get("name") };
+        let name = named.and_then(Value::as_str).map(str::to_owned);
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut headers = vec![
             ("Content-Type", "application/json"),

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, MODERN, Response, SENTINEL, node, poll, python, repo_root, server_everything};
+use hangar_tests::{Hangar, SENTINEL, node, poll, python, repo_root, server_everything};
 
 // ---------------------------------------------------------------------------------------------
 // The Python `mcp` client against the front door.
@@ -128,32 +128,9 @@ mcp_servers:
     ))
 }
 
-/// A modern (2026-07-28) request, like `Hangar::mcp` but with `Mcp-Name` set from `params.uri`
-/// too (`resources/read` needs it), as the specification asks.
-fn modern(hangar: &Hangar, method: &str, params: &Value) -> Response {
-    let mut params = params.clone();
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "hangar-tests", "version": "0"},
-    });
-    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", MODERN),
-        ("Mcp-Method", method),
-    ];
-    if let Some(name) = &name {
-        headers.push(("Mcp-Name", name.as_str()));
-    }
-    hangar.post_raw("/mcp", &headers, body.to_string().as_bytes())
-}
-
 /// A modern request that must succeed: its `result`, checked for the 2026-07-28 shape.
 fn ok(hangar: &Hangar, method: &str, params: Value) -> Value {
-    let response = modern(hangar, method, &params);
+    let response = hangar.mcp(method, params.clone());
     assert_eq!(response.status, 200, "{method} {params}: {}", response.text);
     let result = response.body.get("result").cloned();
     let result = result
@@ -206,7 +183,7 @@ fn server_everything_is_served_through_the_front_door() {
     let dynamic = ok(&hangar, "resources/read", json!({"uri": "demo://resource/dynamic/text/7"}));
     assert!(first_text(&dynamic["contents"]).starts_with("Resource 7: "), "{dynamic}");
 
-    let missing = modern(&hangar, "resources/read", &json!({"uri": "demo://resource/nope"}));
+    let missing = hangar.mcp("resources/read", json!({"uri": "demo://resource/nope"}));
     assert_eq!(missing.body["error"]["code"], -32602, "resource not found is -32602 at 2026-07-28: {}", missing.text);
 
     let prompts = names(&ok(&hangar, "prompts/list", json!({})), "prompts", "name");
