@@ -38,7 +38,6 @@ use hangar_runtime::client::Client;
 use hangar_runtime::logging::{self, LogFormat};
 
 /// sysexits: bad usage, port held or cannot bind, internal failure.
-const EX_USAGE: u8 = 64;
 const EX_UNAVAILABLE: u8 = 69;
 const EX_SOFTWARE: u8 = 70;
 const EX_CONFIG: u8 = 78;
@@ -71,13 +70,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args = match hangar_runtime::args::parse::<Args>() {
         Ok(args) => args,
-        Err(err) => {
-            let _ = err.print();
-            // --help and --version are not errors.
-            return if err.use_stderr() { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
     // Before any thread: taking the inherited socket unsets LISTEN_FDS and LISTEN_PID.
     let inherited = match listen::from_systemd() {

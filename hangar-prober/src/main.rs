@@ -36,17 +36,12 @@ struct Args {
     log_format: LogFormat,
 }
 
-const EX_USAGE: u8 = 64;
 const EX_SOFTWARE: u8 = 70;
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args = match hangar_runtime::args::parse::<Args>() {
         Ok(args) => args,
-        Err(err) => {
-            let usage_error = err.use_stderr();
-            let _ = err.print();
-            return if usage_error { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
     logging::init(args.log_format);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

@@ -1,5 +1,6 @@
 //! The tokio-side plumbing every hangar process shares.
 //!
+//! - [`args`]: command-line parsing with sysexits exit codes.
 //! - [`client`]: a multiplexed, self-reconnecting client of the supervisor's control socket,
 //!   used by the API and the prober (and by operators' tools).
 //! - [`lines`]: newline-delimited I/O with a bound on line length, and batched line writing.
@@ -9,6 +10,7 @@
 //! `hangar_core::ipc`.
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod client;
 pub mod lines;
 pub mod logging;

@@ -56,7 +56,6 @@ struct Args {
 }
 
 /// sysexits(3)
-const EX_USAGE: u8 = 64;
 const EX_UNAVAILABLE: u8 = 69;
 const EX_SOFTWARE: u8 = 70;
 const EX_CONFIG: u8 = 78;
@@ -65,13 +64,9 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|arg| arg == guardian::GUARDIAN_ARG) {
         return guardian::run();
     }
-    let args = match Args::try_parse() {
+    let args = match hangar_runtime::args::parse::<Args>() {
         Ok(args) => args,
-        Err(err) => {
-            let usage_error = err.use_stderr();
-            let _ = err.print();
-            return if usage_error { ExitCode::from(EX_USAGE) } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
     logging::init(args.log_format);
     let config = match Config::load(&args.config) {
