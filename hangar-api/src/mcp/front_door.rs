@@ -112,10 +112,7 @@ pub async fn tools_call(
 /// The client's params for the upstream, without the protocol version (the hangar speaks its
 /// own to each upstream); `None` when nothing is left.
 pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
-    if let Some(Value::Object(meta)) = extra.get_mut("_meta") {
-        meta.remove("io.modelcontextprotocol/protocolVersion");
-        meta.remove("io.modelcontextprotocol/clientInfo");
-    }
+    strip_protocol_meta(&mut extra);
     (!extra.is_empty()).then_some(Value::Object(extra))
 }
 

@@ -59,13 +59,7 @@ impl Server {
         outcome.map_err(|err| {
             inner.health.total_failures += 1;
             inner.counters.tool_call_errors += 1;
-            let error = IpcError::new(err.kind(), format!("`{}` tool `{tool}`: {err}", self.id));
-            match err {
-                RequestError::Rpc { code, data, .. } => {
-                    error.with_details(json!({"jsonrpc_code": code, "jsonrpc_data": data}))
-                }
-                _ => error,
-            }
+            self.request_failure(&format!("tool `{tool}`"), err)
         })
     }
 
@@ -73,15 +67,19 @@ impl Server {
     pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
         let upstream = self.ready_upstream().await?;
         self.lock().last_used = Instant::now();
-        upstream.request(method, params, timeout).await.map_err(|err| {
-            let error = IpcError::new(err.kind(), format!("`{}` {method}: {err}", self.id));
-            match err {
-                RequestError::Rpc { code, data, .. } => {
-                    error.with_details(json!({"jsonrpc_code": code, "jsonrpc_data": data}))
-                }
-                _ => error,
+        upstream.request(method, params, timeout).await.map_err(|err| self.request_failure(method, err))
+    }
+
+    /// A failed upstream request in the hangar's words; an upstream JSON-RPC error keeps its
+    /// code (and protocol data) in `details`, for the front door to pass on.
+    fn request_failure(&self, what: &str, err: RequestError) -> IpcError {
+        let error = IpcError::new(err.kind(), format!("`{}` {what}: {err}", self.id));
+        match err {
+            RequestError::Rpc { code, data, .. } => {
+                error.with_details(json!({"jsonrpc_code": code, "jsonrpc_data": data}))
             }
-        })
+            _ => error,
+        }
     }
 
     async fn ready_upstream(self: &Arc<Self>) -> Result<Arc<Upstream>, IpcError> {

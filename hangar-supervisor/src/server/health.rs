@@ -64,12 +64,7 @@ impl Server {
             inner.health.consecutive_failures += 1;
             let error_type = verdict.error_type.as_deref().unwrap_or("unknown");
             tracing::info!(mcp_server = %self.id, failures = inner.health.consecutive_failures, error_type, "health check failed");
-            if inner.lifecycle.state() == State::Ready
-                && inner.health.consecutive_failures >= self.config.max_consecutive_failures
-                && self.transition(&mut inner, Event::ThresholdReached)
-            {
-                self.begin_recovery(&mut inner);
-            }
+            self.degrade_at_threshold(&mut inner);
         }
         inner.lifecycle.state()
     }
@@ -84,11 +79,17 @@ impl Server {
         inner.health.consecutive_failures += 1;
         inner.health.total_failures += 1;
         tracing::warn!(mcp_server = %self.id, failures = inner.health.consecutive_failures, "it sent a message over the size limit");
+        self.degrade_at_threshold(&mut inner);
+    }
+
+    /// A ready server whose consecutive failures reached `max_consecutive_failures` becomes
+    /// degraded, and its recovery begins.
+    fn degrade_at_threshold(self: &Arc<Self>, inner: &mut Inner) {
         if inner.lifecycle.state() == State::Ready
             && inner.health.consecutive_failures >= self.config.max_consecutive_failures
-            && self.transition(&mut inner, Event::ThresholdReached)
+            && self.transition(inner, Event::ThresholdReached)
         {
-            self.begin_recovery(&mut inner);
+            self.begin_recovery(inner);
         }
     }
 
@@ -98,9 +99,7 @@ impl Server {
             return;
         }
         inner.recovering = true;
-        if inner.ready_since.is_some_and(|since| since.elapsed() >= super::STABLE_AFTER) {
-            inner.failure_streak = 0;
-        }
+        super::forgive_if_stable(inner);
         tokio::spawn(self.clone().recover());
     }
 

@@ -220,9 +220,7 @@ impl Server {
 
     /// When a server that just failed may be revived by a call: after the next backoff.
     fn next_retry(&self, inner: &mut Inner) -> SystemTime {
-        if inner.ready_since.is_some_and(|since| since.elapsed() >= STABLE_AFTER) {
-            inner.failure_streak = 0;
-        }
+        forgive_if_stable(inner);
         let wait = backoff::delay(&self.policy, inner.failure_streak, jitter_draw());
         inner.failure_streak = inner.failure_streak.saturating_add(1);
         SystemTime::now() + wait
@@ -305,6 +303,13 @@ impl Server {
             timeout_ms: millis(self.config.probe_timeout()),
             due_in_ms: millis(due_in),
         })
+    }
+}
+
+/// A server that stayed ready for [`STABLE_AFTER`] starts its backoff over.
+fn forgive_if_stable(inner: &mut Inner) {
+    if inner.ready_since.is_some_and(|since| since.elapsed() >= STABLE_AFTER) {
+        inner.failure_streak = 0;
     }
 }
 

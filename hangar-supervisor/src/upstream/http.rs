@@ -218,17 +218,7 @@ impl HttpUpstream {
         match classify(message) {
             Incoming::Response { id: answered, outcome } if answered.as_u64() == Some(id) => Some(match outcome {
                 Ok(result) => Ok(result),
-                Err(error) => {
-                    self.log.push(
-                        Stream::Error,
-                        format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
-                    );
-                    Err(RequestError::Rpc {
-                        method: method.into(),
-                        code: error.code,
-                        data: super::protocol_data(error.code, error.data),
-                    })
-                }
+                Err(error) => Err(super::rpc_failure(&self.log, method, error)),
             }),
             Incoming::Notification { method, params } => {
                 if method == "notifications/tools/list_changed" {

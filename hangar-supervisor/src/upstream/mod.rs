@@ -266,9 +266,15 @@ fn with_meta(era: Era, mut params: Value) -> Value {
     params
 }
 
-/// The `data` of an upstream error worth passing on: the protocol's own codes only.
-fn protocol_data(code: i64, data: Option<Value>) -> Option<Value> {
-    if MODERN_ERRORS.contains(&code) { data } else { None }
+/// An upstream's JSON-RPC error as a request failure: its text goes to the server's log only;
+/// its code, and its `data` for the protocol's own codes, are kept.
+fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: hangar_core::jsonrpc::RpcError) -> RequestError {
+    log.push(
+        crate::logs::Stream::Error,
+        format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
+    );
+    let data = if MODERN_ERRORS.contains(&error.code) { error.data } else { None };
+    RequestError::Rpc { method: method.into(), code: error.code, data }
 }
 
 fn encode(message: &Value) -> Vec<u8> {

@@ -119,17 +119,7 @@ impl StdioUpstream {
                 let bytes = error.data.as_ref().and_then(Value::as_u64).unwrap_or_default();
                 Err(RequestError::Oversized { method: method.into(), bytes })
             }
-            Ok(Ok(Err(error))) => {
-                self.routes.log.push(
-                    Stream::Error,
-                    format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
-                );
-                Err(RequestError::Rpc {
-                    method: method.into(),
-                    code: error.code,
-                    data: super::protocol_data(error.code, error.data),
-                })
-            }
+            Ok(Ok(Err(error))) => Err(super::rpc_failure(&self.routes.log, method, error)),
             Ok(Err(_)) => Err(RequestError::Closed { method: method.into() }),
             // InFlight's drop cancels it upstream.
             Err(_) => Err(RequestError::Timeout { method: method.into(), timeout }),
