@@ -2,7 +2,7 @@
 //! REST side answers, including the ones axum would otherwise answer in plain text.
 
 use axum::Json;
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use hangar_core::ipc::{ErrorKind, IpcError};
 use serde_json::{Value, json};
@@ -46,7 +46,20 @@ impl From<IpcError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let retry_after = self.retry_after_s();
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// Whole seconds (rounded up) for `Retry-After`, when the refusal says when to come back.
+    fn retry_after_s(&self) -> Option<u64> {
+        let ms = self.details.as_ref()?.get("retry_after_ms")?.as_u64()?;
+        Some(ms.div_ceil(1000).max(1))
     }
 }
 
@@ -79,5 +92,16 @@ mod tests {
         let err = ApiError::from(IpcError::new(ErrorKind::RetryLater, "wait").with_details(json!({"after": 3})));
         assert_eq!((err.status, err.code), (StatusCode::CONFLICT, "RetryLater"));
         assert_eq!(err.body()["error"]["details"], json!({"after": 3}));
+    }
+
+    #[test]
+    fn a_rate_limit_refusal_is_429_with_retry_after_rounded_up() {
+        let refusal = IpcError::new(ErrorKind::RateLimited, "slow down").with_details(json!({"retry_after_ms": 1200}));
+        let response = ApiError::from(refusal).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+        let busy = ApiError::from(IpcError::new(ErrorKind::ConcurrencyLimited, "busy")).into_response();
+        assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(busy.headers().get(header::RETRY_AFTER).is_none());
     }
 }

@@ -159,8 +159,9 @@ impl FakeSupervisor {
             health_checks_ok: 2,
             health_checks_failed: 1,
             capability_violations: 0,
+            refused: Default::default(),
         };
-        MetricsSnapshot { servers: self.servers.iter().map(server).collect() }
+        MetricsSnapshot { servers: self.servers.iter().map(server).collect(), refused: Default::default() }
     }
 
     /// Tool `fail` fails; `arguments.delay_ms` delays; anything else echoes its arguments.

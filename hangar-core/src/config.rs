@@ -10,6 +10,8 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
+use crate::limits::Limits;
+
 /// A loaded, validated config.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +21,9 @@ pub struct Config {
     /// Defaults for every server's recovery; a server may override any key.
     #[serde(default)]
     pub recovery: Recovery,
+    /// Admission limits for the whole hangar (a server's own `limits` apply as well).
+    #[serde(default)]
+    pub limits: Limits,
     /// In config order, which is the order every surface lists them in.
     #[serde(default, alias = "providers")]
     pub mcp_servers: IndexMap<String, ServerConfig>,
@@ -124,6 +129,9 @@ pub struct ServerConfig {
     pub capabilities: Capabilities,
     #[serde(default)]
     pub recovery: Recovery,
+    /// Admission limits for this server alone.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 mod defaults {
@@ -206,7 +214,12 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, KeyError> {
         let config: Config = if text.trim().is_empty() {
             // An empty file is a hangar with no servers, not a parse error.
-            Config { tool_access: ToolAccess::default(), recovery: Recovery::default(), mcp_servers: IndexMap::new() }
+            Config {
+                tool_access: ToolAccess::default(),
+                recovery: Recovery::default(),
+                limits: Limits::default(),
+                mcp_servers: IndexMap::new(),
+            }
         } else {
             let deserializer = serde_norway::Deserializer::from_str(text);
             serde_path_to_error::deserialize(deserializer).map_err(|err| {
@@ -222,6 +235,7 @@ impl Config {
 
     fn validate(&self) -> Result<(), KeyError> {
         check_recovery("recovery", &self.recovery)?;
+        check_limits("limits", &self.limits)?;
         for (name, server) in &self.mcp_servers {
             let at = |key: &str| format!("mcp_servers.{name}.{key}");
             if !valid_server_id(name) {
@@ -296,6 +310,7 @@ impl Config {
                 });
             }
             check_recovery(&at("recovery"), &server.recovery)?;
+            check_limits(&at("limits"), &server.limits)?;
         }
         Ok(())
     }
@@ -327,6 +342,13 @@ fn positive(key: &str, value: f64) -> Result<(), KeyError> {
             key: key.into(),
             message: format!("expected seconds greater than 0 (fractions allowed), got {value}"),
         })
+    }
+}
+
+fn check_limits(at: &str, limits: &Limits) -> Result<(), KeyError> {
+    match limits.problem() {
+        Some((key, message)) => Err(KeyError { key: format!("{at}.{key}"), message }),
+        None => Ok(()),
     }
 }
 
@@ -416,6 +438,25 @@ mcp_servers:
         assert!(err.message.starts_with("invalid type: string \"soon\", expected f64"), "{}", err.message);
         let err = Config::parse("mcp_servers:\n  math:\n    command: [x]\n    probe_timeout_s: -1\n").unwrap_err();
         assert_eq!(err.key, "mcp_servers.math.probe_timeout_s");
+    }
+
+    #[test]
+    fn limits_load_at_both_levels_and_bad_rates_name_their_key() {
+        let config = Config::parse(
+            "limits: {max_concurrent_calls: 100, rate_limit: {calls_per_s: 50}}\nmcp_servers:\n  math:\n    command: [x]\n    limits: {max_concurrent_calls: 0, rate_limit: {calls_per_s: 2, burst: 5}}\n",
+        )
+        .unwrap();
+        assert_eq!(config.limits.concurrency(1024), Some(100));
+        assert_eq!(config.limits.rate_limit.as_ref().map(|r| r.burst()), Some(50.0));
+        let math = &config.mcp_servers["math"].limits;
+        assert_eq!(math.concurrency(64), None);
+        assert_eq!(math.rate_limit.as_ref().map(|r| r.burst()), Some(5.0));
+        let err =
+            Config::parse("mcp_servers:\n  math:\n    command: [x]\n    limits: {rate_limit: {calls_per_s: -1}}\n")
+                .unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math.limits.rate_limit.calls_per_s");
+        let err = Config::parse("limits: {rate_limit: {per_second: 3}}\n").unwrap_err();
+        assert_eq!(err.key, "limits.rate_limit.per_second");
     }
 
     #[test]

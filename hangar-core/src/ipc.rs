@@ -291,6 +291,10 @@ pub enum ErrorKind {
     /// A dead server's backoff has not passed yet.
     RetryLater,
     CapabilityBlocked,
+    /// A configured rate limit refused the request; `details.retry_after_ms` says when to retry.
+    RateLimited,
+    /// A concurrency limit is reached; `details` names the limit.
+    ConcurrencyLimited,
     Timeout,
     /// The upstream answered with a JSON-RPC error.
     UpstreamError,
@@ -314,6 +318,8 @@ impl ErrorKind {
             ErrorKind::PortHeld => "port_held",
             ErrorKind::RetryLater => "retry_later",
             ErrorKind::CapabilityBlocked => "capability_blocked",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::ConcurrencyLimited => "concurrency_limited",
             ErrorKind::Timeout => "timeout",
             ErrorKind::UpstreamError => "upstream_error",
             ErrorKind::UpstreamDied => "upstream_died",
@@ -334,6 +340,8 @@ impl ErrorKind {
             ErrorKind::PortHeld => "PortHeld",
             ErrorKind::RetryLater => "RetryLater",
             ErrorKind::CapabilityBlocked => "CapabilityBlocked",
+            ErrorKind::RateLimited => "RateLimited",
+            ErrorKind::ConcurrencyLimited => "ConcurrencyLimited",
             ErrorKind::Timeout => "UpstreamTimeout",
             ErrorKind::UpstreamError => "UpstreamError",
             ErrorKind::UpstreamDied => "UpstreamDied",
@@ -352,6 +360,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => 400,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
+            ErrorKind::RateLimited | ErrorKind::ConcurrencyLimited => 429,
             ErrorKind::Timeout => 504,
             ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,
             ErrorKind::Internal => 500,

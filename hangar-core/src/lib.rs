@@ -4,6 +4,7 @@
 //! - [`backoff`]: exponential backoff with jitter.
 //! - [`front_door`]: how upstream tools and prompts are named behind one endpoint.
 //! - [`metrics`]: the Prometheus text of `/metrics`, rendered from a snapshot.
+//! - [`limits`]: concurrency and rate limits on requests that reach an upstream.
 //! - [`lifecycle`]: the pure server state machine and its dead reasons.
 //! - [`record`]: the records every read surface renders (rendered here, once).
 //! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
@@ -22,6 +23,7 @@ pub mod front_door;
 pub mod ipc;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod limits;
 pub mod metrics;
 pub mod paths;
 pub mod preflight;

@@ -16,6 +16,16 @@ pub const LATENCY_BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsSnapshot {
     pub servers: Vec<ServerMetrics>,
+    /// Requests refused by the hangar-wide limits.
+    #[serde(default)]
+    pub refused: Refused,
+}
+
+/// Requests a limit refused, by which limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub max_concurrent_calls: u64,
+    pub rate_limit: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +43,9 @@ pub struct ServerMetrics {
     pub health_checks_ok: u64,
     pub health_checks_failed: u64,
     pub capability_violations: u64,
+    /// Requests refused by this server's own limits.
+    #[serde(default)]
+    pub refused: Refused,
 }
 
 /// A latency histogram over [`LATENCY_BUCKETS`]: per-bucket counts (not cumulative).
@@ -150,7 +163,35 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
         "Times a server served tools outside its expected tools.",
         |s| s.capability_violations,
     );
+    family(
+        &mut out,
+        "hangar_requests_refused_total",
+        "counter",
+        "Requests refused by the hangar-wide limits (limits: in the config), by limit.",
+    );
+    for (limit, n) in snapshot.refused.by_limit() {
+        let _ = writeln!(out, "hangar_requests_refused_total{{limit=\"{limit}\"}} {n}");
+    }
+    family(
+        &mut out,
+        "hangar_mcp_server_requests_refused_total",
+        "counter",
+        "Requests refused by each server's own limits, by limit.",
+    );
+    for s in servers {
+        let id = label(&s.mcp_server_id);
+        for (limit, n) in s.refused.by_limit() {
+            let _ =
+                writeln!(out, "hangar_mcp_server_requests_refused_total{{mcp_server=\"{id}\",limit=\"{limit}\"}} {n}");
+        }
+    }
     out
+}
+
+impl Refused {
+    fn by_limit(&self) -> [(&'static str, u64); 2] {
+        [("max_concurrent_calls", self.max_concurrent_calls), ("rate_limit", self.rate_limit)]
+    }
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -186,6 +227,7 @@ mod tests {
             health_checks_ok: 4,
             health_checks_failed: 5,
             capability_violations: 0,
+            refused: Refused { max_concurrent_calls: 0, rate_limit: 7 },
         }
     }
 
@@ -195,7 +237,8 @@ mod tests {
         s.call_latency.observe(0.002);
         s.call_latency.observe(0.2);
         s.call_latency.observe(99.0);
-        let text = render(&MetricsSnapshot { servers: vec![s, server("web", State::Ready)] });
+        let refused = Refused { max_concurrent_calls: 2, rate_limit: 0 };
+        let text = render(&MetricsSnapshot { servers: vec![s, server("web", State::Ready)], refused });
         assert!(text.contains("hangar_mcp_server_state{mcp_server=\"math\"} 4\n"), "{text}");
         assert!(text.contains("hangar_mcp_server_up{mcp_server=\"math\"} 0\n"));
         assert!(text.contains("hangar_mcp_server_up{mcp_server=\"web\"} 1\n"));
@@ -204,6 +247,8 @@ mod tests {
         assert!(text.contains("hangar_tool_call_duration_seconds_bucket{mcp_server=\"math\",le=\"0.5\"} 2\n"));
         assert!(text.contains("hangar_tool_call_duration_seconds_bucket{mcp_server=\"math\",le=\"+Inf\"} 3\n"));
         assert!(text.contains("hangar_health_checks_total{mcp_server=\"web\",result=\"failed\"} 5\n"));
+        assert!(text.contains("hangar_requests_refused_total{limit=\"max_concurrent_calls\"} 2\n"), "{text}");
+        assert!(text.contains("hangar_mcp_server_requests_refused_total{mcp_server=\"web\",limit=\"rate_limit\"} 7\n"));
         for family in ["state", "up", "starts_total", "stops_total"] {
             assert_eq!(text.matches(&format!("# TYPE hangar_mcp_server_{family} ")).count(), 1);
         }

@@ -1,8 +1,10 @@
 //! The control socket: where the API, the prober and operators' tools reach the supervisor.
 //!
-//! A filesystem socket created mode 0600. Each connection says hello, then sends requests that
-//! are answered concurrently, each reply tagged with its request's id. A malformed frame gets an
-//! error reply (id 0) and the connection goes on; a frame over the size limit ends it.
+//! A filesystem socket created mode 0600 (0660 and owned by `--socket-group` when one is given).
+//! A peer is served if it runs as the supervisor's user or root, or is in that group. Each
+//! connection says hello, then sends requests that are answered concurrently, each reply tagged
+//! with its request's id. A malformed frame gets an error reply (id 0) and the connection goes
+//! on; a frame over the size limit ends it.
 
 use std::collections::HashMap;
 use std::io;
@@ -36,11 +38,53 @@ pub enum BindError {
     InUse(PathBuf),
     #[error("cannot create the control socket {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    /// A configuration problem (exit 78), not an unavailable socket.
+    #[error(
+        "cannot give {path} to --socket-group {group}: {source} (the supervisor must run as root or as a member of that group)"
+    )]
+    Group { path: PathBuf, group: SocketGroup, source: io::Error },
 }
 
-/// Creates the socket at `path` (mode 0600, parent directory 0700 if it has to be made). A
-/// leftover socket file nobody answers on is replaced; a live one is left alone.
-pub async fn bind(path: &Path) -> Result<Listener, BindError> {
+/// The group `--socket-group` names: it may use the control socket besides the supervisor's
+/// own user and root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketGroup {
+    pub gid: u32,
+    /// As given on the command line, for messages.
+    pub name: String,
+}
+
+impl std::fmt::Display for SocketGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.name == self.gid.to_string() {
+            write!(f, "{}", self.gid)
+        } else {
+            write!(f, "{} ({})", self.name, self.gid)
+        }
+    }
+}
+
+impl SocketGroup {
+    /// A numeric gid as it is (it need not have a name), else a group name looked up in the
+    /// group database (`/etc/group`, through nix's safe `getgrnam_r`).
+    pub fn resolve(spec: &str) -> Result<SocketGroup, String> {
+        if let Ok(gid) = spec.parse::<u32>() {
+            return Ok(SocketGroup { gid, name: spec.to_owned() });
+        }
+        match nix::unistd::Group::from_name(spec) {
+            Ok(Some(group)) => Ok(SocketGroup { gid: group.gid.as_raw(), name: spec.to_owned() }),
+            Ok(None) => {
+                Err(format!("--socket-group {spec:?}: no such group (not a gid, and not in the group database)"))
+            }
+            Err(err) => Err(format!("--socket-group {spec:?}: cannot look the group up: {err}")),
+        }
+    }
+}
+
+/// Creates the socket at `path` (mode 0600, parent directory 0700 if it has to be made; with a
+/// `group`, the socket 0660 and the directory 0710, both owned by that group). A leftover
+/// socket file nobody answers on is replaced; a live one is left alone.
+pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<Listener, BindError> {
     let io_err = |source| BindError::Io { path: path.to_owned(), source };
     if let Some(parent) = path.parent()
         && !parent.as_os_str().is_empty()
@@ -48,6 +92,10 @@ pub async fn bind(path: &Path) -> Result<Listener, BindError> {
     {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io_err)?;
+        // The group's members must be able to reach the socket, but not list the directory.
+        if let Some(group) = group {
+            give_to_group(parent, group, 0o710)?;
+        }
     }
     if path.exists() {
         let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
@@ -58,16 +106,30 @@ pub async fn bind(path: &Path) -> Result<Listener, BindError> {
         }
     }
     let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
-    ListenerOptions::new().name(name).mode(0o600).create_tokio().map_err(io_err)
+    let listener = ListenerOptions::new().name(name).mode(0o600).create_tokio().map_err(io_err)?;
+    // Owner-only until the group is right, then opened to it: never readable by the wrong group.
+    if let Some(group) = group {
+        give_to_group(path, group, 0o660)?;
+    }
+    Ok(listener)
 }
 
-/// Accepts connections until `stop` turns true.
-pub async fn serve(listener: Listener, hangar: Arc<Hangar>, stop: watch::Receiver<bool>) {
+fn give_to_group(path: &Path, group: &SocketGroup, mode: u32) -> Result<(), BindError> {
+    use std::os::unix::fs::PermissionsExt;
+    let group_err = |source| BindError::Group { path: path.to_owned(), group: group.clone(), source };
+    std::os::unix::fs::chown(path, None, Some(group.gid)).map_err(group_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|source| BindError::Io { path: path.to_owned(), source })
+}
+
+/// Accepts connections until `stop` turns true; `group` is `--socket-group`, if given.
+pub async fn serve(listener: Listener, hangar: Arc<Hangar>, group: Option<SocketGroup>, stop: watch::Receiver<bool>) {
     let mut stopped = stop.clone();
+    let group = group.map(|g| g.gid);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(stream) => { tokio::spawn(connection(stream, hangar.clone(), stop.clone())); }
+                Ok(stream) => { tokio::spawn(connection(stream, hangar.clone(), group, stop.clone())); }
                 Err(err) => {
                     tracing::warn!(%err, "control socket accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -78,10 +140,10 @@ pub async fn serve(listener: Listener, hangar: Arc<Hangar>, stop: watch::Receive
     }
 }
 
-async fn connection(stream: Stream, hangar: Arc<Hangar>, mut stop: watch::Receiver<bool>) {
-    // The socket file is 0600 already; the peer's credentials are checked too, so a socket
-    // handed on (or a permissive umask on an old kernel) does not let another user in.
-    match peer_allowed(&stream) {
+async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut stop: watch::Receiver<bool>) {
+    // The socket file is 0600 (0660) already; the peer's credentials are checked too, so a
+    // socket handed on (or a permissive umask on an old kernel) does not let another user in.
+    match peer_allowed(&stream, group) {
         Ok(()) => {}
         Err(why) => {
             tracing::warn!(%why, "control connection refused");
@@ -190,14 +252,47 @@ async fn hello(
     Ok(peer)
 }
 
-/// Only the supervisor's own user (or root) may talk to it.
-fn peer_allowed(stream: &Stream) -> Result<(), String> {
+/// Only the supervisor's own user (or root) may talk to it, and members of `group` if given.
+fn peer_allowed(stream: &Stream, group: Option<u32>) -> Result<(), String> {
     let creds = stream.peer_creds().map_err(|err| format!("cannot read the peer's credentials: {err}"))?;
     let ours = nix::unistd::geteuid().as_raw();
-    match creds.euid() {
-        Some(uid) if uid == ours || uid == 0 => Ok(()),
-        Some(uid) => Err(format!("peer uid {uid} is not the supervisor's ({ours})")),
-        None => Err("the peer's uid is unknown".into()),
+    let uid = match creds.euid() {
+        Some(uid) if uid == ours || uid == 0 => return Ok(()),
+        Some(uid) => uid,
+        None => return Err("the peer's uid is unknown".into()),
+    };
+    let Some(gid) = group else {
+        return Err(format!("peer uid {uid} is not the supervisor's ({ours})"));
+    };
+    // SO_PEERCRED carries the primary gid; Linux has the supplementary ones only in /proc.
+    if creds.egid() == Some(gid) {
+        return Ok(());
+    }
+    let pid = creds.pid().map_or_else(|| "?".to_owned(), |pid| pid.to_string());
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    match in_group(&status, uid, gid) {
+        Ok(()) => Ok(()),
+        Err(why) => Err(format!(
+            "peer uid {uid} (pid {pid}) is not the supervisor's ({ours}) and not in --socket-group {gid}: {why}"
+        )),
+    }
+}
+
+/// Whether the `/proc/<pid>/status` text of a peer that connected as `uid` lists `gid` among its
+/// supplementary groups. The uid must match too, so a pid reused by another user's process
+/// since the connect is not mistaken for the peer.
+fn in_group(status: &str, uid: u32, gid: u32) -> Result<(), String> {
+    let field = |key: &str| status.lines().find_map(|line| line.strip_prefix(key));
+    // `Uid:` lists real, effective, saved and filesystem uids; SO_PEERCRED gave the effective one.
+    let effective = field("Uid:").and_then(|uids| uids.split_whitespace().nth(1)?.parse::<u32>().ok());
+    if effective != Some(uid) {
+        return Err("its process is gone or no longer runs as that uid".into());
+    }
+    let groups = field("Groups:").ok_or("its process lists no groups")?;
+    if groups.split_whitespace().any(|g| g.parse::<u32>() == Ok(gid)) {
+        Ok(())
+    } else {
+        Err(format!("its groups are [{}]", groups.trim()))
     }
 }
 
@@ -249,5 +344,32 @@ async fn forward_events(
         if out.send(ipc::encode(&frame)).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUS: &str =
+        "Name:\tpython3\nUid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\nGroups:\t27 4242 \n";
+
+    #[test]
+    fn a_supplementary_group_admits_the_peer_only_with_its_own_uid() {
+        assert_eq!(in_group(STATUS, 65534, 4242), Ok(()));
+        assert!(in_group(STATUS, 65534, 4243).is_err_and(|why| why.contains("[27 4242]")));
+        // The pid now belongs to someone else (or nobody): refused whatever its groups.
+        assert!(in_group(STATUS, 1000, 4242).is_err());
+        assert!(in_group("", 65534, 4242).is_err());
+        assert!(in_group("Uid:\t65534\t65534\t65534\t65534\nGroups:\t\n", 65534, 4242).is_err());
+    }
+
+    #[test]
+    fn a_socket_group_is_a_gid_or_a_known_name() {
+        assert_eq!(SocketGroup::resolve("4242"), Ok(SocketGroup { gid: 4242, name: "4242".into() }));
+        assert_eq!(SocketGroup::resolve("root").map(|g| g.gid), Ok(0));
+        let unknown = SocketGroup::resolve("no-such-group-hangar").unwrap_err();
+        assert!(unknown.contains("\"no-such-group-hangar\"") && unknown.contains("no such group"), "{unknown}");
+        assert_eq!(SocketGroup { gid: 0, name: "root".into() }.to_string(), "root (0)");
     }
 }

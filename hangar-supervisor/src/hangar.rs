@@ -8,11 +8,13 @@ use std::time::Duration;
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request};
 use hangar_core::lifecycle::StopReason;
+use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
 use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
+use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 
 /// The most a single call may ask to wait.
@@ -26,6 +28,8 @@ pub struct Hangar {
     config_path: Option<PathBuf>,
     /// One reload at a time.
     reloading: tokio::sync::Mutex<()>,
+    /// The hangar-wide limits; replaced by a reload (requests admitted before keep their place).
+    limiter: RwLock<Arc<Limiter>>,
 }
 
 impl Hangar {
@@ -45,6 +49,7 @@ impl Hangar {
             front_door,
             config_path,
             reloading: tokio::sync::Mutex::new(()),
+            limiter: RwLock::new(hangar_limiter(config)),
         })
     }
 
@@ -59,6 +64,12 @@ impl Hangar {
 
     pub fn len(&self) -> usize {
         self.servers.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Admits one request to `server` under the hangar's limits and the server's own.
+    fn admit(&self, server: &Server) -> Result<Permit, IpcError> {
+        let hangar = self.limiter.read().unwrap_or_else(|p| p.into_inner()).clone();
+        Limiter::admit(&[&hangar, server.limiter()])
     }
 
     fn server(&self, id: &str) -> Result<Arc<Server>, IpcError> {
@@ -105,6 +116,7 @@ impl Hangar {
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
                 let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
                 let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
+                let _permit = self.admit(&server)?;
                 Reply::Called(server.call(&tool, arguments, extra, timeout, relay).await?)
             }
             Request::Subscribe => Reply::Subscribed,
@@ -115,13 +127,18 @@ impl Hangar {
             }
             Request::Verdict(verdict) => Reply::Applied { state: self.server(&verdict.mcp_server)?.verdict(&verdict) },
             Request::Metrics => {
-                Reply::Metrics(Box::new(MetricsSnapshot { servers: self.all().iter().map(|s| s.metrics()).collect() }))
+                let refused = self.limiter.read().unwrap_or_else(|p| p.into_inner()).refused();
+                Reply::Metrics(Box::new(MetricsSnapshot {
+                    servers: self.all().iter().map(|s| s.metrics()).collect(),
+                    refused,
+                }))
             }
             Request::Catalog => Reply::Catalog(self.catalog().await),
             Request::Reload => Reply::Reloaded(self.reload().await?),
             Request::Forward { mcp_server, method, params, timeout_ms } => {
                 let server = self.server(&mcp_server)?;
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
+                let _permit = self.admit(&server)?;
                 Reply::Forwarded(server.forward(&method, params, timeout).await?)
             }
         })
@@ -201,6 +218,9 @@ impl Hangar {
             }
         }
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
+        if &config.limits != self.limiter.read().unwrap_or_else(|p| p.into_inner()).limits() {
+            *self.limiter.write().unwrap_or_else(|p| p.into_inner()) = hangar_limiter(&config);
+        }
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
         for server in to_stop {
             server.stop(StopReason::Reload).await;
@@ -253,6 +273,10 @@ impl Hangar {
             }
         }
     }
+}
+
+fn hangar_limiter(config: &Config) -> Arc<Limiter> {
+    Limiter::new(Scope::Hangar, &config.limits, DEFAULT_GLOBAL_CONCURRENCY)
 }
 
 async fn futures_join_all(handles: Vec<tokio::task::JoinHandle<hangar_core::ipc::Stopped>>) {

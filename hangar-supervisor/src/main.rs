@@ -7,6 +7,7 @@ mod control;
 mod guardian;
 mod hangar;
 mod helpers;
+mod limits;
 mod listeners;
 mod logs;
 mod notify;
@@ -41,6 +42,11 @@ struct Args {
     /// The control socket [default: $RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR/hangar/supervisor.sock].
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Also serve members of this group (a name or a numeric gid) on the control socket, as a
+    /// primary or supplementary group: the socket is then owned by the group and mode 0660.
+    /// Without it, only the supervisor's own user and root are served.
+    #[arg(long, value_name = "NAME|GID")]
+    socket_group: Option<String>,
     /// The address the API it starts listens on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000")]
     listen: String,
@@ -76,6 +82,14 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_CONFIG);
         }
     };
+    // Resolved once at start: an unknown group is a configuration mistake, not a runtime one.
+    let socket_group = match args.socket_group.as_deref().map(control::SocketGroup::resolve).transpose() {
+        Ok(group) => group,
+        Err(err) => {
+            eprintln!("hangar-supervisor: {err}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
     // Before the runtime, so it is the main thread that forks it.
     let guardian = match guardian::start() {
         Ok(child) => Some(child),
@@ -91,7 +105,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_SOFTWARE);
         }
     };
-    let code = runtime.block_on(run(args, config));
+    let code = runtime.block_on(run(args, config, socket_group));
     drop(runtime);
     if let Some(mut guardian) = guardian {
         // Every child is reaped: closing the pipe lets the guardian exit with nothing to kill.
@@ -101,10 +115,14 @@ fn main() -> ExitCode {
     code
 }
 
-async fn run(args: Args, config: Config) -> ExitCode {
+async fn run(args: Args, config: Config, socket_group: Option<control::SocketGroup>) -> ExitCode {
     let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
-    let listener = match control::bind(&socket).await {
+    let listener = match control::bind(&socket, socket_group.as_ref()).await {
         Ok(listener) => listener,
+        Err(err @ control::BindError::Group { .. }) => {
+            eprintln!("hangar-supervisor: {err}");
+            return ExitCode::from(EX_CONFIG);
+        }
         Err(err) => {
             eprintln!("hangar-supervisor: {err}");
             return ExitCode::from(EX_UNAVAILABLE);
@@ -120,7 +138,7 @@ async fn run(args: Args, config: Config) -> ExitCode {
         };
     let hangar = hangar::Hangar::new(&config, Some(args.config.clone()));
     let (stop_tx, stop) = watch::channel(false);
-    let control = tokio::spawn(control::serve(listener, hangar.clone(), stop.clone()));
+    let control = tokio::spawn(control::serve(listener, hangar.clone(), socket_group, stop.clone()));
     tokio::spawn(hangar.clone().stop_idle_servers(stop.clone()));
     tracing::info!(socket = %socket.display(), servers = hangar.len(), "supervisor ready");
     println!("hangar-supervisor ready on {}", socket.display());

@@ -147,6 +147,14 @@ pub fn children_named(parent: u32, name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// A `/proc/<pid>/status` memory field in KiB: `VmRSS` (resident now) or `VmHWM` (the peak
+/// resident size since the process started).
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let value = status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
+    value.trim().strip_suffix("kB")?.trim().parse().ok()
+}
+
 /// SIGKILLs one process.
 pub fn sigkill(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
@@ -322,6 +330,33 @@ impl Hangar {
             headers.push(("Mcp-Name", name.as_str()));
         }
         self.post_raw("/mcp", &headers, body.to_string().as_bytes())
+    }
+
+    /// Sends a modern `tools/call` of `tool` (a `sleep` for a minute) on a connection of its own
+    /// and returns the open stream, unread: the call stays in flight until the stream is dropped
+    /// (which cancels it upstream). `meta_extra` joins the request's `_meta`.
+    pub fn open_sleep_call(&self, tool: &str, meta_extra: Value) -> std::net::TcpStream {
+        use std::io::Write as _;
+        let mut meta = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        if let (Some(meta), Some(extra)) = (meta.as_object_mut(), meta_extra.as_object()) {
+            meta.extend(extra.clone());
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"ms": 60000}, "_meta": meta}})
+        .to_string();
+        let addr = self.base.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect to the API");
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send the call");
+        stream
     }
 
     /// Calls a hangar tool over MCP; returns the tool result (`content`, `structuredContent`, `isError`).

@@ -1,12 +1,11 @@
 //! A client that goes away mid-call cancels the call upstream: the upstream receives
 //! `notifications/cancelled`, and nothing keeps running for nobody.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{Hangar, MODERN, poll};
+use hangar_tests::{Hangar, poll};
 
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
@@ -14,30 +13,6 @@ mcp_servers:
   slow:
     command: ["{fake}", "--tools", "sleep,echo"]
 "#;
-
-/// Sends a modern `tools/call` of `sleep` on a raw connection and returns the open stream.
-fn start_slow_call(hangar: &Hangar, meta_extra: hangar_tests::serde_json::Value) -> TcpStream {
-    let mut meta = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    if let (Some(meta), Some(extra)) = (meta.as_object_mut(), meta_extra.as_object()) {
-        meta.extend(extra.clone());
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-        "params": {"name": "sleep", "arguments": {"ms": 60000}, "_meta": meta}})
-    .to_string();
-    let addr = hangar.base.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         MCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/call\r\nMcp-Name: sleep\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    stream
-}
 
 fn cancellations(hangar: &Hangar) -> usize {
     let logs = hangar.get("/api/mcp_servers/slow/logs?lines=1000");
@@ -50,7 +25,7 @@ fn cancellations(hangar: &Hangar) -> usize {
 fn closing_an_event_stream_cancels_the_call_upstream() {
     let hangar = Hangar::start(CONFIG);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
-    let mut stream = start_slow_call(&hangar, json!({"progressToken": "p-1"}));
+    let mut stream = hangar.open_sleep_call("sleep", json!({"progressToken": "p-1"}));
     // The event stream's head arrives at once; the call is running.
     let mut head = [0u8; 64];
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -73,7 +48,7 @@ fn closing_an_event_stream_cancels_the_call_upstream() {
 fn a_client_dropping_a_plain_request_cancels_the_call_upstream() {
     let hangar = Hangar::start(CONFIG);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
-    let stream = start_slow_call(&hangar, json!({}));
+    let stream = hangar.open_sleep_call("sleep", json!({}));
     poll("the call to reach the upstream", Duration::from_secs(10), || {
         (hangar.details("slow")["health"]["total_invocations"] == 1).then_some(())
     });

@@ -67,6 +67,7 @@ fn a_bad_config_exits_78_naming_the_file_and_key() {
         ("mcp_servers:\n  math:\n    mode: subprocess\n", "mcp_servers.math.command"),
         ("mcp_servers:\n\tmath: 1\n", "line 2 column 1"),
         ("mcp_servers: [x]\n", "mcp_servers: invalid type: sequence, expected a map"),
+        ("limits: {rate_limit: {calls_per_s: 0}}\n", "limits.rate_limit.calls_per_s: must be a number above 0"),
     ];
     for (yaml, key) in cases {
         let path = dir.join("bad.yaml");

@@ -51,31 +51,89 @@ mcp_servers:
     assert!(contents.iter().any(|c| c.contains("fake-ping-1")), "{contents:?}");
 }
 
+/// Bytes the flooding fake writes to stderr: a million 100-byte lines.
+const FLOOD_BYTES: u64 = 100_000_000;
+/// How much the supervisor's peak resident memory may exceed what it had before the flood. The
+/// flood is 100 MB; the ring keeps 1000 lines of at most 4 KiB, so a hangar that holds on to
+/// what it drains would blow far past this.
+const RSS_GROWTH_LIMIT_KIB: u64 = 32 * 1024;
+
 #[test]
-fn a_stderr_flood_never_stalls_the_server_and_the_log_stays_bounded() {
-    let hangar = Hangar::start(
+fn a_100_mb_stderr_flood_stalls_nothing_and_the_hangar_does_not_grow() {
+    use hangar_tests::{poll, proc_status_kib};
+    use std::time::Duration;
+
+    let hangar = Hangar::start(&format!(
         r#"
 mcp_servers:
   flood:
-    command: ["{fake}", "--tools", "add", "--flood-stderr", "30000000"]
-"#,
-    );
+    command: ["{{fake}}", "--tools", "add", "--flood-stderr", "{FLOOD_BYTES}"]
+  calm:
+    command: ["{{fake}}", "--tools", "add"]
+"#
+    ));
+    // The baseline is a hangar already serving: a running server and a call through every layer.
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "calm"}));
+    assert_eq!(hangar.call("calm", "add", json!({"a": 1, "b": 1})), Some(json!({"result": 2})));
+    let pid = hangar.pid();
+    let rss_before = proc_status_kib(pid, "VmRSS").unwrap();
+
+    // The fake floods from the moment it starts. Calls to both servers go on until the log
+    // shows the flood's last line (sequence number 999999, the millionth 100-byte line).
     hangar.tool_ok("hangar_start", json!({"mcp_server": "flood"}));
-    for i in 0..50 {
-        let batch = hangar.tool_ok(
-            "hangar_call",
-            json!({"calls": [{"mcp_server": "flood", "tool": "add", "arguments": {"a": i, "b": 0}}]}),
-        );
-        assert_eq!(batch["results"][0]["result"]["structuredContent"]["result"], i);
-    }
-    let logs = hangar.get("/api/mcp_servers/flood/logs?lines=1000");
-    let count = logs.body["count"].as_u64().unwrap();
-    assert!(count <= 1000, "the ring holds at most 1000 lines, got {count}");
-    assert!(count > 0);
+    let last_line = format!("flood {:010}", FLOOD_BYTES / 100 - 1);
+    let mut rounds_during_flood = 0;
+    let mut i = 0;
+    let logs = poll("the flood's last line in the log", Duration::from_secs(300), || {
+        i += 1;
+        assert_eq!(hangar.call("flood", "add", json!({"a": i, "b": 0})), Some(json!({"result": i})));
+        assert_eq!(hangar.call("calm", "add", json!({"a": i, "b": 1})), Some(json!({"result": i + 1})));
+        let logs = hangar.get("/api/mcp_servers/flood/logs?lines=1000");
+        assert_eq!(logs.status, 200, "{}", logs.text);
+        if logs.text.contains(&last_line) {
+            return Some(logs);
+        }
+        rounds_during_flood += 1;
+        None
+    });
+    let rss_after = proc_status_kib(pid, "VmRSS").unwrap();
+    let peak = proc_status_kib(pid, "VmHWM").unwrap();
+    eprintln!(
+        "supervisor memory with a {FLOOD_BYTES}-byte stderr flood: VmRSS before {rss_before} KiB, \
+         VmHWM after {peak} KiB (growth {} KiB), VmRSS after {rss_after} KiB; \
+         {rounds_during_flood} rounds of calls answered while the flood ran",
+        peak.saturating_sub(rss_before)
+    );
+    assert!(rounds_during_flood > 0, "no call was answered while the flood ran: it stalled them");
+    assert!(
+        peak.saturating_sub(rss_before) < RSS_GROWTH_LIMIT_KIB,
+        "the supervisor grew with the flood: VmRSS {rss_before} KiB before, VmHWM {peak} KiB after"
+    );
+
+    // The ring kept its last 1000 lines, no more: the oldest flood line it still holds is from
+    // the flood's very end.
+    let lines = logs.body["logs"].as_array().unwrap();
+    assert_eq!((logs.body["count"].as_u64(), lines.len()), (Some(1000), 1000), "a full ring, and no more");
+    let oldest = lines
+        .iter()
+        .filter_map(|l| l["content"].as_str()?.split("flood ").nth(1)?.get(..10)?.parse::<u64>().ok())
+        .min()
+        .unwrap();
+    assert!(oldest >= FLOOD_BYTES / 100 - 1000, "the ring dropped older lines; its oldest is {oldest}");
+    assert_eq!(hangar.details("flood")["state"], "ready");
+
+    // Every read surface but the flooding server's own logs is free of what it printed.
     hangar.get("/api/mcp_servers");
-    let bodies = hangar.bodies();
-    let leaks = bodies.iter().filter(|b| b.contains(SENTINEL) && !b.contains("\"logs\"")).count();
-    assert_eq!(leaks, 0);
+    hangar.details("calm");
+    hangar.get("/api/mcp_servers/calm/logs?lines=1000");
+    hangar.tool_ok("hangar_status", json!({}));
+    hangar.tool_ok("hangar_list", json!({}));
+    hangar.metrics();
+    let own_logs = |body: &str| {
+        body.starts_with('{') && body.contains(r#""mcp_server_id":"flood""#) && body.contains(r#""logs":"#)
+    };
+    let leaks: Vec<String> = hangar.bodies().into_iter().filter(|b| b.contains(SENTINEL) && !own_logs(b)).collect();
+    assert!(leaks.is_empty(), "a read surface leaked {SENTINEL:?}: {leaks:?}");
 }
 
 #[test]

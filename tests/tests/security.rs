@@ -64,3 +64,79 @@ except (BrokenPipeError, ConnectionResetError):
     assert!(hangar.log().contains("is not the supervisor's"), "the refusal is logged");
     assert_eq!(hangar.get("/health/ready").status, 200, "the hangar's own API is unaffected");
 }
+
+/// A Python client that says hello as another user and prints whether it was answered.
+const HELLO_CLIENT: &str = r#"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+try:
+    s.sendall(json.dumps({"hello": {"protocol": 1, "role": "operator", "version": "0"}}).encode() + b"\n")
+    print("answered" if s.recv(4096) else "closed")
+except (BrokenPipeError, ConnectionResetError):
+    print("closed")
+"#;
+
+#[test]
+fn a_socket_group_admits_its_members_and_no_one_else() {
+    // A gid nobody on the machine uses: only the peers the test puts in it are members.
+    const GROUP: u32 = 4242;
+    let hangar = Hangar::start_with("mcp_servers: {}\n", &["--socket-group", &GROUP.to_string()]);
+    let meta = std::fs::metadata(&hangar.socket).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o660, "group-writable");
+    assert_eq!(std::os::unix::fs::MetadataExt::gid(&meta), GROUP, "owned by the group");
+    let python = "/usr/bin/python3";
+    if !nix::unistd::Uid::effective().is_root()
+        || Command::new("setpriv").arg("--version").output().is_err()
+        || !std::path::Path::new(python).exists()
+    {
+        eprintln!("skipping the other-user checks: needs root, setpriv and {python}");
+        return;
+    }
+    // The test's temp directory is 0700; the peer must be able to reach the socket inside it.
+    std::fs::set_permissions(hangar.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let as_nobody = |gid: u32, groups: &str| {
+        let output = Command::new("setpriv")
+            .args(["--reuid=65534", &format!("--regid={gid}"), groups, python, "-c", HELLO_CLIENT])
+            .arg(&hangar.socket)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        (said, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+
+    // In the group as a supplementary group only (its primary gid is 65534): served.
+    let (said, stderr) = as_nobody(65534, &format!("--groups={GROUP}"));
+    assert_eq!(said, "answered", "stderr: {stderr}\nlog:\n{}", hangar.log());
+    // As its primary group, with no supplementary ones: served.
+    let (said, stderr) = as_nobody(GROUP, "--clear-groups");
+    assert_eq!(said, "answered", "stderr: {stderr}\nlog:\n{}", hangar.log());
+    assert!(!hangar.log().contains("control connection refused"), "{}", hangar.log());
+
+    // The same uid outside the group: the file lets it connect (its mode is opened up here), but
+    // its credentials do not.
+    std::fs::set_permissions(&hangar.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (said, stderr) = as_nobody(65534, "--clear-groups");
+    assert_eq!(said, "closed", "stderr: {stderr}");
+    let log = hangar.log();
+    assert!(log.contains("is not the supervisor's") && log.contains("not in --socket-group 4242"), "{log}");
+    assert_eq!(hangar.get("/health/ready").status, 200, "the hangar's own API is unaffected");
+}
+
+#[test]
+fn an_unknown_socket_group_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hangar.yaml");
+    std::fs::write(&config, "mcp_servers: {}\n").unwrap();
+    let output = Command::new(hangar_tests::bin("hangar-supervisor"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--socket")
+        .arg(dir.path().join("supervisor.sock"))
+        .args(["--no-api", "--no-prober", "--socket-group", "no-such-group-hangar"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "stderr: {stderr}");
+    assert!(stderr.contains("no-such-group-hangar") && stderr.contains("no such group"), "{stderr}");
+    assert!(!dir.path().join("supervisor.sock").exists(), "no socket was made");
+}

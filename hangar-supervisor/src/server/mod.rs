@@ -30,12 +30,14 @@ use hangar_core::backoff;
 use hangar_core::config::{RecoveryPolicy, ServerConfig};
 use hangar_core::ipc::ProbeTarget;
 use hangar_core::lifecycle::{Event, Lifecycle, State};
+use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
 use hangar_core::metrics::{Histogram, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord};
 use hangar_core::time::rfc3339_millis;
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
+use crate::limits::{Limiter, Scope};
 use crate::logs::LogRing;
 
 pub use calls::DEFAULT_CALL_TIMEOUT;
@@ -61,6 +63,8 @@ pub struct Server {
     log: Arc<LogRing>,
     inner: Mutex<Inner>,
     start_lock: tokio::sync::Mutex<()>,
+    /// This server's own concurrency and rate limits.
+    limiter: Arc<Limiter>,
 }
 
 struct Inner {
@@ -134,6 +138,7 @@ impl Server {
             // What an upstream prints may echo its env (API keys, tokens): never show those.
             log: Arc::new(LogRing::with_secrets(&id, config.env.values().cloned().collect())),
             policy: config.recovery.resolve(recovery_defaults),
+            limiter: Limiter::new(Scope::Server(id.clone()), &config.limits, DEFAULT_SERVER_CONCURRENCY),
             id,
             config,
             shared,
@@ -158,6 +163,10 @@ impl Server {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    pub fn limiter(&self) -> &Arc<Limiter> {
+        &self.limiter
     }
 
     pub fn config(&self) -> &ServerConfig {
@@ -274,6 +283,7 @@ impl Server {
             health_checks_ok: c.checks_ok,
             health_checks_failed: c.checks_failed,
             capability_violations: c.capability_violations,
+            refused: self.limiter.refused(),
         }
     }
 
