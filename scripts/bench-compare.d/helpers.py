@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Helpers for scripts/bench-compare (standard library only; run with the system python3).
+
+  helpers.py free-port
+      Prints a free loopback TCP port (bound to port 0, then released).
+  helpers.py first-call URL SERVER TOOL ARGS_JSON T0_NS TIMEOUT_S
+      Polls GET <base>/health/ready and then a hangar_call (MCP 2026-07-28 wire) until one succeeds;
+      prints {"ready_s": ..., "first_call_s": ...} measured from T0_NS (time.time_ns() at launch).
+  helpers.py rss PID EXCLUDE_NAME
+      Prints {"rss_kb", "hwm_kb", "processes": [...]}: VmRSS (and VmHWM) summed over PID and its
+      descendants, leaving out processes whose executable is named EXCLUDE_NAME (the upstream).
+  helpers.py cpu-busy SECONDS
+      Prints the fraction of all CPU time spent busy (not idle or iowait) over SECONDS.
+  helpers.py add-row SRC DST KEY=VALUE...
+      Appends every JSON line of SRC to DST with the given string fields added.
+  helpers.py report RESULTS_JSONL
+      Prints the comparison table and appends the ratio rows to RESULTS_JSONL.
+"""
+
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+import urllib.parse
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        print(s.getsockname()[1])
+
+
+def first_call(url, server, tool, args_json, t0_ns, timeout_s):
+    t0_ns, deadline = int(t0_ns), time.time() + float(timeout_s)
+    parsed = urllib.parse.urlsplit(url)
+    host, port, path = parsed.hostname, parsed.port, parsed.path or "/mcp"
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "hangar_call",
+                "arguments": {"calls": [{"mcp_server": server, "tool": tool, "arguments": json.loads(args_json)}]},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+    )
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "hangar_call",
+    }
+    ready_s, last = None, "nothing answered"
+    while time.time() < deadline:
+        try:
+            conn = http.client.HTTPConnection(host, port, timeout=30)
+            if ready_s is None:
+                conn.request("GET", "/health/ready")
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 200:
+                    last = f"/health/ready answered {resp.status}"
+                    conn.close()
+                    time.sleep(0.005)
+                    continue
+                ready_s = (time.time_ns() - t0_ns) / 1e9
+            conn.request("POST", path, body, headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            conn.close()
+            if resp.status == 200 and b'"success":true' in data:
+                first_s = (time.time_ns() - t0_ns) / 1e9
+                print(json.dumps({"ready_s": round(ready_s, 3), "first_call_s": round(first_s, 3)}))
+                return
+            last = f"hangar_call answered {resp.status}: {data[:300]!r}"
+        except OSError as e:
+            last = f"{type(e).__name__}: {e}"
+        time.sleep(0.005)
+    sys.exit(f"no successful hangar_call on {url} within {timeout_s}s (last: {last})")
+
+
+def _children():
+    kids = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def _status(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+def rss(pid, exclude_name):
+    kids, todo, total, hwm, procs = _children(), [int(pid)], 0, 0, []
+    while todo:
+        p = todo.pop()
+        todo.extend(kids.get(p, []))
+        try:
+            exe = os.path.basename(os.readlink(f"/proc/{p}/exe"))
+            status = _status(p)
+        except OSError:
+            continue
+        if exe == exclude_name:
+            continue
+        kb = int(status.get("VmRSS", "0 kB").split()[0])
+        peak = int(status.get("VmHWM", "0 kB").split()[0])
+        total, hwm = total + kb, hwm + peak
+        procs.append({"pid": p, "exe": exe, "rss_kb": kb})
+    print(json.dumps({"rss_kb": total, "hwm_kb": hwm, "processes": procs}))
+
+
+def _cpu_times():
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    return sum(values), values[3] + values[4]
+
+
+def cpu_busy(seconds):
+    total0, idle0 = _cpu_times()
+    time.sleep(float(seconds))
+    total1, idle1 = _cpu_times()
+    print(round(1 - (idle1 - idle0) / max(1, total1 - total0), 3))
+
+
+def add_row(src, dst, *pairs):
+    extra = dict(pair.split("=", 1) for pair in pairs)
+    with open(src) as f, open(dst, "a") as out:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                row.update(extra)
+                out.write(json.dumps(row) + "\n")
+
+
+def _fmt(x, unit=""):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if abs(x) >= 100:
+            return f"{x:,.0f}{unit}"
+        if abs(x) >= 10:
+            return f"{x:.1f}{unit}"
+        if abs(x) >= 1:
+            return f"{x:.2f}{unit}"
+        return f"{x:.3f}{unit}" if abs(x) >= 0.01 else f"{x:.2g}{unit}"
+    return f"{x}{unit}"
+
+
+def _ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def report(results):
+    rows = [json.loads(line) for line in open(results) if line.strip()]
+
+    def find(kind, gateway, workload):
+        for r in rows:
+            if r.get("kind") == kind and r.get("gateway") == gateway and r.get("workload") == workload:
+                return r
+        return None
+
+    def bench(gateway, workload, field):
+        r = find("bench", gateway, workload)
+        return None if r is None else float(r[field])
+
+    def meta(gateway, field):
+        r = find("meta", gateway, "process")
+        return None if r is None or r.get(field) is None else float(r[field])
+
+    # (metric, floor, hangar, mcp-hangar, lower_is_better)
+    lines = []
+    for workload, title in (("latency", "sequential hangar_call"), ("latency-legacy", "sequential, legacy wire")):
+        for q in ("p50", "p90", "p99"):
+            lines.append(
+                (
+                    f"{title} {q} (ms)",
+                    bench("floor", "latency", f"{q}_ms") if workload == "latency" else None,
+                    bench("hangar", workload, f"{q}_ms"),
+                    bench("mcp-hangar", workload, f"{q}_ms"),
+                    True,
+                )
+            )
+    lines.append(
+        (
+            "throughput, 8 clients (calls/s)",
+            bench("floor", "throughput", "calls_per_s"),
+            bench("hangar", "throughput", "calls_per_s"),
+            bench("mcp-hangar", "throughput", "calls_per_s"),
+            False,
+        )
+    )
+    for q in ("p50", "p99"):
+        lines.append(
+            (
+                f"  latency under that load {q} (ms)",
+                bench("floor", "throughput", f"{q}_ms"),
+                bench("hangar", "throughput", f"{q}_ms"),
+                bench("mcp-hangar", "throughput", f"{q}_ms"),
+                True,
+            )
+        )
+    errors = {
+        g: sum(int(r.get("errors", 0)) for r in rows if r.get("kind") == "bench" and r.get("gateway") == g)
+        for g in ("floor", "hangar", "mcp-hangar")
+    }
+    lines.append(("errors, all runs", errors["floor"], errors["hangar"], errors["mcp-hangar"], True))
+    lines.append(
+        ("RSS after warm-up (MB)", None, meta("hangar", "rss_warm_mb"), meta("mcp-hangar", "rss_warm_mb"), True)
+    )
+    lines.append(("RSS after load (MB)", None, meta("hangar", "rss_load_mb"), meta("mcp-hangar", "rss_load_mb"), True))
+    lines.append(("launch to /health/ready (s)", None, meta("hangar", "ready_s"), meta("mcp-hangar", "ready_s"), True))
+    lines.append(
+        ("launch to first hangar_call (s)", None, meta("hangar", "first_call_s"), meta("mcp-hangar", "first_call_s"), True)
+    )
+
+    info = next((r for r in rows if r.get("kind") == "run"), {})
+    print(
+        f"hangar {info.get('hangar_rev', '?')} vs mcp-hangar {info.get('mcp_hangar_version', '?')}"
+        f" (event store {'on' if info.get('mcp_hangar_event_store') else 'off'});"
+        f" {info.get('cpus', '?')} CPUs; {'quick' if info.get('quick') else 'full'} run {info.get('run', '')}"
+    )
+    print()
+    header = ("metric", "stdio floor", "hangar", "mcp-hangar", "hangar wins by", "hangar/floor", "mcp-hangar/floor")
+    table = [header]
+    run = next((r.get("run") for r in rows if r.get("run")), None)
+    with open(results, "a") as out:
+        for metric, floor, ours, theirs, lower in lines:
+            # "wins by": mcp-hangar / hangar where lower is better, hangar / mcp-hangar where higher is.
+            wins = _ratio(theirs, ours) if lower else _ratio(ours, theirs)
+            if metric.startswith("errors"):
+                wins = None
+            vs_ours, vs_theirs = _ratio(ours, floor), _ratio(theirs, floor)
+            table.append(
+                (
+                    metric,
+                    _fmt(floor),
+                    _fmt(ours),
+                    _fmt(theirs),
+                    _fmt(wins, "x"),
+                    _fmt(vs_ours, "x"),
+                    _fmt(vs_theirs, "x"),
+                )
+            )
+            out.write(
+                json.dumps(
+                    {
+                        "kind": "ratio",
+                        "run": run,
+                        "metric": metric,
+                        "floor": floor,
+                        "hangar": ours,
+                        "mcp_hangar": theirs,
+                        "hangar_advantage": wins,
+                        "hangar_over_floor": vs_ours,
+                        "mcp_hangar_over_floor": vs_theirs,
+                        "lower_is_better": lower,
+                    }
+                )
+                + "\n"
+            )
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for n, row in enumerate(table):
+        cells = [str(c).ljust(widths[0]) if i == 0 else str(c).rjust(widths[i]) for i, c in enumerate(row)]
+        print("  ".join(cells))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    print()
+    print("hangar wins by: mcp-hangar/hangar for times and memory, hangar/mcp-hangar for calls/s.")
+    print("x/floor: the gateway's figure over the direct stdio client's (times: how many times slower;")
+    print("calls/s: the fraction of the floor's rate the gateway reaches).")
+
+
+if __name__ == "__main__":
+    cmd, *rest = sys.argv[1:] or ["help"]
+    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "report": report}
+    if cmd not in handlers:
+        sys.exit(__doc__)
+    handlers[cmd](*rest)
