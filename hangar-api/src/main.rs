@@ -12,6 +12,7 @@
 mod app;
 mod auth;
 mod error;
+mod json;
 mod listen;
 mod mcp;
 mod metrics;
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
         },
         None => auth::ApiKeys::default(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match hangar_runtime::runtime::build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("hangar-api: cannot start the async runtime: {err}");

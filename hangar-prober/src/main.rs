@@ -44,7 +44,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     logging::init(args.log_format);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match hangar_runtime::runtime::build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("hangar-prober: cannot start the runtime: {err}");

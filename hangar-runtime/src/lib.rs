@@ -5,6 +5,7 @@
 //!   used by the API and the prober (and by operators' tools).
 //! - [`lines`]: newline-delimited I/O with a bound on line length, and batched line writing.
 //! - [`logging`]: `tracing` to stderr, human or JSON.
+//! - [`runtime`]: the tokio runtime (one thread unless `HANGAR_WORKER_THREADS` asks for more).
 //!
 //! Architecture invariant: nothing here knows what a server is; the vocabulary is
 //! `hangar_core::ipc`.
@@ -14,3 +15,4 @@ pub mod args;
 pub mod client;
 pub mod lines;
 pub mod logging;
+pub mod runtime;

@@ -98,7 +98,7 @@ fn main() -> ExitCode {
             None
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match hangar_runtime::runtime::build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("hangar-supervisor: cannot start the runtime: {err}");

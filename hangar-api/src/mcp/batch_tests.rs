@@ -116,3 +116,13 @@ fn too_many_calls_is_the_tools_invalid_argument() {
     }
     assert!(matches!(parsed(json!({"calls": []})), Err(ToolFailure::Tool(_))));
 }
+
+#[tokio::test]
+async fn the_hand_built_json_matches_the_derived_one() {
+    let fake = FakeSupervisor::new();
+    for calls in [vec![call("a", 0)], vec![call("fail", 0), call("b", 0)]] {
+        let report = run(fake.clone(), spec(calls, 1, true)).await;
+        let derived = serde_json::to_value(&report).unwrap();
+        assert_eq!(report.into_value(), derived);
+    }
+}

@@ -1,6 +1,6 @@
 //! What both eras share: who the server is, and `tools/call`'s parameters.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::errors::RpcError;
 use super::front_door;
@@ -13,14 +13,16 @@ them; hangar_details and hangar_tools show one; hangar_start and hangar_stop con
 tools, many at once.";
 
 pub fn server_info() -> Value {
-    json!({"name": SERVER_NAME, "version": SERVER_VERSION})
+    crate::json::object([("name", Value::from(SERVER_NAME)), ("version", Value::from(SERVER_VERSION))])
 }
 
 /// The methods both eras route the same way, beyond `tools/call`. `None` if not one of them.
 pub async fn shared(app: &AppState, method: &str, params: Option<Value>) -> Option<Result<Value, RpcError>> {
     let supervisor = &app.supervisor;
     Some(match method {
-        "tools/list" => front_door::tools_list(supervisor).await.map(|tools| json!({"tools": tools})),
+        "tools/list" => {
+            front_door::tools_list(supervisor).await.map(|tools| crate::json::object([("tools", tools.into())]))
+        }
         "tools/call" => tools_call(app, params).await,
         "prompts/list" => front_door::list(supervisor, method, "prompts").await,
         "prompts/get" => front_door::prompts_get(supervisor, params).await,

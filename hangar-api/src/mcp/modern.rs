@@ -186,8 +186,8 @@ fn complete(result: Value) -> Value {
         Value::Object(map) => map,
         other => Map::from_iter([("value".to_owned(), other)]),
     };
-    result.entry("resultType").or_insert_with(|| json!("complete"));
-    let meta = result.entry("_meta").or_insert_with(|| json!({}));
+    result.entry("resultType").or_insert_with(|| Value::from("complete"));
+    let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
         meta.insert(META_SERVER_INFO.into(), methods::server_info());
     }

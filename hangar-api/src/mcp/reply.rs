@@ -1,6 +1,5 @@
 //! What `/mcp` answers: a status, an optional JSON body and a few headers.
 
-use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
@@ -26,7 +25,8 @@ pub struct McpReply {
 
 impl McpReply {
     pub fn result(id: &Value, result: Value) -> Self {
-        McpReply::json(StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        let body = crate::json::object([("jsonrpc", Value::from("2.0")), ("id", id.clone()), ("result", result)]);
+        McpReply::json(StatusCode::OK, body)
     }
 
     pub fn error(status: StatusCode, id: &Value, error: &RpcError) -> Self {
@@ -71,7 +71,7 @@ impl IntoResponse for McpReply {
     fn into_response(self) -> Response {
         let mut response = match (self.events, self.body) {
             (Some(events), _) => event_stream(events),
-            (None, Some(body)) => (self.status, Json(body)).into_response(),
+            (None, Some(body)) => json_response(self.status, &body),
             (None, None) => self.status.into_response(),
         };
         let headers = response.headers_mut();
@@ -82,6 +82,17 @@ impl IntoResponse for McpReply {
             headers.insert(ALLOW, HeaderValue::from_static("POST"));
         }
         response
+    }
+}
+
+/// `body` as `application/json`, written into one buffer sized for a typical answer (axum's
+/// `Json` starts at 128 bytes and grows by copying).
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut bytes = Vec::with_capacity(1024);
+    match serde_json::to_writer(&mut bytes, body) {
+        Ok(()) => (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response(),
+        // Unreachable for a `Value` (its keys are strings); answered rather than assumed.
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 

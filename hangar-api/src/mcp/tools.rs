@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::args::Arguments;
 use super::batch;
 use super::errors::RpcError;
+use crate::json::object;
 use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
 use crate::supervisor::Supervisor;
 
@@ -151,11 +152,11 @@ pub async fn call(supervisor: &Arc<dyn Supervisor>, name: &str, arguments: Optio
 
 /// The same JSON as text (for clients that read only text) and as structured content.
 fn tool_result(value: Value, is_error: bool) -> Value {
-    json!({
-        "content": [{"type": "text", "text": value.to_string()}],
-        "structuredContent": value,
-        "isError": is_error,
-    })
+    // serde_json::to_string writes straight into a buffer; `Value`'s Display goes through
+    // fmt::Formatter a piece at a time, several times slower.
+    let text = serde_json::to_string(&value).unwrap_or_default();
+    let text = object([("type", Value::from("text")), ("text", Value::String(text))]);
+    object([("content", Value::Array(vec![text])), ("structuredContent", value), ("isError", Value::Bool(is_error))])
 }
 
 fn to_json<T: Serialize>(value: &T) -> Outcome {
@@ -213,7 +214,7 @@ async fn stop(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
 
 async fn hangar_call(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
     let spec = batch::parse(args)?;
-    to_json(&batch::run(supervisor.clone(), spec).await)
+    Ok(batch::run(supervisor.clone(), spec).await.into_value())
 }
 
 #[cfg(test)]

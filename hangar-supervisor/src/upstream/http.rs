@@ -73,8 +73,7 @@ impl HttpUpstream {
             meta.insert("progressToken".into(), json!(id));
         }
         let relays: Vec<(u64, Relay)> = relay.into_iter().map(|r| (id, r)).collect();
-        let request =
-            self.post(era, method, &params, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let request = self.post(era, method, &params, super::message(Some(id), method, &params));
         let exchange = async {
             let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
             if let Some(session) = response.headers().get(SESSION_HEADER) {
@@ -90,19 +89,19 @@ impl HttpUpstream {
 
     /// Sends a notification in the background; its answer (202) is of no interest.
     pub(super) fn notify(&self, era: Era, method: &str, params: Value) {
-        let request = self.post(era, method, &params, &json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        let request = self.post(era, method, &params, super::message(None, method, &params));
         tokio::spawn(async move {
             let _ = request.timeout(Duration::from_secs(10)).send().await;
         });
     }
 
-    fn post(&self, era: Era, method: &str, params: &Value, body: &Value) -> reqwest::RequestBuilder {
+    fn post(&self, era: Era, method: &str, params: &Value, body: Vec<u8>) -> reqwest::RequestBuilder {
         let mut request = self
             .client
             .post(&self.endpoint)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
-            .body(serde_json::to_vec(body).unwrap_or_default());
+            .body(body);
         match era {
             Era::Modern => {
                 request = request.header("MCP-Protocol-Version", MODERN_VERSION).header("Mcp-Method", method);

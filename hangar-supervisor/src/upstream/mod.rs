@@ -277,6 +277,31 @@ fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: hangar_core::jso
     RequestError::Rpc { method: method.into(), code: error.code, data }
 }
 
+/// A JSON-RPC request (with an id) or notification, serialized from borrowed parts: building a
+/// `Value` with `json!` would first copy `params`, the caller's whole arguments.
+#[derive(serde::Serialize)]
+struct Outgoing<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    method: &'a str,
+    params: &'a Value,
+}
+
+/// The JSON text of a request (`id: Some`) or notification.
+fn message(id: Option<u64>, method: &str, params: &Value) -> Vec<u8> {
+    // Serializing a `Value` cannot fail: its keys are strings.
+    serde_json::to_vec(&Outgoing { jsonrpc: "2.0", id, method, params }).unwrap_or_default()
+}
+
+/// The same, as one line for a stdio pipe.
+fn message_line(id: Option<u64>, method: &str, params: &Value) -> Vec<u8> {
+    let mut line = message(id, method, params);
+    line.push(b'\n');
+    line
+}
+
+/// Any JSON value as one line for a stdio pipe.
 fn encode(message: &Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(message).unwrap_or_default();
     line.push(b'\n');

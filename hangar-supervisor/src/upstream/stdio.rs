@@ -16,7 +16,7 @@ use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{Notice, Relay, RequestError, encode};
+use super::{Notice, Relay, RequestError, encode, message_line};
 use crate::logs::{LogRing, Stream};
 use hangar_runtime::lines::{Line, read_line, write_batched};
 
@@ -105,7 +105,7 @@ impl StdioUpstream {
             }
             lock(&self.routes.relays).push((id, relay));
         }
-        let line = encode(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let line = message_line(Some(id), method, &params);
         if !self.send(line) {
             in_flight.answered = true;
             lock(&self.routes.pending).cancel(id);
@@ -128,7 +128,7 @@ impl StdioUpstream {
 
     /// Sends a notification; returns false if the pipe is closed.
     pub fn notify(&self, method: &str, params: Value) -> bool {
-        self.send(encode(&json!({"jsonrpc": "2.0", "method": method, "params": params})))
+        self.send(message_line(None, method, &params))
     }
 
     fn send(&self, line: Vec<u8>) -> bool {
