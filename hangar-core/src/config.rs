@@ -108,6 +108,10 @@ pub struct ServerConfig {
     /// Program and arguments; never a shell string.
     #[serde(default)]
     pub command: Vec<String>,
+    /// More arguments, appended to `command` when the config is loaded (the Python
+    /// `mcp-hangar` writes `command: [program]` and `args: [...]`). Always empty after loading.
+    #[serde(default)]
+    pub args: Vec<String>,
     /// Extra environment for the child. Values are secrets as far as logs are concerned.
     #[serde(default)]
     pub env: IndexMap<String, String>,
@@ -212,7 +216,7 @@ impl Config {
 
     /// Parses and validates YAML text.
     pub fn parse(text: &str) -> Result<Config, KeyError> {
-        let config: Config = if text.trim().is_empty() {
+        let mut config: Config = if text.trim().is_empty() {
             // An empty file is a hangar with no servers, not a parse error.
             Config {
                 tool_access: ToolAccess::default(),
@@ -229,6 +233,18 @@ impl Config {
                 KeyError { key: if key == "." { "(top level)".into() } else { key }, message }
             })?
         };
+        for (name, server) in &mut config.mcp_servers {
+            if !server.args.is_empty() {
+                if server.command.is_empty() {
+                    return Err(KeyError {
+                        key: format!("mcp_servers.{name}.args"),
+                        message: "`args` are appended to `command`, which is missing".into(),
+                    });
+                }
+                let args = std::mem::take(&mut server.args);
+                server.command.extend(args);
+            }
+        }
         config.validate()?;
         Ok(config)
     }
@@ -457,6 +473,15 @@ mcp_servers:
         assert_eq!(err.key, "mcp_servers.math.limits.rate_limit.calls_per_s");
         let err = Config::parse("limits: {rate_limit: {per_second: 3}}\n").unwrap_err();
         assert_eq!(err.key, "limits.rate_limit.per_second");
+    }
+
+    #[test]
+    fn mcp_hangar_args_are_appended_to_the_command() {
+        let config = Config::parse("mcp_servers:\n  m:\n    command: [fake]\n    args: [--tools, echo]\n").unwrap();
+        assert_eq!(config.mcp_servers["m"].command, ["fake", "--tools", "echo"]);
+        assert!(config.mcp_servers["m"].args.is_empty());
+        let err = Config::parse("mcp_servers:\n  m:\n    args: [--tools]\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.m.args");
     }
 
     #[test]
