@@ -8,6 +8,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufWri
 use tokio::sync::mpsc;
 
 /// One line read by [`read_line`].
+/// The most a line buffer keeps between lines.
+const RETAINED_CAPACITY: usize = 64 * 1024;
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
     /// A complete line is in the buffer, without its newline.
@@ -24,6 +27,10 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     buf: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<Line> {
+    // A buffer that grew for one long line is given back rather than kept per connection.
+    if buf.capacity() > RETAINED_CAPACITY {
+        *buf = Vec::new();
+    }
     buf.clear();
     let mut skipped: Option<usize> = None;
     loop {
@@ -160,5 +167,18 @@ mod tests {
         assert_eq!(got[1], (Line::Complete, b"ok".to_vec()));
         let unterminated = lines(&[b'y'; 50], 10, 8).await;
         assert_eq!(unterminated, [(Line::TooLong(50), vec![])]);
+    }
+
+    #[tokio::test]
+    async fn a_buffer_grown_by_a_long_line_is_given_back_before_the_next() {
+        let mut input = vec![b'x'; 200 * 1024];
+        input.extend_from_slice(b"\nok\n");
+        let mut reader = BufReader::with_capacity(4096, &input[..]);
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut reader, &mut buf, 1 << 20).await.unwrap(), Line::Complete);
+        assert!(buf.capacity() >= 200 * 1024);
+        assert_eq!(read_line(&mut reader, &mut buf, 1 << 20).await.unwrap(), Line::Complete);
+        assert_eq!(buf, b"ok");
+        assert!(buf.capacity() <= RETAINED_CAPACITY, "kept {} bytes", buf.capacity());
     }
 }
