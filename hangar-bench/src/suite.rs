@@ -258,55 +258,33 @@ impl Suite {
 
     async fn gateway(&mut self) -> anyhow::Result<()> {
         let args = json!({"text": "hello"});
-        let hangar_call = |wire| hangar_call_to(wire, "s0", &args);
-
         let hangar = self.start_hangar(1, false).await?;
-        let spec = self.mcp_load(
-            &hangar,
-            "hangar_call 2026-07-28".into(),
-            vec![hangar_call(Wire::Modern)?],
-            Wire::Modern,
-            Check::HangarCall,
-        );
-        let seq = self.measure(spec.clone(), self.sequential()).await?;
-        let par = self.measure(spec, self.parallel()).await?;
-        self.latency_rows("hangar_call (2026-07-28)", &seq);
-        self.throughput_row("hangar_call (2026-07-28)", &par);
-        let spec = self.mcp_load(
-            &hangar,
-            "hangar_call legacy session".into(),
-            vec![hangar_call(Wire::Legacy)?],
-            Wire::Legacy,
-            Check::HangarCall,
-        );
-        let seq = self.measure(spec.clone(), self.sequential()).await?;
-        let par = self.measure(spec, self.parallel()).await?;
-        self.latency_rows("hangar_call (legacy session)", &seq);
-        self.throughput_row("hangar_call (legacy session)", &par);
+        for (wire, name) in [(Wire::Modern, "2026-07-28"), (Wire::Legacy, "legacy session")] {
+            let call = hangar_call_to(wire, "s0", &args)?;
+            let spec = self.mcp_load(&hangar, format!("hangar_call {name}"), vec![call], wire, Check::HangarCall);
+            self.sequential_and_parallel(spec, &format!("hangar_call ({name})"), true).await?;
+        }
         drop(hangar);
 
         let hangar = self.start_hangar(1, true).await?;
-        let front = |wire| Call::new(wire, "echo", &args);
-        let spec = self.mcp_load(
-            &hangar,
-            "front door echo 2026-07-28".into(),
-            vec![front(Wire::Modern)?],
-            Wire::Modern,
-            Check::Tool,
-        );
+        for (wire, name) in [(Wire::Modern, "2026-07-28"), (Wire::Legacy, "legacy session")] {
+            let call = Call::new(wire, "echo", &args)?;
+            let spec = self.mcp_load(&hangar, format!("front door echo {name}"), vec![call], wire, Check::Tool);
+            // The legacy front door is measured for latency only, to keep the suite short.
+            let parallel = wire == Wire::Modern;
+            self.sequential_and_parallel(spec, &format!("front door tools/call ({name})"), parallel).await?;
+        }
+        Ok(())
+    }
+
+    /// Sequential latency rows for `spec` and, if asked, its throughput with parallel clients.
+    async fn sequential_and_parallel(&mut self, spec: LoadSpec, row: &str, parallel: bool) -> anyhow::Result<()> {
         let seq = self.measure(spec.clone(), self.sequential()).await?;
-        let par = self.measure(spec, self.parallel()).await?;
-        self.latency_rows("front door tools/call (2026-07-28)", &seq);
-        self.throughput_row("front door tools/call (2026-07-28)", &par);
-        let spec = self.mcp_load(
-            &hangar,
-            "front door echo legacy session".into(),
-            vec![front(Wire::Legacy)?],
-            Wire::Legacy,
-            Check::Tool,
-        );
-        let seq = self.measure(spec, self.sequential()).await?;
-        self.latency_rows("front door tools/call (legacy session)", &seq);
+        self.latency_rows(row, &seq);
+        if parallel {
+            let par = self.measure(spec, self.parallel()).await?;
+            self.throughput_row(row, &par);
+        }
         Ok(())
     }
 
