@@ -72,6 +72,20 @@ struct Api {
     address: String,
 }
 
+/// The address on the API's first line (`hangar-api listening on http://ADDRESS`), waiting
+/// (bounded) for it.
+fn listening_address(child: &mut Child) -> String {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
+    line.trim().strip_prefix("hangar-api listening on http://").expect(&line).to_owned()
+}
+
 impl Api {
     fn start(extra: &[&str]) -> Api {
         Api::start_on("127.0.0.1:0", extra)
@@ -85,15 +99,7 @@ impl Api {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
-        let address = line.trim().strip_prefix("hangar-api listening on http://").expect(&line).to_owned();
+        let address = listening_address(&mut child);
         Api { child, address }
     }
 
@@ -237,15 +243,7 @@ fn listen_fds_for_another_process_are_ignored() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
-    let address = line.trim().strip_prefix("hangar-api listening on http://").expect(&line).to_owned();
+    let address = listening_address(&mut child);
     let mut api = Api { child, address };
     assert!(api.address.starts_with("127.0.0.1:") && !api.address.ends_with(":0"), "{}", api.address);
     assert_eq!(api.get("/health/live").0, 200);

@@ -3,30 +3,16 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::{Res, WAIT, lines_of, wait_bounded};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+mod support;
 
-const WAIT: Duration = Duration::from_secs(10);
 const LISTENING: &str = "hangar-upstream-fake listening on http://";
-
-/// Forwards a pipe's lines to a channel, so reads become bounded waits.
-fn lines_of(pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
 
 fn spawn(args: &[&str]) -> Res<(Child, Receiver<String>, Receiver<String>)> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hangar-upstream-fake"))
@@ -76,19 +62,6 @@ impl Drop for Fake {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = wait_bounded(&mut self.child);
-    }
-}
-
-fn wait_bounded(child: &mut Child) -> Res<ExitStatus> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if Instant::now() > deadline {
-            return Err("the fake did not exit within 10 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

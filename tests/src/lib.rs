@@ -114,6 +114,20 @@ impl Drop for Background {
     }
 }
 
+/// The address (`127.0.0.1:PORT`) a `hangar-api` child prints on its first line, `hangar-api
+/// listening on http://ADDRESS`, waiting (bounded) for it. Takes the child's piped stdout.
+pub fn api_listening_address(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("the API's stdout is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
+    line.trim().strip_prefix("hangar-api listening on http://").unwrap_or_else(|| panic!("{line:?}")).to_owned()
+}
+
 /// Polls `check` every 20 ms until it returns `Some`, or panics naming `what` after `limit`.
 pub fn poll<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;

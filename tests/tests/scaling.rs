@@ -2,13 +2,12 @@
 //! leaves the others serving, and a restarted supervisor is found again by every instance
 //! without restarting them.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::Value;
-use hangar_tests::{bin, poll, sigkill};
+use hangar_tests::{api_listening_address, bin, poll, sigkill};
 
 struct Proc(Child);
 
@@ -44,9 +43,7 @@ fn api(socket: &Path) -> (Proc, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line.trim().strip_prefix("hangar-api listening on ").unwrap().to_owned();
+    let base = format!("http://{}", api_listening_address(&mut child));
     (Proc(child), base)
 }
 

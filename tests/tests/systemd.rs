@@ -13,7 +13,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use hangar_tests::{Background, bin, free_port, poll, repo_root};
+use hangar_tests::{Background, api_listening_address, bin, free_port, poll, repo_root};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -170,19 +170,6 @@ fn assert_live(address: SocketAddr) {
     assert!(body.contains(r#""status":"alive""#), "{body}");
 }
 
-/// The address an API printed on its listening line, waiting (bounded) for it.
-fn listening_line(child: &mut Child) -> String {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
-    line.trim().strip_prefix("hangar-api listening on http://").unwrap_or_else(|| panic!("{line:?}")).to_owned()
-}
-
 /// An API started the way systemd starts one: the listening socket as fd 3, `LISTEN_FDS=1` and
 /// `LISTEN_PID` its own pid. The socket comes in as stdin; the shell moves it to fd 3 and execs
 /// the API in its own process, so `$$` is the API's pid. `--listen` names the very port, which
@@ -212,9 +199,9 @@ fn two_api_instances_accept_on_one_inherited_socket() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let mut first = activated_api(&listener, dir.path());
-    assert_eq!(listening_line(&mut first), address.to_string());
+    assert_eq!(api_listening_address(&mut first), address.to_string());
     let mut second = activated_api(&listener, dir.path());
-    assert_eq!(listening_line(&mut second), address.to_string());
+    assert_eq!(api_listening_address(&mut second), address.to_string());
     // From here only the two APIs hold the socket.
     drop(listener);
 
