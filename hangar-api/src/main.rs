@@ -94,12 +94,9 @@ fn main() -> ExitCode {
         },
         None => auth::ApiKeys::default(),
     };
-    let runtime = match hangar_runtime::runtime::build() {
+    let runtime = match hangar_runtime::runtime::start("hangar-api") {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("hangar-api: cannot start the async runtime: {err}");
-            return ExitCode::from(EX_SOFTWARE);
-        }
+        Err(code) => return code,
     };
     let code = runtime.block_on(run(args, inherited, keys));
     // A resolver thread may still be parked; do not let it hold up the exit.

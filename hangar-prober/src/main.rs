@@ -44,12 +44,9 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     logging::init(args.log_format);
-    let runtime = match hangar_runtime::runtime::build() {
+    let runtime = match hangar_runtime::runtime::start("hangar-prober") {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("hangar-prober: cannot start the runtime: {err}");
-            return ExitCode::from(EX_SOFTWARE);
-        }
+        Err(code) => return code,
     };
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     runtime.block_on(async {

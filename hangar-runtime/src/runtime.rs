@@ -6,13 +6,24 @@
 //! (N > 1) asks for a multi-threaded runtime with N workers, for a busy supervisor on a big machine.
 
 use std::io;
+use std::process::ExitCode;
 
 use tokio::runtime::{Builder, Runtime};
 
 pub const WORKER_THREADS_ENV: &str = "HANGAR_WORKER_THREADS";
+/// sysexits(3) EX_SOFTWARE.
+const EX_SOFTWARE: u8 = 70;
+
+/// The runtime for process `name`, or the exit code to return after saying why there is none.
+pub fn start(name: &str) -> Result<Runtime, ExitCode> {
+    build().map_err(|err| {
+        eprintln!("{name}: cannot start the async runtime: {err}");
+        ExitCode::from(EX_SOFTWARE)
+    })
+}
 
 /// A runtime with I/O and time enabled, as many worker threads as `HANGAR_WORKER_THREADS` says.
-pub fn build() -> io::Result<Runtime> {
+fn build() -> io::Result<Runtime> {
     let workers = std::env::var(WORKER_THREADS_ENV).ok().and_then(|n| n.trim().parse::<usize>().ok()).unwrap_or(1);
     if workers > 1 {
         Builder::new_multi_thread().worker_threads(workers).enable_all().build()

@@ -98,12 +98,9 @@ fn main() -> ExitCode {
             None
         }
     };
-    let runtime = match hangar_runtime::runtime::build() {
+    let runtime = match hangar_runtime::runtime::start("hangar-supervisor") {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("hangar-supervisor: cannot start the runtime: {err}");
-            return ExitCode::from(EX_SOFTWARE);
-        }
+        Err(code) => return code,
     };
     let code = runtime.block_on(run(args, config, socket_group));
     drop(runtime);
