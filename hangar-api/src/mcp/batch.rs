@@ -12,7 +12,6 @@ use tokio::task::JoinSet;
 
 use super::args::Arguments;
 use super::tools::ToolFailure;
-use crate::json::object;
 use crate::random;
 use crate::supervisor::Supervisor;
 
@@ -177,33 +176,18 @@ fn report(started: Instant, results: Vec<CallReport>) -> BatchReport {
 }
 
 impl BatchReport {
-    /// The report as JSON, moving each upstream result in rather than copying it (which
-    /// `serde_json::to_value` would do, at a cost proportional to the results' size).
-    pub fn into_value(self) -> Value {
-        let results = self.results.into_iter().map(CallReport::into_value).collect();
-        object([
-            ("batch_id", Value::String(self.batch_id)),
-            ("success", Value::Bool(self.success)),
-            ("total", Value::from(self.total)),
-            ("succeeded", Value::from(self.succeeded)),
-            ("failed", Value::from(self.failed)),
-            ("elapsed_ms", Value::from(self.elapsed_ms)),
-            ("results", Value::Array(results)),
-        ])
-    }
-}
-
-impl CallReport {
-    fn into_value(self) -> Value {
-        object([
-            ("index", Value::from(self.index)),
-            ("call_id", Value::String(self.call_id)),
-            ("success", Value::Bool(self.success)),
-            ("result", self.result),
-            ("error", self.error.map_or(Value::Null, Value::String)),
-            ("error_type", self.error_type.map_or(Value::Null, Value::from)),
-            ("elapsed_ms", Value::from(self.elapsed_ms)),
-        ])
+    /// The report as JSON. `serde_json::to_value` would deep-copy every upstream result (a cost
+    /// proportional to their size), so the results are taken out first and moved back in.
+    pub fn into_value(mut self) -> Value {
+        let results: Vec<Value> = self.results.iter_mut().map(|r| std::mem::take(&mut r.result)).collect();
+        // Cannot fail: every field serializes and every key is a string.
+        let mut value = serde_json::to_value(&self).unwrap_or_default();
+        if let Some(slots) = value.get_mut("results").and_then(Value::as_array_mut) {
+            for (slot, result) in slots.iter_mut().zip(results) {
+                slot["result"] = result;
+            }
+        }
+        value
     }
 }
 

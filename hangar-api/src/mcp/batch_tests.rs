@@ -118,7 +118,7 @@ fn too_many_calls_is_the_tools_invalid_argument() {
 }
 
 #[tokio::test]
-async fn the_hand_built_json_matches_the_derived_one() {
+async fn into_value_is_to_value_without_the_copies() {
     let fake = FakeSupervisor::new();
     for calls in [vec![call("a", 0)], vec![call("fail", 0), call("b", 0)]] {
         let report = run(fake.clone(), spec(calls, 1, true)).await;
