@@ -12,7 +12,7 @@ fn get(uri: &str) -> HttpRequest<Body> {
 }
 
 fn post(uri: &str) -> HttpRequest<Body> {
-    HttpRequest::post(uri).body(Body::empty()).unwrap()
+    HttpRequest::post(uri).header("content-type", "application/json").body(Body::empty()).unwrap()
 }
 
 fn assert_envelope(body: &str, code: &str) -> Value {
@@ -116,6 +116,7 @@ async fn bad_queries_unknown_routes_and_methods_get_envelopes() {
 async fn an_oversized_body_is_refused_with_an_envelope() {
     let app = app_with(FakeSupervisor::new());
     let request = HttpRequest::post("/api/mcp_servers/math/start")
+        .header("content-type", "application/json")
         .header("content-length", (crate::app::BODY_LIMIT + 1).to_string())
         .body(Body::from(vec![b' '; crate::app::BODY_LIMIT + 1]))
         .unwrap();

@@ -307,7 +307,8 @@ impl Hangar {
         let request = self.agent.post(&format!("{}{path}", self.base));
         self.record(match body {
             Some(body) => request.send_json(body),
-            None => request.send_empty(),
+            // The API's cross-site guard refuses a POST that does not say it is JSON, body or not.
+            None => request.header("Content-Type", "application/json").send_empty(),
         })
     }
 
