@@ -251,6 +251,8 @@ mod tests {
             "evil.example:8000",
             "evil.example",
             "localhost.evil.example",
+            "localhost.",
+            "127.1",
             "127.0.0.1.nip.io:8000",
             "128.0.0.1",
             "2130706433",

@@ -137,3 +137,19 @@ async fn health_probes() {
         (StatusCode::SERVICE_UNAVAILABLE, json!({"status": "not_ready", "reason": "supervisor unreachable"}))
     );
 }
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_refused_before_the_handler_runs() {
+    let fake = FakeSupervisor::new();
+    let app = app_with(fake.clone());
+    // No declared length: 20 chunks of 64 KiB, over the 1 MiB limit on the 17th.
+    let chunks = (0..20).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 << 10]));
+    let request = HttpRequest::post("/api/mcp_servers/web/start")
+        .header("content-type", "application/json")
+        .body(Body::from_stream(futures_util::stream::iter(chunks)))
+        .unwrap();
+    let (status, headers, body) = send(&app, request).await;
+    assert_eq!((status, headers["connection"].to_str().unwrap()), (StatusCode::PAYLOAD_TOO_LARGE, "close"));
+    assert_envelope(&body, "PayloadTooLarge");
+    assert!(fake.requests.lock().unwrap().is_empty(), "the start never reached the supervisor");
+}

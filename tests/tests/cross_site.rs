@@ -183,7 +183,7 @@ fn no_web_page_can_drive_or_read_the_hangar() {
         .arg(&keys)
         .arg("--socket")
         .arg(&hangar.socket)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--allow-origin", "https://tools.example"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -287,6 +287,14 @@ fn no_web_page_can_drive_or_read_the_hangar() {
     let own = format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n");
     assert_eq!(raw_http(&addr, &own, b"").unwrap().0, 200);
     assert_eq!(hangar.mcp("tools/list", json!({})).status, 200);
+    // An origin the operator allowed (`--allow-origin`), on the instance that was told so.
+    let allowed = format!(
+        "POST /api/mcp_servers/idle/stop HTTP/1.1\r\nHost: {keyed_addr}\r\nOrigin: https://tools.example\r\n\
+         Content-Type: application/json\r\nX-API-Key: {KEY}\r\n"
+    );
+    assert_eq!(raw_http(&keyed_addr, &allowed, b"").unwrap().0, 200);
+    let (status, _) = raw_http(&addr, &allowed.replace(&keyed_addr, &addr), b"").unwrap();
+    assert_eq!(status, 403, "only where it was allowed");
     // The health probes stay open to any Host.
     for path in ["/health/live", "/health/ready"] {
         let probe = format!("GET {path} HTTP/1.1\r\nHost: evil.example:{port}\r\nOrigin: https://evil.example\r\n");
