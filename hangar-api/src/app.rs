@@ -6,14 +6,14 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::header::CONTENT_LENGTH;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use tokio::sync::broadcast;
 
+use crate::guard::{AllowedOrigin, Guard};
 use crate::supervisor::Supervisor;
-use crate::{error, mcp, metrics, rest};
+use crate::{body, error, mcp, metrics, rest};
 
 /// The largest request body any route accepts.
 pub const BODY_LIMIT: usize = 1 << 20;
@@ -22,9 +22,11 @@ pub const BODY_LIMIT: usize = 1 << 20;
 #[derive(Clone)]
 pub struct AppState {
     pub supervisor: Arc<dyn Supervisor>,
-    /// Bound to a loopback address: `/mcp` then serves only loopback `Host` names, so a web page
-    /// cannot reach it through DNS rebinding.
+    /// Bound to a loopback address: only loopback `Host` names are served, so a web page cannot
+    /// reach the hangar through DNS rebinding (see `guard`).
     pub loopback_only: bool,
+    /// Origins beyond the hangar's own (and loopback ones) that may call it (`--allow-origin`).
+    pub allowed_origins: Arc<[AllowedOrigin]>,
     /// "Some list changed" news from the supervisor, for event streams that asked for it.
     pub changes: broadcast::Sender<ListChanged>,
     /// Empty: no key needed (allowed on loopback only, unless `--unsafe-no-auth`).
@@ -41,12 +43,19 @@ impl AppState {
     /// State around `supervisor` with no change news (tests).
     #[cfg(test)]
     pub fn new(supervisor: Arc<dyn Supervisor>) -> AppState {
-        AppState { supervisor, loopback_only: true, changes: broadcast::channel(16).0, keys: Default::default() }
+        AppState {
+            supervisor,
+            loopback_only: true,
+            allowed_origins: Arc::from([]),
+            changes: broadcast::channel(16).0,
+            keys: Default::default(),
+        }
     }
 }
 
 pub fn router(state: AppState) -> Router {
     let keys = state.keys.clone();
+    let guard = Guard { loopback_only: state.loopback_only, allowed_origins: state.allowed_origins.clone() };
     Router::new()
         .merge(rest::routes())
         .merge(metrics::routes())
@@ -56,25 +65,12 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         // Bounds bodies read by extractors, including chunked ones without a length.
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(middleware::from_fn(refuse_declared_oversize))
+        .layer(middleware::from_fn(body::bounded_body))
         .layer(middleware::from_fn_with_state(keys, crate::auth::require_key))
+        // Outside the key check: a valid key exempts nothing from it.
+        .layer(middleware::from_fn_with_state(guard, crate::guard::refuse_cross_site))
         .layer(middleware::from_fn(log_request))
         .with_state(state)
-}
-
-/// Refuses a body whose declared length is over the limit before any handler runs, so routes
-/// that never read their body answer 413 as well.
-async fn refuse_declared_oversize(request: Request, next: Next) -> Response {
-    let declared =
-        request.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|len| len > BODY_LIMIT as u64) {
-        return if mcp::is_mcp_path(request.uri().path()) {
-            mcp::payload_too_large()
-        } else {
-            error::ApiError::payload_too_large(BODY_LIMIT).into_response()
-        };
-    }
-    next.run(request).await
 }
 
 async fn log_request(request: Request, next: Next) -> Response {

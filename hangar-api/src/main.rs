@@ -11,7 +11,9 @@
 
 mod app;
 mod auth;
+mod body;
 mod error;
+mod guard;
 mod json;
 mod listen;
 mod mcp;
@@ -68,6 +70,13 @@ struct Args {
     /// Serve beyond loopback without API keys. Without this, that is refused.
     #[arg(long)]
     unsafe_no_auth: bool,
+    /// Also let web pages from this origin (`https://host[:port]`) call the API (repeat it, or
+    /// separate origins with commas). Without it, a request with an `Origin` header is served only
+    /// from the hangar's own origin and, on a loopback listener, from loopback origins; every
+    /// other origin, and `null`, is refused (403), as is a non-loopback `Host` on a loopback
+    /// listener and a POST without `Content-Type: application/json`.
+    #[arg(long, value_name = "ORIGIN", env = "HANGAR_API_ALLOW_ORIGINS", value_delimiter = ',', value_parser = guard::parse_allowed_origin)]
+    allow_origin: Vec<guard::AllowedOrigin>,
 }
 
 fn main() -> ExitCode {
@@ -170,7 +179,13 @@ async fn run(args: Args, inherited: Option<std::net::TcpListener>, keys: auth::A
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = tokio::sync::broadcast::channel(64);
     tokio::spawn(relay_list_changes(links, changes.clone()));
-    let state = AppState { supervisor: Arc::new(client), loopback_only: local.ip().is_loopback(), changes, keys };
+    let state = AppState {
+        supervisor: Arc::new(client),
+        loopback_only: local.ip().is_loopback(),
+        allowed_origins: args.allow_origin.into(),
+        changes,
+        keys,
+    };
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 

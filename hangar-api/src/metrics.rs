@@ -1,8 +1,8 @@
 //! `GET /metrics`: the supervisor's counters as Prometheus text.
 //!
 //! The supervisor keeps the numbers; this asks for a snapshot and renders it with
-//! `hangar_core::metrics::render`, so every API instance prints the same text. Scrapers are not
-//! browsers, so the MCP `Host`/`Origin` guard does not apply here.
+//! `hangar_core::metrics::render`, so every API instance prints the same text. The cross-site
+//! guard applies as on every route: a rebound page must not read the counters either.
 
 use axum::Router;
 use axum::extract::State;
@@ -51,15 +51,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn is_not_subject_to_the_mcp_host_and_origin_guard() {
+    async fn is_guarded_like_every_route() {
         let app = app_with(FakeSupervisor::new());
-        let request = HttpRequest::get("/metrics")
-            .header("host", "prometheus.internal:8000")
-            .header("origin", "https://evil.example.com")
-            .body(Body::empty())
-            .unwrap();
-        let (status, _, _) = send(&app, request).await;
-        assert_eq!(status, StatusCode::OK);
+        for (name, value) in [("host", "rebound.example:8000"), ("origin", "https://evil.example.com")] {
+            let request = HttpRequest::get("/metrics").header(name, value).body(Body::empty()).unwrap();
+            let (status, _, body) = send(&app, request).await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{name}");
+            assert_eq!(json_of(&body)["error"]["code"], "Forbidden");
+        }
     }
 
     #[tokio::test]

@@ -12,7 +12,7 @@ fn get(uri: &str) -> HttpRequest<Body> {
 }
 
 fn post(uri: &str) -> HttpRequest<Body> {
-    HttpRequest::post(uri).body(Body::empty()).unwrap()
+    HttpRequest::post(uri).header("content-type", "application/json").body(Body::empty()).unwrap()
 }
 
 fn assert_envelope(body: &str, code: &str) -> Value {
@@ -116,6 +116,7 @@ async fn bad_queries_unknown_routes_and_methods_get_envelopes() {
 async fn an_oversized_body_is_refused_with_an_envelope() {
     let app = app_with(FakeSupervisor::new());
     let request = HttpRequest::post("/api/mcp_servers/math/start")
+        .header("content-type", "application/json")
         .header("content-length", (crate::app::BODY_LIMIT + 1).to_string())
         .body(Body::from(vec![b' '; crate::app::BODY_LIMIT + 1]))
         .unwrap();
@@ -135,4 +136,20 @@ async fn health_probes() {
         (status, json_of(&body)),
         (StatusCode::SERVICE_UNAVAILABLE, json!({"status": "not_ready", "reason": "supervisor unreachable"}))
     );
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_refused_before_the_handler_runs() {
+    let fake = FakeSupervisor::new();
+    let app = app_with(fake.clone());
+    // No declared length: 20 chunks of 64 KiB, over the 1 MiB limit on the 17th.
+    let chunks = (0..20).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 << 10]));
+    let request = HttpRequest::post("/api/mcp_servers/web/start")
+        .header("content-type", "application/json")
+        .body(Body::from_stream(futures_util::stream::iter(chunks)))
+        .unwrap();
+    let (status, headers, body) = send(&app, request).await;
+    assert_eq!((status, headers["connection"].to_str().unwrap()), (StatusCode::PAYLOAD_TOO_LARGE, "close"));
+    assert_envelope(&body, "PayloadTooLarge");
+    assert!(fake.requests.lock().unwrap().is_empty(), "the start never reached the supervisor");
 }

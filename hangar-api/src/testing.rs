@@ -198,8 +198,12 @@ pub fn app_with(fake: Arc<FakeSupervisor>) -> Router {
     router(AppState::new(fake))
 }
 
-/// Sends one request through the whole router; gives back status, headers and body text.
-pub async fn send(app: &Router, request: HttpRequest<Body>) -> (StatusCode, axum::http::HeaderMap, String) {
+/// Sends one request through the whole router; gives back status, headers and body text. A
+/// request without a `Host` gets a loopback one, as every HTTP/1.1 client sends one.
+pub async fn send(app: &Router, mut request: HttpRequest<Body>) -> (StatusCode, axum::http::HeaderMap, String) {
+    if !request.headers().contains_key(axum::http::header::HOST) {
+        request.headers_mut().insert(axum::http::header::HOST, axum::http::HeaderValue::from_static("127.0.0.1:8000"));
+    }
     let response = app.clone().oneshot(request).await.unwrap();
     let status = response.status();
     let headers = response.headers().clone();

@@ -468,7 +468,9 @@ async fn start_all(hangar: &Hangar, n: usize) -> anyhow::Result<()> {
                     return anyhow::Ok(());
                 }
                 let path = format!("/api/mcp_servers/s{i}/start").parse()?;
-                let answer = conn.send(Method::POST, &path, &[], Bytes::new()).await?;
+                // The API's cross-site guard refuses a POST that does not say it is JSON.
+                let json = [(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"))];
+                let answer = conn.send(Method::POST, &path, &json, Bytes::new()).await?;
                 if answer.status() != 200 {
                     bail!("POST /api/mcp_servers/s{i}/start: HTTP {}: {}", answer.status(), snippet(&answer.body));
                 }

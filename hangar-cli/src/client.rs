@@ -59,7 +59,9 @@ impl Api {
     }
 
     pub fn post_raw(&self, path: &str) -> Result<Answer, CliError> {
-        let mut request = self.agent.post(format!("{}{path}", self.base));
+        // The API refuses a POST that does not say it is JSON (a web page's cross-site form could
+        // not say so), even with no body.
+        let mut request = self.agent.post(format!("{}{path}", self.base)).header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             request = request.header("X-API-Key", key);
         }

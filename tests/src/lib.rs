@@ -307,7 +307,8 @@ impl Hangar {
         let request = self.agent.post(&format!("{}{path}", self.base));
         self.record(match body {
             Some(body) => request.send_json(body),
-            None => request.send_empty(),
+            // The API's cross-site guard refuses a POST that does not say it is JSON, body or not.
+            None => request.header("Content-Type", "application/json").send_empty(),
         })
     }
 
@@ -492,4 +493,29 @@ pub fn server_everything() -> PathBuf {
         repo_root().join(".tools/everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
     script
+}
+
+/// One raw HTTP/1.1 exchange on a fresh connection to `addr` (`127.0.0.1:PORT`), for headers no
+/// client library sends as given (a foreign `Host`, none at all): writes `head` (the request line
+/// and headers, each line ending in CRLF), `Content-Length` and `Connection: close`, then `body`,
+/// and reads until the server closes (10 s read timeout). Gives the status and the rest of the
+/// answer (headers and body) as text; `Err` when the connection fails, e.g. is reset.
+pub fn raw_http(addr: &str, head: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.write_all(format!("{head}Content-Length: {}\r\nConnection: close\r\n\r\n", body.len()).as_bytes())?;
+    stream.write_all(body)?;
+    let mut answer = Vec::new();
+    if let Err(err) = stream.read_to_end(&mut answer) {
+        // A timeout after a head (an event stream that stays open) still answers with its head.
+        if answer.is_empty() || !matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
+            return Err(err);
+        }
+    }
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an HTTP answer: {text:.200}"))
+    })?;
+    Ok((status, text))
 }

@@ -75,7 +75,11 @@ fn instances_agree_survive_each_other_and_follow_a_restarted_supervisor() {
 
     // Started through one instance, seen the same through all.
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let started = agent.post(&format!("{}/api/mcp_servers/math/start", apis[0].1)).send_empty().unwrap();
+    let started = agent
+        .post(&format!("{}/api/mcp_servers/math/start", apis[0].1))
+        .header("Content-Type", "application/json")
+        .send_empty()
+        .unwrap();
     assert_eq!(started.status().as_u16(), 200);
     let answers: Vec<Value> = apis.iter().map(|(_, base)| get(base, "/api/mcp_servers/math").unwrap().1).collect();
     assert_eq!(answers[0]["state"], "ready");

@@ -15,7 +15,12 @@ fn mcp_post(body: &str, extra: &[(&str, &str)]) -> HttpRequest<Body> {
     for (name, value) in extra {
         builder = builder.header(*name, *value);
     }
-    builder.body(Body::from(body.to_owned())).unwrap()
+    let mut request = builder.body(Body::from(body.to_owned())).unwrap();
+    // An extra Host replaces the default one rather than repeating it.
+    if let Some((_, host)) = extra.iter().find(|(name, _)| *name == "host") {
+        request.headers_mut().insert("host", axum::http::HeaderValue::from_str(host).unwrap());
+    }
+    request
 }
 
 fn modern_headers(method: &'static str) -> Vec<(&'static str, &'static str)> {
@@ -58,9 +63,12 @@ async fn batches_are_refused() {
 #[tokio::test]
 async fn content_type_accept_host_and_origin_are_checked() {
     let app = app_with(FakeSupervisor::new());
+    // The cross-site guard's refusals keep the JSON-RPC shape on /mcp.
     let request = HttpRequest::post("/mcp").header("content-type", "text/plain").body(Body::from(MODERN_LIST)).unwrap();
     let (status, _, body) = send(&app, request).await;
-    assert_eq!((status, json_of(&body)["error"]["code"].clone()), (StatusCode::UNSUPPORTED_MEDIA_TYPE, json!(-32600)));
+    let body = json_of(&body);
+    assert_eq!((status, body["error"]["code"].clone()), (StatusCode::FORBIDDEN, json!(-32600)));
+    assert!(body["error"]["message"].as_str().unwrap().contains("Content-Type: application/json"), "{body}");
 
     let request = HttpRequest::post("/mcp")
         .header("content-type", "application/json; charset=utf-8")
@@ -90,7 +98,11 @@ async fn get_and_delete_follow_the_session_rules() {
     let app = app_with(FakeSupervisor::new());
     let session = session::mint("2025-11-25");
     let request = |method: &str, session: Option<&str>| {
-        let mut builder = HttpRequest::builder().method(method).uri("/mcp");
+        let mut builder = HttpRequest::builder()
+            .method(method)
+            .uri("/mcp")
+            .header("host", "localhost:8000")
+            .header("content-type", "application/json");
         if let Some(id) = session {
             builder = builder.header("mcp-session-id", id);
         }

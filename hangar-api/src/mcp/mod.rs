@@ -1,14 +1,13 @@
 //! MCP over Streamable HTTP at `/mcp`, hand-written JSON-RPC, both eras on one endpoint.
 //!
-//! This file does the HTTP part (host and origin guard, content negotiation, body parsing) and
-//! picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
+//! This file does the HTTP part (content negotiation, body parsing; the cross-site guard in
+//! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
 
 mod args;
 mod base64;
 mod batch;
 mod errors;
 mod front_door;
-mod guard;
 mod headers;
 mod legacy;
 mod message;
@@ -24,7 +23,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
@@ -48,19 +47,24 @@ pub fn payload_too_large() -> Response {
     too_large().into_response()
 }
 
+/// A body that could not be read (a broken chunked encoding, a client gone mid-body).
+pub fn unreadable_body(detail: &str) -> Response {
+    McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &RpcError::parse_error(detail)).into_response()
+}
+
+/// The cross-site guard's 403, in the JSON-RPC shape.
+pub fn forbidden(why: &str) -> Response {
+    let err = RpcError::invalid_request(format!("Forbidden: {why}"));
+    McpReply::error(StatusCode::FORBIDDEN, &Value::Null, &err).into_response()
+}
+
 fn too_large() -> McpReply {
     let err = RpcError::invalid_request(format!("Invalid Request: the body is larger than {BODY_LIMIT} bytes"));
     McpReply::error(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &err)
 }
 
 async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
-    if let Some(reply) = refuse(&app, &headers) {
-        return reply;
-    }
-    if !is_json(&headers) {
-        let err = RpcError::invalid_request("Invalid Request: Content-Type must be application/json");
-        return McpReply::error(StatusCode::UNSUPPORTED_MEDIA_TYPE, &Value::Null, &err);
-    }
+    // Content-Type: application/json is already required by the cross-site guard.
     if !accepts_json(&headers) {
         let err = RpcError::invalid_request("Not Acceptable: Accept must allow application/json or text/event-stream");
         return McpReply::error(StatusCode::NOT_ACCEPTABLE, &Value::Null, &err);
@@ -86,9 +90,6 @@ async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<
 
 /// No server-to-client stream is offered, in either era.
 async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
-    if let Some(reply) = refuse(&app, &headers) {
-        return reply;
-    }
     // A legacy session's server stream; 2026-07-28 has none (subscriptions/listen replaces it).
     match headers::single(&headers, SESSION_HEADER) {
         Ok(Some(id)) if session::parse(&id).is_some() => subscriptions::legacy_stream(&app),
@@ -104,10 +105,7 @@ async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
 }
 
 /// Ending a legacy session: there is nothing stored to delete, so a well-formed id just succeeds.
-async fn delete_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
-    if let Some(reply) = refuse(&app, &headers) {
-        return reply;
-    }
+async fn delete_mcp(headers: HeaderMap) -> McpReply {
     match headers::single(&headers, SESSION_HEADER) {
         Ok(None) => McpReply::method_not_allowed("Method Not Allowed: there is no session to end"),
         Ok(Some(id)) if session::parse(&id).is_some() => McpReply::ok_empty(),
@@ -121,20 +119,6 @@ async fn delete_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply
 
 async fn other_method() -> McpReply {
     McpReply::method_not_allowed("Method Not Allowed: POST JSON-RPC messages")
-}
-
-fn refuse(app: &AppState, headers: &HeaderMap) -> Option<McpReply> {
-    let why = guard::refusal(headers, app.loopback_only)?;
-    let err = RpcError::invalid_request(format!("Forbidden: {why}"));
-    Some(McpReply::error(StatusCode::FORBIDDEN, &Value::Null, &err))
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let essence = value.split(';').next().unwrap_or_default().trim();
-    essence.eq_ignore_ascii_case("application/json")
 }
 
 /// A missing `Accept` accepts anything (RFC 9110); otherwise one of its media ranges must cover
