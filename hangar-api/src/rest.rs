@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hangar_core::echo::bounded;
 use hangar_core::ipc::MAX_LOG_LINES;
 use serde_json::json;
 
@@ -35,7 +36,7 @@ type ApiResult = Result<Response, ApiError>;
 
 /// The `{id}` segment; a rejection (bad percent-encoding) becomes an envelope, not plain text.
 fn server_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    path.map(|Path(id)| id).map_err(|rejection| ApiError::invalid_argument(rejection.body_text()))
+    path.map(|Path(id)| id).map_err(|rejection| ApiError::invalid_argument(bounded(&rejection.body_text())))
 }
 
 async fn list(State(app): State<AppState>) -> ApiResult {
@@ -75,7 +76,7 @@ async fn logs(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> ApiResult {
     let id = server_id(path)?;
-    let Query(query) = query.map_err(|rejection| ApiError::invalid_argument(rejection.body_text()))?;
+    let Query(query) = query.map_err(|rejection| ApiError::invalid_argument(bounded(&rejection.body_text())))?;
     let lines = parse_lines(query.get("lines").map(String::as_str))?;
     let logs = app.supervisor.logs(&id, lines).await?;
     Ok(Json(LogList { count: logs.len(), logs, mcp_server_id: id }).into_response())
@@ -87,7 +88,10 @@ pub fn parse_lines(raw: Option<&str>) -> Result<usize, ApiError> {
         return Ok(DEFAULT_LOG_LINES);
     };
     raw.trim().parse::<usize>().ok().filter(|n| (1..=MAX_LOG_LINES).contains(n)).ok_or_else(|| {
-        ApiError::invalid_argument(format!("`lines` must be an integer from 1 to {MAX_LOG_LINES}, not `{raw}`"))
+        ApiError::invalid_argument(format!(
+            "`lines` must be an integer from 1 to {MAX_LOG_LINES}, not `{}`",
+            bounded(raw)
+        ))
     })
 }
 

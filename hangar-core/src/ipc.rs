@@ -274,7 +274,10 @@ impl IpcError {
     }
 
     pub fn not_found(mcp_server: &str) -> Self {
-        IpcError::new(ErrorKind::NotFound, format!("no MCP server with id `{mcp_server}` is configured"))
+        IpcError::new(
+            ErrorKind::NotFound,
+            format!("no MCP server with id `{}` is configured", crate::echo::bounded(mcp_server)),
+        )
     }
 }
 

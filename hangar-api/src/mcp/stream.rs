@@ -8,14 +8,15 @@
 use std::sync::Arc;
 
 use hangar_core::ipc::Relay;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use axum::http::HeaderMap;
 
 use super::errors::RpcError;
 use super::front_door::{self, upstream_failure};
-use super::reply::{McpReply, sse_event};
+use super::id::Id;
+use super::reply::{Answer, McpReply, sse_event};
 use crate::app::AppState;
 use crate::supervisor::Supervisor;
 
@@ -66,7 +67,7 @@ impl Wanted {
 #[allow(clippy::too_many_arguments)]
 pub fn relayed_call(
     supervisor: Arc<dyn Supervisor>,
-    id: Value,
+    id: Id,
     server: String,
     tool: String,
     arguments: Value,
@@ -97,11 +98,8 @@ pub fn relayed_call(
                 let _ = events.send(sse_event(&notice)).await;
             }
         }
-        let message = match outcome.or_else(upstream_failure) {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": finish(result)}),
-            Err(err) => response_error(&id, &err),
-        };
-        let _ = events.send(sse_event(&message)).await;
+        let answer = Answer { id, outcome: outcome.or_else(upstream_failure).map(finish) };
+        let _ = events.send(sse_event(&answer)).await;
     });
     McpReply::events(stream)
 }
@@ -110,7 +108,7 @@ pub fn relayed_call(
 /// JSON). `finish` shapes the result for the client's era.
 pub async fn front_door_call(
     app: &AppState,
-    id: &Value,
+    id: &Id,
     params: Option<Value>,
     wanted: Wanted,
     finish: fn(Value) -> Value,
@@ -138,13 +136,10 @@ pub fn accepts_event_stream(headers: &HeaderMap) -> bool {
         .any(|v| v.split(',').any(|t| t.trim().starts_with("text/event-stream")))
 }
 
-fn response_error(id: &Value, err: &RpcError) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn only_what_the_client_asked_for_reaches_it() {
