@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::shapes::{LogList, ServerList, ToolList};
+use crate::supervisor::Readiness;
 
 const DEFAULT_LOG_LINES: usize = 100;
 
@@ -99,13 +100,15 @@ async fn live() -> Response {
     Json(json!({"status": "alive"})).into_response()
 }
 
+/// Ready while the supervisor answers: connected, and heard from recently (a stopped or stuck
+/// supervisor keeps its socket open but answers nothing).
 async fn ready(State(app): State<AppState>) -> Response {
-    if app.supervisor.is_connected() {
-        Json(json!({"status": "ready"})).into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": "supervisor unreachable"})))
-            .into_response()
-    }
+    let reason = match app.supervisor.readiness() {
+        Readiness::Answering => return Json(json!({"status": "ready"})).into_response(),
+        Readiness::Unreachable => "supervisor unreachable".to_owned(),
+        Readiness::Silent(silent) => format!("supervisor has not answered for {} s", silent.as_secs()),
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": reason}))).into_response()
 }
 
 #[cfg(test)]
