@@ -10,6 +10,8 @@ tool_access: {mode: front_door}
 mcp_servers:
   up:
     command: ["{fake}", "--tools", "echo"]
+  conformance:
+    command: ["{fake}", "--conformance"]
 "#;
 
 const MODERN: &str = "2026-07-28";
@@ -161,4 +163,30 @@ fn unreadable_messages_answer_a_null_id() {
     // Batches are not served, in either era.
     let batch = hangar.post_raw("/mcp", &headers, br#"[{"jsonrpc":"2.0","id":1e2,"method":"ping"}]"#);
     assert!(batch.text.contains("\"id\":null") && batch.text.contains("-32600"), "{}", batch.text);
+}
+
+/// A progress token is the client's id for its progress notifications: each one carries it back
+/// as written.
+#[test]
+fn progress_tokens_come_back_byte_for_byte() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "conformance"}));
+    for token in ["1e2", "18446744073709551616", "-0", r#""p\u00e9""#, "7"] {
+        let params = format!(
+            r#"{{"name":"test_tool_with_progress","_meta":{{"progressToken":{token},"io.modelcontextprotocol/protocolVersion":"{MODERN}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}"#
+        );
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{params}}}"#);
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "test_tool_with_progress"),
+        ];
+        let sse = hangar.post_raw("/mcp", &headers, body.as_bytes());
+        assert_eq!(sse.header("content-type"), Some("text/event-stream"), "{}", sse.text);
+        let echoed = sse.text.matches(&format!("\"progressToken\":{token}")).count();
+        assert_eq!(echoed, 3, "token {token}: three progress notifications carry it as sent: {}", sse.text);
+        assert_echoes("the call's answer", &sse, "1e2");
+    }
 }

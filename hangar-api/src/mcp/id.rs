@@ -80,25 +80,53 @@ pub struct Incoming {
     /// The body without its `id`.
     pub body: Value,
     pub id: Option<Id>,
+    /// `params._meta.progressToken` as written: the client's own id for its progress
+    /// notifications, echoed in each.
+    pub progress_token: Option<Id>,
 }
 
 impl Incoming {
-    /// Reads a body in one pass; only an object's top-level `id` is kept raw.
+    /// Reads a body in one pass; only an object's top-level `id` is kept raw (and a progress
+    /// token, read again from the bytes in the rarer case there is one).
     pub fn decode(bytes: &[u8]) -> Result<Incoming, serde_json::Error> {
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first == Some(&b'{') {
-            serde_json::from_slice(bytes)
-        } else {
-            Ok(Incoming { body: serde_json::from_slice(bytes)?, id: None })
+        if first != Some(&b'{') {
+            return Ok(Incoming { body: serde_json::from_slice(bytes)?, id: None, progress_token: None });
         }
+        let mut incoming: Incoming = serde_json::from_slice(bytes)?;
+        if incoming.body.pointer("/params/_meta/progressToken").is_some_and(|t| t.is_number() || t.is_string()) {
+            incoming.progress_token = raw_progress_token(bytes);
+        }
+        Ok(incoming)
     }
+}
+
+/// `params._meta.progressToken` as written; `None` where the body is ambiguous (a repeated key).
+fn raw_progress_token(bytes: &[u8]) -> Option<Id> {
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, rename = "_meta")]
+        meta: Option<Meta<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Meta<'a> {
+        #[serde(borrow, rename = "progressToken")]
+        progress_token: Option<&'a RawValue>,
+    }
+    let body: Body = serde_json::from_slice(bytes).ok()?;
+    Some(Id(body.params?.meta?.progress_token?.to_owned()))
 }
 
 #[cfg(test)]
 impl From<Value> for Incoming {
     fn from(mut body: Value) -> Incoming {
         let id = body.as_object_mut().and_then(|map| map.remove("id")).map(Id::from);
-        Incoming { body, id }
+        Incoming { body, id, progress_token: None }
     }
 }
 
@@ -128,7 +156,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 map.insert(key, access.next_value()?);
             }
         }
-        Ok(Incoming { body: Value::Object(map), id })
+        Ok(Incoming { body: Value::Object(map), id, progress_token: None })
     }
 }
 
@@ -148,6 +176,17 @@ mod tests {
             assert_eq!(serde_json::to_string(&id_out).unwrap(), id, "written back as it came");
             assert_eq!(incoming.body, serde_json::json!({"jsonrpc": "2.0", "method": "ping"}));
         }
+    }
+
+    #[test]
+    fn progress_tokens_keep_their_exact_text() {
+        let body =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken": 1e2}}}"#;
+        assert_eq!(Incoming::decode(body).unwrap().progress_token.unwrap().as_str(), "1e2");
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"\u0070"}}}"#;
+        assert_eq!(Incoming::decode(body).unwrap().progress_token.unwrap().as_str(), r#""\u0070""#);
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":null}}}"#;
+        assert!(Incoming::decode(body).unwrap().progress_token.is_none(), "not a token");
     }
 
     #[test]

@@ -20,8 +20,9 @@ pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26"
 /// What `initialize` answers when the client asks for a version we do not speak.
 pub const LATEST: &str = "2025-11-25";
 
-pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpReply {
+pub async fn handle(app: &AppState, headers: &HeaderMap, mut body: Incoming) -> McpReply {
     let bad = StatusCode::BAD_REQUEST;
+    let raw_token = body.progress_token.take();
     let message = match message::parse(body) {
         Ok(message) => message,
         Err(invalid) => return McpReply::error(bad, &invalid.id, &invalid.error),
@@ -54,7 +55,7 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpR
                 Message::Request { id, method, params } => {
                     if method == "tools/call"
                         && stream::accepts_event_stream(headers)
-                        && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
+                        && let Some(wanted) = stream::Wanted::from_params(params.as_ref(), raw_token)
                     {
                         match stream::front_door_call(app, &id, params.clone(), wanted, to_legacy).await {
                             Ok(Some(reply)) => return reply,

@@ -29,7 +29,7 @@ pub struct Invalid {
 
 /// Classifies one body. A batch (array) is invalid here: neither era accepts batches.
 pub fn parse(incoming: Incoming) -> Result<Message, Invalid> {
-    let Incoming { body, id } = incoming;
+    let Incoming { body, id, .. } = incoming;
     let mut map = match body {
         Value::Object(map) => map,
         Value::Array(_) => return Err(invalid(Id::null(), "Invalid Request: batches are not supported")),

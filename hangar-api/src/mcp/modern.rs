@@ -138,7 +138,8 @@ fn check_mirrors(headers: &HeaderMap, method: &str, params: Option<&Value>) -> R
     }
 }
 
-pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpReply {
+pub async fn handle(app: &AppState, headers: &HeaderMap, mut body: Incoming) -> McpReply {
+    let raw_token = body.progress_token.take();
     let (id, method, params) = match validate(headers, body) {
         Ok(Checked::Request { id, method, params }) => (id, method, params),
         Ok(Checked::Notification) => return McpReply::accepted(),
@@ -146,7 +147,7 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpR
     };
     if method == "tools/call"
         && stream::accepts_event_stream(headers)
-        && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
+        && let Some(wanted) = stream::Wanted::from_params(params.as_ref(), raw_token)
     {
         match stream::front_door_call(app, &id, params.clone(), wanted, complete).await {
             Ok(Some(reply)) => return reply,

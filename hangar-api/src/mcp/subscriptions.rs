@@ -94,3 +94,21 @@ fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Bytes>, o
     });
     McpReply::events(receiver)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeSupervisor;
+
+    #[tokio::test]
+    async fn the_subscription_is_named_by_the_request_id_as_written() {
+        let app = AppState::new(FakeSupervisor::new());
+        let id = super::super::id::Incoming::decode(br#"{"id": 18446744073709551616}"#).unwrap().id.unwrap();
+        let mut reply = listen(&app, &id, None, true);
+        let first = reply.events.as_mut().unwrap().recv().await.unwrap();
+        let text = std::str::from_utf8(&first).unwrap();
+        assert!(text.contains(r#""io.modelcontextprotocol/subscriptionId":18446744073709551616"#), "{text}");
+        assert!(text.contains("notifications/subscriptions/acknowledged"), "{text}");
+    }
+}
