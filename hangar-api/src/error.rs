@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use serde_json::{Value, json};
 
@@ -65,7 +66,11 @@ impl ApiError {
 
 /// Router fallback: no route matches the path.
 pub async fn not_found(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "NotFound", format!("no route for {method} {}", uri.path()))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("no route for {} {}", bounded(method.as_str()), bounded(uri.path())),
+    )
 }
 
 /// The path exists but not with this method; axum adds the `Allow` header.
@@ -73,7 +78,7 @@ pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "MethodNotAllowed",
-        format!("{} does not accept {method}", uri.path()),
+        format!("{} does not accept {}", bounded(uri.path()), bounded(method.as_str())),
     )
 }
 

@@ -8,12 +8,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hangar_core::echo::bounded;
 use hangar_core::ipc::MAX_LOG_LINES;
 use serde_json::json;
 
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::shapes::{LogList, ServerList, ToolList};
+use crate::supervisor::Readiness;
 
 const DEFAULT_LOG_LINES: usize = 100;
 
@@ -35,7 +37,7 @@ type ApiResult = Result<Response, ApiError>;
 
 /// The `{id}` segment; a rejection (bad percent-encoding) becomes an envelope, not plain text.
 fn server_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    path.map(|Path(id)| id).map_err(|rejection| ApiError::invalid_argument(rejection.body_text()))
+    path.map(|Path(id)| id).map_err(|rejection| ApiError::invalid_argument(bounded(&rejection.body_text())))
 }
 
 async fn list(State(app): State<AppState>) -> ApiResult {
@@ -75,7 +77,7 @@ async fn logs(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> ApiResult {
     let id = server_id(path)?;
-    let Query(query) = query.map_err(|rejection| ApiError::invalid_argument(rejection.body_text()))?;
+    let Query(query) = query.map_err(|rejection| ApiError::invalid_argument(bounded(&rejection.body_text())))?;
     let lines = parse_lines(query.get("lines").map(String::as_str))?;
     let logs = app.supervisor.logs(&id, lines).await?;
     Ok(Json(LogList { count: logs.len(), logs, mcp_server_id: id }).into_response())
@@ -87,7 +89,10 @@ pub fn parse_lines(raw: Option<&str>) -> Result<usize, ApiError> {
         return Ok(DEFAULT_LOG_LINES);
     };
     raw.trim().parse::<usize>().ok().filter(|n| (1..=MAX_LOG_LINES).contains(n)).ok_or_else(|| {
-        ApiError::invalid_argument(format!("`lines` must be an integer from 1 to {MAX_LOG_LINES}, not `{raw}`"))
+        ApiError::invalid_argument(format!(
+            "`lines` must be an integer from 1 to {MAX_LOG_LINES}, not `{}`",
+            bounded(raw)
+        ))
     })
 }
 
@@ -95,13 +100,15 @@ async fn live() -> Response {
     Json(json!({"status": "alive"})).into_response()
 }
 
+/// Ready while the supervisor answers: connected, and heard from recently (a stopped or stuck
+/// supervisor keeps its socket open but answers nothing).
 async fn ready(State(app): State<AppState>) -> Response {
-    if app.supervisor.is_connected() {
-        Json(json!({"status": "ready"})).into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": "supervisor unreachable"})))
-            .into_response()
-    }
+    let reason = match app.supervisor.readiness() {
+        Readiness::Answering => return Json(json!({"status": "ready"})).into_response(),
+        Readiness::Unreachable => "supervisor unreachable".to_owned(),
+        Readiness::Silent(silent) => format!("supervisor has not answered for {} s", silent.as_secs()),
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": reason}))).into_response()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::pin::Pin;
 use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
+pub use hangar_runtime::client::Readiness;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -27,8 +28,13 @@ pub trait Supervisor: Send + Sync + 'static {
         (mpsc::unbounded_channel().1, self.request(request))
     }
 
-    /// Whether a handshaken connection is up right now (readiness).
+    /// Whether a handshaken connection is up right now.
     fn is_connected(&self) -> bool;
+
+    /// Whether the supervisor answers (readiness): by default, whether it is connected.
+    fn readiness(&self) -> Readiness {
+        if self.is_connected() { Readiness::Answering } else { Readiness::Unreachable }
+    }
 }
 
 impl Supervisor for hangar_runtime::client::Client {
@@ -46,6 +52,10 @@ impl Supervisor for hangar_runtime::client::Client {
 
     fn is_connected(&self) -> bool {
         hangar_runtime::client::Client::is_connected(self)
+    }
+
+    fn readiness(&self) -> Readiness {
+        hangar_runtime::client::Client::readiness(self)
     }
 }
 

@@ -129,6 +129,7 @@ impl FakeSupervisor {
             }
             Request::Call { mcp_server, tool, arguments, .. } => self.call(mcp_server, tool, arguments).await,
             Request::Subscribe => Ok(Reply::Subscribed),
+            Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
             // Egress mode: the front door is off, so nothing is forwarded.
             Request::Catalog => {

@@ -87,6 +87,9 @@ pub enum Request {
     },
     /// Push every state change on this connection from now on.
     Subscribe,
+    /// Answered [`Reply::Pong`] at once: a client's heartbeat, so it knows the supervisor still
+    /// answers when nothing else is asked.
+    Ping,
     /// What the prober should check, and when (see [`ProbeTarget`]).
     Targets,
     /// Sends the upstream a `tools/list` with a timeout; answers [`CheckOutcome`]. Changes
@@ -214,6 +217,7 @@ pub enum Reply {
     /// The upstream's own `tools/call` result.
     Called(Value),
     Subscribed,
+    Pong,
     Targets(Vec<ProbeTarget>),
     Checked(CheckOutcome),
     /// The verdict was applied; the server's state after it.
@@ -274,7 +278,10 @@ impl IpcError {
     }
 
     pub fn not_found(mcp_server: &str) -> Self {
-        IpcError::new(ErrorKind::NotFound, format!("no MCP server with id `{mcp_server}` is configured"))
+        IpcError::new(
+            ErrorKind::NotFound,
+            format!("no MCP server with id `{}` is configured", crate::echo::bounded(mcp_server)),
+        )
     }
 }
 

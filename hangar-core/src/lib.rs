@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`backoff`]: exponential backoff with jitter.
+//! - [`echo`]: bounding the client input an error message quotes back.
 //! - [`front_door`]: how upstream tools and prompts are named behind one endpoint.
 //! - [`metrics`]: the Prometheus text of `/metrics`, rendered from a snapshot.
 //! - [`limits`]: concurrency and rate limits on requests that reach an upstream.
@@ -19,6 +20,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod echo;
 pub mod front_door;
 pub mod ipc;
 pub mod jsonrpc;

@@ -120,6 +120,7 @@ impl Hangar {
                 Reply::Called(server.call(&tool, arguments, extra, timeout, relay).await?)
             }
             Request::Subscribe => Reply::Subscribed,
+            Request::Ping => Reply::Pong,
             Request::Targets => Reply::Targets(self.all().iter().filter_map(|s| s.probe_target()).collect()),
             Request::Check { mcp_server, timeout_ms } => {
                 let timeout = Duration::from_millis(timeout_ms).min(MAX_CALL_TIMEOUT);

@@ -1,5 +1,6 @@
 //! JSON-RPC error codes and error objects of `/mcp`.
 
+use hangar_core::echo::bounded;
 use serde_json::{Value, json};
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -31,7 +32,7 @@ impl RpcError {
     }
 
     pub fn parse_error(detail: impl std::fmt::Display) -> Self {
-        RpcError::new(PARSE_ERROR, format!("Parse error: {detail}"))
+        RpcError::new(PARSE_ERROR, format!("Parse error: {}", bounded(&detail.to_string())))
     }
 
     pub fn invalid_request(message: impl Into<String>) -> Self {
@@ -43,7 +44,7 @@ impl RpcError {
     }
 
     pub fn method_not_found(method: &str) -> Self {
-        RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+        RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {}", bounded(method)))
     }
 
     pub fn header_mismatch(message: impl Into<String>) -> Self {

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed};
 use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay};
 use serde_json::{Map, Value, json};
@@ -73,7 +74,7 @@ pub async fn route(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Route
     if name.starts_with(front_door::RESERVED_PREFIX) {
         return Ok(Route::Hangar);
     }
-    let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
+    let unknown = || RpcError::invalid_params(format!("Unknown tool: {}", bounded(name)));
     let catalog = supervisor.catalog().await.map_err(internal)?;
     if !catalog.front_door {
         return Err(unknown());
@@ -131,7 +132,7 @@ pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>
     let name = name.ok_or_else(|| RpcError::invalid_params("Invalid params: prompts/get needs a string `name`"))?;
     let per_server = gather(supervisor, &catalog, "prompts/list", "prompts").await;
     let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&catalog), &name)
-        .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+        .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {}", bounded(&name))))?;
     params.insert("name".into(), json!(original));
     strip_protocol_meta(&mut params);
     supervisor.forward(&server, "prompts/get", Value::Object(params)).await.or_else(upstream_failure)
@@ -145,6 +146,7 @@ pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Val
     let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
     let target = resource_owner(supervisor, &catalog, &uri, true).await;
     let Some((server, original)) = target else {
+        let uri = bounded(&uri);
         return Err(RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})));
     };
     params.insert("uri".into(), json!(original));
@@ -200,14 +202,14 @@ pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -
             let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
             let per_server = gather(supervisor, &catalog, "prompts/list", "prompts").await;
             let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&catalog), name)
-                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {}", bounded(name))))?;
             (server, "name", original)
         }
         "ref/resource" => {
             let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
             let (server, original) = resource_owner(supervisor, &catalog, &uri, true)
                 .await
-                .ok_or_else(|| RpcError::invalid_params(format!("Unknown resource: {uri}")))?;
+                .ok_or_else(|| RpcError::invalid_params(format!("Unknown resource: {}", bounded(&uri))))?;
             (server, "uri", original)
         }
         _ => return Err(RpcError::invalid_params("Invalid params: `ref` must be a ref/prompt or a ref/resource")),
@@ -228,7 +230,7 @@ pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Opti
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
     let (server, original) = resource_owner(supervisor, &catalog, &uri, true)
         .await
-        .ok_or_else(|| RpcError::invalid_params(format!("Resource not found: {uri}")))?;
+        .ok_or_else(|| RpcError::invalid_params(format!("Resource not found: {}", bounded(&uri))))?;
     params.insert("uri".into(), json!(original));
     supervisor.forward(&server, method, Value::Object(params)).await.or_else(upstream_failure)
 }

@@ -4,10 +4,12 @@
 //! have minted, so a client keeps working across restarts and replicas.
 
 use axum::http::{HeaderMap, StatusCode};
+use hangar_core::echo::bounded;
 use serde_json::{Value, json};
 
 use super::errors::{RpcError, SESSION_NOT_FOUND};
 use super::headers::single;
+use super::id::{Id, Incoming};
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::{McpReply, SESSION_HEADER};
@@ -18,20 +20,22 @@ pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26"
 /// What `initialize` answers when the client asks for a version we do not speak.
 pub const LATEST: &str = "2025-11-25";
 
-pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpReply {
+pub async fn handle(app: &AppState, headers: &HeaderMap, mut body: Incoming) -> McpReply {
     let bad = StatusCode::BAD_REQUEST;
+    let raw_token = body.progress_token.take();
     let message = match message::parse(body) {
         Ok(message) => message,
         Err(invalid) => return McpReply::error(bad, &invalid.id, &invalid.error),
     };
     let id = match &message {
         Message::Request { id, .. } => id.clone(),
-        _ => Value::Null,
+        _ => Id::null(),
     };
     if let Ok(Some(version)) = single(headers, "MCP-Protocol-Version")
         && !LEGACY_VERSIONS.contains(&version.as_str())
     {
-        let err = RpcError::invalid_request(format!("Bad Request: unsupported MCP-Protocol-Version `{version}`"));
+        let err =
+            RpcError::invalid_request(format!("Bad Request: unsupported MCP-Protocol-Version `{}`", bounded(&version)));
         return McpReply::error(bad, &id, &err);
     }
     match message {
@@ -51,7 +55,7 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
                 Message::Request { id, method, params } => {
                     if method == "tools/call"
                         && stream::accepts_event_stream(headers)
-                        && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
+                        && let Some(wanted) = stream::Wanted::from_params(params.as_ref(), raw_token)
                     {
                         match stream::front_door_call(app, &id, params.clone(), wanted, to_legacy).await {
                             Ok(Some(reply)) => return reply,
@@ -68,7 +72,7 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
 }
 
 /// Negotiates: the client's version if we speak it, else our latest; mints the session.
-pub fn initialize(id: &Value, params: Option<&Value>, capabilities: &Value) -> McpReply {
+pub fn initialize(id: &Id, params: Option<&Value>, capabilities: &Value) -> McpReply {
     let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
     let version = requested.filter(|v| LEGACY_VERSIONS.contains(v)).unwrap_or(LATEST);
     let result = json!({
@@ -84,7 +88,7 @@ pub fn initialize(id: &Value, params: Option<&Value>, capabilities: &Value) -> M
 
 /// A request without a session is a bad request; one with an id we would never mint is an
 /// unknown session (404, so the client starts over with `initialize`).
-pub fn check_session(headers: &HeaderMap, id: &Value) -> Result<(), McpReply> {
+pub fn check_session(headers: &HeaderMap, id: &Id) -> Result<(), McpReply> {
     match single(headers, SESSION_HEADER) {
         Ok(None) => Err(McpReply::error(
             StatusCode::BAD_REQUEST,
@@ -98,7 +102,7 @@ pub fn check_session(headers: &HeaderMap, id: &Value) -> Result<(), McpReply> {
     }
 }
 
-async fn dispatch(app: &AppState, id: &Value, method: &str, params: Option<Value>) -> McpReply {
+async fn dispatch(app: &AppState, id: &Id, method: &str, params: Option<Value>) -> McpReply {
     let result = match method {
         "ping" => Ok(json!({})),
         _ => match methods::shared(app, method, params).await {

@@ -3,11 +3,12 @@
 use serde_json::{Map, Value};
 
 use super::errors::RpcError;
+use super::id::{Id, Incoming};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     Request {
-        id: Value,
+        id: Id,
         method: String,
         params: Option<Value>,
     },
@@ -22,19 +23,19 @@ pub enum Message {
 /// An invalid message, with the id to echo (null when none could be read).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invalid {
-    pub id: Value,
+    pub id: Id,
     pub error: RpcError,
 }
 
 /// Classifies one body. A batch (array) is invalid here: neither era accepts batches.
-pub fn parse(body: Value) -> Result<Message, Invalid> {
+pub fn parse(incoming: Incoming) -> Result<Message, Invalid> {
+    let Incoming { body, id, .. } = incoming;
     let mut map = match body {
         Value::Object(map) => map,
-        Value::Array(_) => return Err(invalid(Value::Null, "Invalid Request: batches are not supported")),
-        _ => return Err(invalid(Value::Null, "Invalid Request: not a JSON-RPC message object")),
+        Value::Array(_) => return Err(invalid(Id::null(), "Invalid Request: batches are not supported")),
+        _ => return Err(invalid(Id::null(), "Invalid Request: not a JSON-RPC message object")),
     };
-    let id = map.remove("id");
-    let echo = id.clone().filter(valid_id).unwrap_or(Value::Null);
+    let echo = id.clone().filter(Id::is_string_or_number).unwrap_or_else(Id::null);
     if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(invalid(echo, "Invalid Request: \"jsonrpc\" must be \"2.0\""));
     }
@@ -42,8 +43,8 @@ pub fn parse(body: Value) -> Result<Message, Invalid> {
     match map.remove("method") {
         Some(Value::String(method)) => match id {
             None => Ok(Message::Notification { method, params }),
-            Some(id) if valid_id(&id) => Ok(Message::Request { id, method, params }),
-            Some(_) => Err(invalid(Value::Null, "Invalid Request: \"id\" must be a string or a number")),
+            Some(id) if id.is_string_or_number() => Ok(Message::Request { id, method, params }),
+            Some(_) => Err(invalid(Id::null(), "Invalid Request: \"id\" must be a string or a number")),
         },
         Some(_) => Err(invalid(echo, "Invalid Request: \"method\" must be a string")),
         None if id.is_some() && is_response(&map) => Ok(Message::Response),
@@ -55,11 +56,7 @@ fn is_response(map: &Map<String, Value>) -> bool {
     map.contains_key("result") || map.contains_key("error")
 }
 
-fn valid_id(id: &Value) -> bool {
-    id.is_string() || id.is_number()
-}
-
-fn invalid(id: Value, message: &str) -> Invalid {
+fn invalid(id: Id, message: &str) -> Invalid {
     Invalid { id, error: RpcError::invalid_request(message) }
 }
 
@@ -71,20 +68,21 @@ mod tests {
 
     #[test]
     fn sorts_requests_notifications_and_responses() {
-        let request = parse(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})).unwrap();
-        assert_eq!(request, Message::Request { id: json!(3), method: "tools/list".into(), params: None });
-        let note = parse(json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": null})).unwrap();
+        let request = parse(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).into()).unwrap();
+        assert_eq!(request, Message::Request { id: json!(3).into(), method: "tools/list".into(), params: None });
+        let note =
+            parse(json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": null}).into()).unwrap();
         assert_eq!(note, Message::Notification { method: "notifications/initialized".into(), params: None });
-        assert_eq!(parse(json!({"jsonrpc": "2.0", "id": "a", "result": {}})).unwrap(), Message::Response);
+        assert_eq!(parse(json!({"jsonrpc": "2.0", "id": "a", "result": {}}).into()).unwrap(), Message::Response);
     }
 
     #[test]
     fn invalid_messages_echo_a_readable_id() {
-        let err = parse(json!({"jsonrpc": "1.0", "id": 9, "method": "x"})).unwrap_err();
-        assert_eq!((err.id, err.error.code), (json!(9), -32600));
-        let err = parse(json!({"jsonrpc": "2.0", "id": {"no": 1}, "method": "x"})).unwrap_err();
-        assert_eq!(err.id, Value::Null);
-        assert_eq!(parse(json!([1])).unwrap_err().error.code, -32600);
-        assert_eq!(parse(json!({"jsonrpc": "2.0", "id": 1, "method": 5})).unwrap_err().id, json!(1));
+        let err = parse(json!({"jsonrpc": "1.0", "id": 9, "method": "x"}).into()).unwrap_err();
+        assert_eq!((err.id, err.error.code), (json!(9).into(), -32600));
+        let err = parse(json!({"jsonrpc": "2.0", "id": {"no": 1}, "method": "x"}).into()).unwrap_err();
+        assert_eq!(err.id, Id::null());
+        assert_eq!(parse(json!([1]).into()).unwrap_err().error.code, -32600);
+        assert_eq!(parse(json!({"jsonrpc": "2.0", "id": 1, "method": 5}).into()).unwrap_err().id, json!(1).into());
     }
 }

@@ -9,6 +9,7 @@ mod batch;
 mod errors;
 mod front_door;
 mod headers;
+mod id;
 mod legacy;
 mod message;
 mod methods;
@@ -77,14 +78,14 @@ async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<
             return McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &err);
         }
     };
-    let body: Value = match serde_json::from_slice(&bytes) {
-        Ok(body) => body,
+    let incoming = match id::Incoming::decode(&bytes) {
+        Ok(incoming) => incoming,
         Err(err) => return McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &RpcError::parse_error(err)),
     };
-    if modern::is_modern(&headers, &body) {
-        modern::handle(&app, &headers, body).await
+    if modern::is_modern(&headers, &incoming.body) {
+        modern::handle(&app, &headers, incoming).await
     } else {
-        legacy::handle(&app, &headers, body).await
+        legacy::handle(&app, &headers, incoming).await
     }
 }
 

@@ -2,10 +2,12 @@
 //! mirrors its method (and name) in headers.
 
 use axum::http::{HeaderMap, StatusCode};
+use hangar_core::echo::bounded;
 use serde_json::{Map, Value, json};
 
 use super::errors::{RpcError, UNSUPPORTED_VERSION};
 use super::headers::{single, unwrap_encoded};
+use super::id::{Id, Incoming};
 use super::message::{self, Message};
 use super::methods::{self, INSTRUCTIONS};
 use super::reply::McpReply;
@@ -50,12 +52,12 @@ pub fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
 #[derive(Debug, PartialEq)]
 pub enum Checked {
     Notification,
-    Request { id: Value, method: String, params: Option<Value> },
+    Request { id: Id, method: String, params: Option<Value> },
 }
 
 /// The checks of the 2026-07-28 error table, in its order: message shape, `_meta`, version,
 /// headers, method. One exception, noted below, keeps the spec's precedence for contradictions.
-pub fn validate(headers: &HeaderMap, body: Value) -> Result<Checked, McpReply> {
+pub fn validate(headers: &HeaderMap, body: Incoming) -> Result<Checked, McpReply> {
     let bad = StatusCode::BAD_REQUEST;
     let (id, method, params) = match message::parse(body) {
         Ok(Message::Request { id, method, params }) => (id, method, params),
@@ -89,6 +91,7 @@ pub fn validate(headers: &HeaderMap, body: Value) -> Result<Checked, McpReply> {
         return Err(fail(bad, differs(VERSION_HEADER, header, version)));
     }
     if !SUPPORTED.contains(&version) {
+        let version = bounded(version);
         let err = RpcError::new(UNSUPPORTED_VERSION, format!("Unsupported protocol version: {version}"))
             .with_data(json!({"supported": SUPPORTED, "requested": version}));
         return Err(fail(bad, err));
@@ -108,6 +111,7 @@ fn missing(name: &str) -> RpcError {
 }
 
 fn differs(name: &str, header: &str, body: &str) -> RpcError {
+    let (header, body) = (bounded(header), bounded(body));
     RpcError::header_mismatch(format!("Header mismatch: {name} header is `{header}` but the body says `{body}`"))
 }
 
@@ -134,7 +138,8 @@ fn check_mirrors(headers: &HeaderMap, method: &str, params: Option<&Value>) -> R
     }
 }
 
-pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpReply {
+pub async fn handle(app: &AppState, headers: &HeaderMap, mut body: Incoming) -> McpReply {
+    let raw_token = body.progress_token.take();
     let (id, method, params) = match validate(headers, body) {
         Ok(Checked::Request { id, method, params }) => (id, method, params),
         Ok(Checked::Notification) => return McpReply::accepted(),
@@ -142,7 +147,7 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Value) -> McpRepl
     };
     if method == "tools/call"
         && stream::accepts_event_stream(headers)
-        && let Some(wanted) = stream::Wanted::from_params(params.as_ref())
+        && let Some(wanted) = stream::Wanted::from_params(params.as_ref(), raw_token)
     {
         match stream::front_door_call(app, &id, params.clone(), wanted, complete).await {
             Ok(Some(reply)) => return reply,

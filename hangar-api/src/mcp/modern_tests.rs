@@ -32,22 +32,22 @@ fn good(method: &str) -> HeaderMap {
 }
 
 fn refused(headers: &HeaderMap, body: Value) -> McpReply {
-    match validate(headers, body) {
+    match validate(headers, body.into()) {
         Err(reply) => reply,
         Ok(checked) => panic!("accepted: {checked:?}"),
     }
 }
 
-fn body_of(reply: &McpReply) -> &Value {
-    reply.body.as_ref().unwrap()
+fn body_of(reply: &McpReply) -> Value {
+    reply.body_json().unwrap()
 }
 
 #[test]
 fn a_conformant_request_passes() {
-    let checked = validate(&good("tools/list"), request("tools/list", json!({}))).unwrap();
+    let checked = validate(&good("tools/list"), request("tools/list", json!({})).into()).unwrap();
     assert_eq!(
         checked,
-        Checked::Request { id: json!(7), method: "tools/list".into(), params: Some(json!({"_meta": meta()})) }
+        Checked::Request { id: json!(7).into(), method: "tools/list".into(), params: Some(json!({"_meta": meta()})) }
     );
 }
 
@@ -109,7 +109,7 @@ fn header_mismatches_name_the_header() {
 #[test]
 fn header_names_are_case_insensitive_and_values_trimmed() {
     let headers = headers(&[("mcp-protocol-version", VERSION), ("MCP-METHOD", "  tools/list  ")]);
-    assert!(validate(&headers, request("tools/list", json!({}))).is_ok());
+    assert!(validate(&headers, request("tools/list", json!({})).into()).is_ok());
 }
 
 #[test]
@@ -120,8 +120,8 @@ fn mcp_name_must_mirror_the_tool_name() {
         h.insert("mcp-name", HeaderValue::from_str(name).unwrap());
         h
     };
-    assert!(validate(&with_name("hangar_list"), body()).is_ok());
-    assert!(validate(&with_name("  hangar_list "), body()).is_ok());
+    assert!(validate(&with_name("hangar_list"), body().into()).is_ok());
+    assert!(validate(&with_name("  hangar_list "), body().into()).is_ok());
     for wrong in ["wrong_tool_name", "HANGAR_LIST"] {
         assert_eq!(refused(&with_name(wrong), body()).error_code(), Some(-32020));
     }
@@ -136,7 +136,7 @@ fn mcp_name_is_base64_decoded_before_comparing() {
     let mut h = good("tools/call");
     // "héllo wörld" in UTF-8, Base64-encoded.
     h.insert("mcp-name", HeaderValue::from_static("=?base64?aMOpbGxvIHfDtnJsZA==?="));
-    assert!(validate(&h, body.clone()).is_ok());
+    assert!(validate(&h, body.clone().into()).is_ok());
     h.insert("mcp-name", HeaderValue::from_static("=?base64?aMOpbGxvIHfDtnJsZA?="));
     assert_eq!(refused(&h, body).error_code(), Some(-32020), "bad padding is malformed");
 
@@ -144,7 +144,7 @@ fn mcp_name_is_base64_decoded_before_comparing() {
     let mut h = good("resources/read");
     h.insert("mcp-name", HeaderValue::from_static("=?base64?dGVzdDovL3N0YXRpYy10ZXh0?="));
     // The header checks pass (the front door serves the method itself).
-    assert!(validate(&h, body.clone()).is_ok());
+    assert!(validate(&h, body.clone().into()).is_ok());
     h.insert("mcp-name", HeaderValue::from_static("=?base64?dGVzdDovL290aGVy?="));
     assert_eq!(refused(&h, body).error_code(), Some(-32020), "test://other is not the body's uri");
 }
@@ -170,7 +170,7 @@ fn batches_and_non_requests_are_invalid() {
 #[test]
 fn notifications_are_accepted() {
     let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    assert_eq!(validate(&good("notifications/cancelled"), body).unwrap(), Checked::Notification);
+    assert_eq!(validate(&good("notifications/cancelled"), body.into()).unwrap(), Checked::Notification);
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn app() -> AppState {
 
 #[tokio::test]
 async fn discover_lists_every_version_and_carries_server_info() {
-    let reply = handle(&app(), &good("server/discover"), request("server/discover", json!({}))).await;
+    let reply = handle(&app(), &good("server/discover"), request("server/discover", json!({})).into()).await;
     assert_eq!(reply.status, StatusCode::OK);
     let result = &body_of(&reply)["result"];
     assert_eq!(result["resultType"], "complete");
@@ -205,8 +205,8 @@ async fn discover_lists_every_version_and_carries_server_info() {
 
 #[tokio::test]
 async fn tools_list_is_cacheable_and_in_a_fixed_order() {
-    let first = handle(&app(), &good("tools/list"), request("tools/list", json!({}))).await;
-    let second = handle(&app(), &good("tools/list"), request("tools/list", json!({}))).await;
+    let first = handle(&app(), &good("tools/list"), request("tools/list", json!({})).into()).await;
+    let second = handle(&app(), &good("tools/list"), request("tools/list", json!({})).into()).await;
     let result = &body_of(&first)["result"];
     let names: Vec<&str> = result["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), 8);
@@ -219,13 +219,13 @@ async fn tools_list_is_cacheable_and_in_a_fixed_order() {
 async fn tools_call_results_are_complete_and_bad_calls_answer_200() {
     let mut h = good("tools/call");
     h.insert("mcp-name", HeaderValue::from_static("hangar_list"));
-    let reply = handle(&app(), &h, request("tools/call", json!({"name": "hangar_list"}))).await;
+    let reply = handle(&app(), &h, request("tools/call", json!({"name": "hangar_list"})).into()).await;
     let result = &body_of(&reply)["result"];
     assert_eq!((reply.status, result["resultType"].clone()), (StatusCode::OK, json!("complete")));
     assert_eq!(result["isError"], false);
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "hangar");
 
     h.insert("mcp-name", HeaderValue::from_static("nope"));
-    let reply = handle(&app(), &h, request("tools/call", json!({"name": "nope"}))).await;
+    let reply = handle(&app(), &h, request("tools/call", json!({"name": "nope"})).into()).await;
     assert_eq!((reply.status, reply.error_code()), (StatusCode::OK, Some(-32602)));
 }

@@ -4,17 +4,20 @@ use axum::body::{Body, Bytes};
 use axum::http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::errors::RpcError;
+use super::id::{Echo, Id};
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
 #[derive(Debug)]
 pub struct McpReply {
     pub status: StatusCode,
-    pub body: Option<Value>,
+    pub body: Option<Answer>,
     /// A `text/event-stream` answer instead: each item one whole SSE event.
     pub events: Option<mpsc::Receiver<Bytes>>,
     /// Set on a legacy `initialize` answer.
@@ -24,13 +27,12 @@ pub struct McpReply {
 }
 
 impl McpReply {
-    pub fn result(id: &Value, result: Value) -> Self {
-        let body = crate::json::object([("jsonrpc", Value::from("2.0")), ("id", id.clone()), ("result", result)]);
-        McpReply::json(StatusCode::OK, body)
+    pub fn result(id: &Id, result: Value) -> Self {
+        McpReply::json(StatusCode::OK, Answer { id: id.clone(), outcome: Ok(result) })
     }
 
-    pub fn error(status: StatusCode, id: &Value, error: &RpcError) -> Self {
-        McpReply::json(status, json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}))
+    pub fn error(status: StatusCode, id: &(impl Echo + ?Sized), error: &RpcError) -> Self {
+        McpReply::json(status, Answer { id: id.echo(), outcome: Err(error.clone()) })
     }
 
     /// A notification or a client's response: nothing to say back.
@@ -45,12 +47,12 @@ impl McpReply {
 
     pub fn method_not_allowed(message: &str) -> Self {
         let mut reply =
-            McpReply::error(StatusCode::METHOD_NOT_ALLOWED, &Value::Null, &RpcError::invalid_request(message));
+            McpReply::error(StatusCode::METHOD_NOT_ALLOWED, &Id::null(), &RpcError::invalid_request(message));
         reply.allow_post = true;
         reply
     }
 
-    fn json(status: StatusCode, body: Value) -> Self {
+    fn json(status: StatusCode, body: Answer) -> Self {
         McpReply { status, body: Some(body), events: None, session_id: None, allow_post: false }
     }
 
@@ -63,7 +65,33 @@ impl McpReply {
     /// The JSON-RPC error code, for tests.
     #[cfg(test)]
     pub fn error_code(&self) -> Option<i64> {
-        self.body.as_ref()?.get("error")?.get("code")?.as_i64()
+        self.body.as_ref()?.outcome.as_ref().err().map(|err| err.code)
+    }
+
+    /// The body as a `Value`, for tests (the id as a `Value` can hold it).
+    #[cfg(test)]
+    pub fn body_json(&self) -> Option<Value> {
+        self.body.as_ref().map(|body| serde_json::to_value(body).unwrap_or_default())
+    }
+}
+
+/// A JSON-RPC response: the id as the client wrote it, then a result or an error.
+#[derive(Debug)]
+pub struct Answer {
+    pub id: Id,
+    pub outcome: Result<Value, RpcError>,
+}
+
+impl Serialize for Answer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        map.serialize_entry("id", &self.id)?;
+        match &self.outcome {
+            Ok(result) => map.serialize_entry("result", result)?,
+            Err(error) => map.serialize_entry("error", &error.to_json())?,
+        }
+        map.end()
     }
 }
 
@@ -87,11 +115,11 @@ impl IntoResponse for McpReply {
 
 /// `body` as `application/json`, written into one buffer sized for a typical answer (axum's
 /// `Json` starts at 128 bytes and grows by copying).
-fn json_response(status: StatusCode, body: &Value) -> Response {
+fn json_response(status: StatusCode, body: &Answer) -> Response {
     let mut bytes = Vec::with_capacity(1024);
     match serde_json::to_writer(&mut bytes, body) {
         Ok(()) => (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response(),
-        // Unreachable for a `Value` (its keys are strings); answered rather than assumed.
+        // Unreachable (every key is a string); answered rather than assumed.
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
@@ -111,7 +139,12 @@ fn event_stream(events: mpsc::Receiver<Bytes>) -> Response {
     response
 }
 
-/// One SSE event carrying a JSON-RPC message.
-pub fn sse_event(message: &Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+/// One SSE event carrying a JSON-RPC message (serde_json writes no raw newline, so it is one
+/// `data:` line).
+pub fn sse_event<T: Serialize>(message: &T) -> Bytes {
+    let mut event = b"event: message\ndata: ".to_vec();
+    // Cannot fail: every key is a string.
+    let _ = serde_json::to_writer(&mut event, message);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
 }

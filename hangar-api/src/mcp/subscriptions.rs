@@ -7,18 +7,43 @@
 
 use std::time::Duration;
 
+use axum::body::Bytes;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::id::Id;
 use super::reply::{McpReply, sse_event};
 use crate::app::{AppState, ListChanged};
 
 /// How often an idle stream says it is alive, so dead clients are noticed and proxies keep it.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// A notification of a subscription; its `_meta` names the subscription by the request's id, as
+/// the client wrote it.
+#[derive(Serialize)]
+struct Notification<'a> {
+    jsonrpc: &'static str,
+    method: &'static str,
+    params: Params<'a>,
+}
+
+#[derive(Serialize)]
+struct Params<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notifications: Option<Value>,
+    #[serde(rename = "_meta")]
+    meta: SubscriptionMeta<'a>,
+}
+
+#[derive(Serialize)]
+struct SubscriptionMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    subscription_id: &'a Id,
+}
 
 /// `subscriptions/listen`: acknowledges the filter it honours, then streams what was asked for.
-pub fn listen(app: &AppState, id: &Value, params: Option<&Value>, front_door: bool) -> McpReply {
+pub fn listen(app: &AppState, id: &Id, params: Option<&Value>, front_door: bool) -> McpReply {
     let asked = params.and_then(|p| p.get("notifications"));
     let tools = front_door && asked.and_then(|n| n.get("toolsListChanged")).and_then(Value::as_bool) == Some(true);
     let honoured = json!({
@@ -27,38 +52,39 @@ pub fn listen(app: &AppState, id: &Value, params: Option<&Value>, front_door: bo
         "resourcesListChanged": false,
         "resourceSubscriptions": [],
     });
-    let meta = json!({ META_SUBSCRIPTION_ID: id });
-    let acknowledged = json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/subscriptions/acknowledged",
-        "params": {"notifications": honoured, "_meta": meta},
-    });
-    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
+    let notification = |method, notifications| Notification {
+        jsonrpc: "2.0",
+        method,
+        params: Params { notifications, meta: SubscriptionMeta { subscription_id: id } },
+    };
+    let acknowledged = sse_event(&notification("notifications/subscriptions/acknowledged", Some(honoured)));
+    let changed = sse_event(&notification("notifications/tools/list_changed", None));
     stream(app.changes.subscribe(), Some(acknowledged), tools.then_some(changed))
 }
 
 /// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change.
 pub fn legacy_stream(app: &AppState) -> McpReply {
-    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let changed = sse_event(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
     stream(app.changes.subscribe(), None, Some(changed))
 }
 
-fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Value>, on_tools: Option<Value>) -> McpReply {
+/// `first`, then `on_tools` whenever tools change: each one whole SSE event, encoded once.
+fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpReply {
     let (events, receiver) = mpsc::channel(16);
     tokio::spawn(async move {
         if let Some(first) = first
-            && events.send(sse_event(&first)).await.is_err()
+            && events.send(first).await.is_err()
         {
             return;
         }
         loop {
             let event = tokio::select! {
                 change = changes.recv() => match (change, &on_tools) {
-                    (Ok(ListChanged::Tools) | Err(broadcast::error::RecvError::Lagged(_)), Some(notification)) => sse_event(notification),
+                    (Ok(ListChanged::Tools) | Err(broadcast::error::RecvError::Lagged(_)), Some(notification)) => notification.clone(),
                     (Err(broadcast::error::RecvError::Closed), _) => return,
                     _ => continue,
                 },
-                () = tokio::time::sleep(KEEP_ALIVE) => axum::body::Bytes::from_static(b": keep-alive\n\n"),
+                () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(b": keep-alive\n\n"),
                 () = events.closed() => return,
             };
             if events.send(event).await.is_err() {
@@ -67,4 +93,22 @@ fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Value>, o
         }
     });
     McpReply::events(receiver)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeSupervisor;
+
+    #[tokio::test]
+    async fn the_subscription_is_named_by_the_request_id_as_written() {
+        let app = AppState::new(FakeSupervisor::new());
+        let id = super::super::id::Incoming::decode(br#"{"id": 18446744073709551616}"#).unwrap().id.unwrap();
+        let mut reply = listen(&app, &id, None, true);
+        let first = reply.events.as_mut().unwrap().recv().await.unwrap();
+        let text = std::str::from_utf8(&first).unwrap();
+        assert!(text.contains(r#""io.modelcontextprotocol/subscriptionId":18446744073709551616"#), "{text}");
+        assert!(text.contains("notifications/subscriptions/acknowledged"), "{text}");
+    }
 }

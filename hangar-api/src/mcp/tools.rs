@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::lifecycle::State;
 use serde::Serialize;
@@ -124,7 +125,7 @@ pub fn definitions() -> Vec<Value> {
 /// Runs tool `name`. `Ok` is a `tools/call` result (possibly with `isError: true`); `Err` is a
 /// JSON-RPC error (unknown tool, bad arguments).
 pub async fn call(supervisor: &Arc<dyn Supervisor>, name: &str, arguments: Option<Value>) -> Result<Value, RpcError> {
-    let unknown = || RpcError::invalid_params(format!("Unknown tool: {name}"));
+    let unknown = || RpcError::invalid_params(format!("Unknown tool: {}", bounded(name)));
     if !TOOL_NAMES.contains(&name) {
         return Err(unknown());
     }
@@ -169,7 +170,8 @@ async fn list(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
         None => None,
         Some(name) => Some(serde_json::from_value::<State>(Value::String(name.clone())).map_err(|_| {
             RpcError::invalid_params(format!(
-                "Invalid arguments: `state_filter` must be one of cold, initializing, ready, degraded, dead; not `{name}`"
+                "Invalid arguments: `state_filter` must be one of cold, initializing, ready, degraded, dead; not `{}`",
+                bounded(&name)
             ))
         })?),
     };

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::{Link, Shared, unreachable_error};
+use super::{HEARTBEAT, Link, Shared, unreachable_error};
 use crate::lines::{Line, read_line, write_batched};
 
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
@@ -79,16 +79,19 @@ async fn session(shared: &Shared) -> Ended {
         return ended;
     }
     tracing::info!(socket = %shared.path.display(), "connected to the supervisor");
+    shared.heard();
 
     let (tx, rx) = mpsc::channel(WRITE_QUEUE);
     if shared.follow.is_some() {
-        // Nobody waits for its reply (id 0); what matters is the events that follow it.
-        let _ = tx.try_send(ipc::encode(&ClientFrame::Request { id: 0, op: hangar_core::ipc::Request::Subscribe }));
+        // Nobody waits for its reply; what matters is the events that follow it.
+        let _ = tx.try_send(ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Subscribe }));
     }
+    let pings = tx.clone();
     shared.link_up(tx);
     shared.tell(Link::Up);
     let reason = tokio::select! {
         reason = read_loop(shared, &mut reader) => reason,
+        () = heartbeat(shared, pings) => "the request queue closed".into(),
         written = write_batched(writer, rx) => match written {
             Ok(()) => "the request queue closed".into(),
             Err(err) => err.to_string(),
@@ -142,11 +145,36 @@ where
     }
 }
 
+/// Pings the supervisor whenever nothing came from it for [`HEARTBEAT`], so that a silent one
+/// shows (see `Client::readiness`). Ends only if the write queue closes.
+async fn heartbeat(shared: &Shared, writer: mpsc::Sender<Vec<u8>>) {
+    // Checked twice per heartbeat, so silence is noticed within one and a half of them.
+    let mut tick = tokio::time::interval(HEARTBEAT / 2);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let ping = ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Ping });
+    loop {
+        tick.tick().await;
+        if shared.silent_for() < HEARTBEAT {
+            continue;
+        }
+        // A full queue means the supervisor is not reading: the silence shows on its own.
+        if let Err(mpsc::error::TrySendError::Closed(_)) = writer.try_send(ping.clone()) {
+            return;
+        }
+    }
+}
+
+/// Requests nobody waits for (the subscription, heartbeats) carry id 0; real ones start at 1.
+const UNAWAITED_ID: u64 = 0;
+
 async fn read_loop<R: AsyncBufRead + Unpin>(shared: &Shared, reader: &mut R) -> String {
     let mut line = Vec::new();
     loop {
         match read_line(reader, &mut line, MAX_FRAME_BYTES).await {
-            Ok(Line::Complete) => route(shared, &line),
+            Ok(Line::Complete) => {
+                shared.heard();
+                route(shared, &line);
+            }
             Ok(Line::TooLong(len)) => return format!("the supervisor sent a {len}-byte frame, over the limit"),
             Ok(Line::Eof) => return "the supervisor closed the connection".into(),
             Err(err) => return err.to_string(),
@@ -161,7 +189,7 @@ fn route(shared: &Shared, line: &[u8]) {
                 Outcome::Ok(reply) => Ok(reply),
                 Outcome::Err(err) => Err(err),
             };
-            if !shared.deliver(id, result) {
+            if id != UNAWAITED_ID && !shared.deliver(id, result) {
                 tracing::debug!(id, "reply for a request nobody waits for (it timed out or was dropped)");
             }
         }

@@ -7,6 +7,11 @@
 //!
 //! A client made with [`Client::following`] also subscribes to state changes on every
 //! connection and hands them, with the link going up and down, to a [`Link`] channel.
+//!
+//! A connection can stay up while the supervisor behind it answers nothing (it is stopped with
+//! SIGSTOP, or its event loop is stuck). So the client notes when it last heard any frame, and
+//! when nothing came for [`HEARTBEAT`] it sends a `ping`; [`Client::readiness`] counts the
+//! supervisor as answering only if it heard from it within [`ANSWER_WITHIN`].
 
 mod connection;
 
@@ -14,7 +19,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hangar_core::ipc::{self, ClientFrame, ErrorKind, IpcError, Reply, Request};
 use hangar_core::record::StateChange;
@@ -27,6 +32,11 @@ const DEFAULT_BUDGET: Duration = Duration::from_secs(65);
 /// Added to a call's own timeout, so the supervisor's timeout error wins over ours.
 const CALL_SLACK: Duration = Duration::from_secs(5);
 const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+/// After this long without a frame from the supervisor, the client pings it.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// A supervisor not heard from for longer than this does not count as answering: three
+/// heartbeats, so one slow answer on a busy machine is not an outage.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(3);
 
 type Waiter = oneshot::Sender<Result<Reply, IpcError>>;
 
@@ -40,6 +50,17 @@ pub enum Link {
     ToolsChanged(String),
     /// The connection is gone; the client is reconnecting.
     Down,
+}
+
+/// Whether the supervisor answers, for readiness probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Connected, and heard from within [`ANSWER_WITHIN`].
+    Answering,
+    /// No handshaken connection.
+    Unreachable,
+    /// Connected, but nothing came back for this long (it is stopped or stuck).
+    Silent(Duration),
 }
 
 /// A cheap-to-clone handle on the connection.
@@ -69,6 +90,10 @@ struct Shared {
     follow: Option<mpsc::UnboundedSender<Link>>,
     next_id: AtomicU64,
     state: Mutex<LinkState>,
+    /// When the last frame came from the supervisor, in milliseconds since `epoch` (an atomic,
+    /// as every frame stores it).
+    heard_ms: AtomicU64,
+    epoch: Instant,
 }
 
 struct LinkState {
@@ -101,6 +126,8 @@ impl Client {
             follow,
             next_id: AtomicU64::new(1),
             state: Mutex::new(LinkState { writer: None, pending: HashMap::new(), relays: HashMap::new(), down }),
+            heard_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
         });
         let task = tokio::spawn(connection::maintain(shared.clone()));
         Client { inner: Arc::new(Handle { shared, task }) }
@@ -153,6 +180,17 @@ impl Client {
     pub fn is_connected(&self) -> bool {
         self.inner.shared.lock().writer.is_some()
     }
+
+    /// Whether the supervisor answers: connected and heard from within [`ANSWER_WITHIN`].
+    pub fn readiness(&self) -> Readiness {
+        if !self.is_connected() {
+            return Readiness::Unreachable;
+        }
+        match self.inner.shared.silent_for() {
+            silent if silent > ANSWER_WITHIN => Readiness::Silent(silent),
+            _ => Readiness::Answering,
+        }
+    }
 }
 
 fn budget_for(request: &Request) -> Duration {
@@ -192,6 +230,17 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, LinkState> {
         // A panic elsewhere must not take every later request down with it.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Any frame from the supervisor counts as an answer.
+    fn heard(&self) {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.heard_ms.store(now, Ordering::Relaxed);
+    }
+
+    fn silent_for(&self) -> Duration {
+        let heard = Duration::from_millis(self.heard_ms.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(heard)
     }
 
     fn down_error(&self) -> IpcError {

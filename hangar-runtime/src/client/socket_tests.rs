@@ -45,10 +45,14 @@ impl Peer {
         ipc::decode(line.as_bytes()).unwrap()
     }
 
+    /// The next request, skipping heartbeats (they come whenever the peer is quiet).
     async fn read_request(&mut self) -> (u64, Request) {
-        match self.read().await {
-            ClientFrame::Request { id, op } => (id, op),
-            other => panic!("expected a request, got {other:?}"),
+        loop {
+            match self.read().await {
+                ClientFrame::Request { op: Request::Ping, .. } => continue,
+                ClientFrame::Request { id, op } => return (id, op),
+                other => panic!("expected a request, got {other:?}"),
+            }
         }
     }
 
@@ -194,5 +198,46 @@ async fn a_following_client_subscribes_on_every_connection_and_reports_its_link(
         drop(peer);
         assert_eq!(links.recv().await, Some(Link::Down));
     }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[tokio::test]
+async fn a_connected_supervisor_that_stops_answering_is_not_ready_until_it_answers_again() {
+    use super::{ANSWER_WITHIN, Readiness};
+
+    let path = socket_path("silent");
+    let listener = UnixListener::bind(&path).unwrap();
+    let client = Client::spawn(path.clone(), "api");
+    let mut peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION).await;
+    until_connected(&client, true).await;
+    assert_eq!(client.readiness(), Readiness::Answering);
+
+    // Quiet: the client pings; the peer reads the pings but answers none.
+    let ping = match tokio::time::timeout(Duration::from_secs(10), peer.read()).await.unwrap() {
+        ClientFrame::Request { id, op: Request::Ping } => id,
+        other => panic!("expected a heartbeat, got {other:?}"),
+    };
+    let silent = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Readiness::Silent(silent) = client.readiness() {
+                return silent;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(silent > ANSWER_WITHIN);
+    assert!(client.is_connected(), "the connection itself is still up");
+
+    // One answer, of any kind, and it is ready again.
+    peer.reply(ping, Reply::Pong).await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while client.readiness() != Readiness::Answering {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }

@@ -59,7 +59,7 @@ impl Server {
         outcome.map_err(|err| {
             inner.health.total_failures += 1;
             inner.counters.tool_call_errors += 1;
-            self.request_failure(&format!("tool `{tool}`"), err)
+            self.request_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err)
         })
     }
 

@@ -1,0 +1,56 @@
+//! Bounding the client input an error message quotes back.
+//!
+//! Error messages name what the client sent (a method, a tool, a server id, a header value) so
+//! that the mistake is easy to find, but a client can send megabytes in any of them. Every
+//! message that quotes client input goes through [`bounded`]: short text passes unchanged,
+//! longer text is cut at a character boundary and says how long it was.
+
+use std::borrow::Cow;
+
+/// The most bytes of client input one quote keeps. Long enough to recognize a name, short
+/// enough that a message stays small however many quotes it holds.
+pub const MAX_ECHO_BYTES: usize = 128;
+
+/// `text` as an error message should quote it: unchanged when short, else its first
+/// [`MAX_ECHO_BYTES`] bytes (cut at a character boundary), `…` and its full length in bytes.
+pub fn bounded(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_ECHO_BYTES {
+        return Cow::Borrowed(text);
+    }
+    let mut cut = MAX_ECHO_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_passes_unchanged() {
+        assert!(matches!(bounded("tools/list"), Cow::Borrowed("tools/list")));
+        let exact = "x".repeat(MAX_ECHO_BYTES);
+        assert_eq!(bounded(&exact), exact);
+    }
+
+    #[test]
+    fn long_text_is_cut_and_says_how_long_it_was() {
+        let long = "m".repeat(900_000);
+        let quoted = bounded(&long);
+        assert!(quoted.len() < MAX_ECHO_BYTES + 32, "{} bytes", quoted.len());
+        assert!(quoted.starts_with(&"m".repeat(MAX_ECHO_BYTES)));
+        assert!(quoted.ends_with("… (900000 bytes)"), "{quoted}");
+    }
+
+    #[test]
+    fn cuts_only_at_a_character_boundary() {
+        // 'é' is two bytes, so byte 128 falls inside one after a one-byte prefix.
+        let text = format!("a{}", "é".repeat(200));
+        let quoted = bounded(&text);
+        assert!(quoted.starts_with('a'));
+        assert!(quoted.ends_with("… (401 bytes)"), "{quoted}");
+        assert_eq!(quoted.chars().filter(|c| *c == 'é').count(), 63);
+    }
+}
