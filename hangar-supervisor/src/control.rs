@@ -174,7 +174,7 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
     tracing::debug!(role = %peer.role, version = %peer.version, "control connection");
     let mut forwarders = Vec::new();
     // Requests still running, so a Cancel (or the connection's end) can stop them.
-    let in_flight: Arc<Mutex<HashMap<u64, AbortHandle>>> = Arc::default();
+    let in_flight = InFlight::default();
     loop {
         let line = tokio::select! {
             line = read_line(&mut reader, &mut buf, MAX_FRAME_BYTES) => line,
@@ -188,11 +188,10 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
                     send(&out, &ServerFrame::Reply { id, outcome: Outcome::Ok(Reply::Subscribed) });
                 }
                 Ok(ClientFrame::Request { id, op }) => {
-                    let (hangar, out, running) = (hangar.clone(), out.clone(), in_flight.clone());
+                    let (hangar, out) = (hangar.clone(), out.clone());
                     let (notices, forwarder) = relay_notices(id, &op, &out).unzip();
-                    let task = tokio::spawn(async move {
+                    in_flight.spawn(id, async move {
                         let outcome = hangar.handle(op, notices).await;
-                        running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
                         // Every notice goes out before the reply: the forwarder ends once the
                         // call's senders are gone, having sent what they queued.
                         if let Some(forwarder) = forwarder {
@@ -200,16 +199,11 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
                         }
                         send(&out, &ServerFrame::Reply { id, outcome });
                     });
-                    let mut running = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-                    if !task.is_finished() {
-                        running.insert(id, task.abort_handle());
-                    }
                 }
                 Ok(ClientFrame::Cancel { id }) => {
                     // Dropping the request's future cancels what it was waiting on upstream.
-                    if let Some(task) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                    if in_flight.cancel(id) {
                         tracing::debug!(role = %peer.role, id, "request cancelled by its caller");
-                        task.abort();
                     }
                 }
                 Ok(ClientFrame::Hello(_)) => {}
@@ -227,8 +221,61 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
     }
     // Nobody is left to answer: stop what this connection asked for, and its event forwarders.
     forwarders.iter().for_each(tokio::task::JoinHandle::abort);
-    for (_, task) in in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain() {
-        task.abort();
+    in_flight.abort_all();
+}
+
+/// The requests of one connection still running, by request id, so a `Cancel` (or the
+/// connection's end) can abort them. A request's entry is inserted before its task can run
+/// and removed by the task itself when it ends, so nothing finished is ever left behind,
+/// however many worker threads run the tasks.
+#[derive(Clone, Default)]
+struct InFlight(Arc<Mutex<HashMap<u64, AbortHandle>>>);
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, AbortHandle>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `request` as its own task, known by `id` until it ends.
+    fn spawn(&self, id: u64, request: impl Future<Output = ()> + Send + 'static) -> tokio::task::JoinHandle<()> {
+        let running = self.clone();
+        // Held across the spawn: on another worker the task may finish at once, and its removal
+        // must come after this insertion, not before it (which would leave a stale entry).
+        let mut map = self.lock();
+        let task = tokio::spawn(async move {
+            request.await;
+            running.finished(id);
+        });
+        // A client reusing an id still in flight replaces the entry; the earlier task's end then
+        // leaves the later one's alone (see `finished`).
+        map.insert(id, task.abort_handle());
+        task
+    }
+
+    /// Called by the request's own task as it ends: removes its entry, and only its own.
+    fn finished(&self, id: u64) {
+        let mut map = self.lock();
+        if tokio::task::try_id().is_some_and(|me| map.get(&id).is_some_and(|h| h.id() == me)) {
+            map.remove(&id);
+        }
+    }
+
+    /// Aborts request `id` if it is still running; a request already finished (or never
+    /// known) is no error. Whether one was aborted.
+    fn cancel(&self, id: u64) -> bool {
+        let task = self.lock().remove(&id);
+        task.inspect(AbortHandle::abort).is_some()
+    }
+
+    fn abort_all(&self) {
+        for (_, task) in self.lock().drain() {
+            task.abort();
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
     }
 }
 
@@ -362,6 +409,47 @@ mod tests {
         assert!(in_group(STATUS, 1000, 4242).is_err());
         assert!(in_group("", 65534, 4242).is_err());
         assert!(in_group("Uid:\t65534\t65534\t65534\t65534\nGroups:\t\n", 65534, 4242).is_err());
+    }
+
+    /// Many requests that finish at once, on two workers: none may stay in the map (the old
+    /// insert-after-spawn left some), and a Cancel of a finished one does nothing.
+    #[test]
+    fn finished_requests_leave_no_entry_on_a_multi_threaded_runtime() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        runtime.block_on(async {
+            let in_flight = InFlight::default();
+            for round in 0..200u64 {
+                let tasks: Vec<_> = (0..50).map(|i| in_flight.spawn(round * 50 + i, async {})).collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                assert_eq!(in_flight.len(), 0, "stale entries after round {round}");
+            }
+            assert!(!in_flight.cancel(7), "a finished request is not cancelled");
+        });
+    }
+
+    #[test]
+    fn cancel_aborts_a_running_request_and_a_reused_id_keeps_the_later_entry() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        runtime.block_on(async {
+            let in_flight = InFlight::default();
+            let slow = in_flight.spawn(1, std::future::pending());
+            assert!(in_flight.cancel(1));
+            assert!(slow.await.unwrap_err().is_cancelled());
+            assert_eq!(in_flight.len(), 0);
+            // Same id twice: the first one's end must not drop the second one's handle.
+            let (release, released) = tokio::sync::oneshot::channel::<()>();
+            let first = in_flight.spawn(2, async {
+                let _ = released.await;
+            });
+            let second = in_flight.spawn(2, std::future::pending());
+            let _ = release.send(());
+            first.await.unwrap();
+            assert_eq!(in_flight.len(), 1);
+            assert!(in_flight.cancel(2));
+            assert!(second.await.unwrap_err().is_cancelled());
+        });
     }
 
     #[test]
