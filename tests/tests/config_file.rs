@@ -3,12 +3,12 @@
 //! the running servers keep their processes and config, and the supervisor keeps answering
 //! while it refuses (reading a FIFO used to freeze it).
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{Hangar, bin, poll, read_pid};
+use hangar_tests::{Hangar, bin, poll, read_pid, supervisor_exit};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::stat::Mode;
 use nix::unistd::Pid;
@@ -31,33 +31,8 @@ const DUPLICATE_SERVER: &str = "mcp_servers:
     command: [c]
 ";
 
-/// Runs the supervisor on `config` and returns its exit code and stderr; one still running
-/// after a bounded wait (it took the config, or froze reading it) is killed and reads `None`.
 fn start_exit(config: &Path, socket: &Path) -> (Option<i32>, String) {
-    let stderr_path = socket.with_extension("stderr");
-    let mut child = Command::new(bin("hangar-supervisor"))
-        .arg("--config")
-        .arg(config)
-        .arg("--socket")
-        .arg(socket)
-        .args(["--no-api", "--no-prober"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let exited = std::iter::repeat_with(|| {
-        std::thread::sleep(Duration::from_millis(20));
-        child.try_wait().unwrap()
-    })
-    .take(1000)
-    .flatten()
-    .next();
-    if exited.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    (exited.and_then(|status| status.code()), std::fs::read_to_string(&stderr_path).unwrap_or_default())
+    supervisor_exit(&[OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()], &[])
 }
 
 #[test]
