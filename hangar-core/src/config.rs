@@ -372,25 +372,33 @@ fn read_config_text(path: &Path) -> Result<String, ConfigError> {
         return Err(ConfigError::StillBlocked { path: path.to_owned() });
     }
     let owned = path.to_owned();
-    with_timeout(CONFIG_READ_TIMEOUT, move || {
+    let outcome = with_timeout(CONFIG_READ_TIMEOUT, move || {
         let read = read_regular(&owned, MAX_CONFIG_BYTES);
         READING.store(false, Ordering::SeqCst);
         read
-    })
-    .unwrap_or_else(|| Err(ConfigError::TimedOut { path: path.to_owned(), after: CONFIG_READ_TIMEOUT }))
+    });
+    match outcome {
+        Ok(Some(read)) => read,
+        Ok(None) => Err(ConfigError::TimedOut { path: path.to_owned(), after: CONFIG_READ_TIMEOUT }),
+        Err(source) => {
+            // No thread ran, so none is blocked.
+            READING.store(false, Ordering::SeqCst);
+            Err(ConfigError::Read { path: path.to_owned(), source })
+        }
+    }
 }
 
-/// Runs `work` on a thread of its own; `None` if it has not finished within `timeout` (it is
-/// then left to finish, or block, on its own).
-fn with_timeout<T: Send + 'static>(timeout: Duration, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+/// Runs `work` on a thread of its own: `Ok(None)` if it has not finished within `timeout` (it is
+/// then left to finish, or block, on its own), `Err` if no thread could be started.
+fn with_timeout<T: Send + 'static>(
+    timeout: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<Option<T>> {
     let (done, result) = std::sync::mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new().name("config-read".into()).spawn(move || {
+    std::thread::Builder::new().name("config-read".into()).spawn(move || {
         let _ = done.send(work());
-    });
-    match spawned {
-        Ok(_) => result.recv_timeout(timeout).ok(),
-        Err(_) => None,
-    }
+    })?;
+    Ok(result.recv_timeout(timeout).ok())
 }
 
 /// Opens `path` without blocking (a FIFO opens at once with `O_NONBLOCK`), judges what was
@@ -669,8 +677,8 @@ mcp_servers:
     fn a_read_that_never_returns_is_given_up() {
         let (_release, blocked) = std::sync::mpsc::channel::<()>();
         let outcome = with_timeout(Duration::from_millis(50), move || blocked.recv().is_ok());
-        assert_eq!(outcome, None);
-        assert_eq!(with_timeout(Duration::from_secs(10), || 7), Some(7));
+        assert_eq!(outcome.ok(), Some(None));
+        assert_eq!(with_timeout(Duration::from_secs(10), || 7).ok(), Some(Some(7)));
     }
 
     #[test]
