@@ -5,6 +5,7 @@
 //! path and what was expected.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indexmap::IndexMap;
@@ -198,24 +199,53 @@ pub enum EnforcementMode {
     Alert,
 }
 
+/// The largest config file read: far beyond any real hangar's (a thousand servers take about
+/// 200 KiB), small enough that a wrong path (a log, a disk image) is refused at once.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How long reading the config may take before it is given up (a hung network file system).
+pub const CONFIG_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read the config: {source}")]
     Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: cannot read the config: not a regular file (it is {what})")]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error("{path}: cannot read the config: it is larger than the limit of {} MiB", MAX_CONFIG_BYTES / 1024 / 1024)]
+    TooLarge { path: PathBuf },
+    #[error("{path}: cannot read the config: no answer within {} s (a hung file system?)", .after.as_secs())]
+    TimedOut { path: PathBuf, after: Duration },
+    #[error("{path}: cannot read the config: an earlier read of it is still blocked")]
+    StillBlocked { path: PathBuf },
     #[error("{path}: {key}: {message}")]
     Invalid { path: PathBuf, key: String, message: String },
 }
 
 impl Config {
-    /// Reads, parses and validates the config at `path`.
+    /// Reads, parses and validates the config at `path`: a regular file (a symlink to one is
+    /// fine) of at most [`MAX_CONFIG_BYTES`], read within [`CONFIG_READ_TIMEOUT`]. It blocks
+    /// the calling thread for at most that long (async callers run it on a blocking thread).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let text = read_config_text(path)?;
         Config::parse(&text).map_err(|e| ConfigError::Invalid { path: path.to_owned(), key: e.key, message: e.message })
     }
 
     /// Parses and validates YAML text.
     pub fn parse(text: &str) -> Result<Config, KeyError> {
+        // Before deserializing, which would keep the last of two keys without a word.
+        if let Some(duplicate) = crate::yaml_keys::find_duplicate(text) {
+            return Err(KeyError {
+                key: duplicate.path(),
+                message: format!(
+                    "duplicate key `{}` at line {} (first at line {}){}",
+                    duplicate.key,
+                    duplicate.line,
+                    duplicate.first_line,
+                    if duplicate.within.is_empty() { String::new() } else { format!(" in {}", duplicate.within) }
+                ),
+            });
+        }
         let mut config: Config = if text.trim().is_empty() {
             // An empty file is a hangar with no servers, not a parse error.
             Config {
@@ -330,6 +360,83 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Set while a read of the config runs on its thread; one that never returns (a hung file
+/// system) keeps it set, so later reads are refused instead of piling up blocked threads.
+static READING: AtomicBool = AtomicBool::new(false);
+
+/// Reads the config file's text on a thread of its own, giving up after [`CONFIG_READ_TIMEOUT`].
+fn read_config_text(path: &Path) -> Result<String, ConfigError> {
+    if READING.swap(true, Ordering::SeqCst) {
+        return Err(ConfigError::StillBlocked { path: path.to_owned() });
+    }
+    let owned = path.to_owned();
+    let outcome = with_timeout(CONFIG_READ_TIMEOUT, move || {
+        let read = read_regular(&owned, MAX_CONFIG_BYTES);
+        READING.store(false, Ordering::SeqCst);
+        read
+    });
+    match outcome {
+        Ok(Some(read)) => read,
+        Ok(None) => Err(ConfigError::TimedOut { path: path.to_owned(), after: CONFIG_READ_TIMEOUT }),
+        Err(source) => {
+            // No thread ran, so none is blocked.
+            READING.store(false, Ordering::SeqCst);
+            Err(ConfigError::Read { path: path.to_owned(), source })
+        }
+    }
+}
+
+/// Runs `work` on a thread of its own: `Ok(None)` if it has not finished within `timeout` (it is
+/// then left to finish, or block, on its own), `Err` if no thread could be started.
+fn with_timeout<T: Send + 'static>(
+    timeout: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<Option<T>> {
+    let (done, result) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new().name("config-read".into()).spawn(move || {
+        let _ = done.send(work());
+    })?;
+    Ok(result.recv_timeout(timeout).ok())
+}
+
+/// Opens `path` without blocking (a FIFO opens at once with `O_NONBLOCK`), judges what was
+/// opened (fstat on the open file, so it cannot be swapped after the check), and reads at most
+/// `limit` bytes of a regular file.
+fn read_regular(path: &Path, limit: u64) -> Result<String, ConfigError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let read_err = |source| ConfigError::Read { path: path.to_owned(), source };
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_err)?;
+    let metadata = file.metadata().map_err(read_err)?;
+    let kind = metadata.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else {
+            "not a file"
+        };
+        return Err(ConfigError::NotRegular { path: path.to_owned(), what });
+    }
+    if metadata.len() > limit {
+        return Err(ConfigError::TooLarge { path: path.to_owned() });
+    }
+    // The file may grow after the fstat: read one byte past the limit to notice.
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(read_err)?;
+    if bytes.len() as u64 > limit {
+        return Err(ConfigError::TooLarge { path: path.to_owned() });
+    }
+    String::from_utf8(bytes).map_err(|err| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))
 }
 
 /// A problem at one key of the config.
@@ -524,6 +631,54 @@ mcp_servers:
     #[test]
     fn empty_file_is_an_empty_hangar() {
         assert!(Config::parse("").unwrap().mcp_servers.is_empty());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error_naming_both_lines() {
+        let err = Config::parse("mcp_servers:\n  math:\n    command: [a]\n  math:\n    command: [b]\n").unwrap_err();
+        assert_eq!(err.key, "mcp_servers.math");
+        assert_eq!(err.message, "duplicate key `math` at line 4 (first at line 2) in mcp_servers");
+        for (yaml, key) in [
+            ("mcp_servers: {}\nmcp_servers: {}\n", "mcp_servers"),
+            ("mcp_servers:\n  m:\n    command: [a]\n    command: [b]\n", "mcp_servers.m.command"),
+            ("mcp_servers:\n  m:\n    command: [a]\n    env: {K: 1, K: 2}\n", "mcp_servers.m.env.K"),
+            ("recovery:\n  max_retries: 1\n  max_retries: 2\n", "recovery.max_retries"),
+            ("limits: {rate_limit: {calls_per_s: 1, calls_per_s: 2}}\n", "limits.rate_limit.calls_per_s"),
+        ] {
+            let err = Config::parse(yaml).unwrap_err();
+            assert_eq!(err.key, key, "{yaml}");
+            assert!(err.message.starts_with("duplicate key"), "{yaml}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn only_a_regular_file_within_the_limit_is_read() {
+        let dir = std::env::temp_dir().join(format!("hangar-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("hangar.yaml");
+        std::fs::write(&file, "mcp_servers: {}\n").unwrap();
+        assert_eq!(read_regular(&file, 100).unwrap(), "mcp_servers: {}\n");
+        // A symlink to a regular file is fine (Kubernetes ConfigMaps are made of them).
+        let link = dir.join("link.yaml");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(read_regular(&link, 100).is_ok());
+        assert!(matches!(read_regular(&file, 5), Err(ConfigError::TooLarge { .. })));
+        let err = read_regular(&dir, 100).unwrap_err();
+        assert!(err.to_string().contains("not a regular file (it is a directory)"), "{err}");
+        let err = read_regular(Path::new("/dev/zero"), 100).unwrap_err();
+        assert!(err.to_string().contains("not a regular file (it is a character device)"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The timeout, with a reader that never returns (the real fault, a hung file system, cannot
+    /// be made here without FUSE or NFS).
+    #[test]
+    fn a_read_that_never_returns_is_given_up() {
+        let (_release, blocked) = std::sync::mpsc::channel::<()>();
+        let outcome = with_timeout(Duration::from_millis(50), move || blocked.recv().is_ok());
+        assert_eq!(outcome.ok(), Some(None));
+        assert_eq!(with_timeout(Duration::from_secs(10), || 7).ok(), Some(Some(7)));
     }
 
     #[test]

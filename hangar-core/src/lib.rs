@@ -12,9 +12,11 @@
 //! - [`jsonrpc`]: JSON-RPC id remapping for many callers sharing one pipe.
 //! - [`paths`]: where the control socket lives by default.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
+//! - [`yaml_keys`]: finding a key given twice in the YAML, with both lines.
 //!
-//! Architecture invariant: this crate does no I/O beyond reading the config file and the port
-//! preflight (blocking connects with short timeouts), spawns nothing and knows nothing of tokio;
+//! Architecture invariant: this crate does no I/O beyond reading the config file (a regular file
+//! only, size-capped, on a thread of its own with a timeout) and the port preflight (blocking
+//! connects with short timeouts), spawns no process and knows nothing of tokio;
 //! everything in it is testable without processes.
 #![forbid(unsafe_code)]
 
@@ -31,3 +33,4 @@ pub mod paths;
 pub mod preflight;
 pub mod record;
 pub mod time;
+pub mod yaml_keys;

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,7 +19,7 @@ use hangar_core::ipc::{
 };
 use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::StreamCommon as _;
-use interprocess::local_socket::traits::tokio::{Listener as _, Stream as _};
+use interprocess::local_socket::traits::tokio::Listener as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
 use serde_json::Value;
@@ -36,6 +37,14 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum BindError {
     #[error("another supervisor is already serving {0}")]
     InUse(PathBuf),
+    /// Something other than a stale socket is at the path: it is left alone.
+    #[error(
+        "cannot create the control socket {path}: {what} is there, and only a stale socket (one nobody answers on) is ever replaced"
+    )]
+    Occupied { path: PathBuf, what: String },
+    /// The socket's directory could let another user swap the socket for their own.
+    #[error("cannot create the control socket {path}: its directory {dir} {why}")]
+    UnsafeDirectory { path: PathBuf, dir: PathBuf, why: String },
     #[error("cannot create the control socket {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     /// A configuration problem (exit 78), not an unavailable socket.
@@ -43,6 +52,23 @@ pub enum BindError {
         "cannot give {path} to --socket-group {group}: {source} (the supervisor must run as root or as a member of that group)"
     )]
     Group { path: PathBuf, group: SocketGroup, source: io::Error },
+}
+
+/// sysexits(3)
+const EX_UNAVAILABLE: u8 = 69;
+const EX_CANTCREAT: u8 = 73;
+const EX_CONFIG: u8 = 78;
+
+impl BindError {
+    /// The sysexits code the supervisor exits with: 69 when another supervisor answers, 73
+    /// when the socket cannot be made where asked, 78 for a bad `--socket-group`.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            BindError::InUse(_) => EX_UNAVAILABLE,
+            BindError::Occupied { .. } | BindError::UnsafeDirectory { .. } | BindError::Io { .. } => EX_CANTCREAT,
+            BindError::Group { .. } => EX_CONFIG,
+        }
+    }
 }
 
 /// The group `--socket-group` names: it may use the control socket besides the supervisor's
@@ -82,14 +108,21 @@ impl SocketGroup {
 }
 
 /// Creates the socket at `path` (mode 0600, parent directory 0700 if it has to be made; with a
-/// `group`, the socket 0660 and the directory 0710, both owned by that group). A leftover
-/// socket file nobody answers on is replaced; a live one is left alone.
-pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<Listener, BindError> {
+/// `group`, the socket 0660 and the directory 0710, both owned by that group).
+///
+/// Nothing but a stale socket is ever removed: a socket file that nobody answers on
+/// (ECONNREFUSED) and that belongs to this user. Whatever else is at the path (a regular file,
+/// a directory, a symlink, a FIFO, a live socket) is refused and left as it was, judged without
+/// following symlinks. The directory must be one no other user can write to (or sticky, like
+/// `/tmp`), owned by this user or root: otherwise someone else could put their own socket in
+/// the supervisor's place (the classic `/tmp` attack on `/tmp/hangar-$USER`).
+pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<(Listener, SocketFile), BindError> {
     let io_err = |source| BindError::Io { path: path.to_owned(), source };
-    if let Some(parent) = path.parent()
-        && !parent.as_os_str().is_empty()
-        && !parent.exists()
-    {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if std::fs::symlink_metadata(parent).is_err() {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io_err)?;
         // The group's members must be able to reach the socket, but not list the directory.
@@ -97,21 +130,138 @@ pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<Listener, 
             give_to_group(parent, group, 0o710)?;
         }
     }
-    if path.exists() {
-        let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
-        match Stream::connect(name).await {
-            Ok(_) => return Err(BindError::InUse(path.to_owned())),
-            // Nobody listens: a leftover of a supervisor that died without cleaning up.
-            Err(_) => std::fs::remove_file(path).map_err(io_err)?,
+    check_directory(path, parent, group.map(|g| g.gid))?;
+    match std::fs::symlink_metadata(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => return Err(BindError::Io { path: path.to_owned(), source }),
+        Ok(there) => {
+            remove_if_stale(path, &there).await?;
         }
     }
     let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
-    let listener = ListenerOptions::new().name(name).mode(0o600).create_tokio().map_err(io_err)?;
+    // The file is removed at shutdown by `SocketFile::remove`, which checks it is still ours.
+    let listener = ListenerOptions::new().name(name).mode(0o600).reclaim_name(false).create_tokio().map_err(io_err)?;
     // Owner-only until the group is right, then opened to it: never readable by the wrong group.
     if let Some(group) = group {
         give_to_group(path, group, 0o660)?;
     }
-    Ok(listener)
+    let identity = std::fs::symlink_metadata(path).map_err(io_err)?;
+    Ok((listener, SocketFile { path: path.to_owned(), dev: identity.dev(), ino: identity.ino() }))
+}
+
+/// The socket file the supervisor made, known by its inode so that only it is removed.
+#[derive(Debug)]
+pub struct SocketFile {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl SocketFile {
+    /// Removes the socket, unless something else has taken its place since.
+    pub fn remove(self) {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(now) if now.dev() == self.dev && now.ino() == self.ino => {
+                if let Err(err) = std::fs::remove_file(&self.path) {
+                    tracing::warn!(path = %self.path.display(), %err, "cannot remove the control socket");
+                }
+            }
+            Ok(_) => {
+                tracing::warn!(path = %self.path.display(), "the control socket was replaced; leaving the new file")
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Refuses a directory another user could write into. Followed if it is a symlink (`/var/run`
+/// is one), but then the link must belong to this user or root too.
+fn check_directory(path: &Path, dir: &Path, group: Option<u32>) -> Result<(), BindError> {
+    let unsafe_dir = |why: String| BindError::UnsafeDirectory { path: path.to_owned(), dir: dir.to_owned(), why };
+    let io_err = |source| BindError::Io { path: path.to_owned(), source };
+    let ours = nix::unistd::geteuid().as_raw();
+    let link = std::fs::symlink_metadata(dir).map_err(io_err)?;
+    if link.file_type().is_symlink() && link.uid() != ours && link.uid() != 0 {
+        return Err(unsafe_dir(format!("is a symlink owned by uid {}, not by this user ({ours}) or root", link.uid())));
+    }
+    let meta = std::fs::metadata(dir).map_err(io_err)?;
+    if !meta.is_dir() {
+        return Err(unsafe_dir("is not a directory".into()));
+    }
+    match directory_problem(ours, meta.uid(), meta.gid(), meta.mode(), group) {
+        Some(why) => Err(unsafe_dir(why)),
+        None => Ok(()),
+    }
+}
+
+/// Why a directory (owner, group, mode) is unsafe for the socket of user `ours`, if it is.
+fn directory_problem(ours: u32, uid: u32, gid: u32, mode: u32, group: Option<u32>) -> Option<String> {
+    const STICKY: u32 = 0o1000;
+    if uid != ours && uid != 0 {
+        return Some(format!("is owned by uid {uid}, not by this user ({ours}) or root"));
+    }
+    // In a sticky directory (`/tmp`) others may create files but not replace ours.
+    if mode & STICKY != 0 {
+        return None;
+    }
+    if mode & 0o002 != 0 {
+        return Some(format!("is writable by every user (mode {:04o})", mode & 0o7777));
+    }
+    if mode & 0o020 != 0 && group != Some(gid) {
+        return Some(format!(
+            "is writable by its group {gid} (mode {:04o}), which --socket-group does not name",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+/// Removes what is at `path` if it is a stale socket of this user; anything else is refused.
+async fn remove_if_stale(path: &Path, there: &std::fs::Metadata) -> Result<(), BindError> {
+    let occupied = |what: String| BindError::Occupied { path: path.to_owned(), what };
+    let kind = there.file_type();
+    if !kind.is_socket() {
+        return Err(occupied(describe(path, there)));
+    }
+    let ours = nix::unistd::geteuid().as_raw();
+    let answer = tokio::time::timeout(Duration::from_secs(2), tokio::net::UnixStream::connect(path)).await;
+    match answer {
+        Ok(Ok(_)) => return Err(BindError::InUse(path.to_owned())),
+        // Nobody listens: a leftover of a supervisor that died without cleaning up.
+        Ok(Err(err)) if err.kind() == io::ErrorKind::ConnectionRefused => {}
+        // A listener whose queue is full, or that does not accept in time, is still alive.
+        Ok(Err(err)) if err.kind() == io::ErrorKind::WouldBlock => return Err(BindError::InUse(path.to_owned())),
+        Err(_) => return Err(BindError::InUse(path.to_owned())),
+        Ok(Err(err)) => return Err(occupied(format!("a socket this user cannot connect to ({err})"))),
+    }
+    if there.uid() != ours {
+        return Err(occupied(format!(
+            "a stale socket of uid {} (remove it yourself if it is a leftover)",
+            there.uid()
+        )));
+    }
+    std::fs::remove_file(path).map_err(|source| BindError::Io { path: path.to_owned(), source })
+}
+
+/// What a non-socket file is, in words, for the refusal.
+fn describe(path: &Path, there: &std::fs::Metadata) -> String {
+    let kind = there.file_type();
+    if kind.is_symlink() {
+        match std::fs::read_link(path) {
+            Ok(target) => format!("a symlink (to {})", target.display()),
+            Err(_) => "a symlink".into(),
+        }
+    } else if kind.is_file() {
+        format!("a regular file ({} bytes)", there.len())
+    } else if kind.is_dir() {
+        "a directory".into()
+    } else if kind.is_fifo() {
+        "a FIFO".into()
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device".into()
+    } else {
+        "a file of unknown type".into()
+    }
 }
 
 fn give_to_group(path: &Path, group: &SocketGroup, mode: u32) -> Result<(), BindError> {
@@ -174,7 +324,7 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
     tracing::debug!(role = %peer.role, version = %peer.version, "control connection");
     let mut forwarders = Vec::new();
     // Requests still running, so a Cancel (or the connection's end) can stop them.
-    let in_flight: Arc<Mutex<HashMap<u64, AbortHandle>>> = Arc::default();
+    let in_flight = InFlight::default();
     loop {
         let line = tokio::select! {
             line = read_line(&mut reader, &mut buf, MAX_FRAME_BYTES) => line,
@@ -188,11 +338,10 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
                     send(&out, &ServerFrame::Reply { id, outcome: Outcome::Ok(Reply::Subscribed) });
                 }
                 Ok(ClientFrame::Request { id, op }) => {
-                    let (hangar, out, running) = (hangar.clone(), out.clone(), in_flight.clone());
+                    let (hangar, out) = (hangar.clone(), out.clone());
                     let (notices, forwarder) = relay_notices(id, &op, &out).unzip();
-                    let task = tokio::spawn(async move {
+                    in_flight.spawn(id, async move {
                         let outcome = hangar.handle(op, notices).await;
-                        running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
                         // Every notice goes out before the reply: the forwarder ends once the
                         // call's senders are gone, having sent what they queued.
                         if let Some(forwarder) = forwarder {
@@ -200,16 +349,11 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
                         }
                         send(&out, &ServerFrame::Reply { id, outcome });
                     });
-                    let mut running = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-                    if !task.is_finished() {
-                        running.insert(id, task.abort_handle());
-                    }
                 }
                 Ok(ClientFrame::Cancel { id }) => {
                     // Dropping the request's future cancels what it was waiting on upstream.
-                    if let Some(task) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                    if in_flight.cancel(id) {
                         tracing::debug!(role = %peer.role, id, "request cancelled by its caller");
-                        task.abort();
                     }
                 }
                 Ok(ClientFrame::Hello(_)) => {}
@@ -227,8 +371,61 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
     }
     // Nobody is left to answer: stop what this connection asked for, and its event forwarders.
     forwarders.iter().for_each(tokio::task::JoinHandle::abort);
-    for (_, task) in in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain() {
-        task.abort();
+    in_flight.abort_all();
+}
+
+/// The requests of one connection still running, by request id, so a `Cancel` (or the
+/// connection's end) can abort them. A request's entry is inserted before its task can run
+/// and removed by the task itself when it ends, so nothing finished is ever left behind,
+/// however many worker threads run the tasks.
+#[derive(Clone, Default)]
+struct InFlight(Arc<Mutex<HashMap<u64, AbortHandle>>>);
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, AbortHandle>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `request` as its own task, known by `id` until it ends.
+    fn spawn(&self, id: u64, request: impl Future<Output = ()> + Send + 'static) -> tokio::task::JoinHandle<()> {
+        let running = self.clone();
+        // Held across the spawn: on another worker the task may finish at once, and its removal
+        // must come after this insertion, not before it (which would leave a stale entry).
+        let mut map = self.lock();
+        let task = tokio::spawn(async move {
+            request.await;
+            running.finished(id);
+        });
+        // A client reusing an id still in flight replaces the entry; the earlier task's end then
+        // leaves the later one's alone (see `finished`).
+        map.insert(id, task.abort_handle());
+        task
+    }
+
+    /// Called by the request's own task as it ends: removes its entry, and only its own.
+    fn finished(&self, id: u64) {
+        let mut map = self.lock();
+        if tokio::task::try_id().is_some_and(|me| map.get(&id).is_some_and(|h| h.id() == me)) {
+            map.remove(&id);
+        }
+    }
+
+    /// Aborts request `id` if it is still running; a request already finished (or never
+    /// known) is no error. Whether one was aborted.
+    fn cancel(&self, id: u64) -> bool {
+        let task = self.lock().remove(&id);
+        task.inspect(AbortHandle::abort).is_some()
+    }
+
+    fn abort_all(&self) {
+        for (_, task) in self.lock().drain() {
+            task.abort();
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
     }
 }
 
@@ -362,6 +559,60 @@ mod tests {
         assert!(in_group(STATUS, 1000, 4242).is_err());
         assert!(in_group("", 65534, 4242).is_err());
         assert!(in_group("Uid:\t65534\t65534\t65534\t65534\nGroups:\t\n", 65534, 4242).is_err());
+    }
+
+    /// Many requests that finish at once, on two workers: none may stay in the map (the old
+    /// insert-after-spawn left some), and a Cancel of a finished one does nothing.
+    #[test]
+    fn finished_requests_leave_no_entry_on_a_multi_threaded_runtime() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        runtime.block_on(async {
+            let in_flight = InFlight::default();
+            for round in 0..200u64 {
+                let tasks: Vec<_> = (0..50).map(|i| in_flight.spawn(round * 50 + i, async {})).collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                assert_eq!(in_flight.len(), 0, "stale entries after round {round}");
+            }
+            assert!(!in_flight.cancel(7), "a finished request is not cancelled");
+        });
+    }
+
+    #[test]
+    fn cancel_aborts_a_running_request_and_a_reused_id_keeps_the_later_entry() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+        runtime.block_on(async {
+            let in_flight = InFlight::default();
+            let slow = in_flight.spawn(1, std::future::pending());
+            assert!(in_flight.cancel(1));
+            assert!(slow.await.unwrap_err().is_cancelled());
+            assert_eq!(in_flight.len(), 0);
+            // Same id twice: the first one's end must not drop the second one's handle.
+            let (release, released) = tokio::sync::oneshot::channel::<()>();
+            let first = in_flight.spawn(2, async {
+                let _ = released.await;
+            });
+            let second = in_flight.spawn(2, std::future::pending());
+            let _ = release.send(());
+            first.await.unwrap();
+            assert_eq!(in_flight.len(), 1);
+            assert!(in_flight.cancel(2));
+            assert!(second.await.unwrap_err().is_cancelled());
+        });
+    }
+
+    #[test]
+    fn only_a_directory_no_other_user_can_write_to_holds_the_socket() {
+        assert_eq!(directory_problem(1000, 1000, 1000, 0o700, None), None);
+        assert_eq!(directory_problem(1000, 0, 0, 0o755, None), None, "root's own");
+        assert_eq!(directory_problem(1000, 0, 0, 0o1777, None), None, "sticky, like /tmp");
+        let other = directory_problem(1000, 65534, 65534, 0o700, None).unwrap();
+        assert!(other.contains("owned by uid 65534"), "{other}");
+        let world = directory_problem(1000, 1000, 1000, 0o777, None).unwrap();
+        assert!(world.contains("writable by every user (mode 0777)"), "{world}");
+        assert!(directory_problem(1000, 1000, 4242, 0o770, None).is_some());
+        assert_eq!(directory_problem(1000, 1000, 4242, 0o770, Some(4242)), None, "--socket-group's own");
     }
 
     #[test]

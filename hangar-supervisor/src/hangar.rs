@@ -178,7 +178,7 @@ impl Hangar {
         let Some(path) = &self.config_path else {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "this supervisor was started without a config file"));
         };
-        let config = Config::load(path).map_err(|err| {
+        let config = load_off_the_event_loop(path.clone()).await.map_err(|err| {
             IpcError::new(
                 ErrorKind::InvalidArgument,
                 format!("the new config is refused, the running one stays: {err}"),
@@ -273,6 +273,15 @@ impl Hangar {
                 server.kill_now();
             }
         }
+    }
+}
+
+/// Reads and parses the config on a blocking thread: a slow or hung file system delays only
+/// this reload (`Config::load` gives up after its timeout), never the requests being served.
+async fn load_off_the_event_loop(path: PathBuf) -> Result<Config, String> {
+    match tokio::task::spawn_blocking(move || Config::load(&path)).await {
+        Ok(loaded) => loaded.map_err(|err| err.to_string()),
+        Err(err) => Err(format!("reading the config failed: {err}")),
     }
 }
 

@@ -62,7 +62,6 @@ struct Args {
 }
 
 /// sysexits(3)
-const EX_UNAVAILABLE: u8 = 69;
 const EX_SOFTWARE: u8 = 70;
 const EX_CONFIG: u8 = 78;
 
@@ -114,15 +113,11 @@ fn main() -> ExitCode {
 
 async fn run(args: Args, config: Config, socket_group: Option<control::SocketGroup>) -> ExitCode {
     let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
-    let listener = match control::bind(&socket, socket_group.as_ref()).await {
-        Ok(listener) => listener,
-        Err(err @ control::BindError::Group { .. }) => {
-            eprintln!("hangar-supervisor: {err}");
-            return ExitCode::from(EX_CONFIG);
-        }
+    let (listener, socket_file) = match control::bind(&socket, socket_group.as_ref()).await {
+        Ok(bound) => bound,
         Err(err) => {
             eprintln!("hangar-supervisor: {err}");
-            return ExitCode::from(EX_UNAVAILABLE);
+            return ExitCode::from(err.exit_code());
         }
     };
     let (mut terminate, mut interrupt, mut hangup) =
@@ -186,7 +181,7 @@ async fn run(args: Args, config: Config, socket_group: Option<control::SocketGro
     }
     hangar.shutdown(SHUTDOWN_DEADLINE).await;
     let _ = control.await;
-    let _ = std::fs::remove_file(&socket);
+    socket_file.remove();
     tracing::info!("supervisor stopped");
     ExitCode::SUCCESS
 }

@@ -519,3 +519,37 @@ pub fn raw_http(addr: &str, head: &str, body: &[u8]) -> std::io::Result<(u16, St
     })?;
     Ok((status, text))
 }
+
+/// Runs `hangar-supervisor args...` (without helpers: `--no-api --no-prober` are added) and
+/// returns its exit code and stderr. One still running after a bounded wait (it started, or froze)
+/// is killed and reads `None`, so a test of a refusal fails instead of hanging.
+pub fn supervisor_exit(args: &[&std::ffi::OsStr], env: &[(&str, Option<&str>)]) -> (Option<i32>, String) {
+    let stderr = tempfile::NamedTempFile::new().expect("stderr file");
+    let mut command = Command::new(bin("hangar-supervisor"));
+    command.args(args).args(["--no-api", "--no-prober"]);
+    for (key, value) in env {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr.reopen().expect("stderr file"))
+        .spawn()
+        .expect("spawn hangar-supervisor");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            _ if Instant::now() >= deadline => break None,
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    (status.and_then(|s| s.code()), std::fs::read_to_string(stderr.path()).unwrap_or_default())
+}
