@@ -142,10 +142,13 @@ impl Server {
             outcome = tokio::time::timeout_at(deadline.into(), handshake_and_tools) => match outcome {
                 Ok(Ok(done)) => done,
                 Ok(Err(RequestError::Closed { .. })) => return Err(StartFailure::Exited(wait_exit(&mut exited).await)),
+                // The era probe and each request get a share of the time; the bound that ran out
+                // is the whole handshake's, so that is the one to name.
+                Ok(Err(RequestError::Timeout { method, .. })) => {
+                    return Err(StartFailure::Handshake(self.handshake_timed_out(&format!("`{method}` went unanswered"))));
+                }
                 Ok(Err(err)) => return Err(StartFailure::Handshake(err.to_string())),
-                Err(_) => return Err(StartFailure::Handshake(format!(
-                    "it did not complete the MCP handshake within {:?}", self.config.handshake_timeout()
-                ))),
+                Err(_) => return Err(StartFailure::Handshake(self.handshake_timed_out("it was still under way"))),
             },
             how = wait_exit(&mut exited) => return Err(StartFailure::Exited(how)),
         };
@@ -173,6 +176,14 @@ impl Server {
         inner.last_check = None;
         self.transition(&mut inner, Event::HandshakeDone);
         Ok(())
+    }
+
+    /// Why a start that ran out of `handshake_timeout_s` failed, naming the key and its value.
+    fn handshake_timed_out(&self, detail: &str) -> String {
+        format!(
+            "it did not complete the MCP handshake within handshake_timeout_s ({} s): {detail}; the hangar stopped it",
+            self.config.handshake_timeout_s
+        )
     }
 
     /// A stdio child: MCP on its stdin and stdout, its stderr into the log.
@@ -262,8 +273,8 @@ impl Server {
             }
             if Instant::now() >= deadline {
                 return Err(StartFailure::Handshake(format!(
-                    "it did not listen on {endpoint} within {:?}",
-                    self.config.handshake_timeout()
+                    "it did not listen on {endpoint} within handshake_timeout_s ({} s); the hangar stopped it",
+                    self.config.handshake_timeout_s
                 )));
             }
             tokio::select! {
