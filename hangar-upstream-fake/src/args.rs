@@ -13,7 +13,7 @@ const DEFAULT_SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
 #[command(version)]
 pub struct Args {
     /// Tools to serve, comma-separated, listed in this order
-    /// (add, echo, sleep, fail; any other name echoes).
+    /// (add, echo, sleep, fail, huge, junk_line; any other name echoes).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "add,echo")]
     pub tools: Vec<String>,
     /// Behave as a 2024-11-05-only server (server/discover is "method not found").

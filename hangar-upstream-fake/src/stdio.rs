@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::handler::{self, State};
 use crate::log::log;
 use crate::output::Output;
-use crate::protocol;
+use crate::{protocol, tools};
 
 /// Reads stdin line by line until EOF, handing each JSON message to
 /// `on_msg`. A line that is not JSON is answered with a parse error, unless
@@ -61,6 +61,11 @@ pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
                     }
                 });
             } else if let Some(reply) = handler::handle(state, &msg) {
+                let is_junk = is_call && msg.pointer("/params/name").and_then(Value::as_str) == Some("junk_line");
+                if is_junk && state.tools.iter().any(|t| t == "junk_line") {
+                    let args = msg.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+                    out.raw(&tools::junk_line(tools::junk_bytes(&args), &state.sentinel));
+                }
                 out.answer(&reply, is_call);
             }
         },

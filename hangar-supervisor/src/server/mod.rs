@@ -108,6 +108,8 @@ struct Counters {
     checks_ok: u64,
     checks_failed: u64,
     capability_violations: u64,
+    /// Messages over the size limit, skipped unread.
+    messages_skipped: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,6 +285,7 @@ impl Server {
             health_checks_ok: c.checks_ok,
             health_checks_failed: c.checks_failed,
             capability_violations: c.capability_violations,
+            messages_skipped: c.messages_skipped,
             refused: self.limiter.refused(),
         }
     }

@@ -154,11 +154,10 @@ impl HttpUpstream {
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })? {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
-                self.log.push(
-                    Stream::Stdout,
-                    format!("[hangar] `{method}`: an answer over {MAX_BODY_BYTES} bytes was refused").as_bytes(),
-                );
-                return Err(RequestError::Status { method: method.into(), status });
+                // Only this request's answer: it fails alone, counted once, and is not read on.
+                let bytes = (body.len() + chunk.len()) as u64;
+                self.skipped(&format!("`{method}`: an answer over {MAX_BODY_BYTES} bytes; the request failed"));
+                return Err(RequestError::Oversized { method: method.into(), bytes });
             }
             body.extend_from_slice(&chunk);
         }
@@ -176,7 +175,9 @@ impl HttpUpstream {
         }
     }
 
-    /// Reads SSE events until the response to `id`; notifications on the way are acted on.
+    /// Reads SSE events until the response to `id`; notifications on the way are acted on. An
+    /// event over the size limit is skipped as it streams by (never buffered whole), and the
+    /// events after it are still read.
     async fn read_event_stream(
         &self,
         method: &str,
@@ -185,13 +186,41 @@ impl HttpUpstream {
         relays: &[(u64, Relay)],
     ) -> Result<Value, RequestError> {
         let mut buffer: Vec<u8> = Vec::new();
+        // Bytes of the over-long event being skipped, and of the last one skipped.
+        let mut skipping: Option<usize> = None;
+        let mut last_skipped: Option<usize> = None;
         loop {
             let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })?
             else {
-                return Err(RequestError::Closed { method: method.into() });
+                return Err(match last_skipped.or(skipping) {
+                    // The answer was most likely the event that was skipped.
+                    Some(bytes) => RequestError::Oversized { method: method.into(), bytes: bytes as u64 },
+                    None => RequestError::Closed { method: method.into() },
+                });
             };
             buffer.extend_from_slice(&chunk);
-            while let Some(end) = event_end(&buffer) {
+            loop {
+                if let Some(so_far) = skipping {
+                    let Some((_, consumed)) = event_end(&buffer) else {
+                        // Keep what could begin the blank line that ends the event.
+                        let dropped = buffer.len().saturating_sub(3);
+                        buffer.drain(..dropped);
+                        skipping = Some(so_far + dropped);
+                        break;
+                    };
+                    buffer.drain(..consumed);
+                    skipping = None;
+                    last_skipped = Some(so_far + consumed);
+                    self.skipped(&format!("`{method}`: an event over {MAX_BODY_BYTES} bytes in the answer stream"));
+                    continue;
+                }
+                let Some(end) = event_end(&buffer) else {
+                    if buffer.len() > MAX_BODY_BYTES {
+                        skipping = Some(0);
+                        continue;
+                    }
+                    break;
+                };
                 let event: Vec<u8> = buffer.drain(..end.1).take(end.0).collect();
                 if let Some(message) = event_data(&event)
                     && let Some(answer) = self.answer(method, id, message, relays)
@@ -199,11 +228,15 @@ impl HttpUpstream {
                     return answer;
                 }
             }
-            if buffer.len() > MAX_BODY_BYTES {
-                self.log.push(Stream::Stdout, b"[hangar] an SSE event over the size limit was refused");
-                return Err(RequestError::Closed { method: method.into() });
-            }
         }
+    }
+
+    /// Logs (without its content) a message over the size limit that was skipped, and counts
+    /// it once against the server.
+    fn skipped(&self, what: &str) {
+        tracing::warn!(limit = MAX_BODY_BYTES, "an upstream sent a message over the size limit; skipped");
+        self.log.push(Stream::Stdout, format!("[hangar] skipped unread: {what}").as_bytes());
+        let _ = self.notices.send(Notice::Oversized);
     }
 
     /// The answer to `id` if `message` is it; acts on notifications and logs anything else.
