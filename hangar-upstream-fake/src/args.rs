@@ -34,6 +34,12 @@ pub struct Args {
     /// Exit with code 101 right after answering N tools/call requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub crash_after: Option<u64>,
+    /// Exit with code 4 right after answering the handshake (server/discover or initialize; stdio only).
+    #[arg(long)]
+    pub exit_after_handshake: bool,
+    /// Wait N milliseconds before answering the handshake (server/discover or initialize; stdio only).
+    #[arg(long, value_name = "N")]
+    pub handshake_delay_ms: Option<u64>,
     /// Read requests but never answer anything.
     #[arg(long)]
     pub hang: bool,
