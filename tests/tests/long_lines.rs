@@ -94,3 +94,39 @@ mcp_servers:
     assert!(!logs.text.contains(SENTINEL), "the junk itself is not logged");
     assert!(!hangar.log().contains(SENTINEL), "nor in the hangar's own log");
 }
+
+/// Over HTTP each answer is its own response: one over the size limit (a JSON body, or an event
+/// of an event stream) fails its own request only, is skipped as it streams by, and counts once.
+#[test]
+fn an_over_long_http_answer_fails_only_its_request_and_counts_once() {
+    let (json_port, sse_port) = (hangar_tests::free_port(), hangar_tests::free_port());
+    let hangar = Hangar::start(&format!(
+        r#"
+mcp_servers:
+  plain:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{json_port}", "--tools", "huge,add"]
+    endpoint: http://127.0.0.1:{json_port}/mcp
+  events:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{sse_port}", "--sse", "--tools", "huge,add"]
+    endpoint: http://127.0.0.1:{sse_port}/mcp
+"#
+    ));
+    for id in ["plain", "events"] {
+        hangar.tool_ok("hangar_start", json!({"mcp_server": id}));
+        let pid = hangar.details(id)["meta"]["pid"].clone();
+        let (error_type, error) = hangar.call_error(id, "huge", json!({"bytes": 17_000_000}));
+        assert_eq!(error_type, "upstream_error", "{id}");
+        assert!(error.contains("over the limit") && error.contains("skipped it unread"), "{id}: {error}");
+        assert_eq!(hangar.call(id, "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})), "{id}");
+        let details = hangar.details(id);
+        assert_eq!((&details["state"], &details["meta"]["pid"]), (&json!("ready"), &pid), "{id}");
+        assert_eq!(details["health"]["total_failures"], 1, "{id}: one fault, one failure");
+        let skipped = hangar.metric(&format!("hangar_upstream_messages_skipped_total{{mcp_server=\"{id}\"}}"));
+        assert_eq!(skipped, Some(1.0), "{id}");
+        let logs = hangar.get(&format!("/api/mcp_servers/{id}/logs?lines=100"));
+        assert!(logs.text.contains("[hangar] skipped unread"), "{id}: {}", logs.text);
+        assert!(!logs.text.contains("xxxxxxxxxxxxxxxx"), "{id}: none of the answer is logged");
+    }
+}
