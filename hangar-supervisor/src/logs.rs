@@ -67,7 +67,10 @@ const REDACTED: &str = "[redacted]";
 impl LogRing {
     /// A ring that redacts each of `secrets` from every line it records.
     pub fn with_secrets(server_id: &str, secrets: Vec<String>) -> Self {
-        let secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN).collect();
+        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN).collect();
+        // A value echoed inside JSON (an answer logged as printed) may be escaped there.
+        let escaped: Vec<String> = secrets.iter().filter_map(|s| json_escaped(s).filter(|e| e != s)).collect();
+        secrets.extend(escaped);
         let secrets = match AhoCorasick::new(&secrets) {
             Ok(_) if secrets.is_empty() => Redactor::Nothing,
             Ok(finder) => Redactor::Secrets(finder),
@@ -106,6 +109,12 @@ impl LogRing {
             })
             .collect()
     }
+}
+
+/// `value` as it reads inside a JSON string (quotes, backslashes and control characters escaped).
+fn json_escaped(value: &str) -> Option<String> {
+    let quoted = serde_json::to_string(value).ok()?;
+    Some(quoted.get(1..quoted.len() - 1)?.to_owned())
 }
 
 /// `bytes` as text with every occurrence of a secret replaced by [`REDACTED`]. Overlapping or
@@ -214,6 +223,13 @@ mod tests {
         let ring = LogRing::with_secrets("m", vec![a.into(), b.into(), "aaaaaaa".into()]);
         ring.push(Stream::Stderr, b"x abcdef-123456-uvwxyz y aaaaaaaaaa z");
         assert_eq!(ring.tail(1)[0].content, "x [redacted] y [redacted] z");
+    }
+
+    #[test]
+    fn a_value_escaped_inside_json_is_redacted_too() {
+        let ring = LogRing::with_secrets("m", vec![r#"pa"ss\word"#.into()]);
+        ring.push(Stream::Stdout, br#"{"id":99,"result":{"echo":"pa\"ss\\word"}} and pa"ss\word"#);
+        assert_eq!(ring.tail(1)[0].content, r#"{"id":99,"result":{"echo":"[redacted]"}} and [redacted]"#);
     }
 
     #[test]
