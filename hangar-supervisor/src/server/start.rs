@@ -38,6 +38,15 @@ pub(super) enum StartFailure {
 /// What every start joined to one spawn is told, once it is over.
 pub(super) type StartOutcome = watch::Receiver<Option<Result<Started, IpcError>>>;
 
+/// Marks a start in flight; dropped when it is over, so the next start runs anew.
+struct InFlightStart(Arc<Server>);
+
+impl Drop for InFlightStart {
+    fn drop(&mut self) {
+        self.0.starting().take();
+    }
+}
+
 impl Server {
     /// Brings the server to `ready`, or says why it could not. Starts that arrive while one is
     /// in flight join it, whatever their surface or cause: one spawn, and all of them get its
@@ -57,9 +66,11 @@ impl Server {
                     *starting = Some(rx.clone());
                     let server = self.clone();
                     tokio::spawn(async move {
+                        // Later starts look at the state again; those that joined get this
+                        // outcome (cleared on drop too, so even a panicked start is not joined).
+                        let in_flight = InFlightStart(server.clone());
                         let result = server.run_start(generation, old, cause).await;
-                        // Later starts look at the state again; those that joined get this.
-                        server.starting().take();
+                        drop(in_flight);
                         let _ = tx.send(Some(result));
                     });
                     rx
