@@ -8,7 +8,7 @@
 //! ready        -> degraded                     max_consecutive_failures health checks failed in a row
 //! degraded     -> initializing                 a recovery restart (backoff)
 //! degraded     -> dead (given_up)              the recovery budget is spent
-//! dead         -> initializing                 an explicit start; or a call once retry_allowed_at has passed
+//! dead         -> initializing                 a start once retry_allowed_at has passed (capability_blocked: explicit only)
 //! ```
 //!
 //! Nothing here does I/O or reads a clock: callers pass `now`, so every rule is unit-tested.
@@ -105,6 +105,13 @@ impl Dead {
     /// Whether a call (not an explicit start) may bring the server back at `now`.
     pub fn call_may_revive(&self, now: SystemTime) -> bool {
         self.reason.revived_by() == RevivedBy::CallOrStart && self.retry_allowed_at.is_none_or(|at| now >= at)
+    }
+
+    /// When the next explicit start may run, if not at `now`: a server that keeps failing is
+    /// started again only after its backoff, from every surface. A blocked server (no backoff)
+    /// may always be started: that is how it is revived.
+    pub fn next_start_at(&self, now: SystemTime) -> Option<SystemTime> {
+        self.retry_allowed_at.filter(|at| now < *at)
     }
 }
 
@@ -318,6 +325,15 @@ mod tests {
         assert!(dead.call_may_revive(t(10)));
         let no_backoff = Dead { retry_allowed_at: None, ..dead };
         assert!(no_backoff.call_may_revive(t(0)));
+    }
+
+    #[test]
+    fn an_explicit_start_also_waits_for_the_backoff() {
+        let dead = Dead { reason: DeadReason::StartFailed, since: t(0), retry_allowed_at: Some(t(10)) };
+        assert_eq!(dead.next_start_at(t(3)), Some(t(10)));
+        assert_eq!(dead.next_start_at(t(10)), None);
+        let blocked = Dead { reason: DeadReason::CapabilityBlocked, since: t(0), retry_allowed_at: None };
+        assert_eq!(blocked.next_start_at(t(0)), None, "a start is how a blocked server is revived");
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct ServerMetrics {
     pub health_checks_ok: u64,
     pub health_checks_failed: u64,
     pub capability_violations: u64,
+    /// Messages from the server over the size limit, skipped unread (each one failure).
+    #[serde(default)]
+    pub messages_skipped: u64,
     /// Requests refused by this server's own limits.
     #[serde(default)]
     pub refused: Refused,
@@ -163,6 +166,13 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
         "Times a server served tools outside its expected tools.",
         |s| s.capability_violations,
     );
+    counter(
+        &mut out,
+        servers,
+        "hangar_upstream_messages_skipped_total",
+        "Messages from a server over the size limit, skipped unread; each counts as one failure.",
+        |s| s.messages_skipped,
+    );
     family(
         &mut out,
         "hangar_requests_refused_total",
@@ -227,6 +237,7 @@ mod tests {
             health_checks_ok: 4,
             health_checks_failed: 5,
             capability_violations: 0,
+            messages_skipped: 0,
             refused: Refused { max_concurrent_calls: 0, rate_limit: 7 },
         }
     }

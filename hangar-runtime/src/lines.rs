@@ -1,27 +1,34 @@
 //! Newline-delimited I/O: reading with a bound on line length, writing in batches.
 //!
 //! A peer can send anything; a line longer than the bound is skipped as it streams by, never
-//! buffered whole, so a 10 MB line costs no more memory than a short one. Writers drain every
+//! buffered whole, so a 10 MB line costs no more memory than a short one. Only its first
+//! [`LONG_LINE_HEAD`] bytes are kept, for a caller that must tell what it was (the id of an
+//! over-long JSON-RPC answer). Writers drain every
 //! queued line before one flush, so a burst of messages goes out in few writes.
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
-/// One line read by [`read_line`].
 /// The most a line buffer keeps between lines.
 const RETAINED_CAPACITY: usize = 64 * 1024;
 
+/// How much of an over-long line [`read_line`] keeps.
+pub const LONG_LINE_HEAD: usize = 1024;
+
+/// One line read by [`read_line`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
     /// A complete line is in the buffer, without its newline.
     Complete,
-    /// The line was longer than the bound and was skipped; its length in bytes.
+    /// The line was longer than the bound and was skipped; its length in bytes. The buffer
+    /// holds its first bytes (at most [`LONG_LINE_HEAD`], or the bound if that is smaller).
     TooLong(usize),
     /// End of input (a last line without a newline is returned as `Complete` first).
     Eof,
 }
 
-/// Reads one line into `buf` (cleared first), skipping it if it exceeds `max` bytes.
+/// Reads one line into `buf` (cleared first), skipping it if it exceeds `max` bytes (then `buf`
+/// keeps only the line's head).
 pub async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
@@ -51,7 +58,10 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             Some(len) => *len += chunk.len(),
             None if buf.len() + chunk.len() > max => {
                 skipped = Some(buf.len() + chunk.len());
-                buf.clear();
+                let head = LONG_LINE_HEAD.min(max);
+                let from_chunk = head.saturating_sub(buf.len()).min(chunk.len());
+                buf.truncate(head);
+                buf.extend_from_slice(&chunk[..from_chunk]);
             }
             None => buf.extend_from_slice(chunk),
         }
@@ -162,11 +172,21 @@ mod tests {
         let mut input = vec![b'x'; 100];
         input.extend_from_slice(b"\nok\n");
         let got = lines(&input, 10, 7).await;
-        assert_eq!(got[0].0, Line::TooLong(100));
-        assert!(got[0].1.is_empty(), "nothing of the long line is kept");
+        assert_eq!(got[0], (Line::TooLong(100), vec![b'x'; 10]), "only the head is kept");
         assert_eq!(got[1], (Line::Complete, b"ok".to_vec()));
         let unterminated = lines(&[b'y'; 50], 10, 8).await;
-        assert_eq!(unterminated, [(Line::TooLong(50), vec![])]);
+        assert_eq!(unterminated, [(Line::TooLong(50), vec![b'y'; 10])]);
+    }
+
+    #[tokio::test]
+    async fn keeps_the_head_of_a_long_line_whatever_the_chunking() {
+        let mut input: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        input.extend_from_slice(b"\nok\n");
+        for capacity in [3, 700, 1024, 4096, 8192] {
+            let got = lines(&input, 2000, capacity).await;
+            assert_eq!(got[0], (Line::TooLong(5000), input[..LONG_LINE_HEAD].to_vec()), "capacity {capacity}");
+            assert_eq!(got[1], (Line::Complete, b"ok".to_vec()));
+        }
     }
 
     #[tokio::test]

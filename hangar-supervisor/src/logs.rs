@@ -3,11 +3,16 @@
 //! A ring of the last [`CAPACITY`] lines, each cut to [`MAX_LINE_BYTES`] and stamped when it
 //! was recorded. Pushing never blocks on readers for longer than a copy, so an upstream that
 //! floods stderr never stalls.
+//!
+//! The server's configured env values are redacted from the whole line *before* it is cut, so a
+//! value that straddles the cut cannot leave its first part behind; overlapping values are
+//! redacted as one span, so no part of either survives.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use aho_corasick::AhoCorasick;
 use hangar_core::record::LogLine;
 use hangar_core::time::rfc3339_millis;
 
@@ -42,8 +47,16 @@ struct Entry {
 pub struct LogRing {
     server_id: String,
     entries: Mutex<VecDeque<Entry>>,
-    /// Values never to be shown (the server's configured env values): replaced on the way in.
-    secrets: Vec<String>,
+    /// The values never to be shown (the server's configured env values), replaced on the way in.
+    secrets: Redactor,
+}
+
+enum Redactor {
+    Nothing,
+    Secrets(AhoCorasick),
+    /// The values could not be compiled into a finder (too large an automaton, in theory): no
+    /// line is shown rather than one that might carry a value.
+    WithholdAll,
 }
 
 /// Env values shorter than this are not treated as secrets (`1`, `true`, `info` would blank
@@ -54,18 +67,25 @@ const REDACTED: &str = "[redacted]";
 impl LogRing {
     /// A ring that redacts each of `secrets` from every line it records.
     pub fn with_secrets(server_id: &str, secrets: Vec<String>) -> Self {
-        let secrets = secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN).collect();
+        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN).collect();
+        // A value echoed inside JSON (an answer logged as printed) may be escaped there.
+        let escaped: Vec<String> = secrets.iter().filter_map(|s| json_escaped(s).filter(|e| e != s)).collect();
+        secrets.extend(escaped);
+        let secrets = match AhoCorasick::new(&secrets) {
+            Ok(_) if secrets.is_empty() => Redactor::Nothing,
+            Ok(finder) => Redactor::Secrets(finder),
+            Err(err) => {
+                tracing::error!(mcp_server = server_id, %err, "cannot build the env redactor; withholding every log line");
+                Redactor::WithholdAll
+            }
+        };
         LogRing { server_id: server_id.into(), entries: Mutex::new(VecDeque::with_capacity(64)), secrets }
     }
 
-    /// Records one line (bytes as printed; invalid UTF-8 is replaced, over-long lines cut).
+    /// Records one line (bytes as printed): secrets redacted first, then invalid UTF-8 replaced
+    /// and an over-long line cut on a character boundary.
     pub fn push(&self, stream: Stream, bytes: &[u8]) {
-        let mut content = cut(bytes);
-        for secret in &self.secrets {
-            if content.contains(secret.as_str()) {
-                content = content.replace(secret.as_str(), REDACTED);
-            }
-        }
+        let content = cut(redact(&self.secrets, bytes), bytes.len());
         let entry = Entry { stream, content, recorded_at: SystemTime::now() };
         let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if entries.len() == CAPACITY {
@@ -91,12 +111,54 @@ impl LogRing {
     }
 }
 
-fn cut(bytes: &[u8]) -> String {
-    if bytes.len() <= MAX_LINE_BYTES {
+/// `value` as it reads inside a JSON string (quotes, backslashes and control characters escaped).
+fn json_escaped(value: &str) -> Option<String> {
+    let quoted = serde_json::to_string(value).ok()?;
+    Some(quoted.get(1..quoted.len() - 1)?.to_owned())
+}
+
+/// `bytes` as text with every occurrence of a secret replaced by [`REDACTED`]. Overlapping or
+/// touching occurrences (of one value or of several) are merged into one span first, so no
+/// fragment of any of them survives between two replacements.
+fn redact(secrets: &Redactor, bytes: &[u8]) -> String {
+    let finder = match secrets {
+        Redactor::Nothing => return String::from_utf8_lossy(bytes).into_owned(),
+        Redactor::WithholdAll => return REDACTED.into(),
+        Redactor::Secrets(finder) => finder,
+    };
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for found in finder.find_overlapping_iter(bytes) {
+        match spans.last_mut() {
+            Some(last) if found.start() <= last.1 => last.1 = last.1.max(found.end()),
+            _ => spans.push((found.start(), found.end())),
+        }
+    }
+    if spans.is_empty() {
         return String::from_utf8_lossy(bytes).into_owned();
     }
-    let mut text = String::from_utf8_lossy(&bytes[..MAX_LINE_BYTES]).into_owned();
-    text.push_str(&format!(" [cut: {} bytes in all]", bytes.len()));
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        out.extend_from_slice(&bytes[at..start]);
+        out.extend_from_slice(REDACTED.as_bytes());
+        at = end;
+    }
+    out.extend_from_slice(&bytes[at..]);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `text` cut to at most [`MAX_LINE_BYTES`] on a character boundary, saying how long the line
+/// was as printed (`printed` bytes).
+fn cut(mut text: String, printed: usize) -> String {
+    if text.len() <= MAX_LINE_BYTES {
+        return text;
+    }
+    let mut end = MAX_LINE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!(" [cut: {printed} bytes in all]"));
     text
 }
 
@@ -126,6 +188,55 @@ mod tests {
         let ring = LogRing::with_secrets("m", vec!["sk-live-12345".into(), "info".into()]);
         ring.push(Stream::Stderr, b"using key sk-live-12345 at level info");
         assert_eq!(ring.tail(1)[0].content, "using key [redacted] at level info", "short values are not secrets");
+    }
+
+    /// Every 8-byte window of `secret` that appears in `text`.
+    fn fragments<'a>(secret: &'a str, text: &str) -> Vec<&'a str> {
+        (0..=secret.len() - 8).map(|i| &secret[i..i + 8]).filter(|w| text.contains(w)).collect()
+    }
+
+    #[test]
+    fn a_secret_straddling_the_cut_or_ending_the_line_leaves_nothing() {
+        let secret = "sk-live-0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+        let ring = LogRing::with_secrets("m", vec![secret.into()]);
+        let lines = [
+            format!("{}{secret} and more", "p".repeat(MAX_LINE_BYTES - 10)),
+            format!("{}{secret}", "p".repeat(MAX_LINE_BYTES - secret.len())),
+            format!("{}{secret}", "p".repeat(MAX_LINE_BYTES - secret.len() + 1)),
+            format!("{}{secret}", "p".repeat(MAX_LINE_BYTES * 2)),
+            format!("é{}{secret}", "p".repeat(MAX_LINE_BYTES - 12)),
+        ];
+        for line in &lines {
+            ring.push(Stream::Stdout, line.as_bytes());
+        }
+        for (line, logged) in lines.iter().zip(ring.tail(lines.len())) {
+            assert!(fragments(secret, &logged.content).is_empty(), "{line:.20}... logged as {:?}", logged.content);
+            assert!(logged.content.len() <= MAX_LINE_BYTES + 64);
+        }
+        let straddled = &ring.tail(lines.len())[0].content;
+        assert!(straddled.ends_with(&format!("[redacted] [cut: {} bytes in all]", lines[0].len())), "{straddled}");
+    }
+
+    #[test]
+    fn overlapping_secrets_are_redacted_as_one_span() {
+        let (a, b) = ("abcdef-123456", "123456-uvwxyz");
+        let ring = LogRing::with_secrets("m", vec![a.into(), b.into(), "aaaaaaa".into()]);
+        ring.push(Stream::Stderr, b"x abcdef-123456-uvwxyz y aaaaaaaaaa z");
+        assert_eq!(ring.tail(1)[0].content, "x [redacted] y [redacted] z");
+    }
+
+    #[test]
+    fn a_value_escaped_inside_json_is_redacted_too() {
+        let ring = LogRing::with_secrets("m", vec![r#"pa"ss\word"#.into()]);
+        ring.push(Stream::Stdout, br#"{"id":99,"result":{"echo":"pa\"ss\\word"}} and pa"ss\word"#);
+        assert_eq!(ring.tail(1)[0].content, r#"{"id":99,"result":{"echo":"[redacted]"}} and [redacted]"#);
+    }
+
+    #[test]
+    fn empty_and_short_values_redact_nothing() {
+        let ring = LogRing::with_secrets("m", vec![String::new(), "1".into(), "true".into()]);
+        ring.push(Stream::Stderr, b"level 1 is true");
+        assert_eq!(ring.tail(1)[0].content, "level 1 is true");
     }
 
     #[test]

@@ -13,7 +13,7 @@ const DEFAULT_SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
 #[command(version)]
 pub struct Args {
     /// Tools to serve, comma-separated, listed in this order
-    /// (add, echo, sleep, fail; any other name echoes).
+    /// (add, echo, sleep, fail, huge, junk_line; any other name echoes).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "add,echo")]
     pub tools: Vec<String>,
     /// Behave as a 2024-11-05-only server (server/discover is "method not found").
@@ -34,6 +34,12 @@ pub struct Args {
     /// Exit with code 101 right after answering N tools/call requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub crash_after: Option<u64>,
+    /// Exit with code 4 right after answering the handshake (server/discover or initialize; stdio only).
+    #[arg(long)]
+    pub exit_after_handshake: bool,
+    /// Wait N milliseconds before answering the handshake (server/discover or initialize; stdio only).
+    #[arg(long, value_name = "N")]
+    pub handshake_delay_ms: Option<u64>,
     /// Read requests but never answer anything.
     #[arg(long)]
     pub hang: bool,

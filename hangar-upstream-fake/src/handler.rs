@@ -52,11 +52,25 @@ pub struct State {
     pub fail_flag: Option<PathBuf>,
     pub hang: bool,
     pub hang_flag: Option<PathBuf>,
+    /// Stdio only: exit right after answering the handshake.
+    pub exit_after_handshake: bool,
+    /// Stdio only: wait this long before answering the handshake.
+    pub handshake_delay: Option<std::time::Duration>,
 }
 
 impl State {
     pub fn new(mode: Mode, sentinel: String, tools: Vec<String>) -> Self {
-        Self { mode, sentinel, tools, alt: None, fail_flag: None, hang: false, hang_flag: None }
+        Self {
+            mode,
+            sentinel,
+            tools,
+            alt: None,
+            fail_flag: None,
+            hang: false,
+            hang_flag: None,
+            exit_after_handshake: false,
+            handshake_delay: None,
+        }
     }
 
     /// The tool set in force right now (flag files are re-checked each time).

@@ -55,6 +55,8 @@ fn main() -> ExitCode {
     state.fail_flag = args.fail_flag;
     state.hang = args.hang;
     state.hang_flag = args.hang_flag;
+    state.exit_after_handshake = args.exit_after_handshake;
+    state.handshake_delay = args.handshake_delay_ms.map(Duration::from_millis);
     if let (Some(tools), Some(flag)) = (args.alt_tools, args.alt_tools_flag) {
         state.alt = Some(AltTools { tools: tool_names(tools), flag });
     }

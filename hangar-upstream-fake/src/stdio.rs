@@ -8,9 +8,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::handler::{self, State};
-use crate::log::log;
+use crate::log::{log, log_fault};
+
+/// Exit code of `--exit-after-handshake`.
+const EXIT_AFTER_HANDSHAKE_CODE: i32 = 4;
 use crate::output::Output;
-use crate::protocol;
+use crate::{protocol, tools};
 
 /// Reads stdin line by line until EOF, handing each JSON message to
 /// `on_msg`. A line that is not JSON is answered with a parse error, unless
@@ -49,7 +52,12 @@ pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
         out,
         || state.silenced(),
         |msg| {
-            let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
+            let method = msg.get("method").and_then(Value::as_str);
+            let is_handshake = matches!(method, Some("server/discover" | "initialize"));
+            if is_handshake && let Some(delay) = state.handshake_delay {
+                std::thread::sleep(delay);
+            }
+            let is_call = method == Some("tools/call");
             let is_sleep = is_call && msg.pointer("/params/name").and_then(Value::as_str) == Some("sleep");
             if is_sleep {
                 // Only `sleep` blocks, so only it leaves the reader thread; the
@@ -61,7 +69,16 @@ pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
                     }
                 });
             } else if let Some(reply) = handler::handle(state, &msg) {
+                let is_junk = is_call && msg.pointer("/params/name").and_then(Value::as_str) == Some("junk_line");
+                if is_junk && state.tools.iter().any(|t| t == "junk_line") {
+                    let args = msg.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+                    out.raw(&tools::junk_line(tools::junk_bytes(&args), &state.sentinel));
+                }
                 out.answer(&reply, is_call);
+                if is_handshake && state.exit_after_handshake {
+                    log_fault(&state.sentinel, "exiting right after the handshake as asked");
+                    std::process::exit(EXIT_AFTER_HANDSHAKE_CODE);
+                }
             }
         },
     )

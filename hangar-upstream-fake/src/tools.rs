@@ -55,6 +55,10 @@ pub fn spec(name: &str) -> Value {
             "Answers with a text of `bytes` characters (to test over-long answers).",
             json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),
         ),
+        "junk_line" => (
+            "Prints a junk line of `bytes` bytes (the sentinel, repeated) on stdout, then answers (stdio only).",
+            json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),
+        ),
         _ => ("Returns its arguments unchanged (test tool).", json!({"type": "object"})),
     };
     json!({"name": name, "description": description, "inputSchema": schema})
@@ -72,8 +76,21 @@ pub fn call(name: &str, args: &Map<String, Value>) -> Outcome {
             let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0).min(64 << 20);
             Outcome::ok("x".repeat(usize::try_from(bytes).unwrap_or(0)), None)
         }
+        "junk_line" => Outcome::ok(format!("printed a {}-byte junk line", junk_bytes(args)), None),
         _ => echo(args),
     }
+}
+
+/// The length `junk_line` prints, capped like `huge`'s.
+pub fn junk_bytes(args: &Map<String, Value>) -> usize {
+    usize::try_from(args.get("bytes").and_then(Value::as_u64).unwrap_or(0).min(64 << 20)).unwrap_or(0)
+}
+
+/// A `junk_line` line: `bytes` bytes of the sentinel repeated (not JSON), then a newline.
+pub fn junk_line(bytes: usize, sentinel: &str) -> Vec<u8> {
+    let mut line: Vec<u8> = sentinel.bytes().cycle().take(bytes).collect();
+    line.push(b'\n');
+    line
 }
 
 fn echo(args: &Map<String, Value>) -> Outcome {

@@ -442,6 +442,15 @@ impl Hangar {
         status
     }
 
+    /// `hangar_start` of a dead server once its backoff lets it (an explicit start inside the
+    /// backoff is refused with `retry_later`, saying when): the tool result of the start that ran.
+    pub fn start_after_backoff(&self, id: &str) -> Value {
+        poll(&format!("a start of {id} after its backoff"), Duration::from_secs(30), || {
+            let answer = self.tool("hangar_start", json!({"mcp_server": id}));
+            (answer["structuredContent"]["error_type"] != "retry_later").then_some(answer)
+        })
+    }
+
     fn record(&self, result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Response {
         let mut response = result.unwrap_or_else(|err| panic!("HTTP request failed: {err}"));
         let status = response.status().as_u16();

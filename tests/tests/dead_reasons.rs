@@ -141,8 +141,9 @@ fn an_explicit_start_revives_given_up_and_blocked_servers_refuse_calls() {
         (hangar.details("gave-up")["dead"]["reason"] == "given_up").then_some(())
     });
     std::fs::remove_file(hangar.path("gave-up.fail")).unwrap();
-    let started = hangar.tool_ok("hangar_start", json!({"mcp_server": "gave-up"}));
-    assert_eq!(started["state"], "ready");
+    // An explicit start, too, waits for the backoff (issue 11): until then it says when.
+    let started = hangar.start_after_backoff("gave-up");
+    assert_eq!(started["structuredContent"]["state"], "ready", "{started}");
     assert_eq!(hangar.details("gave-up")["dead"], json!(null));
 
     // A blocked server refuses calls without being started again; only a start retries it.

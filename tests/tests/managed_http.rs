@@ -47,9 +47,10 @@ fn a_clean_http_upstream_is_proxied_checked_and_recovered() {
         (hangar.details("web")["dead"]["reason"] == "crashed").then_some(())
     });
 
-    // Recovery: an explicit start brings it back on the same port; failed checks degrade it and
-    // the recovery restart (a new process, same port) brings it back to ready.
-    hangar.tool_ok("hangar_start", json!({"mcp_server": "web"}));
+    // Recovery: an explicit start (once the backoff lets it) brings it back on the same port;
+    // failed checks degrade it and the recovery restart (a new process, same port) brings it
+    // back to ready.
+    assert_eq!(hangar.start_after_backoff("web")["isError"], false);
     let first = read_pid(&hangar.path("web.pid"));
     std::fs::write(hangar.path("web.fail"), "").unwrap();
     poll("web to degrade", Duration::from_secs(10), || (hangar.details("web")["state"] != "ready").then_some(()));
@@ -119,7 +120,7 @@ fn a_command_that_never_binds_fails_naming_the_url_and_a_stranger_is_never_grade
     // answer is not our child's, so the start fails instead of proxying the stranger.
     std::fs::remove_file(hangar.path("web.pid")).unwrap();
     let starting = std::thread::scope(|scope| {
-        let start = scope.spawn(|| hangar.tool("hangar_start", json!({"mcp_server": "web"})));
+        let start = scope.spawn(|| hangar.start_after_backoff("web"));
         read_pid(&hangar.path("web.pid"));
         let _stranger = leftover(&format!("127.0.0.1:{port}"));
         start.join().unwrap()

@@ -57,7 +57,11 @@ impl Server {
         let mut inner = self.lock();
         inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
         outcome.map_err(|err| {
-            inner.health.total_failures += 1;
+            // An over-long answer was already counted against the server when it was skipped
+            // (`protocol_violation`): one fault, one failure.
+            if !matches!(err, RequestError::Oversized { .. }) {
+                inner.health.total_failures += 1;
+            }
             inner.counters.tool_call_errors += 1;
             self.request_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err)
         })

@@ -69,16 +69,18 @@ impl Server {
         inner.lifecycle.state()
     }
 
-    /// The upstream broke the protocol (an over-long message): counted like a failed check, so
-    /// a server that keeps doing it is degraded and restarted.
+    /// The upstream broke the protocol (a message over the size limit, skipped unread): counted
+    /// once, like a failed check, so a server that keeps doing it is degraded and restarted. A
+    /// request it answered fails without counting again (`calls.rs`).
     pub(super) fn protocol_violation(self: &Arc<Self>, generation: u64) {
         let mut inner = self.lock();
         if inner.generation != generation {
             return;
         }
+        inner.counters.messages_skipped += 1;
         inner.health.consecutive_failures += 1;
         inner.health.total_failures += 1;
-        tracing::warn!(mcp_server = %self.id, failures = inner.health.consecutive_failures, "it sent a message over the size limit");
+        tracing::warn!(mcp_server = %self.id, failures = inner.health.consecutive_failures, "it sent a message over the size limit; skipped and counted as one failure");
         self.degrade_at_threshold(&mut inner);
     }
 

@@ -10,9 +10,10 @@
 //! - `health.rs`: checks, verdicts, recovery with backoff, capability enforcement, idle stop;
 //! - `calls.rs`: tool calls and stops.
 //!
-//! Concurrency: `inner` is a short-held std mutex (never held across an await). `start_lock`
-//! serializes starts, so concurrent starts of one server share one spawn: the second waits and
-//! finds the server ready. A `generation`, bumped by every start and stop, tells news from an
+//! Concurrency: `inner` is a short-held std mutex (never held across an await). A start runs
+//! in a task of its own and concurrent starts of one server join it (`starting`): one spawn,
+//! one outcome for all of them, success or failure. A dead server's next start, from any
+//! surface, waits for its backoff. A `generation`, bumped by every start and stop, tells news from an
 //! old process apart from news about the current one.
 
 mod calls;
@@ -62,7 +63,8 @@ pub struct Server {
     shared: Arc<Shared>,
     log: Arc<LogRing>,
     inner: Mutex<Inner>,
-    start_lock: tokio::sync::Mutex<()>,
+    /// The start in flight, if any, which every concurrent start joins (`start.rs`).
+    starting: Mutex<Option<start::StartOutcome>>,
     /// This server's own concurrency and rate limits.
     limiter: Arc<Limiter>,
 }
@@ -108,6 +110,8 @@ struct Counters {
     checks_ok: u64,
     checks_failed: u64,
     capability_violations: u64,
+    /// Messages over the size limit, skipped unread.
+    messages_skipped: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,7 +161,7 @@ impl Server {
                 failure_streak: 0,
                 recovering: false,
             }),
-            start_lock: tokio::sync::Mutex::new(()),
+            starting: Mutex::new(None),
         })
     }
 
@@ -283,6 +287,7 @@ impl Server {
             health_checks_ok: c.checks_ok,
             health_checks_failed: c.checks_failed,
             capability_violations: c.capability_violations,
+            messages_skipped: c.messages_skipped,
             refused: self.limiter.refused(),
         }
     }

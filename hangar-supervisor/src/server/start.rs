@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::process::{Process, STOP_GRACE, drain_into_log, follow_notices, terminate, wait_exit, watch_exit};
-use super::{Cause, Inner, Server, Tools};
+use super::{Cause, Inner, Server, Tools, millis};
 use crate::logs::{LogRing, Stream};
 use crate::spawn::{self, Pipes};
 use crate::upstream::{Era, HttpUpstream, RequestError, StdioUpstream, Upstream};
@@ -35,28 +35,87 @@ pub(super) enum StartFailure {
     Stopped,
 }
 
+/// What every start joined to one spawn is told, once it is over.
+pub(super) type StartOutcome = watch::Receiver<Option<Result<Started, IpcError>>>;
+
+/// Marks a start in flight; dropped when it is over, so the next start runs anew.
+struct InFlightStart(Arc<Server>);
+
+impl Drop for InFlightStart {
+    fn drop(&mut self) {
+        self.0.starting().take();
+    }
+}
+
 impl Server {
-    /// Brings the server to `ready`, or says why it could not.
+    /// Brings the server to `ready`, or says why it could not. Starts that arrive while one is
+    /// in flight join it, whatever their surface or cause: one spawn, and all of them get its
+    /// outcome, success or the same error. The start runs in a task of its own, so a caller
+    /// that gives up leaves it whole for the others.
     pub async fn start(self: &Arc<Self>, cause: Cause) -> Result<Started, IpcError> {
-        let _one_start_at_a_time = self.start_lock.lock().await;
-        let (generation, old) = {
-            let mut inner = self.lock();
-            if let Some(answer) = self.without_starting(&inner, cause) {
-                return answer;
+        let mut outcome = {
+            let mut starting = self.starting();
+            match &*starting {
+                Some(in_flight) => in_flight.clone(),
+                None => {
+                    let (generation, old) = match self.begin_start(cause) {
+                        Ok(begun) => begun,
+                        Err(answer) => return answer,
+                    };
+                    let (tx, rx) = watch::channel(None);
+                    *starting = Some(rx.clone());
+                    let server = self.clone();
+                    tokio::spawn(async move {
+                        // Later starts look at the state again; those that joined get this
+                        // outcome (cleared on drop too, so even a panicked start is not joined).
+                        let in_flight = InFlightStart(server.clone());
+                        let result = server.run_start(generation, old, cause).await;
+                        drop(in_flight);
+                        let _ = tx.send(Some(result));
+                    });
+                    rx
+                }
             }
-            if self.shared.shutting_down.load(Ordering::SeqCst) {
-                return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
-            }
-            let old = inner.process.take();
-            if !self.transition(&mut inner, Event::Start) {
-                return Err(IpcError::new(
-                    ErrorKind::Internal,
-                    format!("`{}` cannot be started from its current state", self.id),
-                ));
-            }
-            inner.generation += 1;
-            (inner.generation, old)
         };
+        let result = match outcome.wait_for(Option::is_some).await {
+            Ok(done) => done.clone(),
+            Err(_) => None,
+        };
+        result.unwrap_or_else(|| Err(IpcError::new(ErrorKind::Internal, format!("`{}`: the start was lost", self.id))))
+    }
+
+    fn starting(&self) -> std::sync::MutexGuard<'_, Option<StartOutcome>> {
+        self.starting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Moves the server to `initializing` for a new start (the new generation, and the process
+    /// it replaces), or answers at once when no start is needed or allowed now.
+    fn begin_start(&self, cause: Cause) -> Result<(u64, Option<Process>), Result<Started, IpcError>> {
+        let mut inner = self.lock();
+        if let Some(answer) = self.without_starting(&inner, cause) {
+            return Err(answer);
+        }
+        if self.shared.shutting_down.load(Ordering::SeqCst) {
+            return Err(Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down")));
+        }
+        let old = inner.process.take();
+        if !self.transition(&mut inner, Event::Start) {
+            return Err(Err(IpcError::new(
+                ErrorKind::Internal,
+                format!("`{}` cannot be started from its current state", self.id),
+            )));
+        }
+        inner.generation += 1;
+        Ok((inner.generation, old))
+    }
+
+    /// The start itself: the old process gone, the new one up and through its handshake.
+    async fn run_start(
+        self: &Arc<Self>,
+        generation: u64,
+        old: Option<Process>,
+        cause: Cause,
+    ) -> Result<Started, IpcError> {
         if let Some(old) = old {
             match self.config.mode {
                 // The new process needs the old one's port: wait until it is gone.
@@ -86,6 +145,7 @@ impl Server {
                 format!("`{}` is degraded and its recovery restart is pending", self.id),
             ))),
             (State::Dead, Cause::Call) => self.refuse_call_to_dead(inner).map(Err),
+            (State::Dead, _) => self.refuse_start_in_backoff(inner).map(Err),
             _ => None,
         }
     }
@@ -98,6 +158,26 @@ impl Server {
         }
     }
 
+    /// Why an explicit start may not run now, if its backoff has not passed: a server that keeps
+    /// failing is not spawned again on demand (from any surface) before its next start is due.
+    fn refuse_start_in_backoff(&self, inner: &Inner) -> Option<IpcError> {
+        let now = SystemTime::now();
+        let dead = inner.lifecycle.dead()?;
+        let next = dead.next_start_at(now)?;
+        let record = DeadRecord::from(dead);
+        let wait_ms = millis(next.duration_since(now).unwrap_or_default());
+        let message = format!(
+            "`{}` is dead ({}) and backing off: next start at {}",
+            self.id,
+            record.reason,
+            rfc3339_millis(next)
+        );
+        Some(
+            IpcError::new(ErrorKind::RetryLater, message)
+                .with_details(json!({"dead": record, "retry_after_ms": wait_ms})),
+        )
+    }
+
     /// Why a call may not revive this dead server now, if it may not.
     fn refuse_call_to_dead(&self, inner: &Inner) -> Option<IpcError> {
         let dead = inner.lifecycle.dead()?;
@@ -105,6 +185,7 @@ impl Server {
             return None;
         }
         let record = DeadRecord::from(dead);
+        let wait_ms = dead.retry_allowed_at.map(|at| millis(at.duration_since(SystemTime::now()).unwrap_or_default()));
         let error = match (&record.retry_allowed_at, record.revived_by.as_str()) {
             (_, "start") => IpcError::new(
                 ErrorKind::CapabilityBlocked,
@@ -112,11 +193,18 @@ impl Server {
             ),
             (Some(at), _) => IpcError::new(
                 ErrorKind::RetryLater,
-                format!("`{}` is dead ({}); a call may revive it after {at}", self.id, record.reason),
+                format!(
+                    "`{}` is dead ({}) and backing off: next start at {at}; a call then revives it",
+                    self.id, record.reason
+                ),
             ),
             (None, _) => IpcError::new(ErrorKind::RetryLater, format!("`{}` is dead ({})", self.id, record.reason)),
         };
-        Some(error.with_details(json!({"dead": record})))
+        let details = match wait_ms {
+            Some(ms) if record.revived_by != "start" => json!({"dead": record, "retry_after_ms": ms}),
+            _ => json!({"dead": record}),
+        };
+        Some(error.with_details(details))
     }
 
     async fn bring_up(self: &Arc<Self>, generation: u64) -> Result<(), StartFailure> {
@@ -142,10 +230,13 @@ impl Server {
             outcome = tokio::time::timeout_at(deadline.into(), handshake_and_tools) => match outcome {
                 Ok(Ok(done)) => done,
                 Ok(Err(RequestError::Closed { .. })) => return Err(StartFailure::Exited(wait_exit(&mut exited).await)),
+                // The era probe and each request get a share of the time; the bound that ran out
+                // is the whole handshake's, so that is the one to name.
+                Ok(Err(RequestError::Timeout { method, .. })) => {
+                    return Err(StartFailure::Handshake(self.handshake_timed_out(&format!("`{method}` went unanswered"))));
+                }
                 Ok(Err(err)) => return Err(StartFailure::Handshake(err.to_string())),
-                Err(_) => return Err(StartFailure::Handshake(format!(
-                    "it did not complete the MCP handshake within {:?}", self.config.handshake_timeout()
-                ))),
+                Err(_) => return Err(StartFailure::Handshake(self.handshake_timed_out("it was still under way"))),
             },
             how = wait_exit(&mut exited) => return Err(StartFailure::Exited(how)),
         };
@@ -173,6 +264,14 @@ impl Server {
         inner.last_check = None;
         self.transition(&mut inner, Event::HandshakeDone);
         Ok(())
+    }
+
+    /// Why a start that ran out of `handshake_timeout_s` failed, naming the key and its value.
+    fn handshake_timed_out(&self, detail: &str) -> String {
+        format!(
+            "it did not complete the MCP handshake within handshake_timeout_s ({} s): {detail}; the hangar stopped it",
+            self.config.handshake_timeout_s
+        )
     }
 
     /// A stdio child: MCP on its stdin and stdout, its stderr into the log.
@@ -262,8 +361,8 @@ impl Server {
             }
             if Instant::now() >= deadline {
                 return Err(StartFailure::Handshake(format!(
-                    "it did not listen on {endpoint} within {:?}",
-                    self.config.handshake_timeout()
+                    "it did not listen on {endpoint} within handshake_timeout_s ({} s); the hangar stopped it",
+                    self.config.handshake_timeout_s
                 )));
             }
             tokio::select! {

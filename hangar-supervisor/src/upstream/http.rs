@@ -154,11 +154,10 @@ impl HttpUpstream {
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })? {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
-                self.log.push(
-                    Stream::Stdout,
-                    format!("[hangar] `{method}`: an answer over {MAX_BODY_BYTES} bytes was refused").as_bytes(),
-                );
-                return Err(RequestError::Status { method: method.into(), status });
+                // Only this request's answer: it fails alone, counted once, and is not read on.
+                let bytes = (body.len() + chunk.len()) as u64;
+                self.skipped(&format!("`{method}`: an answer over {MAX_BODY_BYTES} bytes; the request failed"));
+                return Err(RequestError::Oversized { method: method.into(), bytes });
             }
             body.extend_from_slice(&chunk);
         }
@@ -176,7 +175,9 @@ impl HttpUpstream {
         }
     }
 
-    /// Reads SSE events until the response to `id`; notifications on the way are acted on.
+    /// Reads SSE events until the response to `id`; notifications on the way are acted on. An
+    /// event over the size limit is skipped as it streams by (never buffered whole), and the
+    /// events after it are still read.
     async fn read_event_stream(
         &self,
         method: &str,
@@ -185,13 +186,46 @@ impl HttpUpstream {
         relays: &[(u64, Relay)],
     ) -> Result<Value, RequestError> {
         let mut buffer: Vec<u8> = Vec::new();
+        // Bytes of the over-long event being skipped, and of the last one skipped.
+        let mut skipping: Option<usize> = None;
+        let mut last_skipped: Option<usize> = None;
+        // How far `buffer` has been searched for the end of an event (less what could begin one).
+        let mut searched = 0;
         loop {
             let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })?
             else {
-                return Err(RequestError::Closed { method: method.into() });
+                return Err(match last_skipped.or(skipping) {
+                    // The answer was most likely the event that was skipped.
+                    Some(bytes) => RequestError::Oversized { method: method.into(), bytes: bytes as u64 },
+                    None => RequestError::Closed { method: method.into() },
+                });
             };
             buffer.extend_from_slice(&chunk);
-            while let Some(end) = event_end(&buffer) {
+            loop {
+                if let Some(so_far) = skipping {
+                    let Some((_, consumed)) = event_end(&buffer, 0) else {
+                        // Keep what could begin the blank line that ends the event.
+                        let dropped = buffer.len().saturating_sub(3);
+                        buffer.drain(..dropped);
+                        skipping = Some(so_far + dropped);
+                        break;
+                    };
+                    buffer.drain(..consumed);
+                    skipping = None;
+                    last_skipped = Some(so_far + consumed);
+                    self.skipped(&format!("`{method}`: an event over {MAX_BODY_BYTES} bytes in the answer stream"));
+                    continue;
+                }
+                let Some(end) = event_end(&buffer, searched) else {
+                    if buffer.len() > MAX_BODY_BYTES {
+                        skipping = Some(0);
+                        searched = 0;
+                        continue;
+                    }
+                    searched = buffer.len().saturating_sub(3);
+                    break;
+                };
+                searched = 0;
                 let event: Vec<u8> = buffer.drain(..end.1).take(end.0).collect();
                 if let Some(message) = event_data(&event)
                     && let Some(answer) = self.answer(method, id, message, relays)
@@ -199,11 +233,15 @@ impl HttpUpstream {
                     return answer;
                 }
             }
-            if buffer.len() > MAX_BODY_BYTES {
-                self.log.push(Stream::Stdout, b"[hangar] an SSE event over the size limit was refused");
-                return Err(RequestError::Closed { method: method.into() });
-            }
         }
+    }
+
+    /// Logs (without its content) a message over the size limit that was skipped, and counts
+    /// it once against the server.
+    fn skipped(&self, what: &str) {
+        tracing::warn!(limit = MAX_BODY_BYTES, "an upstream sent a message over the size limit; skipped");
+        self.log.push(Stream::Stdout, format!("[hangar] skipped unread: {what}").as_bytes());
+        let _ = self.notices.send(Notice::Oversized);
     }
 
     /// The answer to `id` if `message` is it; acts on notifications and logs anything else.
@@ -248,10 +286,14 @@ fn header_value(name: &str) -> HeaderValue {
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Where the first complete SSE event ends: (length of the event, length including the blank line).
-fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|at| (at, at + 2));
-    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|at| (at, at + 4));
+/// Where the first complete SSE event ends: (length of the event, length including the blank
+/// line). The search starts at `from`, so bytes already searched are not searched again (a
+/// large event arriving in small chunks would otherwise cost quadratic time).
+fn event_end(buffer: &[u8], from: usize) -> Option<(usize, usize)> {
+    let from = from.min(buffer.len());
+    let rest = &buffer[from..];
+    let lf = rest.windows(2).position(|w| w == b"\n\n").map(|at| (from + at, from + at + 2));
+    let crlf = rest.windows(4).position(|w| w == b"\r\n\r\n").map(|at| (from + at, from + at + 4));
     match (lf, crlf) {
         (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
         (a, b) => a.or(b),
@@ -279,12 +321,13 @@ mod tests {
     #[test]
     fn finds_sse_events_and_their_json() {
         let stream = b"event: message\ndata: {\"a\":\ndata: 1}\n\nevent: x\r\ndata: {}\r\n\r\n";
-        let (len, consumed) = event_end(stream).unwrap();
+        let (len, consumed) = event_end(stream, 0).unwrap();
         assert_eq!(event_data(&stream[..len]), Some(json!({"a": 1})));
         let rest = &stream[consumed..];
-        let (len, _) = event_end(rest).unwrap();
+        let (len, _) = event_end(rest, 0).unwrap();
+        assert_eq!(event_end(stream, consumed), Some((consumed + len, stream.len())), "searched from an offset");
         assert_eq!(event_data(&rest[..len]), Some(json!({})));
-        assert_eq!(event_end(b"data: {}\n"), None, "an unfinished event waits for more");
+        assert_eq!(event_end(b"data: {}\n", 0), None, "an unfinished event waits for more");
         assert_eq!(event_data(b": comment only"), None);
     }
 

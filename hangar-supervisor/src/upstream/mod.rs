@@ -49,8 +49,10 @@ pub enum RequestError {
         /// data is structured protocol content (e.g. `requiredCapabilities`); else `None`.
         data: Option<Value>,
     },
-    /// The upstream sent a message over the size limit while this request waited.
-    #[error("the upstream sent a {bytes}-byte message while `{method}` waited, over the limit; it was refused")]
+    /// The upstream's answer to this request was over the size limit: skipped unread.
+    #[error(
+        "the upstream answered `{method}` with a {bytes}-byte message, over the limit; the hangar skipped it unread"
+    )]
     Oversized { method: String, bytes: u64 },
     /// An HTTP upstream answered with a status that carries no JSON-RPC answer.
     #[error("the upstream answered `{method}` with HTTP {status}")]
@@ -104,7 +106,8 @@ fn relay_notification(relays: &[(u64, Relay)], method: String, params: Option<Va
 #[derive(Debug)]
 pub enum Notice {
     ToolsChanged,
-    /// It sent a message over the size limit: a protocol violation that counts as a failure.
+    /// It sent a message over the size limit, which was skipped: a protocol violation that
+    /// counts as one failure.
     Oversized,
 }
 

@@ -168,23 +168,80 @@ async fn read_loop(stdout: ChildStdout, routes: &Routes, answers: &mpsc::WeakUnb
         match read_line(&mut reader, &mut buf, MAX_LINE_BYTES).await {
             Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => {}
             Ok(Line::Complete) => handle_line(&buf, routes, answers),
-            Ok(Line::TooLong(len)) => {
-                routes.log.push(
-                    Stream::Stdout,
-                    format!("[hangar] refused a {len}-byte line on stdout (limit {MAX_LINE_BYTES})").as_bytes(),
-                );
-                // It was most likely the answer someone waits for, which will never come whole:
-                // fail what is in flight now rather than at its timeout, and count it against
-                // the server.
-                let oversized = RpcError { code: OVERSIZED, message: String::new(), data: Some(json!(len)) };
-                for waiter in lock(&routes.pending).drain() {
-                    let _ = waiter.send(Err(oversized.clone()));
-                }
-                let _ = routes.notices.send(Notice::Oversized);
-            }
+            Ok(Line::TooLong(len)) => skip_long_line(len, &buf, routes),
             Ok(Line::Eof) | Err(_) => return,
         }
     }
+}
+
+/// An over-long line is skipped, not fatal: the answers that follow it still reach their
+/// callers. If its head shows it was the answer to a request in flight, that one request fails
+/// at once (its answer will never come whole); nothing else does. It counts once against the
+/// server ([`Notice::Oversized`]), and the log says what happened without any of its content.
+fn skip_long_line(len: usize, head: &[u8], routes: &Routes) {
+    let waiter = answered_id(head).and_then(|id| Some((id, lock(&routes.pending).take(&json!(id))?)));
+    let what = match waiter {
+        Some((id, waiter)) => {
+            let oversized = RpcError { code: OVERSIZED, message: String::new(), data: Some(json!(len)) };
+            let _ = waiter.send(Err(oversized));
+            format!("it was the answer to request {id}, which failed; other requests go on")
+        }
+        None => "it answered no request in flight; every request goes on".to_owned(),
+    };
+    tracing::warn!(len, limit = MAX_LINE_BYTES, "an upstream printed a line on stdout over the size limit; skipped");
+    routes.log.push(
+        Stream::Stdout,
+        format!("[hangar] skipped a {len}-byte line on stdout (limit {MAX_LINE_BYTES} bytes) unread: {what}")
+            .as_bytes(),
+    );
+    let _ = routes.notices.send(Notice::Oversized);
+}
+
+/// The id of the JSON-RPC answer whose first bytes are `head`: its top-level `"id"` when that is
+/// a number and the head shows no top-level `"method"` (which would make it the upstream's own
+/// request, whose ids are not ours).
+fn answered_id(head: &[u8]) -> Option<u64> {
+    if head.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let (mut depth, mut at, mut id, mut is_request) = (0usize, 0, None, false);
+    while let Some(&byte) = head.get(at) {
+        at += 1;
+        match byte {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b'"' => {
+                let start = at;
+                while head.get(at).is_some_and(|b| *b != b'"') {
+                    at += if head[at] == b'\\' { 2 } else { 1 };
+                }
+                // A string the head cuts short ends the scan: nothing after it is known.
+                let Some(text) = head.get(start..at).filter(|_| at < head.len()) else { break };
+                at += 1;
+                let rest = trim_start(&head[at..]);
+                let Some(value) = rest.strip_prefix(b":").map(trim_start) else { continue };
+                match (depth, text) {
+                    (1, b"method") => is_request = true,
+                    (1, b"id") => {
+                        let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
+                        // The number must end inside the head, or it may have been cut short.
+                        let ends = value.get(digits).is_some_and(|b| b",}".contains(b) || b.is_ascii_whitespace());
+                        id = (digits > 0 && ends)
+                            .then(|| std::str::from_utf8(&value[..digits]).ok()?.parse().ok())
+                            .flatten();
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    id.filter(|_| !is_request)
+}
+
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let skip = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    &bytes[skip..]
 }
 
 fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender<Vec<u8>>) {
@@ -217,5 +274,33 @@ fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender
             super::relay_notification(&lock(&routes.relays), method, params);
         }
         Incoming::Invalid(_) => routes.log.push(Stream::Stdout, line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_id_of_an_answer_from_its_head() {
+        assert_eq!(answered_id(br#"{"id":17,"jsonrpc":"2.0","result":{"content":[{"text":"xxxx"#), Some(17));
+        assert_eq!(answered_id(br#" { "jsonrpc" : "2.0", "id" : 5 , "result": "#), Some(5));
+        assert_eq!(
+            answered_id(br#"{"jsonrpc":"2.0","result":{"id":3,"text":"x"#),
+            None,
+            "a nested id is not the answer's"
+        );
+        assert_eq!(answered_id(br#"{"jsonrpc":"2.0","result":{"id":3},"id":4}"#), Some(4));
+        assert_eq!(answered_id(br#"{"jsonrpc":"2.0","result":{"text":"\"id\":9, x"#), None, "ids inside strings");
+        assert_eq!(answered_id(br#"{"id":12"#), None, "a number at the end of the head may be cut short");
+        assert_eq!(
+            answered_id(br#"{"id":2,"method":"sampling/createMessage","params":{"#),
+            None,
+            "the upstream's own request"
+        );
+        assert_eq!(answered_id(br#"{"id":"abc","result":"#), None);
+        assert_eq!(answered_id(b"xxxxxxxxxxxxxxxx"), None);
+        assert_eq!(answered_id(b""), None);
+        assert_eq!(answered_id(br#"[{"id":1}]"#), None);
     }
 }
