@@ -99,6 +99,8 @@ pub struct Dead {
     pub since: SystemTime,
     /// `None` where no backoff applies; always `None` for `capability_blocked`.
     pub retry_allowed_at: Option<SystemTime>,
+    /// How its process ended, in the hangar's words, when that is known (see [`Lifecycle::explain`]).
+    pub detail: Option<String>,
 }
 
 impl Dead {
@@ -219,8 +221,17 @@ impl Lifecycle {
             since: now,
             // capability_blocked is revived only by an explicit start: no backoff applies.
             retry_allowed_at: if reason == DeadReason::CapabilityBlocked { None } else { retry_allowed_at },
+            detail: None,
         });
         Ok(from)
+    }
+
+    /// Says how a dead server's process ended (`its process exited with code 3`; or, when the
+    /// hangar killed it, what it did and why). Does nothing unless the server is dead.
+    pub fn explain(&mut self, detail: String) {
+        if let Some(dead) = self.dead.as_mut() {
+            dead.detail = Some(detail);
+        }
     }
 }
 
@@ -281,6 +292,18 @@ mod tests {
     }
 
     #[test]
+    fn only_a_dead_server_is_explained_and_a_start_forgets_it() {
+        let mut l = ready();
+        l.explain("its process exited with code 3".into());
+        assert!(l.dead().is_none());
+        l.apply(Event::Exited { retry_allowed_at: None }, t(2)).unwrap();
+        l.explain("its process exited with code 3".into());
+        assert_eq!(l.dead().unwrap().detail.as_deref(), Some("its process exited with code 3"));
+        l.apply(Event::Start, t(3)).unwrap();
+        assert!(l.dead().is_none());
+    }
+
+    #[test]
     fn degraded_then_given_up_or_recovered() {
         let mut l = ready();
         l.apply(Event::ThresholdReached, t(5)).unwrap();
@@ -313,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_call_revives_only_after_the_backoff() {
-        let dead = Dead { reason: DeadReason::Crashed, since: t(0), retry_allowed_at: Some(t(10)) };
+        let dead = Dead { reason: DeadReason::Crashed, since: t(0), retry_allowed_at: Some(t(10)), detail: None };
         assert!(!dead.call_may_revive(t(9)));
         assert!(dead.call_may_revive(t(10)));
         let no_backoff = Dead { retry_allowed_at: None, ..dead };

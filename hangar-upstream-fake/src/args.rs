@@ -34,6 +34,10 @@ pub struct Args {
     /// Exit with code 101 right after answering N tools/call requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub crash_after: Option<u64>,
+    /// Right after answering N tools/call requests, close stdout (fd 1 becomes /dev/null) and
+    /// keep running, reading stdin, until killed or stdin closes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub close_stdout_after: Option<u64>,
     /// Read requests but never answer anything.
     #[arg(long)]
     pub hang: bool,

@@ -39,6 +39,7 @@ impl Server {
         }
         inner.process = None;
         inner.meta.pid = None;
+        inner.ended = Some(how.to_owned());
         if inner.lifecycle.state() == State::Ready {
             tracing::warn!(mcp_server = %self.id, how, "a ready server's process ended");
             let retry_allowed_at = Some(self.next_retry(&mut inner));
