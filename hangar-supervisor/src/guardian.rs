@@ -50,7 +50,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long a guardian waits for killed cgroups to empty before removing them.
 const CGROUP_DRAIN: Duration = Duration::from_secs(2);
 
-/// Guardians replaced after dying, since the supervisor started.
+/// Guardians that died while the supervisor ran (each one is replaced).
 static RESPAWNS: AtomicU64 = AtomicU64::new(0);
 /// A keeper runs: there is, or is about to be again, a guardian.
 static KEEPING: AtomicBool = AtomicBool::new(false);
@@ -146,8 +146,8 @@ fn keep(mut child: std::process::Child) {
             return;
         }
         let how = status.map_or_else(|err| format!("could not be waited for ({err})"), describe);
-        RESPAWNS.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(pid, how, "the guardian died; starting a new one with every process it must kill");
+        let deaths = RESPAWNS.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(pid, how, deaths, "the guardian died; starting a new one with every process it must kill");
         if started.elapsed() >= HEALTHY_RUN {
             backoff = Duration::ZERO;
         }
@@ -182,12 +182,6 @@ fn describe(status: ExitStatus) -> String {
         }
         (None, None) => "ended".into(),
     }
-}
-
-/// How many guardians died and were replaced.
-#[allow(dead_code)]
-pub fn respawns() -> u64 {
-    RESPAWNS.load(Ordering::Relaxed)
 }
 
 /// Whether a guardian keeps watch (or is being replaced) to kill upstreams when the supervisor

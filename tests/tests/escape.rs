@@ -77,6 +77,19 @@ impl Run {
     }
 
     fn start_server(&self, id: &str) -> Vec<u32> {
+        let pids = self.start_server_unchecked(id);
+        if let Some(cgroup) = &self.cgroup {
+            // In cgroup mode, the upstream runs in a cgroup of its own below the supervisor's.
+            let membership = std::fs::read_to_string(format!("/proc/{}/cgroup", pids[0])).unwrap();
+            let path = membership.lines().find_map(|line| line.strip_prefix("0::")).unwrap().to_owned();
+            let leaf = path.rsplit('/').next().unwrap().to_owned();
+            assert!(path.contains(&format!("/{}/upstream-", cgroup.name())), "{id} runs in {path}");
+            assert!(cgroup.children().contains(&leaf), "{id}: {leaf} is not below the supervisor's cgroup");
+        }
+        pids
+    }
+
+    fn start_server_unchecked(&self, id: &str) -> Vec<u32> {
         let files = FILES.iter().find(|(server, _)| *server == id).map(|(_, files)| *files).unwrap();
         for file in files {
             let _ = std::fs::remove_file(self.hangar.path(file));
@@ -141,6 +154,9 @@ fn sigkill_of_the_supervisor(mode: Mode) {
     let pids = run.start_servers(&["sh", "py"]);
     sigkill(run.hangar.pid());
     assert_all_die(&pids, "a SIGKILLed supervisor", &run.hangar);
+    if let Some(cgroup) = &run.cgroup {
+        poll("the guardian to remove the upstreams' cgroups", WITHIN, || cgroup.children().is_empty().then_some(()));
+    }
 }
 
 #[test]
@@ -161,6 +177,9 @@ fn sigterm_of_the_supervisor(mode: Mode) {
     assert_eq!(status.code(), Some(0), "log:\n{}", run.hangar.log());
     assert_all_die(&pids, "a clean shutdown", &run.hangar);
     assert_all_die(&[guardian], "a clean shutdown (the guardian)", &run.hangar);
+    if let Some(cgroup) = &run.cgroup {
+        assert_eq!(cgroup.children(), Vec::<String>::new(), "the supervisor removes the upstreams' cgroups");
+    }
 }
 
 #[test]
@@ -334,6 +353,10 @@ impl TestCgroup {
 
     fn leave(&self) {
         std::fs::write(self.home.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+    }
+
+    fn name(&self) -> String {
+        self.dir.file_name().unwrap().to_string_lossy().into_owned()
     }
 
     /// The cgroups the supervisor created in it.
