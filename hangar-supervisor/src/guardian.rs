@@ -317,7 +317,7 @@ pub fn run() -> std::process::ExitCode {
         cgroup::kill(dir);
     }
     for (pid, (start, _pipes)) in pids {
-        proctree::kill_tree(pid, start);
+        proctree::kill_tree(pid, Some(start));
     }
     for dir in &cgroups {
         cgroup::kill_and_remove(dir, CGROUP_DRAIN);
@@ -330,7 +330,7 @@ pub fn run() -> std::process::ExitCode {
 struct Watched {
     /// Each pid with its start time, read when announced (a pid reused later is left alone), and
     /// the copies of its pipes, held open until it is killed.
-    pids: BTreeMap<u32, (Option<u64>, Vec<RawFd>)>,
+    pids: BTreeMap<u32, (u64, Vec<RawFd>)>,
     cgroups: BTreeSet<PathBuf>,
 }
 
@@ -343,9 +343,12 @@ impl Watched {
         } else if let Some(dir) = line.strip_prefix("-cgroup ") {
             self.cgroups.remove(&PathBuf::from(dir));
         } else if let Some(pid) = pid('+') {
-            let (_, pipes) =
-                self.pids.entry(pid).or_insert_with(|| (proctree::read(pid).map(|stat| stat.start), Vec::new()));
-            pipes.append(&mut unkept);
+            let known = self.pids.get(&pid).map(|(start, _)| *start);
+            // A process already gone when announced (a spawn that failed) is never looked for.
+            if let Some(start) = known.or_else(|| proctree::read(pid).map(|stat| stat.start)) {
+                let (_, pipes) = self.pids.entry(pid).or_insert((start, Vec::new()));
+                pipes.append(&mut unkept);
+            }
         } else if let Some(pid) = pid('~') {
             if let Some((_, pipes)) = self.pids.get_mut(&pid) {
                 close_all(std::mem::take(pipes));

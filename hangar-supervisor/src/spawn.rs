@@ -7,7 +7,9 @@
 //! What keeps an upstream's descendants from outliving the hangar or its own stop (invariant 3):
 //! - each upstream is a child subreaper (`PR_SET_CHILD_SUBREAPER`, which survives exec): what it
 //!   starts and orphans (a double fork, `setsid`) is reparented to it, not to init, so its whole
-//!   subtree hangs below its pid, and `subtree.rs` kills it by walking `/proc`;
+//!   subtree hangs below its pid, and `subtree.rs` kills it by walking `/proc`. The cost: an
+//!   upstream that never waits for children it did not start keeps their zombies (a pid each,
+//!   no memory to speak of) until it exits;
 //! - where the supervisor's cgroup v2 is delegated, each upstream also runs in a cgroup of its
 //!   own (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`;
 //! - the supervisor itself is a child subreaper (`reaper.rs`): when an upstream dies, its orphans
