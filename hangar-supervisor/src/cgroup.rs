@@ -54,6 +54,16 @@ fn usable() -> Result<PathBuf, String> {
             own.display()
         ));
     }
+    // The supervisor stays in its own cgroup, which cgroup v2 allows beside child cgroups only
+    // while no controller is enabled for them.
+    let controllers = std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap_or_default();
+    if !controllers.trim().is_empty() {
+        return Err(format!(
+            "{} enables controllers ({}) for its children, so the supervisor in it cannot have any",
+            own.display(),
+            controllers.trim()
+        ));
+    }
     let probe = own.join(format!("hangar-probe-{}", std::process::id()));
     std::fs::create_dir(&probe)
         .and_then(|()| std::fs::remove_dir(&probe))
