@@ -309,8 +309,10 @@ fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
     a_killed_guardian_is_replaced(Mode::Cgroup);
 }
 
+/// The other order: the supervisor SIGKILLed first. Its guardian, left alone, kills every
+/// subtree and exits; so a SIGKILL that would follow for the guardian finds nothing left to do.
 #[test]
-fn the_supervisor_killed_before_its_guardian_leaves_no_descendant() {
+fn a_supervisor_killed_first_leaves_its_guardian_to_kill_everything_and_go() {
     let Some(run) = Run::start(Mode::Subreaper) else { return };
     let pids = run.start_servers(&["sh", "py"]);
     let guardian = run.guardian();
