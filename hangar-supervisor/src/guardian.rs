@@ -20,9 +20,11 @@
 //!
 //! The guardian itself may be killed. A keeper thread in the supervisor waits for it, logs its
 //! death (pid and how it died) and starts a new one at once, which it hands the full current
-//! list. The one window left: the supervisor and the guardian both SIGKILLed within the moment
-//! before the replacement is running or before the guardian has walked the tree. Under systemd,
-//! `KillMode=control-group` closes it.
+//! list. It is named `hangar-guardian` (argv[0] and comm), so killing the supervisor by name
+//! does not take it along. The one window left: the supervisor and the guardian both SIGKILLed
+//! within the same few milliseconds (before the replacement runs, or before the guardian has
+//! walked the tree); then an upstream that exits on its stdin's end scatters its orphans to
+//! init. Under systemd, `KillMode=control-group` closes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IoSlice, IoSliceMut};
@@ -43,6 +45,8 @@ use crate::{cgroup, proctree, reaper};
 
 /// The argument that turns the supervisor binary into a guardian.
 pub const GUARDIAN_ARG: &str = "--internal-guardian";
+/// What the guardian is called in `ps`, `top`, `pkill` and `killall` (its argv[0] and comm).
+const GUARDIAN_NAME: &str = "hangar-guardian";
 
 /// A guardian that lived this long before dying is replaced at once again next time.
 const HEALTHY_RUN: Duration = Duration::from_secs(10);
@@ -110,6 +114,9 @@ fn spawn_guardian() -> std::io::Result<std::process::Child> {
         .map_err(std::io::Error::from)?;
     let mut own = reaper::own();
     let child = Command::new(exe)
+        // Named apart (argv[0] here, the thread name in `run`): `killall hangar-supervisor` or
+        // `pkill -f hangar-supervisor` aimed at the supervisor must leave its guardian to act.
+        .arg0(GUARDIAN_NAME)
         .arg(GUARDIAN_ARG)
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::null())
@@ -285,6 +292,9 @@ pub fn run() -> std::process::ExitCode {
         blocked.add(signal);
     }
     let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None);
+    if let Ok(name) = std::ffi::CString::new(GUARDIAN_NAME) {
+        let _ = nix::sys::prctl::set_name(&name);
+    }
     let mut watched = Watched::default();
     let mut buf = [0u8; 4096];
     loop {

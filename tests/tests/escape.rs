@@ -290,6 +290,15 @@ fn a_killed_guardian_is_replaced(mode: Mode) {
             "round {round}: the guardian's death is not logged with its pid and how it died:\n{log}"
         );
         guardian = replaced;
+        // Named apart, so `killall hangar-supervisor` or `pkill -f hangar-supervisor` aimed at the
+        // supervisor leaves it to do its work.
+        let comm = std::fs::read_to_string(format!("/proc/{guardian}/comm")).unwrap();
+        assert_eq!(comm.trim(), "hangar-guardian");
+        assert!(
+            command_line(guardian).starts_with("hangar-guardian --internal-guardian"),
+            "{}",
+            command_line(guardian)
+        );
     }
     // A server started after the repair is covered too.
     let later = run.start_server("crashy");
