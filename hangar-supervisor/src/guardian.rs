@@ -108,7 +108,8 @@ pub fn start() -> Option<Keeper> {
 /// Runs the guardian binary and hands it everything it must watch.
 fn spawn_guardian() -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()?;
+    // The running binary even when its file was replaced or removed (an upgrade) since.
+    let exe = std::path::Path::new("/proc/self/exe");
     // Close-on-exec: only the guardian (as its stdin) and children not yet exec'd hold it.
     let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
         .map_err(std::io::Error::from)?;
