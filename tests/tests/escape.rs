@@ -63,9 +63,9 @@ impl Run {
                 };
                 // The supervisor inherits the cgroup of the process that forks it: this one,
                 // moved there just for the spawn (every start in this file is serialized).
-                cgroup.enter();
+                let inside = cgroup.enter();
                 let hangar = Hangar::start_with(CONFIG, &["--kill-mode", "cgroup"]);
-                cgroup.leave();
+                drop(inside);
                 Some(Run { hangar, cgroup: Some(cgroup) })
             }
         }
@@ -354,12 +354,15 @@ impl TestCgroup {
         }
         std::fs::write(cgroup.dir.join("cgroup.procs"), "0")
             .map_err(|err| format!("cannot move a process into {}: {err}", cgroup.dir.display()))?;
-        cgroup.leave();
+        drop(Inside(&cgroup));
         Ok(cgroup)
     }
 
-    fn enter(&self) {
+    /// Moves this test process into the cgroup until the guard is dropped (on a panic too: the
+    /// cgroup is killed when it goes, and this process must not be in it then).
+    fn enter(&self) -> Inside<'_> {
         std::fs::write(self.dir.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+        Inside(self)
     }
 
     fn leave(&self) {
@@ -378,6 +381,15 @@ impl TestCgroup {
             .filter(|e| e.path().is_dir())
             .map(|e| e.file_name().to_string_lossy().into())
             .collect()
+    }
+}
+
+/// This test process inside a [`TestCgroup`]; it leaves when dropped.
+struct Inside<'a>(&'a TestCgroup);
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
 
