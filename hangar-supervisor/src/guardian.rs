@@ -18,13 +18,14 @@
 //! exit and scatter its orphans to init before the guardian gets to it. Before the supervisor
 //! closes an upstream's stdin to stop it politely, both let go of their copies (`~PID`).
 //!
-//! The guardian itself may be killed. A keeper thread in the supervisor waits for it, logs its
-//! death (pid and how it died) and starts a new one at once, which it hands the full current
-//! list. It is named `hangar-guardian` (argv[0] and comm), so killing the supervisor by name
-//! does not take it along. The one window left: the supervisor and the guardian both SIGKILLed
-//! within the same few milliseconds (before the replacement runs, or before the guardian has
-//! walked the tree); then an upstream that exits on its stdin's end scatters its orphans to
-//! init. Under systemd, `KillMode=control-group` closes it.
+//! The guardian itself may be killed. There are two, each told everything, so that killing one
+//! and then the supervisor still leaves the other to act; a keeper thread per guardian waits for
+//! it, logs its death (pid and how it died) and starts a new one at once, which it hands the
+//! full current list. They are named `hangar-guardian` (argv[0] and comm), so killing the
+//! supervisor by name does not take them along. The one window left: the supervisor and both
+//! guardians SIGKILLed within the same few milliseconds (before a replacement runs, or before a
+//! guardian has walked the tree); then an upstream that exits on its stdin's end scatters its
+//! orphans to init. Under systemd, `KillMode=control-group` closes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IoSlice, IoSliceMut};
@@ -45,6 +46,8 @@ use crate::{cgroup, proctree, reaper};
 
 /// The argument that turns the supervisor binary into a guardian.
 pub const GUARDIAN_ARG: &str = "--internal-guardian";
+/// How many guardians keep watch at once.
+pub const GUARDIANS: usize = 2;
 /// What the guardian is called in `ps`, `top`, `pkill` and `killall` (its argv[0] and comm).
 const GUARDIAN_NAME: &str = "hangar-guardian";
 
@@ -60,8 +63,8 @@ static RESPAWNS: AtomicU64 = AtomicU64::new(0);
 static KEEPING: AtomicBool = AtomicBool::new(false);
 
 struct State {
-    /// The supervisor's end of the guardian's socket.
-    pipe: Option<OwnedFd>,
+    /// The supervisor's end of each guardian's socket.
+    pipes: [Option<OwnedFd>; GUARDIANS],
     /// Every process it must kill, with the copies of its pipes the guardian holds too.
     pids: BTreeMap<u32, Vec<OwnedFd>>,
     cgroups: BTreeSet<PathBuf>,
@@ -69,44 +72,50 @@ struct State {
     closing: bool,
 }
 
-static STATE: Mutex<State> =
-    Mutex::new(State { pipe: None, pids: BTreeMap::new(), cgroups: BTreeSet::new(), closing: false });
+static STATE: Mutex<State> = Mutex::new(State {
+    pipes: [const { None }; GUARDIANS],
+    pids: BTreeMap::new(),
+    cgroups: BTreeSet::new(),
+    closing: false,
+});
 
 fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The keeper thread; [`stop`] ends it.
+/// The keeper threads; [`stop`] ends them.
 pub struct Keeper {
-    thread: JoinHandle<()>,
+    threads: Vec<JoinHandle<()>>,
 }
 
-/// Starts the first guardian (before any child is spawned) and the thread that replaces it
-/// whenever it dies. Without one, the supervisor still runs, with the weaker guarantee of the
+/// Starts the guardians (before any child is spawned) and a thread for each that replaces it
+/// whenever it dies. Without any, the supervisor still runs, with the weaker guarantee of the
 /// parent-death signal alone (`spawn.rs` then sets it on upstreams too).
 pub fn start() -> Option<Keeper> {
-    let child = match spawn_guardian() {
-        Ok(child) => child,
-        Err(err) => {
-            tracing::warn!(%err, "no guardian: an upstream's own children may outlive a killed supervisor");
-            return None;
-        }
-    };
-    let thread = std::thread::Builder::new().name("guardian-keeper".into()).spawn(move || keep(child));
-    match thread {
-        Ok(thread) => {
-            KEEPING.store(true, Ordering::Relaxed);
-            Some(Keeper { thread })
-        }
-        Err(err) => {
-            tracing::warn!(%err, "cannot watch the guardian: its death would go unnoticed");
-            None
+    let mut threads = Vec::new();
+    for slot in 0..GUARDIANS {
+        let child = match spawn_guardian(slot) {
+            Ok(child) => child,
+            Err(err) => {
+                tracing::warn!(%err, "cannot start a guardian: an upstream's own children may outlive a killed supervisor");
+                continue;
+            }
+        };
+        let thread = std::thread::Builder::new().name("guardian-keeper".into()).spawn(move || keep(slot, child));
+        match thread {
+            Ok(thread) => threads.push(thread),
+            Err(err) => tracing::warn!(%err, "cannot watch a guardian: its death would go unnoticed"),
         }
     }
+    if threads.is_empty() {
+        return None;
+    }
+    KEEPING.store(true, Ordering::Relaxed);
+    Some(Keeper { threads })
 }
 
-/// Runs the guardian binary and hands it everything it must watch.
-fn spawn_guardian() -> std::io::Result<std::process::Child> {
+/// Runs guardian number `slot` and hands it everything it must watch.
+fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     // The running binary even when its file was replaced or removed (an upgrade) since.
     let exe = std::path::Path::new("/proc/self/exe");
@@ -128,22 +137,22 @@ fn spawn_guardian() -> std::io::Result<std::process::Child> {
     own.insert(child.id());
     drop(own);
     let mut state = state();
-    state.pipe = Some(ours);
+    state.pipes[slot] = Some(ours);
     let pids: Vec<(u32, Vec<RawFd>)> =
         state.pids.iter().map(|(pid, fds)| (*pid, fds.iter().map(AsRawFd::as_raw_fd).collect())).collect();
     for (pid, fds) in pids {
-        send(&mut state, &format!("+{pid}"), &fds);
+        send_to(&mut state, slot, &format!("+{pid}"), &fds);
     }
     let cgroups: Vec<PathBuf> = state.cgroups.iter().cloned().collect();
     for dir in cgroups {
-        send(&mut state, &format!("+cgroup {}", dir.display()), &[]);
+        send_to(&mut state, slot, &format!("+cgroup {}", dir.display()), &[]);
     }
     Ok(child)
 }
 
 /// Waits for the guardian; whenever it dies (and the supervisor is not closing), says so and
 /// replaces it.
-fn keep(mut child: std::process::Child) {
+fn keep(slot: usize, mut child: std::process::Child) {
     let mut backoff = Duration::ZERO;
     loop {
         let started = Instant::now();
@@ -165,7 +174,7 @@ fn keep(mut child: std::process::Child) {
             if state().closing {
                 return;
             }
-            match spawn_guardian() {
+            match spawn_guardian(slot) {
                 Ok(next) => {
                     tracing::info!(pid = next.id(), "a new guardian runs");
                     child = next;
@@ -198,14 +207,14 @@ pub fn running() -> bool {
     KEEPING.load(Ordering::Relaxed)
 }
 
-/// Holds the guardian's pipe still while a child is forked, so that the child can announce
-/// itself on it between fork and exec.
+/// Holds the guardians' sockets still while a child is forked, so that the child can announce
+/// itself on them between fork and exec.
 pub struct Announce(MutexGuard<'static, State>);
 
 impl Announce {
-    /// The pipe's write end, valid while `self` lives.
-    pub fn fd(&self) -> Option<RawFd> {
-        self.0.pipe.as_ref().map(AsRawFd::as_raw_fd)
+    /// The sockets, valid while `self` lives.
+    pub fn fds(&self) -> [Option<RawFd>; GUARDIANS] {
+        self.0.pipes.each_ref().map(|pipe| pipe.as_ref().map(AsRawFd::as_raw_fd))
     }
 }
 
@@ -254,15 +263,22 @@ pub fn forget_cgroup(dir: &std::path::Path) {
     send(&mut state, &format!("-cgroup {}", dir.display()), &[]);
 }
 
-/// One message to the guardian, with `fds` attached.
+/// One message to every guardian, with `fds` attached.
 fn send(state: &mut State, line: &str, fds: &[RawFd]) {
-    let Some(socket) = state.pipe.as_ref() else { return };
+    for slot in 0..GUARDIANS {
+        send_to(state, slot, line, fds);
+    }
+}
+
+/// One message to guardian number `slot`.
+fn send_to(state: &mut State, slot: usize, line: &str, fds: &[RawFd]) {
+    let Some(socket) = state.pipes[slot].as_ref() else { return };
     let rights = [ControlMessage::ScmRights(fds)];
     let cmsgs = if fds.is_empty() { &[][..] } else { &rights[..] };
     let iov = [IoSlice::new(line.as_bytes())];
     if sendmsg::<()>(socket.as_raw_fd(), &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None).is_err() {
-        // EPIPE: it died; the keeper notices, says so and replaces it with the full list.
-        state.pipe = None;
+        // EPIPE: it died; its keeper notices, says so and replaces it with the full list.
+        state.pipes[slot] = None;
     }
 }
 
@@ -272,14 +288,16 @@ pub fn stop(keeper: Keeper) {
     {
         let mut state = state();
         state.closing = true;
-        state.pipe = None;
+        state.pipes = [const { None }; GUARDIANS];
     }
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !keeper.thread.is_finished() && Instant::now() < deadline {
+    while !keeper.threads.iter().all(JoinHandle::is_finished) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    if keeper.thread.is_finished() {
-        let _ = keeper.thread.join();
+    for thread in keeper.threads {
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
     }
 }
 

@@ -110,7 +110,7 @@ where
         supervisor: std::process::id(),
         subreaper: role == Role::Upstream,
         cgroup_procs,
-        guardian: announce.fd(),
+        guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
     };
     setup.install(&mut command);
@@ -162,8 +162,8 @@ struct PreExec {
     subreaper: bool,
     /// `<its cgroup>/cgroup.procs`, to join before exec.
     cgroup_procs: Option<CString>,
-    /// The guardian's socket, to announce `+PID` on.
-    guardian: Option<RawFd>,
+    /// The guardians' sockets, to announce `+PID` on.
+    guardians: [Option<RawFd>; guardian::GUARDIANS],
     /// SIGKILL when the supervisor's forking thread dies.
     lethal_parent_death: bool,
 }
@@ -192,11 +192,11 @@ impl PreExec {
                         return Err(io::Error::last_os_error());
                     }
                 }
-                if let Some(fd) = self.guardian {
-                    let (line, len) = announcement(libc::getpid() as u32);
+                let (line, len) = announcement(libc::getpid() as u32);
+                for fd in self.guardians.iter().flatten() {
                     // MSG_NOSIGNAL: a guardian that just died must not take this child with it;
                     // its replacement gets the pid from the supervisor.
-                    libc::send(fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
+                    libc::send(*fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
                 }
                 if self.lethal_parent_death
                     && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0

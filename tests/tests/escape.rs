@@ -1,7 +1,7 @@
 //! No descendant of an upstream outlives the hangar or its own stop, however it regrouped
 //! itself: `setsid` (util-linux), a shell's double fork, Python's `setpgid(0, 0)` and a classic
 //! fork-setsid-fork daemon. Each story drives the real fault (SIGKILL or SIGTERM of the
-//! supervisor, a REST stop, a restart, an upstream that exits by itself, a SIGKILLed guardian)
+//! supervisor, a REST stop, a restart, an upstream that exits by itself, SIGKILLed guardians)
 //! and then looks every escaped pid up in `/proc`. Both kill modes: `subreaper` (child
 //! subreapers and a walk of the process tree) everywhere, and `cgroup` (a cgroup v2 per upstream,
 //! `cgroup.kill`) where this machine lets the test create a cgroup to run the supervisor in.
@@ -102,12 +102,12 @@ impl Run {
         pids
     }
 
-    fn guardian(&self) -> u32 {
-        let guardians = poll("a guardian", WITHIN, || {
+    /// The supervisor's guardians (there are two), waiting until both run.
+    fn guardians(&self) -> Vec<u32> {
+        poll("two guardians", WITHIN, || {
             let found = children_named(self.hangar.pid(), "--internal-guardian");
-            (found.len() == 1).then_some(found)
-        });
-        guardians[0]
+            (found.len() == 2).then_some(found)
+        })
     }
 
     fn stop(&self, id: &str) {
@@ -172,11 +172,11 @@ fn sigkill_of_the_supervisor_leaves_no_descendant_in_cgroup_mode() {
 fn sigterm_of_the_supervisor(mode: Mode) {
     let Some(mut run) = Run::start(mode) else { return };
     let pids = run.start_servers(&["sh", "py"]);
-    let guardian = run.guardian();
+    let guardians = run.guardians();
     let status = run.hangar.terminate();
     assert_eq!(status.code(), Some(0), "log:\n{}", run.hangar.log());
     assert_all_die(&pids, "a clean shutdown", &run.hangar);
-    assert_all_die(&[guardian], "a clean shutdown (the guardian)", &run.hangar);
+    assert_all_die(&guardians, "a clean shutdown (the guardians)", &run.hangar);
     if let Some(cgroup) = &run.cgroup {
         assert_eq!(cgroup.children(), Vec::<String>::new(), "the supervisor removes the upstreams' cgroups");
     }
@@ -251,13 +251,19 @@ fn an_upstream_that_exits_by_itself(mode: Mode) {
     assert_eq!(dead["reason"], "crashed");
     // A crash-restart: the call after the backoff starts it again, and kills the new orphan on
     // the next crash just the same.
+    for file in ["crashy.pid", "crashy.setsid"] {
+        std::fs::remove_file(run.hangar.path(file)).unwrap();
+    }
     let restarted = poll("a call to revive crashy", Duration::from_secs(30), || {
         run.hangar.call("crashy", "add", json!({"a": 2, "b": 2}))
     });
     assert_eq!(restarted["result"], 4);
-    let again = read_pid(&run.hangar.path("crashy.setsid"));
-    assert_all_die(&[again], "its restarted upstream's own exit", &run.hangar);
-    assert_eq!(run.hangar.details("crashy")["dead"]["reason"], "crashed");
+    let again: Vec<u32> = ["crashy.pid", "crashy.setsid"].iter().map(|f| read_pid(&run.hangar.path(f))).collect();
+    assert!(again.iter().all(|pid| !pids.contains(pid)), "new processes: {again:?} vs {pids:?}");
+    assert_all_die(&again, "its restarted upstream's own exit", &run.hangar);
+    poll("crashy to read dead again", WITHIN, || {
+        (run.hangar.details("crashy")["dead"]["reason"] == "crashed").then_some(())
+    });
 }
 
 #[test]
@@ -275,37 +281,39 @@ fn an_upstream_that_exits_by_itself_leaves_no_orphan_in_cgroup_mode() {
 fn a_killed_guardian_is_replaced(mode: Mode) {
     let Some(run) = Run::start(mode) else { return };
     let pids = run.start_servers(&["sh", "py"]);
-    let mut guardian = run.guardian();
+    let mut guardians = run.guardians();
     // Twice: the replacement is watched just like the first one.
     for round in 1..=2 {
-        sigkill(guardian);
-        let replaced = poll("a new guardian", WITHIN, || {
+        let killed = guardians[0];
+        sigkill(killed);
+        guardians = poll("a new guardian", WITHIN, || {
             let found = children_named(run.hangar.pid(), "--internal-guardian");
-            found.iter().copied().find(|pid| *pid != guardian)
+            (found.len() == 2 && !found.contains(&killed)).then_some(found)
         });
         let log = run.hangar.log();
-        let said = format!("pid={guardian}");
+        let said = format!("pid={killed}");
         assert!(
             log.lines().any(|l| l.contains("the guardian died") && l.contains(&said) && l.contains("SIGKILL")),
             "round {round}: the guardian's death is not logged with its pid and how it died:\n{log}"
         );
-        guardian = replaced;
         // Named apart, so `killall hangar-supervisor` or `pkill -f hangar-supervisor` aimed at the
-        // supervisor leaves it to do its work.
-        let comm = std::fs::read_to_string(format!("/proc/{guardian}/comm")).unwrap();
-        assert_eq!(comm.trim(), "hangar-guardian");
-        assert!(
-            command_line(guardian).starts_with("hangar-guardian --internal-guardian"),
-            "{}",
-            command_line(guardian)
-        );
+        // supervisor leaves them to do their work.
+        for guardian in &guardians {
+            // It names itself first thing (until then the kernel calls it after /proc/self/exe).
+            poll("the guardian to name itself", WITHIN, || {
+                let comm = std::fs::read_to_string(format!("/proc/{guardian}/comm")).unwrap_or_default();
+                (comm.trim() == "hangar-guardian").then_some(())
+            });
+            let command = command_line(*guardian);
+            assert!(command.starts_with("hangar-guardian --internal-guardian"), "{command}");
+        }
     }
     // A server started after the repair is covered too.
     let later = run.start_server("crashy");
     sigkill(run.hangar.pid());
     assert_all_die(&pids, "a SIGKILLed supervisor after its guardian was replaced", &run.hangar);
     assert_all_die(&later, "a SIGKILLed supervisor after its guardian was replaced", &run.hangar);
-    assert_all_die(&[guardian], "its work", &run.hangar);
+    assert_all_die(&guardians, "their work", &run.hangar);
 }
 
 #[test]
@@ -318,17 +326,38 @@ fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
     a_killed_guardian_is_replaced(Mode::Cgroup);
 }
 
-/// The other order: the supervisor SIGKILLed first. Its guardian, left alone, kills every
-/// subtree and exits; so a SIGKILL that would follow for the guardian finds nothing left to do.
+/// The other order: the supervisor SIGKILLed first. Its guardians, left alone, kill every
+/// subtree and exit; so a SIGKILL that would follow for one finds nothing left to do.
 #[test]
-fn a_supervisor_killed_first_leaves_its_guardian_to_kill_everything_and_go() {
+fn a_supervisor_killed_first_leaves_its_guardians_to_kill_everything_and_go() {
     let Some(run) = Run::start(Mode::Subreaper) else { return };
     let pids = run.start_servers(&["sh", "py"]);
-    let guardian = run.guardian();
+    let guardians = run.guardians();
     sigkill(run.hangar.pid());
-    // The guardian outlives the supervisor just long enough to kill every subtree, then goes.
     assert_all_die(&pids, "a SIGKILLed supervisor", &run.hangar);
-    assert_all_die(&[guardian], "its work", &run.hangar);
+    assert_all_die(&guardians, "their work", &run.hangar);
+}
+
+/// A guardian killed and the supervisor at once after it, with no time for the repair: the other
+/// guardian does the work.
+fn a_guardian_then_the_supervisor_at_once(mode: Mode) {
+    let Some(run) = Run::start(mode) else { return };
+    let pids = run.start_servers(&["sh", "py"]);
+    let guardians = run.guardians();
+    sigkill(guardians[0]);
+    sigkill(run.hangar.pid());
+    assert_all_die(&pids, "a guardian and then the supervisor SIGKILLed at once", &run.hangar);
+    assert_all_die(&guardians, "their work", &run.hangar);
+}
+
+#[test]
+fn a_guardian_then_the_supervisor_killed_at_once_leave_no_descendant() {
+    a_guardian_then_the_supervisor_at_once(Mode::Subreaper);
+}
+
+#[test]
+fn a_guardian_then_the_supervisor_killed_at_once_leave_no_descendant_in_cgroup_mode() {
+    a_guardian_then_the_supervisor_at_once(Mode::Cgroup);
 }
 
 // ---- a cgroup of the test's own --------------------------------------------------------------
