@@ -14,8 +14,8 @@
 //!   own (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`;
 //! - the supervisor itself is a child subreaper (`reaper.rs`): when an upstream dies, its orphans
 //!   come to the supervisor, which kills and reaps them;
-//! - each child announces its pid to the guardian (`guardian.rs`) before exec, so a supervisor
-//!   SIGKILLed at any point, even mid-spawn, leaves a guardian that knows every upstream;
+//! - each child announces its pid to the guardians (`guardian.rs`) before exec, so a supervisor
+//!   SIGKILLed at any point, even mid-spawn, leaves guardians that know every upstream;
 //! - upstreams get no lethal parent-death signal while a guardian keeps watch: they must still
 //!   be alive when the guardian walks their subtrees. Helpers (the API, the prober) and, without
 //!   a guardian, upstreams too get `PR_SET_PDEATHSIG` = SIGKILL. That signal fires when the
