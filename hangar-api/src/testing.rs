@@ -35,6 +35,7 @@ pub fn summary(id: &str, state: State) -> ServerSummary {
         since: "2026-11-29T23:20:23.427Z".into(),
         retry_allowed_at: Some("2026-11-29T23:20:27.822Z".into()),
         revived_by: "call_or_start".into(),
+        detail: None,
     });
     ServerSummary {
         mcp_server_id: id.into(),

@@ -32,6 +32,9 @@ struct Dead {
     retry_allowed_at: Option<String>,
     #[serde(default)]
     revived_by: Option<String>,
+    /// How its process ended, in the hangar's words, when known.
+    #[serde(default)]
+    detail: Option<String>,
 }
 
 const HEADER: [&str; 6] = ["SERVER", "STATE", "MODE", "TOOLS", "HEALTH", "DEAD"];
@@ -54,12 +57,17 @@ pub fn table(body: &Value, url: &str) -> Result<String, CliError> {
     Ok(align(&rows))
 }
 
-/// `reason`, and how the server is revived: `retry after <time>` or `start to revive`.
+/// `reason`, how the server is revived (`retry after <time>` or `start to revive`), and how its
+/// process ended when the record says (`; <detail>`).
 fn dead_column(dead: &Dead) -> String {
-    match (dead.revived_by.as_deref(), &dead.retry_allowed_at) {
+    let column = match (dead.revived_by.as_deref(), &dead.retry_allowed_at) {
         (Some("start"), _) => format!("{}, start to revive", dead.reason),
         (_, Some(at)) => format!("{}, retry after {at}", dead.reason),
         (_, None) => dead.reason.clone(),
+    };
+    match &dead.detail {
+        Some(detail) => format!("{column}; {detail}"),
+        None => column,
     }
 }
 
@@ -115,8 +123,16 @@ blocked  dead   subprocess  1      unknown    capability_blocked, start to reviv
 
     #[test]
     fn a_dead_server_without_backoff_shows_its_reason() {
-        let dead = Dead { reason: "crashed".into(), retry_allowed_at: None, revived_by: Some("call_or_start".into()) };
+        let dead = Dead {
+            reason: "crashed".into(),
+            retry_allowed_at: None,
+            revived_by: Some("call_or_start".into()),
+            detail: None,
+        };
         assert_eq!(dead_column(&dead), "crashed");
+        let killed =
+            Dead { detail: Some("its process closed its stdout, so the hangar killed it (SIGKILL)".into()), ..dead };
+        assert_eq!(dead_column(&killed), "crashed; its process closed its stdout, so the hangar killed it (SIGKILL)");
     }
 
     #[test]

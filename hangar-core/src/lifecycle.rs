@@ -99,6 +99,8 @@ pub struct Dead {
     pub since: SystemTime,
     /// `None` where no backoff applies; always `None` for `capability_blocked`.
     pub retry_allowed_at: Option<SystemTime>,
+    /// How its process ended, in the hangar's words, when that is known (see [`Lifecycle::explain`]).
+    pub detail: Option<String>,
 }
 
 impl Dead {
@@ -226,8 +228,17 @@ impl Lifecycle {
             since: now,
             // capability_blocked is revived only by an explicit start: no backoff applies.
             retry_allowed_at: if reason == DeadReason::CapabilityBlocked { None } else { retry_allowed_at },
+            detail: None,
         });
         Ok(from)
+    }
+
+    /// Says how a dead server's process ended (`its process exited with code 3`; or, when the
+    /// hangar killed it, what it did and why). Does nothing unless the server is dead.
+    pub fn explain(&mut self, detail: String) {
+        if let Some(dead) = self.dead.as_mut() {
+            dead.detail = Some(detail);
+        }
     }
 }
 
@@ -288,6 +299,18 @@ mod tests {
     }
 
     #[test]
+    fn only_a_dead_server_is_explained_and_a_start_forgets_it() {
+        let mut l = ready();
+        l.explain("its process exited with code 3".into());
+        assert!(l.dead().is_none());
+        l.apply(Event::Exited { retry_allowed_at: None }, t(2)).unwrap();
+        l.explain("its process exited with code 3".into());
+        assert_eq!(l.dead().unwrap().detail.as_deref(), Some("its process exited with code 3"));
+        l.apply(Event::Start, t(3)).unwrap();
+        assert!(l.dead().is_none());
+    }
+
+    #[test]
     fn degraded_then_given_up_or_recovered() {
         let mut l = ready();
         l.apply(Event::ThresholdReached, t(5)).unwrap();
@@ -320,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_call_revives_only_after_the_backoff() {
-        let dead = Dead { reason: DeadReason::Crashed, since: t(0), retry_allowed_at: Some(t(10)) };
+        let dead = Dead { reason: DeadReason::Crashed, since: t(0), retry_allowed_at: Some(t(10)), detail: None };
         assert!(!dead.call_may_revive(t(9)));
         assert!(dead.call_may_revive(t(10)));
         let no_backoff = Dead { retry_allowed_at: None, ..dead };
@@ -329,10 +352,10 @@ mod tests {
 
     #[test]
     fn an_explicit_start_also_waits_for_the_backoff() {
-        let dead = Dead { reason: DeadReason::StartFailed, since: t(0), retry_allowed_at: Some(t(10)) };
+        let dead = Dead { reason: DeadReason::StartFailed, since: t(0), retry_allowed_at: Some(t(10)), detail: None };
         assert_eq!(dead.next_start_at(t(3)), Some(t(10)));
         assert_eq!(dead.next_start_at(t(10)), None);
-        let blocked = Dead { reason: DeadReason::CapabilityBlocked, since: t(0), retry_allowed_at: None };
+        let blocked = Dead { reason: DeadReason::CapabilityBlocked, since: t(0), retry_allowed_at: None, detail: None };
         assert_eq!(blocked.next_start_at(t(0)), None, "a start is how a blocked server is revived");
     }
 

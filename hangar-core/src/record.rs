@@ -18,6 +18,11 @@ pub struct DeadRecord {
     pub since: String,
     pub retry_allowed_at: Option<String>,
     pub revived_by: String,
+    /// How its process ended, in the hangar's words, when known: `its process exited with code
+    /// 101`, `its process was killed by SIGSEGV`, or what the hangar did and why: `its process
+    /// closed its stdout, so the hangar killed it (SIGKILL)`. Absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl From<&Dead> for DeadRecord {
@@ -27,19 +32,24 @@ impl From<&Dead> for DeadRecord {
             since: rfc3339_millis(dead.since),
             retry_allowed_at: dead.retry_allowed_at.map(rfc3339_millis),
             revived_by: dead.reason.revived_by().as_str().into(),
+            detail: dead.detail.clone(),
         }
     }
 }
 
 impl DeadRecord {
-    /// The `note` of a dead server in `hangar_status`: `Failed (<reason>): <how it is revived>`.
+    /// The `note` of a dead server in `hangar_status`: `Failed (<reason>): <how it is revived>`,
+    /// then `; <detail>` when the record has one.
     pub fn note(&self) -> String {
         let how = match (self.revived_by.as_str(), &self.retry_allowed_at) {
             ("start", _) => "revived only by an explicit start".to_string(),
             (_, Some(at)) => format!("a call after {at}, or an explicit start, revives it"),
             (_, None) => "the next call, or an explicit start, revives it".to_string(),
         };
-        format!("Failed ({}): {how}", self.reason)
+        match &self.detail {
+            Some(detail) => format!("Failed ({}): {how}; {detail}", self.reason),
+            None => format!("Failed ({}): {how}", self.reason),
+        }
     }
 }
 
@@ -207,6 +217,7 @@ mod tests {
             reason: DeadReason::GivenUp,
             since: at(1_764_458_423_427),
             retry_allowed_at: Some(at(1_764_458_427_822)),
+            detail: None,
         };
         let json = serde_json::to_string(&DeadRecord::from(&dead)).unwrap();
         assert_eq!(
@@ -217,7 +228,7 @@ mod tests {
 
     #[test]
     fn capability_blocked_is_revived_by_start() {
-        let dead = Dead { reason: DeadReason::CapabilityBlocked, since: at(0), retry_allowed_at: None };
+        let dead = Dead { reason: DeadReason::CapabilityBlocked, since: at(0), retry_allowed_at: None, detail: None };
         let record = DeadRecord::from(&dead);
         assert_eq!((record.revived_by.as_str(), record.retry_allowed_at.as_deref()), ("start", None));
         assert_eq!(record.note(), "Failed (capability_blocked): revived only by an explicit start");
@@ -225,7 +236,12 @@ mod tests {
 
     #[test]
     fn status_entry_carries_the_same_dead_object_and_a_note_naming_the_reason() {
-        let dead = DeadRecord::from(&Dead { reason: DeadReason::Crashed, since: at(5), retry_allowed_at: None });
+        let dead = DeadRecord::from(&Dead {
+            reason: DeadReason::Crashed,
+            since: at(5),
+            retry_allowed_at: None,
+            detail: Some("its process closed its stdout, so the hangar killed it (SIGKILL)".into()),
+        });
         let summary = ServerSummary {
             mcp_server_id: "math".into(),
             state: State::Dead,
@@ -238,7 +254,15 @@ mod tests {
         let entry = StatusEntry::from(&summary);
         assert_eq!(entry.indicator, "[DEAD]");
         assert_eq!(entry.dead.as_ref(), Some(&dead));
-        assert!(entry.note.unwrap().starts_with("Failed (crashed): "));
+        assert_eq!(
+            entry.note.as_deref(),
+            Some(
+                "Failed (crashed): the next call, or an explicit start, revives it; \
+                 its process closed its stdout, so the hangar killed it (SIGKILL)"
+            )
+        );
+        let json = serde_json::to_value(&dead).unwrap();
+        assert_eq!(json["detail"], "its process closed its stdout, so the hangar killed it (SIGKILL)");
         assert_eq!(StateCounts::of([&summary]).dead, 1);
     }
 

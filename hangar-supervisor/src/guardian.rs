@@ -1,67 +1,303 @@
 //! The guardian: a tiny process that outlives a SIGKILLed supervisor just long enough to kill
-//! every process group it ran.
+//! every upstream's whole subtree.
 //!
-//! The parent-death signal kills the supervisor's direct children when it dies, but not what
-//! those children started themselves. So at start the supervisor runs a copy of itself in
-//! guardian mode, in its own process group, with a pipe on its stdin. The supervisor writes
-//! `+PGID` when it spawns a group and `-PGID` once that group is gone. When the pipe reaches its
-//! end (the supervisor exited, however it died), the guardian SIGKILLs every group it still
-//! knows and exits. Under systemd, `KillMode=control-group` covers even a killed guardian.
+//! A SIGKILLed supervisor can clean up nothing, and the kernel kills nothing below it on its
+//! behalf. So the supervisor runs a copy of itself in guardian mode, in its own process group,
+//! with a socket (`SOCK_SEQPACKET`, one message a line) on its stdin, and tells it what to kill:
+//! `+PID` for each upstream and helper (sent by the child itself between fork and exec, so not
+//! even a spawn the supervisor dies in the middle of escapes), `+cgroup DIR` for each upstream's
+//! cgroup, and `-PID` / `-cgroup DIR` once they are gone. When the socket reaches its end (the
+//! supervisor exited, however it died), the guardian kills each cgroup (`cgroup.kill`) and each
+//! pid's subtree (`proctree::kill_tree`), then exits.
+//!
+//! For that walk to find everything, upstreams must still be alive, and their orphans still
+//! below them, when the guardian walks. So while a guardian runs, upstreams get no lethal
+//! parent-death signal (`spawn.rs`), and the supervisor hands the guardian copies of each
+//! upstream's pipes (`+PID` with `SCM_RIGHTS`): a supervisor's death then closes no pipe an
+//! upstream can notice (no EOF on its stdin, no EPIPE on its stdout or stderr), so it does not
+//! exit and scatter its orphans to init before the guardian gets to it. Before the supervisor
+//! closes an upstream's stdin to stop it politely, both let go of their copies (`~PID`).
+//!
+//! The guardian itself may be killed. There are two, each told everything, so that killing one
+//! and then the supervisor still leaves the other to act; a keeper thread per guardian waits for
+//! it, logs its death (pid and how it died) and starts a new one at once, which it hands the
+//! full current list. They are named `hangar-guardian` (argv[0] and comm), so killing the
+//! supervisor by name does not take them along. The one window left: the supervisor and both
+//! guardians SIGKILLed within the same few milliseconds (before a replacement runs, or before a
+//! guardian has walked the tree); then an upstream that exits on its stdin's end scatters its
+//! orphans to init. Under systemd, `KillMode=control-group` closes it.
 
-use std::collections::BTreeSet;
-use std::io::{BufRead, Write};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, sendmsg, socketpair,
+};
+
+use crate::{cgroup, proctree, reaper};
 
 /// The argument that turns the supervisor binary into a guardian.
 pub const GUARDIAN_ARG: &str = "--internal-guardian";
+/// How many guardians keep watch at once.
+pub const GUARDIANS: usize = 2;
+/// What the guardian is called in `ps`, `top`, `pkill` and `killall` (its argv[0] and comm).
+const GUARDIAN_NAME: &str = "hangar-guardian";
 
-static PIPE: OnceLock<Mutex<Option<ChildStdin>>> = OnceLock::new();
+/// A guardian that lived this long before dying is replaced at once again next time.
+const HEALTHY_RUN: Duration = Duration::from_secs(10);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long a guardian waits for killed cgroups to empty before removing them.
+const CGROUP_DRAIN: Duration = Duration::from_secs(2);
 
-/// Starts the guardian; call once, before any child is spawned. Without one, the supervisor still
-/// runs, with the weaker guarantee of the parent-death signal alone.
-pub fn start() -> std::io::Result<std::process::Child> {
+/// Guardians that died while the supervisor ran (each one is replaced).
+static RESPAWNS: AtomicU64 = AtomicU64::new(0);
+/// A keeper runs: there is, or is about to be again, a guardian.
+static KEEPING: AtomicBool = AtomicBool::new(false);
+
+struct State {
+    /// The supervisor's end of each guardian's socket.
+    pipes: [Option<OwnedFd>; GUARDIANS],
+    /// Every process it must kill, with the copies of its pipes the guardian holds too.
+    pids: BTreeMap<u32, Vec<OwnedFd>>,
+    cgroups: BTreeSet<PathBuf>,
+    /// Set by [`stop`]: a guardian that exits now is not replaced.
+    closing: bool,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    pipes: [const { None }; GUARDIANS],
+    pids: BTreeMap::new(),
+    cgroups: BTreeSet::new(),
+    closing: false,
+});
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The keeper threads; [`stop`] ends them.
+pub struct Keeper {
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Starts the guardians (before any child is spawned) and a thread for each that replaces it
+/// whenever it dies. Without any, the supervisor still runs, with the weaker guarantee of the
+/// parent-death signal alone (`spawn.rs` then sets it on upstreams too).
+pub fn start() -> Option<Keeper> {
+    let mut threads = Vec::new();
+    for slot in 0..GUARDIANS {
+        let child = match spawn_guardian(slot) {
+            Ok(child) => child,
+            Err(err) => {
+                tracing::warn!(%err, "cannot start a guardian: an upstream's own children may outlive a killed supervisor");
+                continue;
+            }
+        };
+        let thread = std::thread::Builder::new().name("guardian-keeper".into()).spawn(move || keep(slot, child));
+        match thread {
+            Ok(thread) => threads.push(thread),
+            Err(err) => tracing::warn!(%err, "cannot watch a guardian: its death would go unnoticed"),
+        }
+    }
+    if threads.is_empty() {
+        return None;
+    }
+    KEEPING.store(true, Ordering::Relaxed);
+    Some(Keeper { threads })
+}
+
+/// Runs guardian number `slot` and hands it everything it must watch.
+fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
+    // The running binary even when its file was replaced or removed (an upgrade) since.
+    let exe = std::path::Path::new("/proc/self/exe");
+    // Close-on-exec: only the guardian (as its stdin) and children not yet exec'd hold it.
+    let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
+        .map_err(std::io::Error::from)?;
+    let mut own = reaper::own();
+    let child = Command::new(exe)
+        // Named apart (argv[0] here, the thread name in `run`): `killall hangar-supervisor` or
+        // `pkill -f hangar-supervisor` aimed at the supervisor must leave its guardian to act.
+        .arg0(GUARDIAN_NAME)
         .arg(GUARDIAN_ARG)
-        .stdin(Stdio::piped())
+        .stdin(Stdio::from(theirs))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         // Its own group: a Ctrl-C aimed at the supervisor's terminal group must not reach it.
         .process_group(0)
         .spawn()?;
-    if let Some(stdin) = child.stdin.take() {
-        let _ = PIPE.set(Mutex::new(Some(stdin)));
+    own.insert(child.id());
+    drop(own);
+    let mut state = state();
+    state.pipes[slot] = Some(ours);
+    let pids: Vec<(u32, Vec<RawFd>)> =
+        state.pids.iter().map(|(pid, fds)| (*pid, fds.iter().map(AsRawFd::as_raw_fd).collect())).collect();
+    for (pid, fds) in pids {
+        send_to(&mut state, slot, &format!("+{pid}"), &fds);
+    }
+    let cgroups: Vec<PathBuf> = state.cgroups.iter().cloned().collect();
+    for dir in cgroups {
+        send_to(&mut state, slot, &format!("+cgroup {}", dir.display()), &[]);
     }
     Ok(child)
 }
 
-/// Tells the guardian about a new process group.
-pub fn watch(pgid: u32) {
-    send(&format!("+{pgid}\n"));
-}
-
-/// Tells the guardian a process group is gone.
-pub fn forget(pgid: u32) {
-    send(&format!("-{pgid}\n"));
-}
-
-fn send(line: &str) {
-    if let Some(pipe) = PIPE.get() {
-        let mut pipe = pipe.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(pipe) = pipe.as_mut() {
-            let _ = pipe.write_all(line.as_bytes());
+/// Waits for the guardian; whenever it dies (and the supervisor is not closing), says so and
+/// replaces it.
+fn keep(slot: usize, mut child: std::process::Child) {
+    let mut backoff = Duration::ZERO;
+    loop {
+        let started = Instant::now();
+        let pid = child.id();
+        let status = child.wait();
+        reaper::disown(pid);
+        if state().closing {
+            return;
+        }
+        let how = status.map_or_else(|err| format!("could not be waited for ({err})"), describe);
+        let deaths = RESPAWNS.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::error!(pid, how, deaths, "the guardian died; starting a new one with every process it must kill");
+        if started.elapsed() >= HEALTHY_RUN {
+            backoff = Duration::ZERO;
+        }
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).clamp(Duration::from_millis(100), MAX_BACKOFF);
+        loop {
+            if state().closing {
+                return;
+            }
+            match spawn_guardian(slot) {
+                Ok(next) => {
+                    tracing::info!(pid = next.id(), "a new guardian runs");
+                    child = next;
+                    break;
+                }
+                Err(err) => {
+                    tracing::error!(%err, "cannot start a new guardian; retrying");
+                    std::thread::sleep(MAX_BACKOFF);
+                }
+            }
         }
     }
 }
 
-/// Closes the pipe after a clean shutdown, so the guardian exits with nothing left to kill.
-pub fn close() {
-    if let Some(pipe) = PIPE.get() {
-        pipe.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => {
+            let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("an unknown signal");
+            format!("was killed by {name}")
+        }
+        (None, None) => "ended".into(),
+    }
+}
+
+/// Whether a guardian keeps watch (or is being replaced) to kill upstreams when the supervisor
+/// dies; else they need the parent-death signal.
+pub fn running() -> bool {
+    KEEPING.load(Ordering::Relaxed)
+}
+
+/// Holds the guardians' sockets still while a child is forked, so that the child can announce
+/// itself on them between fork and exec.
+pub struct Announce(MutexGuard<'static, State>);
+
+impl Announce {
+    /// The sockets, valid while `self` lives.
+    pub fn fds(&self) -> [Option<RawFd>; GUARDIANS] {
+        self.0.pipes.each_ref().map(|pipe| pipe.as_ref().map(AsRawFd::as_raw_fd))
+    }
+}
+
+/// Locks the pipe for a spawn; take it after [`reaper::own`], never before.
+pub fn announce() -> Announce {
+    Announce(state())
+}
+
+/// Tells the guardian about an upstream or helper process, handing it copies of `pipes` (the
+/// supervisor's ends of the child's stdio) to hold until [`release`].
+pub fn watch(pid: u32, pipes: Vec<OwnedFd>) {
+    let mut state = state();
+    let fds: Vec<RawFd> = pipes.iter().map(AsRawFd::as_raw_fd).collect();
+    send(&mut state, &format!("+{pid}"), &fds);
+    state.pids.insert(pid, pipes);
+}
+
+/// Lets go of the copies of a process's pipes, here and in the guardian: the supervisor is
+/// about to close its stdin, and the process must see that.
+pub fn release(pid: u32) {
+    let mut state = state();
+    if let Some(pipes) = state.pids.get_mut(&pid) {
+        pipes.clear();
+        send(&mut state, &format!("~{pid}"), &[]);
+    }
+}
+
+/// Tells the guardian a process is gone (reaped, with whatever it left killed).
+pub fn forget(pid: u32) {
+    let mut state = state();
+    state.pids.remove(&pid);
+    send(&mut state, &format!("-{pid}"), &[]);
+}
+
+/// Tells the guardian about an upstream's cgroup, before anything runs in it.
+pub fn watch_cgroup(dir: &std::path::Path) {
+    let mut state = state();
+    state.cgroups.insert(dir.to_path_buf());
+    send(&mut state, &format!("+cgroup {}", dir.display()), &[]);
+}
+
+/// Tells the guardian a cgroup is gone.
+pub fn forget_cgroup(dir: &std::path::Path) {
+    let mut state = state();
+    state.cgroups.remove(dir);
+    send(&mut state, &format!("-cgroup {}", dir.display()), &[]);
+}
+
+/// One message to every guardian, with `fds` attached.
+fn send(state: &mut State, line: &str, fds: &[RawFd]) {
+    for slot in 0..GUARDIANS {
+        send_to(state, slot, line, fds);
+    }
+}
+
+/// One message to guardian number `slot`.
+fn send_to(state: &mut State, slot: usize, line: &str, fds: &[RawFd]) {
+    let Some(socket) = state.pipes[slot].as_ref() else { return };
+    let rights = [ControlMessage::ScmRights(fds)];
+    let cmsgs = if fds.is_empty() { &[][..] } else { &rights[..] };
+    let iov = [IoSlice::new(line.as_bytes())];
+    if sendmsg::<()>(socket.as_raw_fd(), &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None).is_err() {
+        // EPIPE: it died; its keeper notices, says so and replaces it with the full list.
+        state.pipes[slot] = None;
+    }
+}
+
+/// After a clean shutdown: closes the pipe (the guardian exits with nothing left to kill) and
+/// waits for the keeper, bounded.
+pub fn stop(keeper: Keeper) {
+    {
+        let mut state = state();
+        state.closing = true;
+        state.pipes = [const { None }; GUARDIANS];
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !keeper.threads.iter().all(JoinHandle::is_finished) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for thread in keeper.threads {
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -75,22 +311,86 @@ pub fn run() -> std::process::ExitCode {
         blocked.add(signal);
     }
     let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None);
-    let mut groups = BTreeSet::new();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        let (op, pgid) = line.split_at(line.len().min(1));
-        match (op, pgid.parse::<u32>()) {
-            ("+", Ok(pgid)) => {
-                groups.insert(pgid);
-            }
-            ("-", Ok(pgid)) => {
-                groups.remove(&pgid);
-            }
-            _ => {}
-        }
+    if let Ok(name) = std::ffi::CString::new(GUARDIAN_NAME) {
+        let _ = nix::sys::prctl::set_name(&name);
     }
-    for pgid in groups {
-        crate::spawn::signal_group(pgid, Signal::SIGKILL);
+    let mut watched = Watched::default();
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut space = nix::cmsg_space!([RawFd; 8]);
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        let (len, fds) = match recvmsg::<()>(0, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
+            Ok(message) => {
+                let fds: Vec<RawFd> = message
+                    .cmsgs()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|cmsg| match cmsg {
+                        ControlMessageOwned::ScmRights(fds) => fds,
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                (message.bytes, fds)
+            }
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        };
+        // The supervisor's end closed: it exited, however it died.
+        if len == 0 {
+            break;
+        }
+        watched.apply(&String::from_utf8_lossy(&buf[..len]), fds);
+    }
+    let Watched { pids, cgroups } = watched;
+    for dir in &cgroups {
+        cgroup::kill(dir);
+    }
+    for (pid, (start, _pipes)) in pids {
+        proctree::kill_tree(pid, Some(start));
+    }
+    for dir in &cgroups {
+        cgroup::kill_and_remove(dir, CGROUP_DRAIN);
     }
     std::process::ExitCode::SUCCESS
+}
+
+/// What the guardian must kill, as the supervisor said.
+#[derive(Default)]
+struct Watched {
+    /// Each pid with its start time, read when announced (a pid reused later is left alone), and
+    /// the copies of its pipes, held open until it is killed.
+    pids: BTreeMap<u32, (u64, Vec<RawFd>)>,
+    cgroups: BTreeSet<PathBuf>,
+}
+
+impl Watched {
+    fn apply(&mut self, line: &str, fds: Vec<RawFd>) {
+        let mut unkept = fds;
+        let pid = |op: char| line.strip_prefix(op).and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(dir) = line.strip_prefix("+cgroup ") {
+            self.cgroups.insert(PathBuf::from(dir));
+        } else if let Some(dir) = line.strip_prefix("-cgroup ") {
+            self.cgroups.remove(&PathBuf::from(dir));
+        } else if let Some(pid) = pid('+') {
+            let known = self.pids.get(&pid).map(|(start, _)| *start);
+            // A process already gone when announced (a spawn that failed) is never looked for.
+            if let Some(start) = known.or_else(|| proctree::read(pid).map(|stat| stat.start)) {
+                let (_, pipes) = self.pids.entry(pid).or_insert((start, Vec::new()));
+                pipes.append(&mut unkept);
+            }
+        } else if let Some(pid) = pid('~') {
+            if let Some((_, pipes)) = self.pids.get_mut(&pid) {
+                close_all(std::mem::take(pipes));
+            }
+        } else if let Some((_, pipes)) = pid('-').and_then(|pid| self.pids.remove(&pid)) {
+            close_all(pipes);
+        }
+        close_all(unkept);
+    }
+}
+
+fn close_all(fds: Vec<RawFd>) {
+    for fd in fds {
+        let _ = nix::unistd::close(fd);
+    }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
-use crate::spawn::{self, Pipes, signal_group};
+use crate::spawn::{self, signal_group};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -39,7 +39,7 @@ pub async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>) {
             return;
         }
         let started = Instant::now();
-        let mut child = match spawn::spawn(helper.program.as_os_str(), &helper.args, &[], Pipes::Inherit) {
+        let mut child = match spawn::spawn_helper(helper.program.as_os_str(), &helper.args) {
             Ok(child) => child,
             Err(err) => {
                 tracing::error!(helper = helper.name, program = %helper.program.display(), %err, "cannot start helper");

@@ -3,6 +3,7 @@
 //! This file only parses arguments and wires the pieces together; see `ARCHITECTURE.md`.
 #![deny(unsafe_code)]
 
+mod cgroup;
 mod control;
 mod guardian;
 mod hangar;
@@ -11,9 +12,12 @@ mod limits;
 mod listeners;
 mod logs;
 mod notify;
+mod proctree;
+mod reaper;
 mod server;
 mod shutdown;
 mod spawn;
+mod subtree;
 mod upstream;
 
 use std::path::PathBuf;
@@ -59,9 +63,16 @@ struct Args {
     /// Log format on stderr.
     #[arg(long, value_enum, default_value = "human")]
     log_format: LogFormat,
+    /// How an upstream's whole subtree is killed: a cgroup v2 of its own where the supervisor's
+    /// cgroup is delegated (`cgroup`, e.g. systemd `Delegate=yes`), or child subreapers and a
+    /// walk of the process tree (`subreaper`); `auto` picks `cgroup` when it can.
+    #[arg(long, value_enum, default_value = "auto")]
+    kill_mode: cgroup::KillMode,
 }
 
 /// sysexits(3)
+/// sysexits: a needed service (here: the kill mode asked for) is unavailable.
+const EX_UNAVAILABLE: u8 = 69;
 const EX_SOFTWARE: u8 = 70;
 const EX_CONFIG: u8 = 78;
 
@@ -89,13 +100,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_CONFIG);
         }
     };
-    // Before the runtime, so it is the main thread that forks it.
-    let guardian = match guardian::start() {
-        Ok(child) => Some(child),
-        Err(err) => {
-            tracing::warn!(%err, "no guardian: an upstream's own children may outlive a killed supervisor");
-            None
-        }
+    let guardian = match contain_descendants(args.kill_mode) {
+        Ok(guardian) => guardian,
+        Err(code) => return code,
     };
     let runtime = match hangar_runtime::runtime::start("hangar-supervisor") {
         Ok(runtime) => runtime,
@@ -103,12 +110,31 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(run(args, config, socket_group));
     drop(runtime);
-    if let Some(mut guardian) = guardian {
-        // Every child is reaped: closing the pipe lets the guardian exit with nothing to kill.
-        guardian::close();
-        let _ = guardian.wait();
-    }
+    release_descendants(guardian);
     code
+}
+
+/// Before any child runs: the supervisor becomes the subreaper of every orphan below it, picks
+/// how upstream subtrees are killed, and starts the guardian (see `spawn.rs`).
+fn contain_descendants(mode: cgroup::KillMode) -> Result<Option<guardian::Keeper>, ExitCode> {
+    reaper::become_subreaper();
+    match cgroup::init(mode) {
+        Ok(chosen) => tracing::info!(kill_mode = chosen, "upstream subtrees are killed whole"),
+        Err(why) => {
+            eprintln!("hangar-supervisor: --kill-mode cgroup: {why}");
+            return Err(ExitCode::from(EX_UNAVAILABLE));
+        }
+    }
+    Ok(guardian::start())
+}
+
+/// After every child is reaped: kills and reaps any orphan left, then lets the guardian go
+/// (closing its pipe, it exits with nothing to kill).
+fn release_descendants(guardian: Option<guardian::Keeper>) {
+    reaper::sweep_until_none(Duration::from_secs(2));
+    if let Some(keeper) = guardian {
+        guardian::stop(keeper);
+    }
 }
 
 async fn run(args: Args, config: Config, socket_group: Option<control::SocketGroup>) -> ExitCode {
@@ -130,6 +156,7 @@ async fn run(args: Args, config: Config, socket_group: Option<control::SocketGro
         };
     let hangar = hangar::Hangar::new(&config, Some(args.config.clone()));
     let (stop_tx, stop) = watch::channel(false);
+    tokio::spawn(reaper::reap_adopted());
     let control = tokio::spawn(control::serve(listener, hangar.clone(), socket_group, stop.clone()));
     tokio::spawn(hangar.clone().stop_idle_servers(stop.clone()));
     tracing::info!(socket = %socket.display(), servers = hangar.len(), "supervisor ready");

@@ -1,26 +1,39 @@
-//! Every process the supervisor starts is started here: in its own process group, with the
-//! parent-death signal set, pipes as asked, and nothing else inherited by accident.
+//! Every process the supervisor starts is started here: in its own process group, pipes as
+//! asked, and nothing else inherited by accident.
 //!
-//! This is the only module of the hangar allowed `unsafe`: setting the parent-death signal has
-//! to happen in the child between fork and exec.
+//! This is the only module of the hangar allowed `unsafe`: a few system calls have to happen in
+//! the child between fork and exec ([`PreExec`]), where only async-signal-safe calls are allowed.
 //!
-//! What keeps children from outliving the supervisor (invariant 3):
-//! - each child leads its own process group, and the supervisor signals the whole group, so an
-//!   upstream's own children go with it when it is stopped or when it exits;
-//! - the guardian (`guardian.rs`) kills every group the supervisor still had when it dies,
-//!   SIGKILL included, so an upstream's own children do not survive it either;
-//! - `PR_SET_PDEATHSIG` makes the kernel SIGKILL the child the moment the supervisor dies, even
-//!   by SIGKILL. The signal fires when the *thread* that forked exits, so spawns happen only on
-//!   tokio's long-lived worker threads (never inside `spawn_blocking`);
+//! What keeps an upstream's descendants from outliving the hangar or its own stop (invariant 3):
+//! - each upstream is a child subreaper (`PR_SET_CHILD_SUBREAPER`, which survives exec): what it
+//!   starts and orphans (a double fork, `setsid`) is reparented to it, not to init, so its whole
+//!   subtree hangs below its pid, and `subtree.rs` kills it by walking `/proc`. The cost: an
+//!   upstream that never waits for children it did not start keeps their zombies (a pid each,
+//!   no memory to speak of) until it exits;
+//! - where the supervisor's cgroup v2 is delegated, each upstream also runs in a cgroup of its
+//!   own (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`;
+//! - the supervisor itself is a child subreaper (`reaper.rs`): when an upstream dies, its orphans
+//!   come to the supervisor, which kills and reaps them;
+//! - each child announces its pid to the guardians (`guardian.rs`) before exec, so a supervisor
+//!   SIGKILLed at any point, even mid-spawn, leaves guardians that know every upstream;
+//! - upstreams get no lethal parent-death signal while a guardian keeps watch: they must still
+//!   be alive when the guardian walks their subtrees. Helpers (the API, the prober) and, without
+//!   a guardian, upstreams too get `PR_SET_PDEATHSIG` = SIGKILL. That signal fires when the
+//!   *thread* that forked exits, so spawns happen only on long-lived threads (never inside
+//!   `spawn_blocking`);
 //! - under systemd, `KillMode=control-group` kills whatever is left in the unit's cgroup.
 
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
 use std::io;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStringExt;
 use std::process::Stdio;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
+
+use crate::{cgroup, guardian, reaper, subtree};
 
 /// How the child's standard streams are wired.
 pub enum Pipes {
@@ -32,8 +45,34 @@ pub enum Pipes {
     Inherit,
 }
 
-/// Starts `program args...` with extra `env`, in a new process group.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// An upstream MCP server: a subreaper, in its own cgroup where there are cgroups.
+    Upstream,
+    /// The hangar's own helper (API, prober): killed with the supervisor by the kernel.
+    Helper,
+}
+
+/// Starts an upstream `program args...` with extra `env`, in a new process group (see the
+/// module's notes for everything else it sets up).
 pub fn spawn<I, S>(program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    spawn_as(Role::Upstream, program, args, env, pipes)
+}
+
+/// Starts one of the hangar's helpers (its stdout and stderr inherited).
+pub fn spawn_helper<I, S>(program: &OsStr, args: I) -> io::Result<Child>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit)
+}
+
+fn spawn_as<I, S>(role: Role, program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -49,42 +88,154 @@ where
         Pipes::Output => command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()),
         Pipes::Inherit => command.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()),
     };
-    let supervisor = std::process::id();
-    set_parent_death_signal(&mut command, supervisor);
-    let child = command.spawn()?;
-    if let Some(pgid) = child.id() {
-        crate::guardian::watch(pgid);
+    let cgroup = match role {
+        Role::Upstream => cgroup::create()?,
+        Role::Helper => None,
+    };
+    if let Some(dir) = &cgroup {
+        // Before anything runs in it: a supervisor killed from here on leaves it to the guardian.
+        guardian::watch_cgroup(dir);
     }
-    Ok(child)
+    let cgroup_procs = match &cgroup {
+        Some(dir) => {
+            Some(CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).map_err(io::Error::other)?)
+        }
+        None => None,
+    };
+    // Registered under the lock the orphan sweep takes, so the new child is never swept; the
+    // guardian's pipe held still so the child can write to it before exec.
+    let mut own = reaper::own();
+    let announce = guardian::announce();
+    let setup = PreExec {
+        supervisor: std::process::id(),
+        subreaper: role == Role::Upstream,
+        cgroup_procs,
+        guardians: announce.fds(),
+        lethal_parent_death: role == Role::Helper || !guardian::running(),
+    };
+    setup.install(&mut command);
+    let spawned = command.spawn();
+    let pid = spawned.as_ref().ok().and_then(Child::id);
+    if let Some(pid) = pid {
+        own.insert(pid);
+    }
+    drop(announce);
+    drop(own);
+    match (spawned, pid) {
+        (Ok(child), Some(pid)) => {
+            guardian::watch(pid, pipe_copies(&child));
+            if role == Role::Upstream {
+                subtree::register(pid, cgroup);
+            }
+            Ok(child)
+        }
+        (spawned, _) => {
+            if let Some(dir) = &cgroup {
+                cgroup::kill_and_remove(dir, std::time::Duration::from_secs(1));
+                guardian::forget_cgroup(dir);
+            }
+            spawned
+        }
+    }
 }
 
-/// Kills whatever is left of a reaped child's process group and tells the guardian it is gone.
+/// Kills whatever is left of a reaped helper's process group and tells the guardian it is gone.
 pub fn reap_group(pgid: u32) {
     signal_group(pgid, Signal::SIGKILL);
-    crate::guardian::forget(pgid);
+    guardian::forget(pgid);
+    reaper::disown(pgid);
 }
 
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn set_parent_death_signal(command: &mut Command, supervisor: u32) {
-    // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
-    // functions (prctl, getppid); it allocates nothing and touches no locks.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The supervisor may have died between fork and prctl: then nobody would signal us.
-            if libc::getppid() as u32 != supervisor {
-                return Err(io::Error::other("the supervisor exited while this process was starting"));
-            }
-            Ok(())
-        });
+/// Copies of the supervisor's ends of a child's pipes, for the guardian to hold.
+fn pipe_copies(child: &Child) -> Vec<std::os::fd::OwnedFd> {
+    let stdin = child.stdin.as_ref().map(nix::unistd::dup);
+    let stdout = child.stdout.as_ref().map(nix::unistd::dup);
+    let stderr = child.stderr.as_ref().map(nix::unistd::dup);
+    [stdin, stdout, stderr].into_iter().flatten().filter_map(Result::ok).collect()
+}
+
+/// What the child does to itself between fork and exec.
+struct PreExec {
+    /// The supervisor's pid: the child must still be its child once set up.
+    supervisor: u32,
+    /// Become a child subreaper, so what it orphans stays below it.
+    subreaper: bool,
+    /// `<its cgroup>/cgroup.procs`, to join before exec.
+    cgroup_procs: Option<CString>,
+    /// The guardians' sockets, to announce `+PID` on.
+    guardians: [Option<RawFd>; guardian::GUARDIANS],
+    /// SIGKILL when the supervisor's forking thread dies.
+    lethal_parent_death: bool,
+}
+
+impl PreExec {
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn install(self, command: &mut Command) {
+        // SAFETY: the closure runs in the forked child before exec and calls only
+        // async-signal-safe functions (prctl, open, write, close, signal, getpid, getppid) on
+        // memory prepared before the fork; it allocates nothing and takes no locks.
+        unsafe {
+            command.pre_exec(move || {
+                if self.subreaper && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(procs) = &self.cgroup_procs {
+                    let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    // "0" moves the writer itself.
+                    let written = libc::write(fd, c"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                    if written != 1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                let (line, len) = announcement(libc::getpid() as u32);
+                for fd in self.guardians.iter().flatten() {
+                    // MSG_NOSIGNAL: a guardian that just died must not take this child with it;
+                    // its replacement gets the pid from the supervisor.
+                    libc::send(*fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
+                }
+                if self.lethal_parent_death
+                    && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                // The supervisor may have died since the fork: then nobody would stop this child.
+                if libc::getppid() as u32 != self.supervisor {
+                    return Err(io::Error::other("the supervisor exited while this process was starting"));
+                }
+                Ok(())
+            });
+        }
     }
+
+    #[cfg(not(target_os = "linux"))]
+    fn install(self, _command: &mut Command) {}
 }
 
-#[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_command: &mut Command, _supervisor: u32) {}
+/// `+PID` in a stack buffer (no allocation between fork and exec): the buffer and its length.
+fn announcement(pid: u32) -> ([u8; 11], usize) {
+    let mut digits = [0u8; 10];
+    let mut n = pid;
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut line = [0u8; 11];
+    line[0] = b'+';
+    for i in 0..count {
+        line[1 + i] = digits[count - 1 - i];
+    }
+    (line, count + 1)
+}
 
 /// Sends `signal` to the process group led by `pgid`. A group that is already gone is fine.
 pub fn signal_group(pgid: u32, signal: Signal) {
@@ -95,5 +246,18 @@ pub fn signal_group(pgid: u32, signal: Signal) {
     match killpg(Pid::from_raw(raw), signal) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
         Err(err) => tracing::warn!(pgid, %signal, %err, "could not signal a process group"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_announcement_is_a_plus_and_the_pid() {
+        for pid in [0, 7, 42, 4_194_304, u32::MAX] {
+            let (line, len) = announcement(pid);
+            assert_eq!(std::str::from_utf8(&line[..len]).unwrap(), format!("+{pid}"));
+        }
     }
 }

@@ -40,6 +40,10 @@ pub struct Args {
     /// Wait N milliseconds before answering the handshake (server/discover or initialize; stdio only).
     #[arg(long, value_name = "N")]
     pub handshake_delay_ms: Option<u64>,
+    /// Right after answering N tools/call requests, close stdout (fd 1 becomes /dev/null) and
+    /// keep running, reading stdin, until killed or stdin closes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub close_stdout_after: Option<u64>,
     /// Read requests but never answer anything.
     #[arg(long)]
     pub hang: bool,

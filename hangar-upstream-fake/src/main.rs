@@ -65,6 +65,7 @@ fn main() -> ExitCode {
         sentinel: args.sentinel.clone(),
         garbage: args.garbage_stdout,
         crash_after: args.crash_after,
+        close_stdout_after: args.close_stdout_after,
         ping_parent: args.ping_parent,
     }));
 

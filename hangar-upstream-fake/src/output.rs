@@ -19,6 +19,7 @@ pub struct Faults {
     pub sentinel: String,
     pub garbage: bool,
     pub crash_after: Option<u64>,
+    pub close_stdout_after: Option<u64>,
     pub ping_parent: bool,
 }
 
@@ -108,10 +109,20 @@ impl Output {
         self.count_call(&mut inner);
     }
 
-    /// Counts one answered `tools/call`; exits once crash-after is reached.
+    /// Counts one answered `tools/call`; exits once crash-after is reached, closes stdout once
+    /// close-stdout-after is.
     fn count_call(&self, inner: &mut Inner) {
         let f = &self.faults;
         inner.calls_answered += 1;
+        if f.close_stdout_after.is_some_and(|n| inner.calls_answered == n) {
+            log_fault(&f.sentinel, "closing stdout as asked; still running");
+            let closed = std::fs::File::open("/dev/null")
+                .and_then(|null| nix::unistd::dup2_stdout(null).map_err(io::Error::from));
+            if let Err(e) = closed {
+                log(&format!("cannot close stdout: {e}"));
+            }
+            inner.broken = true;
+        }
         if f.crash_after.is_some_and(|n| inner.calls_answered >= n) {
             let n = inner.calls_answered;
             log_fault(&f.sentinel, &format!("crashing after {n} tools/call answers as asked"));

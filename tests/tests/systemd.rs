@@ -271,6 +271,7 @@ fn the_units_say_what_the_deployment_needs() {
         "Type=notify",
         "NotifyAccess=main",
         "KillMode=control-group",
+        "Delegate=yes",
         "Restart=on-failure",
         "WatchdogSec=30s",
         "RuntimeDirectory=hangar",

@@ -88,6 +88,9 @@ struct Inner {
     failure_streak: u32,
     /// A recovery task is running for the current degradation.
     recovering: bool,
+    /// How the current generation's process ended, once it has: the `detail` of the dead record
+    /// a failure then renders.
+    ended: Option<String>,
 }
 
 /// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
@@ -160,6 +163,7 @@ impl Server {
                 last_check: None,
                 failure_streak: 0,
                 recovering: false,
+                ended: None,
             }),
             starting: Mutex::new(None),
         })
@@ -202,9 +206,16 @@ impl Server {
             Event::Stop(reason) => Some(*reason),
             _ => None,
         };
+        let starting = event == Event::Start;
         match inner.lifecycle.apply(event, now) {
             Ok(from) => {
                 let to = inner.lifecycle.state();
+                if starting {
+                    inner.ended = None;
+                }
+                if let Some(how) = inner.ended.clone() {
+                    inner.lifecycle.explain(format!("its process {how}"));
+                }
                 let dead = inner.lifecycle.dead().map(DeadRecord::from);
                 match (&dead, stop_reason) {
                     (Some(d), _) => {

@@ -13,7 +13,8 @@ use hangar_runtime::lines::{Line, read_line};
 
 use super::Server;
 use crate::logs::{LogRing, Stream};
-use crate::spawn::{self, signal_group};
+use crate::spawn::signal_group;
+use crate::subtree;
 use crate::upstream::{Notice, Upstream};
 
 /// How long a stopping child gets after its stdin closes, and again after SIGTERM.
@@ -38,6 +39,7 @@ impl Server {
         }
         inner.process = None;
         inner.meta.pid = None;
+        inner.ended = Some(how.to_owned());
         if inner.lifecycle.state() == State::Ready {
             tracing::warn!(mcp_server = %self.id, how, "a ready server's process ended");
             let retry_allowed_at = Some(self.next_retry(&mut inner));
@@ -45,10 +47,11 @@ impl Server {
         }
     }
 
-    /// Kills the process group at once; for shutdown after the polite stop ran out of time.
+    /// Kills the process and everything below it at once; for shutdown after the polite stop
+    /// ran out of time.
     pub fn kill_now(&self) {
         if let Some(pid) = self.lock().process.as_ref().and_then(|p| p.pid) {
-            signal_group(pid, Signal::SIGKILL);
+            subtree::kill(pid);
         }
     }
 }
@@ -67,7 +70,7 @@ pub(super) async fn drain_into_log<R: tokio::io::AsyncRead + Unpin>(output: R, s
     }
 }
 
-/// Reaps the child, kills what is left of its group, and tells the server.
+/// Reaps the child, kills whatever it left behind, and tells the server how it ended.
 pub(super) async fn watch_exit(
     server: Arc<Server>,
     generation: u64,
@@ -76,33 +79,39 @@ pub(super) async fn watch_exit(
     upstream: Arc<Upstream>,
     exited: watch::Sender<Option<String>>,
 ) {
-    let status = tokio::select! {
-        status = child.wait() => status,
+    let (status, killed_because) = tokio::select! {
+        status = child.wait() => (status, None),
         // A broken pipe is as fatal as an exit: nothing can reach the server any more.
         () = upstream.wait_closed() => {
-            signal_group(pid, Signal::SIGKILL);
-            child.wait().await
+            // Only if it still ran: a process that died by itself closed its stdout by dying.
+            let killed = subtree::kill(pid);
+            (child.wait().await, killed.then_some("closed its stdout"))
         }
     };
-    // Whatever the upstream started in its group goes with it.
-    spawn::reap_group(pid);
+    // Whatever the upstream started goes with it, however it regrouped itself.
+    subtree::reap(pid).await;
     let how = match status {
-        Ok(status) => describe_exit(status),
+        Ok(status) => describe_exit(status, killed_because),
         Err(err) => format!("could not be waited for ({err})"),
     };
     server.on_exit(generation, &how);
     let _ = exited.send(Some(how));
 }
 
-fn describe_exit(status: std::process::ExitStatus) -> String {
+/// How a process ended, in the hangar's words. `killed_because` is set when the hangar killed it
+/// itself, and says why: then a SIGKILL is the hangar's doing, not someone else's.
+fn describe_exit(status: std::process::ExitStatus, killed_because: Option<&str>) -> String {
     use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(signal)) => {
+    match (status.code(), status.signal(), killed_because) {
+        (None, Some(signal), Some(why)) if signal == Signal::SIGKILL as i32 => {
+            format!("{why}, so the hangar killed it (SIGKILL)")
+        }
+        (Some(code), _, _) => format!("exited with code {code}"),
+        (None, Some(signal), _) => {
             let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("an unknown signal");
             format!("was killed by {name}")
         }
-        (None, None) => "ended".into(),
+        (None, None, _) => "ended".into(),
     }
 }
 
@@ -122,13 +131,18 @@ pub(super) async fn follow_notices(server: Arc<Server>, generation: u64, mut not
     }
 }
 
-/// Close stdin (stdio), wait; SIGTERM the group, wait; SIGKILL the group, wait until reaped.
+/// Close stdin (stdio), wait; SIGTERM the group, wait; SIGKILL the whole subtree, wait until
+/// reaped (and `watch_exit` kills whatever it left).
 /// With a zero `grace`, straight to SIGKILL.
 pub(super) async fn terminate(process: Process, grace: Duration) {
     let reaped = |wait: Duration| {
         let mut exited = process.exited.clone();
         async move { tokio::time::timeout(wait, exited.wait_for(Option::is_some)).await.is_ok() }
     };
+    if let Some(pid) = process.pid {
+        // The guardian's copy of its stdin would keep it from seeing the close.
+        crate::guardian::release(pid);
+    }
     let asked = process.upstream.close();
     let Some(pid) = process.pid else { return };
     if !grace.is_zero() {
@@ -140,6 +154,6 @@ pub(super) async fn terminate(process: Process, grace: Duration) {
             return;
         }
     }
-    signal_group(pid, Signal::SIGKILL);
+    subtree::kill(pid);
     let _ = reaped(Duration::from_secs(5)).await;
 }

@@ -1,0 +1,159 @@
+//! The process tree as `/proc` shows it: who is whose child, and killing a whole subtree.
+//!
+//! An upstream that daemonizes (`setsid`, a double fork, `setpgid(0, 0)`) leaves its process
+//! group, so signalling the group misses it. Its parent links do not lie, though: every upstream
+//! is a child subreaper (`spawn.rs`), so whatever it started, however regrouped, stays below it
+//! while it lives, and [`kill_tree`] finds it by following `ppid` links down from its pid.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// The fields of `/proc/<pid>/stat` the hangar needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub pid: u32,
+    /// `R`, `S`, `D`, `T`, `Z`, ...
+    pub state: char,
+    pub ppid: u32,
+    pub pgrp: u32,
+    /// Clock ticks after boot: with the pid, names one process even after the pid is reused.
+    pub start: u64,
+}
+
+impl Stat {
+    /// Whether it still runs code (a zombie only waits to be reaped).
+    pub fn is_live(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses one `/proc/<pid>/stat` line. The command name sits in parentheses and may hold spaces
+/// and parentheses itself, so the fields are read after its *last* `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let (head, tail) = text.rsplit_once(')')?;
+    let pid = head.split_once(" (").map_or(head, |(pid, _)| pid).trim().parse().ok()?;
+    let fields: Vec<&str> = tail.split_whitespace().collect();
+    // After the name: state(3) ppid(4) pgrp(5) session(6) ... starttime(22), numbered from 1.
+    let state = fields.first()?.chars().next()?;
+    let ppid = fields.get(1)?.parse().ok()?;
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some(Stat { pid, state, ppid, pgrp, start })
+}
+
+/// One process's stat, if it exists.
+pub fn read(pid: u32) -> Option<Stat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process visible now. A process that ends while this reads is simply left out.
+pub fn snapshot() -> Vec<Stat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok()).filter_map(read).collect()
+}
+
+/// The live processes at or below `root` by parent links, and the live members of the process
+/// group `root` leads (which may have been reparented away from it).
+pub fn subtree(root: u32, procs: &[Stat]) -> BTreeSet<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for p in procs {
+        children.entry(p.ppid).or_default().push(p.pid);
+    }
+    let live: BTreeMap<u32, &Stat> = procs.iter().filter(|p| p.is_live()).map(|p| (p.pid, p)).collect();
+    let mut found = BTreeSet::new();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        if found.insert(pid) {
+            todo.extend(children.get(&pid).into_iter().flatten().copied());
+        }
+    }
+    found.extend(procs.iter().filter(|p| p.pgrp == root).map(|p| p.pid));
+    found.retain(|pid| live.contains_key(pid));
+    found
+}
+
+/// The most rounds [`kill_tree`] freezes new arrivals before it kills what it has anyway.
+const MAX_ROUNDS: usize = 50;
+
+/// SIGKILLs `root`, everything below it and its process group, so that nothing can fork its
+/// way out in between: every member found is first stopped (SIGSTOP), the tree is walked again
+/// until a walk finds nobody new (a stopped process cannot fork), and only then is everything
+/// SIGKILLed. With `expected_start`, nothing is done unless `root` is still that very process
+/// (its pid may have been reused). Returns how many processes were killed.
+pub fn kill_tree(root: u32, expected_start: Option<u64>) -> usize {
+    if root <= 1 || root == std::process::id() {
+        return 0;
+    }
+    if let Some(start) = expected_start
+        && read(root).is_some_and(|stat| stat.start != start)
+    {
+        return 0;
+    }
+    let mut frozen = BTreeSet::new();
+    for _ in 0..MAX_ROUNDS {
+        let members = subtree(root, &snapshot());
+        let new: Vec<u32> = members.difference(&frozen).copied().collect();
+        if new.is_empty() {
+            break;
+        }
+        for pid in new {
+            signal(pid, Signal::SIGSTOP);
+            frozen.insert(pid);
+        }
+    }
+    for pid in &frozen {
+        signal(*pid, Signal::SIGKILL);
+    }
+    frozen.len()
+}
+
+/// Signals one process; one that is already gone is fine.
+pub fn signal(pid: u32, signal: Signal) {
+    let Ok(raw) = i32::try_from(pid) else { return };
+    if raw <= 1 || pid == std::process::id() {
+        return;
+    }
+    let _ = kill(Pid::from_raw(raw), signal);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(pid: u32, ppid: u32, pgrp: u32, state: char) -> Stat {
+        Stat { pid, state, ppid, pgrp, start: 0 }
+    }
+
+    #[test]
+    fn parses_a_name_with_spaces_and_parentheses() {
+        let line = "4242 (we (ird) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 200";
+        let parsed = parse_stat(line).unwrap();
+        assert_eq!(parsed, Stat { pid: 4242, state: 'S', ppid: 17, pgrp: 4242, start: 98765 });
+        assert!(parse_stat("12 (short) S 1").is_none(), "a truncated line is refused, not misread");
+        assert!(parse_stat("").is_none());
+    }
+
+    #[test]
+    fn reads_itself() {
+        let me = read(std::process::id()).unwrap();
+        assert_eq!(me.pid, std::process::id());
+        assert!(me.is_live() && me.start > 0);
+    }
+
+    #[test]
+    fn the_subtree_follows_parent_links_and_the_group_but_not_zombies() {
+        let procs = [
+            stat(10, 1, 10, 'S'),  // the upstream
+            stat(11, 10, 11, 'S'), // setsid: its own group, still its child
+            stat(12, 11, 12, 'S'), // below that
+            stat(13, 1, 10, 'S'),  // in its group, reparented away
+            stat(14, 10, 10, 'Z'), // a zombie
+            stat(20, 1, 20, 'S'),  // a stranger
+            stat(21, 20, 20, 'S'),
+        ];
+        assert_eq!(subtree(10, &procs).into_iter().collect::<Vec<_>>(), [10, 11, 12, 13]);
+        assert!(subtree(99, &procs).is_empty());
+    }
+}

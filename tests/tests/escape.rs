@@ -1,0 +1,452 @@
+//! No descendant of an upstream outlives the hangar or its own stop, however it regrouped
+//! itself: `setsid` (util-linux), a shell's double fork, Python's `setpgid(0, 0)` and a classic
+//! fork-setsid-fork daemon. Each story drives the real fault (SIGKILL or SIGTERM of the
+//! supervisor, a REST stop, a restart, an upstream that exits by itself, SIGKILLed guardians)
+//! and then looks every escaped pid up in `/proc`. Both kill modes: `subreaper` (child
+//! subreapers and a walk of the process tree) everywhere, and `cgroup` (a cgroup v2 per upstream,
+//! `cgroup.kill`) where this machine lets the test create a cgroup to run the supervisor in.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use hangar_tests::serde_json::json;
+use hangar_tests::{Hangar, alive, children_named, poll, read_pid, sigkill};
+
+/// Three upstreams, each leaving sleepers that escaped its process group.
+const CONFIG: &str = r#"
+mcp_servers:
+  sh:
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/sh.setsid); ( (sleep 1000 & echo $! > {dir}/sh.double) & ); exec {fake} --tools add --pid-file {dir}/sh.pid"]
+  py:
+    command: ["python3", "{fixtures}/escaping_upstream.py", "{dir}", "py", "{fake}", "--tools", "add", "--pid-file", "{dir}/py.pid"]
+  crashy:
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/crashy.setsid); exec {fake} --tools add --crash-after 1 --pid-file {dir}/crashy.pid"]
+"#;
+
+/// The pid files of each server's process and of what it left behind.
+const FILES: [(&str, &[&str]); 3] = [
+    ("sh", &["sh.pid", "sh.setsid", "sh.double"]),
+    ("py", &["py.pid", "py.pgid", "py.daemon"]),
+    ("crashy", &["crashy.pid", "crashy.setsid"]),
+];
+
+const WITHIN: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Subreaper,
+    Cgroup,
+}
+
+/// A started hangar and, in cgroup mode, the cgroup its supervisor runs in.
+struct Run {
+    hangar: Hangar,
+    cgroup: Option<TestCgroup>,
+}
+
+impl Run {
+    /// Starts the hangar in `mode` (None: cgroups are not available here; the reason is printed).
+    fn start(mode: Mode) -> Option<Run> {
+        let _serial = serial();
+        match mode {
+            Mode::Subreaper => {
+                Some(Run { hangar: Hangar::start_with(CONFIG, &["--kill-mode", "subreaper"]), cgroup: None })
+            }
+            Mode::Cgroup => {
+                let cgroup = match TestCgroup::create() {
+                    Ok(cgroup) => cgroup,
+                    Err(why) => {
+                        eprintln!("skipped: cgroup mode cannot be tested here: {why}");
+                        return None;
+                    }
+                };
+                // The supervisor inherits the cgroup of the process that forks it: this one,
+                // moved there just for the spawn (every start in this file is serialized).
+                let inside = cgroup.enter();
+                let hangar = Hangar::start_with(CONFIG, &["--kill-mode", "cgroup"]);
+                drop(inside);
+                Some(Run { hangar, cgroup: Some(cgroup) })
+            }
+        }
+    }
+
+    /// Starts `ids` and returns every pid each wrote (the process, then what it left behind).
+    fn start_servers(&self, ids: &[&str]) -> Vec<u32> {
+        ids.iter().flat_map(|id| self.start_server(id)).collect()
+    }
+
+    fn start_server(&self, id: &str) -> Vec<u32> {
+        let pids = self.start_server_unchecked(id);
+        if let Some(cgroup) = &self.cgroup {
+            // In cgroup mode, the upstream runs in a cgroup of its own below the supervisor's.
+            let membership = std::fs::read_to_string(format!("/proc/{}/cgroup", pids[0])).unwrap();
+            let path = membership.lines().find_map(|line| line.strip_prefix("0::")).unwrap().to_owned();
+            let leaf = path.rsplit('/').next().unwrap().to_owned();
+            assert!(path.contains(&format!("/{}/upstream-", cgroup.name())), "{id} runs in {path}");
+            assert!(cgroup.children().contains(&leaf), "{id}: {leaf} is not below the supervisor's cgroup");
+        }
+        pids
+    }
+
+    fn start_server_unchecked(&self, id: &str) -> Vec<u32> {
+        let files = FILES.iter().find(|(server, _)| *server == id).map(|(_, files)| *files).unwrap();
+        for file in files {
+            let _ = std::fs::remove_file(self.hangar.path(file));
+        }
+        self.hangar.tool_ok("hangar_start", json!({"mcp_server": id}));
+        let pids: Vec<u32> = files.iter().map(|file| read_pid(&self.hangar.path(file))).collect();
+        for pid in &pids {
+            assert!(alive(*pid), "{id}: pid {pid} is not running");
+        }
+        pids
+    }
+
+    /// The supervisor's guardians (there are two), waiting until both run.
+    fn guardians(&self) -> Vec<u32> {
+        poll("two guardians", WITHIN, || {
+            let found = children_named(self.hangar.pid(), "--internal-guardian");
+            (found.len() == 2).then_some(found)
+        })
+    }
+
+    fn stop(&self, id: &str) {
+        let response = self.hangar.post_raw(
+            &format!("/api/mcp_servers/{id}/stop"),
+            &[("Content-Type", "application/json")],
+            b"{}",
+        );
+        assert_eq!(response.status, 200, "{}", response.text);
+    }
+}
+
+/// Serializes hangar starts in this file: a start in cgroup mode moves this test process.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn assert_all_die(pids: &[u32], what: &str, hangar: &Hangar) {
+    for pid in pids {
+        let limit = WITHIN;
+        let deadline = std::time::Instant::now() + limit;
+        while alive(*pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pid {pid} ({}) outlived {what}; log:\n{}",
+                command_line(*pid),
+                hangar.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn command_line(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&raw).replace('\0', " ").trim().to_owned()
+}
+
+// ---- the supervisor goes ---------------------------------------------------------------------
+
+fn sigkill_of_the_supervisor(mode: Mode) {
+    let Some(run) = Run::start(mode) else { return };
+    let pids = run.start_servers(&["sh", "py"]);
+    sigkill(run.hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor", &run.hangar);
+    if let Some(cgroup) = &run.cgroup {
+        poll("the guardian to remove the upstreams' cgroups", WITHIN, || cgroup.children().is_empty().then_some(()));
+    }
+}
+
+#[test]
+fn sigkill_of_the_supervisor_leaves_no_descendant() {
+    sigkill_of_the_supervisor(Mode::Subreaper);
+}
+
+#[test]
+fn sigkill_of_the_supervisor_leaves_no_descendant_in_cgroup_mode() {
+    sigkill_of_the_supervisor(Mode::Cgroup);
+}
+
+fn sigterm_of_the_supervisor(mode: Mode) {
+    let Some(mut run) = Run::start(mode) else { return };
+    let pids = run.start_servers(&["sh", "py"]);
+    let guardians = run.guardians();
+    let status = run.hangar.terminate();
+    assert_eq!(status.code(), Some(0), "log:\n{}", run.hangar.log());
+    assert_all_die(&pids, "a clean shutdown", &run.hangar);
+    assert_all_die(&guardians, "a clean shutdown (the guardians)", &run.hangar);
+    if let Some(cgroup) = &run.cgroup {
+        assert_eq!(cgroup.children(), Vec::<String>::new(), "the supervisor removes the upstreams' cgroups");
+    }
+}
+
+#[test]
+fn sigterm_of_the_supervisor_leaves_no_descendant() {
+    sigterm_of_the_supervisor(Mode::Subreaper);
+}
+
+#[test]
+fn sigterm_of_the_supervisor_leaves_no_descendant_in_cgroup_mode() {
+    sigterm_of_the_supervisor(Mode::Cgroup);
+}
+
+// ---- one upstream goes -----------------------------------------------------------------------
+
+fn stop_kills_only_that_subtree(mode: Mode) {
+    let Some(run) = Run::start(mode) else { return };
+    let sh = run.start_server("sh");
+    let py = run.start_server("py");
+    let cgroups = run.cgroup.as_ref().map(|cgroup| cgroup.children());
+    run.stop("py");
+    assert_all_die(&py, "a REST stop", &run.hangar);
+    assert_eq!(run.hangar.details("py")["state"], "cold");
+    // The other server's escaped descendants are not touched.
+    for pid in &sh {
+        assert!(alive(*pid), "pid {pid} of `sh` died when `py` was stopped");
+    }
+    if let (Some(before), Some(cgroup)) = (cgroups, run.cgroup.as_ref()) {
+        assert_eq!(before.len(), 2, "one cgroup per upstream: {before:?}");
+        poll("the stopped upstream's cgroup to be removed", WITHIN, || (cgroup.children().len() == 1).then_some(()));
+    }
+    run.stop("sh");
+    assert_all_die(&sh, "a REST stop", &run.hangar);
+}
+
+#[test]
+fn a_stopped_upstream_leaves_no_descendant() {
+    stop_kills_only_that_subtree(Mode::Subreaper);
+}
+
+#[test]
+fn a_stopped_upstream_leaves_no_descendant_in_cgroup_mode() {
+    stop_kills_only_that_subtree(Mode::Cgroup);
+}
+
+#[test]
+fn a_restarted_upstream_leaves_no_descendant_of_its_old_process() {
+    let Some(run) = Run::start(Mode::Subreaper) else { return };
+    let old = run.start_servers(&["sh", "py"]);
+    for id in ["sh", "py"] {
+        run.stop(id);
+    }
+    let new = run.start_servers(&["sh", "py"]);
+    assert_all_die(&old, "a restart", &run.hangar);
+    for pid in &new {
+        assert!(alive(*pid), "pid {pid} of the new processes is not running");
+    }
+}
+
+fn an_upstream_that_exits_by_itself(mode: Mode) {
+    let Some(run) = Run::start(mode) else { return };
+    let pids = run.start_server("crashy");
+    // Its first call is its last: it answers, then exits with code 101, leaving its orphan.
+    assert_eq!(run.hangar.call("crashy", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})));
+    assert_all_die(&pids, "its upstream's own exit", &run.hangar);
+    let dead = poll("crashy to read dead", WITHIN, || {
+        let details = run.hangar.details("crashy");
+        (details["state"] == "dead").then(|| details["dead"].clone())
+    });
+    assert_eq!(dead["reason"], "crashed");
+    // A crash-restart: the call after the backoff starts it again, and kills the new orphan on
+    // the next crash just the same.
+    for file in ["crashy.pid", "crashy.setsid"] {
+        std::fs::remove_file(run.hangar.path(file)).unwrap();
+    }
+    let restarted = poll("a call to revive crashy", Duration::from_secs(30), || {
+        run.hangar.call("crashy", "add", json!({"a": 2, "b": 2}))
+    });
+    assert_eq!(restarted["result"], 4);
+    let again: Vec<u32> = ["crashy.pid", "crashy.setsid"].iter().map(|f| read_pid(&run.hangar.path(f))).collect();
+    assert!(again.iter().all(|pid| !pids.contains(pid)), "new processes: {again:?} vs {pids:?}");
+    assert_all_die(&again, "its restarted upstream's own exit", &run.hangar);
+    poll("crashy to read dead again", WITHIN, || {
+        (run.hangar.details("crashy")["dead"]["reason"] == "crashed").then_some(())
+    });
+}
+
+#[test]
+fn an_upstream_that_exits_by_itself_leaves_no_orphan() {
+    an_upstream_that_exits_by_itself(Mode::Subreaper);
+}
+
+#[test]
+fn an_upstream_that_exits_by_itself_leaves_no_orphan_in_cgroup_mode() {
+    an_upstream_that_exits_by_itself(Mode::Cgroup);
+}
+
+// ---- the guardian goes -----------------------------------------------------------------------
+
+fn a_killed_guardian_is_replaced(mode: Mode) {
+    let Some(run) = Run::start(mode) else { return };
+    let pids = run.start_servers(&["sh", "py"]);
+    let mut guardians = run.guardians();
+    // Twice: the replacement is watched just like the first one.
+    for round in 1..=2 {
+        let killed = guardians[0];
+        sigkill(killed);
+        guardians = poll("a new guardian", WITHIN, || {
+            let found = children_named(run.hangar.pid(), "--internal-guardian");
+            (found.len() == 2 && !found.contains(&killed)).then_some(found)
+        });
+        let log = run.hangar.log();
+        let said = format!("pid={killed}");
+        assert!(
+            log.lines().any(|l| l.contains("the guardian died") && l.contains(&said) && l.contains("SIGKILL")),
+            "round {round}: the guardian's death is not logged with its pid and how it died:\n{log}"
+        );
+        // Named apart, so `killall hangar-supervisor` or `pkill -f hangar-supervisor` aimed at the
+        // supervisor leaves them to do their work.
+        for guardian in &guardians {
+            // It names itself first thing (until then the kernel calls it after /proc/self/exe).
+            poll("the guardian to name itself", WITHIN, || {
+                let comm = std::fs::read_to_string(format!("/proc/{guardian}/comm")).unwrap_or_default();
+                (comm.trim() == "hangar-guardian").then_some(())
+            });
+            let command = command_line(*guardian);
+            assert!(command.starts_with("hangar-guardian --internal-guardian"), "{command}");
+        }
+    }
+    // A server started after the repair is covered too.
+    let later = run.start_server("crashy");
+    sigkill(run.hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor after its guardian was replaced", &run.hangar);
+    assert_all_die(&later, "a SIGKILLed supervisor after its guardian was replaced", &run.hangar);
+    assert_all_die(&guardians, "their work", &run.hangar);
+}
+
+#[test]
+fn a_killed_guardian_is_logged_and_replaced_and_the_replacement_kills_everything() {
+    a_killed_guardian_is_replaced(Mode::Subreaper);
+}
+
+#[test]
+fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
+    a_killed_guardian_is_replaced(Mode::Cgroup);
+}
+
+/// The other order: the supervisor SIGKILLed first. Its guardians, left alone, kill every
+/// subtree and exit; so a SIGKILL that would follow for one finds nothing left to do.
+#[test]
+fn a_supervisor_killed_first_leaves_its_guardians_to_kill_everything_and_go() {
+    let Some(run) = Run::start(Mode::Subreaper) else { return };
+    let pids = run.start_servers(&["sh", "py"]);
+    let guardians = run.guardians();
+    sigkill(run.hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor", &run.hangar);
+    assert_all_die(&guardians, "their work", &run.hangar);
+}
+
+/// A guardian killed and the supervisor at once after it, with no time for the repair: the other
+/// guardian does the work.
+fn a_guardian_then_the_supervisor_at_once(mode: Mode) {
+    let Some(run) = Run::start(mode) else { return };
+    let pids = run.start_servers(&["sh", "py"]);
+    let guardians = run.guardians();
+    sigkill(guardians[0]);
+    sigkill(run.hangar.pid());
+    assert_all_die(&pids, "a guardian and then the supervisor SIGKILLed at once", &run.hangar);
+    assert_all_die(&guardians, "their work", &run.hangar);
+}
+
+#[test]
+fn a_guardian_then_the_supervisor_killed_at_once_leave_no_descendant() {
+    a_guardian_then_the_supervisor_at_once(Mode::Subreaper);
+}
+
+#[test]
+fn a_guardian_then_the_supervisor_killed_at_once_leave_no_descendant_in_cgroup_mode() {
+    a_guardian_then_the_supervisor_at_once(Mode::Cgroup);
+}
+
+// ---- a cgroup of the test's own --------------------------------------------------------------
+
+/// A cgroup v2 directory this test created, removed (once empty) when dropped.
+struct TestCgroup {
+    dir: PathBuf,
+    /// Where this test process came from.
+    home: PathBuf,
+}
+
+impl TestCgroup {
+    fn create() -> Result<TestCgroup, String> {
+        let (mount, own) = own_cgroup().ok_or("no cgroup2 file system is mounted")?;
+        let home = mount.join(own.trim_start_matches('/'));
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = home.join(format!("hangar-test-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        let cgroup = TestCgroup { dir, home };
+        if !cgroup.dir.join("cgroup.kill").exists() {
+            return Err("cgroup.kill is not available (Linux 5.14 or later)".into());
+        }
+        std::fs::write(cgroup.dir.join("cgroup.procs"), "0")
+            .map_err(|err| format!("cannot move a process into {}: {err}", cgroup.dir.display()))?;
+        drop(Inside(&cgroup));
+        Ok(cgroup)
+    }
+
+    /// Moves this test process into the cgroup until the guard is dropped (on a panic too: the
+    /// cgroup is killed when it goes, and this process must not be in it then).
+    fn enter(&self) -> Inside<'_> {
+        std::fs::write(self.dir.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+        Inside(self)
+    }
+
+    fn leave(&self) {
+        std::fs::write(self.home.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+    }
+
+    fn name(&self) -> String {
+        self.dir.file_name().unwrap().to_string_lossy().into_owned()
+    }
+
+    /// The cgroups the supervisor created in it.
+    fn children(&self) -> Vec<String> {
+        let entries = std::fs::read_dir(&self.dir).unwrap();
+        entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into())
+            .collect()
+    }
+}
+
+/// This test process inside a [`TestCgroup`]; it leaves when dropped.
+struct Inside<'a>(&'a TestCgroup);
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // Whatever is left (a supervisor the test did not stop) goes with the cgroup.
+        let _ = std::fs::write(self.dir.join("cgroup.kill"), "1");
+        let deadline = std::time::Instant::now() + WITHIN;
+        while std::time::Instant::now() < deadline {
+            for child in self.children() {
+                let _ = std::fs::remove_dir(self.dir.join(child));
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The cgroup2 mount point and this process's cgroup path in it.
+fn own_cgroup() -> Option<(PathBuf, String)> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = cgroups.lines().find_map(|line| line.strip_prefix("0::"))?.to_owned();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find_map(|line| {
+        let (fields, fs) = line.split_once(" - ")?;
+        (fs.split_whitespace().next()? == "cgroup2").then(|| fields.split_whitespace().nth(4).map(Path::new))?
+    })?;
+    Some((mount.to_path_buf(), own))
+}
