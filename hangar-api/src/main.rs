@@ -18,6 +18,7 @@ mod mcp;
 mod metrics;
 mod random;
 mod rest;
+mod serve;
 mod shapes;
 mod shutdown;
 mod supervisor;
@@ -37,6 +38,11 @@ use tokio::sync::oneshot;
 use crate::app::AppState;
 use hangar_runtime::client::Client;
 use hangar_runtime::logging::{self, LogFormat};
+
+/// mimalloc returns freed pages to the system: with glibc's malloc, memory used by a flood of
+/// connections stayed resident after they closed (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// sysexits: bad usage, port held or cannot bind, internal failure.
 const EX_UNAVAILABLE: u8 = 69;
@@ -68,6 +74,19 @@ struct Args {
     /// Serve beyond loopback without API keys. Without this, that is refused.
     #[arg(long)]
     unsafe_no_auth: bool,
+    /// Connections served at once [default: 4096, or fewer if the open-file limit is lower]. Past
+    /// it, a few reserve connections serve one request each (health probes, an operator's
+    /// command); any further one is answered 503 and closed.
+    #[arg(long, value_name = "N", env = "HANGAR_API_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// Seconds a client has to send a request's headers, from connecting (or, on a kept-alive
+    /// connection, from the request's first byte); a slower connection is closed.
+    #[arg(long, value_name = "SECONDS", env = "HANGAR_API_HEADER_TIMEOUT_S", default_value_t = serve::DEFAULT_HEADER_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout_s: u64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed. A
+    /// request in progress (an event stream included) is never idle.
+    #[arg(long, value_name = "SECONDS", env = "HANGAR_API_IDLE_TIMEOUT_S", default_value_t = serve::DEFAULT_IDLE_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    idle_timeout_s: u64,
 }
 
 fn main() -> ExitCode {
@@ -84,6 +103,14 @@ fn main() -> ExitCode {
         }
     };
     logging::init(args.log_format);
+    let fd_limit = serve::raise_fd_limit();
+    let limits = serve::Limits {
+        max_connections: args
+            .max_connections
+            .map_or_else(|| serve::default_max_connections(fd_limit), |n| n as usize),
+        header_timeout: Duration::from_secs(args.header_timeout_s),
+        idle_timeout: Duration::from_secs(args.idle_timeout_s),
+    };
     let keys = match &args.api_keys {
         Some(path) => match auth::ApiKeys::load(path) {
             Ok(keys) => keys,
@@ -98,7 +125,8 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
-    let code = runtime.block_on(run(args, inherited, keys));
+    tracing::debug!(?fd_limit, ?limits, "connection limits");
+    let code = runtime.block_on(run(args, inherited, keys, limits));
     // A resolver thread may still be parked; do not let it hold up the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
@@ -124,7 +152,12 @@ async fn relay_list_changes(
 }
 
 /// `inherited`: the listening socket systemd passed (socket activation), else bind `--listen`.
-async fn run(args: Args, inherited: Option<std::net::TcpListener>, keys: auth::ApiKeys) -> ExitCode {
+async fn run(
+    args: Args,
+    inherited: Option<std::net::TcpListener>,
+    keys: auth::ApiKeys,
+    limits: serve::Limits,
+) -> ExitCode {
     let mut signals = match shutdown::Signals::install() {
         Ok(signals) => signals,
         Err(err) => {
@@ -175,20 +208,16 @@ async fn run(args: Args, inherited: Option<std::net::TcpListener>, keys: auth::A
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 
     let (stop, stopped) = oneshot::channel::<()>();
-    let serve = axum::serve(listener, app::router(state)).with_graceful_shutdown(async {
+    let serve = serve::serve(listener, app::router(state), limits, async {
         let _ = stopped.await;
     });
-    let mut server = tokio::spawn(std::future::IntoFuture::into_future(serve));
+    let mut server = tokio::spawn(serve);
     tokio::select! {
         signal = signals.received() => {
             tracing::info!(signal, "shutting down");
             let _ = stop.send(());
             match tokio::time::timeout(GRACE, &mut server).await {
-                Ok(Ok(Ok(()))) => ExitCode::SUCCESS,
-                Ok(Ok(Err(err))) => {
-                    tracing::error!(error = %err, "the HTTP server failed while shutting down");
-                    ExitCode::from(EX_SOFTWARE)
-                }
+                Ok(Ok(())) => ExitCode::SUCCESS,
                 Ok(Err(err)) => {
                     tracing::error!(error = %err, "the HTTP server task failed");
                     ExitCode::from(EX_SOFTWARE)
