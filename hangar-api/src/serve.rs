@@ -49,6 +49,9 @@ const FD_HEADROOM: u64 = 64;
 /// The pause after an accept error such as EMFILE, so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 const REPORT_EVERY: Duration = Duration::from_secs(10);
+/// A connection's read and write buffers at most (hyper's default is ~400 KiB): request headers
+/// larger than this are refused (431), so a slow client holds at most this much.
+const MAX_BUFFER: usize = 64 * 1024;
 
 /// What a connection past the cap and the reserve reads before it is closed.
 const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
@@ -186,7 +189,8 @@ impl Connection {
             }
         });
         let io = TokioIo::new(TrackedStream { stream, activity: activity.clone() });
-        let connection = http1::Builder::new().keep_alive(!reserve).serve_connection(io, service);
+        let connection =
+            http1::Builder::new().keep_alive(!reserve).max_buf_size(MAX_BUFFER).serve_connection(io, service);
         tokio::pin!(connection);
         let mut draining = false;
         loop {

@@ -139,7 +139,9 @@ fn await_acknowledgement(stream: &mut TcpStream) {
     let mut chunk = [0u8; 4096];
     while !String::from_utf8_lossy(&seen).contains("notifications/subscriptions/acknowledged") {
         match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => panic!("an event stream ended before its acknowledgement: {:?}", String::from_utf8_lossy(&seen)),
+            Ok(0) | Err(_) => {
+                panic!("an event stream ended before its acknowledgement: {:?}", String::from_utf8_lossy(&seen))
+            }
             Ok(n) => seen.extend_from_slice(&chunk[..n]),
         }
     }
@@ -171,11 +173,9 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn assert_normal_requests_answered(address: &str) {
-    for (method, path, body) in [
-        ("GET", "/api/mcp_servers", ""),
-        ("GET", "/health/ready", ""),
-        ("POST", "/api/mcp_servers/math/start", "{}"),
-    ] {
+    for (method, path, body) in
+        [("GET", "/api/mcp_servers", ""), ("GET", "/health/ready", ""), ("POST", "/api/mcp_servers/math/start", "{}")]
+    {
         let (status, text) = poll(&format!("{method} {path} to be answered"), Duration::from_secs(30), || {
             request(address, method, path, body).filter(|(status, _)| *status != 503)
         });
@@ -215,7 +215,11 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
         past_cap.extend((0..PAST_CAP / 10).map(|_| connect(&address)));
         // Well within their idle timeout, so they stay open.
         for stream in &mut already_open {
-            assert_eq!(get_on(stream, &address, "/health/live").map(|r| r.0), Some(200), "an open connection is served");
+            assert_eq!(
+                get_on(stream, &address, "/health/live").map(|r| r.0),
+                Some(200),
+                "an open connection is served"
+            );
         }
     }
     let mut refused_with_503 = 0;
@@ -237,15 +241,12 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
 
     // The cap is still full of streams: the reserve answers a read, readiness and an admin POST.
     assert_normal_requests_answered(&address);
-    let peak = proc_status_kib(pid, "VmHWM").unwrap();
 
     // Slow headers and idle keep-alives, with a few streams kept open.
     let mut kept_streams = streams.split_off(streams.len() - KEPT_STREAMS);
     drop(streams);
     drop(already_open);
-    poll("the closed streams' connections to be gone", ANSWER, || {
-        (open_files(pid)? < KEPT_STREAMS + 64).then_some(())
-    });
+    poll("the closed streams' connections to be gone", ANSWER, || (open_files(pid)? < KEPT_STREAMS + 64).then_some(()));
     let idle: Vec<TcpStream> = (0..IDLE)
         .map(|_| {
             let mut stream = connect(&address);
@@ -270,7 +271,7 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
             return Some(());
         }
         // One more byte each every ~200 ms: a slowloris that keeps the headers coming.
-        if round % 10 == 0 {
+        if round.is_multiple_of(10) {
             for stream in open {
                 let _ = stream.write(b"a");
             }
@@ -287,11 +288,9 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
     poll("the API's connections to be gone", ANSWER, || (open_files(pid)? < 64).then_some(()));
 
     // Memory comes back down.
-    eprintln!("hangar-api RSS baseline {baseline} KiB, peak {peak} KiB, now {} KiB", rss_kib(pid));
+    let peak = proc_status_kib(pid, "VmHWM").unwrap();
     let after = poll("the API's RSS to come back near its baseline", Duration::from_secs(30), || {
         let now = rss_kib(pid);
-        if std::env::var("PROBE").is_ok() { let _ = request(&address, "GET", "/health/live", ""); }
-        eprintln!("rss {now}");
         (now <= baseline + RSS_MARGIN_KIB).then_some(now)
     });
     eprintln!(
