@@ -87,6 +87,11 @@ pub fn default_max_connections(fd_limit: Option<u64>) -> usize {
     usize::try_from(room.min(ceiling)).unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1)
 }
 
+/// Whether `max_connections`, the reserve and the API's own files fit in `fd_limit`.
+pub fn fits(max_connections: usize, fd_limit: u64) -> bool {
+    (max_connections as u64).saturating_add(RESERVE as u64 + FD_HEADROOM) <= fd_limit
+}
+
 /// Serves `router` on `listener` until `stop` resolves, then lets every open connection finish
 /// its request in progress (hyper's graceful shutdown) and returns once all are closed.
 pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: impl Future<Output = ()>) {
@@ -220,6 +225,10 @@ impl Connection {
                 _ = stopping.changed(), if !draining => {
                     draining = true;
                     connection.as_mut().graceful_shutdown();
+                    // Nothing in progress (idle, or headers not yet complete): nothing to finish.
+                    if activity.deadline().is_some() {
+                        return;
+                    }
                 }
             }
         }
@@ -450,6 +459,8 @@ mod tests {
         assert_eq!(default_max_connections(Some(1 << 20)), DEFAULT_MAX_CONNECTIONS);
         assert_eq!(default_max_connections(Some(1024)), 1024 - 64 - RESERVE);
         assert_eq!(default_max_connections(Some(10)), 1);
+        assert!(fits(default_max_connections(Some(1024)), 1024));
+        assert!(!fits(1024, 1024));
     }
 
     #[test]
