@@ -81,7 +81,8 @@ struct Args {
     #[arg(long, value_name = "N", env = "HANGAR_API_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
     /// Seconds a client has to send a request's headers, from connecting (or, on a kept-alive
-    /// connection, from the request's first byte); a slower connection is closed.
+    /// connection, from the request's first byte), and then as long again for its body; a slower
+    /// connection is closed.
     #[arg(long, value_name = "SECONDS", env = "HANGAR_API_HEADER_TIMEOUT_S", default_value_t = serve::DEFAULT_HEADER_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(1..=3600))]
     header_timeout_s: u64,
     /// Seconds a kept-alive connection may wait for its next request before it is closed. A

@@ -4,6 +4,7 @@
 //! - A request's headers must be complete within `header_timeout`, counted from the connection's
 //!   start, or on a kept-alive connection from the first byte of the next request. Dribbling
 //!   bytes does not extend it (slowloris).
+//!   A request's body must then arrive within the same time from the end of its headers.
 //! - A kept-alive connection with no request in progress is closed after `idle_timeout`. A
 //!   response still being sent (an event stream) is a request in progress, never idle.
 //! - At most `max_connections` are served at once. Past that, a few [`RESERVE`] connections
@@ -187,7 +188,8 @@ impl Connection {
         let tracked = activity.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let request_in_progress = RequestInProgress::begin(tracked.clone());
-            let answer = router.call(request);
+            let body_deadline = Instant::now() + header_timeout;
+            let answer = router.call(request.map(|body| DeadlineBody { body, deadline: body_deadline, timer: None }));
             async move {
                 let response = answer.await?;
                 Ok::<_, Infallible>(response.map(|body| TrackedBody { body, _request: request_in_progress }))
@@ -348,6 +350,51 @@ impl HttpBody for TrackedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
         Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request body that must arrive in full within the header deadline, counted again from the
+/// end of the headers, so a client cannot hold a connection by dribbling its body either.
+struct DeadlineBody {
+    body: Incoming,
+    deadline: Instant,
+    /// Armed the first time the body is not all there yet.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// The request body did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within the deadline")]
+struct BodyTimedOut;
+
+impl HttpBody for DeadlineBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::BoxError>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|frame| frame.map_err(axum::BoxError::from))),
+            Poll::Pending => {
+                let deadline = this.deadline;
+                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(BodyTimedOut.into()))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
     }
 
     fn is_end_stream(&self) -> bool {

@@ -1,7 +1,7 @@
 //! One local process cannot exhaust the API's connections. Against a real hangar and an API run
 //! with small limits (a cap of 1000, 2 s for headers, 5 s idle), a flood of thousands of
 //! connections: the cap filled with event streams, thousands more past it, slow-header
-//! connections dribbling bytes and idle keep-alive ones. Normal requests (a read, readiness and
+//! connections dribbling their headers or bodies, and idle keep-alive ones. Normal requests (a read, readiness and
 //! an operator's POST) are still answered through the reserve, connections past the cap are
 //! refused with a 503 while those already open are still served, slow and idle connections are
 //! closed by their deadlines, event streams are never cut, and the API's memory comes back down.
@@ -22,6 +22,8 @@ const PAST_CAP: usize = 2500;
 const ALREADY_OPEN: usize = 10;
 /// Connections that dribble their request headers a byte at a time.
 const SLOW: usize = 300;
+/// Connections that send their headers, then dribble the body.
+const SLOW_BODY: usize = 50;
 /// Kept-alive connections left idle after one request.
 const IDLE: usize = 600;
 /// Event streams kept open through the idle and slow phase.
@@ -263,8 +265,19 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
             stream
         })
         .collect();
+    // And a few that send their headers but then dribble the body.
+    slow.extend((0..SLOW_BODY).map(|_| {
+        let mut stream = connect(&address);
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/list\r\nContent-Length: 100000\r\n\r\n{{"
+        )
+        .unwrap();
+        stream
+    }));
     let mut round = 0u32;
-    poll("every slow-header connection to be closed at its deadline", Duration::from_secs(30), || {
+    poll("every slow-header and slow-body connection to be closed at its deadline", Duration::from_secs(30), || {
         round += 1;
         let open: Vec<&mut TcpStream> = slow.iter_mut().filter_map(|s| (!closed(s)).then_some(s)).collect();
         if open.is_empty() {
@@ -294,7 +307,7 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
         (now <= baseline + RSS_MARGIN_KIB).then_some(now)
     });
     eprintln!(
-        "connections: {} streams, {PAST_CAP} past the cap ({refused_with_503} refused with 503), {IDLE} idle, {SLOW} slow; \
+        "connections: {} streams, {PAST_CAP} past the cap ({refused_with_503} refused with 503), {IDLE} idle, {SLOW} slow headers, {SLOW_BODY} slow bodies; \
          hangar-api RSS baseline {baseline} KiB, peak {peak} KiB, after {after} KiB",
         CAP - ALREADY_OPEN
     );
