@@ -13,9 +13,10 @@ use nix::unistd::Pid;
 
 use crate::http::{self, Endpoint};
 
-/// The hangar's own binaries (the API, the prober, and the supervisor's guardian copy): the
-/// processes whose memory counts as the hangar's. Everything else under it is an upstream.
-const HANGAR_PROGRAMS: [&str; 3] = ["hangar-supervisor", "hangar-api", "hangar-prober"];
+/// The hangar's own binaries (the API, the prober, and the supervisor's two guardian copies,
+/// which name themselves `hangar-guardian`): the processes whose memory counts as the hangar's.
+/// Everything else under it is an upstream.
+const HANGAR_PROGRAMS: [&str; 3] = ["hangar-api", "hangar-prober", "hangar-guardian"];
 
 /// A free loopback port: bound with port 0, read back, released for the hangar to take.
 pub fn free_port() -> anyhow::Result<u16> {
@@ -115,7 +116,7 @@ impl Drop for Hangar {
 /// Resident memory of a hangar: its own processes, and separately the upstreams it runs.
 #[derive(Debug, Default)]
 pub struct Footprint {
-    /// The supervisor plus its API, prober and guardian, in KiB.
+    /// The supervisor plus its API, prober and guardians, in KiB.
     pub hangar_kib: u64,
     /// Each of those, by program name (the supervisor itself first).
     pub parts: Vec<(String, u64)>,
@@ -172,8 +173,7 @@ pub fn footprint(supervisor: u32) -> Footprint {
         let Some(info) = procs.get(&pid) else { continue };
         if HANGAR_PROGRAMS.contains(&info.program.as_str()) {
             out.hangar_kib += info.rss_kib;
-            let name = if info.program == "hangar-supervisor" { "guardian".to_owned() } else { info.program.clone() };
-            out.parts.push((name, info.rss_kib));
+            out.parts.push((info.program.clone(), info.rss_kib));
         } else {
             out.upstreams += 1;
             // The upstream and everything below it.

@@ -305,7 +305,7 @@ impl Suite {
                 bail!("expected {n} upstream processes under the supervisor, found {}", running.upstreams);
             }
             self.row(
-                format!("RSS hangar (supervisor+api+prober+guardian), {n} running"),
+                format!("RSS hangar (supervisor+api+prober+guardians), {n} running"),
                 mib(running.hangar_kib),
                 "MiB",
                 None,
