@@ -92,16 +92,13 @@ pub async fn require_key(State(keys): State<ApiKeys>, request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .or_else(|| headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())?.strip_prefix("Bearer "))
         .map(str::trim);
-    match presented {
-        Some(key) if keys.accepts(key) => next.run(request).await,
-        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "the API key is not valid").into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "Unauthorized",
-            "an API key is required: send it as X-API-Key or Authorization: Bearer",
-        )
-        .into_response(),
-    }
+    let refusal = match presented {
+        Some(key) if keys.accepts(key) => return next.run(request).await,
+        Some(_) => "the API key is not valid",
+        None => "an API key is required: send it as X-API-Key or Authorization: Bearer",
+    };
+    let response = ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal).into_response();
+    crate::body::refuse_unread(request, response).await
 }
 
 #[cfg(test)]

@@ -233,18 +233,10 @@ impl Config {
 
     /// Parses and validates YAML text.
     pub fn parse(text: &str) -> Result<Config, KeyError> {
-        // Before deserializing, which would keep the last of two keys without a word.
-        if let Some(duplicate) = crate::yaml_keys::find_duplicate(text) {
-            return Err(KeyError {
-                key: duplicate.path(),
-                message: format!(
-                    "duplicate key `{}` at line {} (first at line {}){}",
-                    duplicate.key,
-                    duplicate.line,
-                    duplicate.first_line,
-                    if duplicate.within.is_empty() { String::new() } else { format!(" in {}", duplicate.within) }
-                ),
-            });
+        // Before deserializing, which would keep the last of two keys without a word, take time
+        // quadratic in the nesting, and copy every aliased node at each alias.
+        if let Some(problem) = crate::yaml_keys::find_problem(text) {
+            return Err(yaml_problem(problem));
         }
         let mut config: Config = if text.trim().is_empty() {
             // An empty file is a hangar with no servers, not a parse error.
@@ -449,6 +441,34 @@ pub struct KeyError {
 }
 
 /// The YAML parser sometimes starts its message with the path we already name.
+/// What the YAML pre-pass found, as an error at the key it concerns.
+fn yaml_problem(problem: crate::yaml_keys::Problem) -> KeyError {
+    use crate::yaml_keys::{MAX_DEPTH, MAX_EXPANDED_BYTES, Problem};
+    match problem {
+        Problem::Duplicate(duplicate) => KeyError {
+            key: duplicate.path(),
+            message: format!(
+                "duplicate key `{}` at line {} (first at line {}){}",
+                duplicate.key,
+                duplicate.line,
+                duplicate.first_line,
+                if duplicate.within.is_empty() { String::new() } else { format!(" in {}", duplicate.within) }
+            ),
+        },
+        Problem::TooDeep { line } => KeyError {
+            key: "(top level)".into(),
+            message: format!("nested deeper than {MAX_DEPTH} levels at line {line}"),
+        },
+        Problem::ExpandsTooFar { line } => KeyError {
+            key: "(top level)".into(),
+            message: format!(
+                "its aliases expand it past {} MiB at line {line}: a config may repeat a node by alias, not multiply it",
+                MAX_EXPANDED_BYTES >> 20
+            ),
+        },
+    }
+}
+
 fn without_path_prefix<'a>(message: &'a str, key: &str) -> &'a str {
     match message.split_once(": ") {
         Some((head, rest)) if key == head || key.starts_with(&format!("{head}.")) => rest,
