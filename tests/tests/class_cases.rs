@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{Hangar, api_listening_address, bin, poll, raw_http, read_pid, supervisor_exit};
+use hangar_tests::{Hangar, api_listening_address, bin, free_port, poll, raw_http, read_pid, supervisor_exit};
 
 const CONFIG: &str = r#"
 mcp_servers:
@@ -197,4 +197,27 @@ fn a_config_too_deep_or_multiplied_by_aliases_is_refused_at_once() {
         assert_eq!(hangar.call("math", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})), "{what}");
         assert_eq!(read_pid(&hangar.path("math.pid")), pid, "{what}: the same process");
     }
+}
+
+/// A start whose upstream refuses or closes the connection during the handshake ends, with a
+/// reason, within the handshake's bound. A remote endpoint nobody answers on used to hold its
+/// start forever: the hangar waited for that endpoint's "process" to exit, and there is none,
+/// so the server stayed `initializing` and every later start joined the stuck one.
+#[test]
+fn a_remote_endpoint_that_refuses_fails_its_start_instead_of_holding_it() {
+    let port = free_port();
+    let hangar = Hangar::start(&format!(
+        "mcp_servers:\n  far:\n    mode: remote\n    endpoint: \"http://127.0.0.1:{port}/mcp\"\n    handshake_timeout_s: 30\n"
+    ));
+    let addr = hangar.base.trim_start_matches("http://").to_owned();
+    let head =
+        format!("POST /api/mcp_servers/far/start HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n");
+    // raw_http gives up after 10 s: well within the 30 s handshake bound, so only an answer to
+    // the refusal itself passes.
+    let (status, text) = raw_http(&addr, &head, b"").expect("the start answers");
+    assert_eq!(status, 502, "{text:.500}");
+    assert!(text.contains("refused or closed the connection during `server/discover`"), "{text:.500}");
+    let details = hangar.details("far");
+    assert_eq!(details["state"], "dead", "{details}");
+    assert_eq!(details["dead"]["reason"], "start_failed", "{details}");
 }

@@ -229,7 +229,9 @@ impl Server {
         let (handshake, tools) = tokio::select! {
             outcome = tokio::time::timeout_at(deadline.into(), handshake_and_tools) => match outcome {
                 Ok(Ok(done)) => done,
-                Ok(Err(RequestError::Closed { .. })) => return Err(StartFailure::Exited(wait_exit(&mut exited).await)),
+                Ok(Err(RequestError::Closed { method })) => {
+                    return Err(self.closed_during_handshake(&process, &mut exited, deadline, &method).await);
+                }
                 // The era probe and each request get a share of the time; the bound that ran out
                 // is the whole handshake's, so that is the one to name.
                 Ok(Err(RequestError::Timeout { method, .. })) => {
@@ -264,6 +266,28 @@ impl Server {
         inner.last_check = None;
         self.transition(&mut inner, Event::HandshakeDone);
         Ok(())
+    }
+
+    /// Why a start whose upstream closed the connection during the handshake failed. A child is
+    /// given until the handshake's deadline to exit, so the failure can say how it ended; a
+    /// remote endpoint (nothing refused it but the far end) and a child that lingers are not
+    /// waited for past it: the start ends either way.
+    async fn closed_during_handshake(
+        &self,
+        process: &Process,
+        exited: &mut watch::Receiver<Option<String>>,
+        deadline: Instant,
+        method: &str,
+    ) -> StartFailure {
+        if process.pid.is_none() {
+            return StartFailure::Handshake(format!("its endpoint refused or closed the connection during `{method}`"));
+        }
+        match tokio::time::timeout_at(deadline.into(), wait_exit(exited)).await {
+            Ok(how) => StartFailure::Exited(how),
+            Err(_) => StartFailure::Handshake(
+                self.handshake_timed_out(&format!("it closed the connection during `{method}` and did not exit")),
+            ),
+        }
     }
 
     /// Why a start that ran out of `handshake_timeout_s` failed, naming the key and its value.
