@@ -6,7 +6,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{Hangar, api_listening_address, bin, free_port, poll, raw_http, read_pid, supervisor_exit};
+use hangar_tests::{
+    Hangar, api_listening_address, bin, children_named, free_port, poll, raw_http, read_pid, supervisor_exit,
+};
 
 const CONFIG: &str = r#"
 mcp_servers:
@@ -220,4 +222,55 @@ fn a_remote_endpoint_that_refuses_fails_its_start_instead_of_holding_it() {
     let details = hangar.details("far");
     assert_eq!(details["state"], "dead", "{details}");
     assert_eq!(details["dead"]["reason"], "start_failed", "{details}");
+}
+
+/// Concurrent restarts (`hangar restart`: a stop, then a start) of a server with a slow
+/// handshake: a stop that lands while a start is spawning its process found nothing to end, and
+/// that start then recorded its process anyway, so the server read `cold` with a process still
+/// running under it. Now however the restarts interleave, the outcome is one consistent state:
+/// `ready` with exactly one process, or `cold` with none.
+#[test]
+fn concurrent_restarts_leave_one_process_or_none_never_one_under_a_cold_server() {
+    let hangar = Hangar::start(&format!(
+        "mcp_servers:\n  slow:\n    command: [\"{}\", \"--tools\", \"add\", \"--handshake-delay-ms\", \"1500\"]\n",
+        bin("hangar-upstream-fake").display()
+    ));
+    for round in 0..2 {
+        let restarts: Vec<_> = (0..10)
+            .map(|_| {
+                Command::new(bin("hangar"))
+                    .args(["--url", &hangar.base, "restart", "slow"])
+                    .env_remove("HANGAR_URL")
+                    .env_remove("HANGAR_API_KEY")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut restart in restarts {
+            let _ = restart.wait();
+        }
+        // A process the hangar has just killed may take a moment to be reaped: a consistent
+        // state must hold within a bounded wait, and one that never comes is the fault.
+        let mut last = None;
+        let settled = std::iter::repeat_with(|| {
+            let details = hangar.details("slow");
+            let running = children_named(hangar.pid(), "--handshake-delay-ms");
+            let consistent = match details["state"].as_str() {
+                Some("ready") => running.len() == 1 && details["meta"]["pid"] == json!(running[0]),
+                Some("cold") => running.is_empty() && details["alive"] == false,
+                _ => false,
+            };
+            last = Some((details, running));
+            consistent || {
+                std::thread::sleep(Duration::from_millis(100));
+                false
+            }
+        })
+        .take(200)
+        .any(|consistent| consistent);
+        assert!(settled, "round {round}: state and processes disagree: {last:?}");
+    }
 }

@@ -312,7 +312,7 @@ impl Server {
         tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
-        Ok(self.running(Process { pid: Some(pid), upstream, exited, _remote: None }))
+        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None })
     }
 
     /// A managed HTTP child: MCP over HTTP at its endpoint, its stdout and stderr into the log.
@@ -326,14 +326,14 @@ impl Server {
         let upstream = self.http_upstream(generation)?;
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
-        Ok(self.running(Process { pid: Some(pid), upstream, exited, _remote: None }))
+        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None })
     }
 
     /// A remote endpoint: nothing to spawn.
     fn connect_remote(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
         let upstream = self.http_upstream(generation)?;
         let (never_exits, exited) = watch::channel(None);
-        Ok(self.running(Process { pid: None, upstream, exited, _remote: Some(Arc::new(never_exits)) }))
+        self.running(generation, Process { pid: None, upstream, exited, _remote: Some(Arc::new(never_exits)) })
     }
 
     fn http_upstream(self: &Arc<Self>, generation: u64) -> Result<Arc<Upstream>, StartFailure> {
@@ -397,14 +397,21 @@ impl Server {
     }
 
     /// Records a newly started process as the server's current one.
-    fn running(&self, process: Process) -> Process {
+    /// Records `process` as the server's, unless a stop came while it was being spawned: that
+    /// stop found no process to end, so this one is ended here rather than left running under
+    /// a server that reads `cold`.
+    fn running(&self, generation: u64, process: Process) -> Result<Process, StartFailure> {
         let mut inner = self.lock();
+        if inner.generation != generation {
+            tokio::spawn(terminate(process, Duration::ZERO));
+            return Err(StartFailure::Stopped);
+        }
         inner.meta.pid = process.pid;
         inner.meta.started_at = Some(rfc3339_millis(SystemTime::now()));
         inner.counters.starts += 1;
         inner.meta.restarts = inner.counters.starts - 1;
         inner.process = Some(process.clone());
-        process
+        Ok(process)
     }
 
     /// Records a failed start and renders its error in the hangar's words.
