@@ -274,3 +274,42 @@ fn concurrent_restarts_leave_one_process_or_none_never_one_under_a_cold_server()
         assert!(settled, "round {round}: state and processes disagree: {last:?}");
     }
 }
+
+/// A start overtaken by a stop says who stopped it: a stop request, or a config reload that
+/// removed the server (not a bare "it was stopped", which reads as if the server or someone
+/// unknown did it).
+#[test]
+fn a_start_overtaken_by_a_stop_or_a_reload_names_it() {
+    let slow = format!(
+        "  slow:\n    command: [\"{}\", \"--tools\", \"add\", \"--handshake-delay-ms\", \"1500\"]\n",
+        bin("hangar-upstream-fake").display()
+    );
+    let hangar = Hangar::start(&format!("mcp_servers:\n{slow}"));
+    let addr = hangar.base.trim_start_matches("http://").to_owned();
+    let start_in_background = || {
+        let addr = addr.clone();
+        let head =
+            format!("POST /api/mcp_servers/slow/start HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n");
+        std::thread::spawn(move || raw_http(&addr, &head, b"").expect("the start answers"))
+    };
+    let initializing = || {
+        poll("the start to be under way", Duration::from_secs(10), || {
+            (hangar.details("slow")["state"] == "initializing").then_some(())
+        })
+    };
+
+    let start = start_in_background();
+    initializing();
+    assert_eq!(hangar.post("/api/mcp_servers/slow/stop", None).status, 200);
+    let (status, text) = start.join().unwrap();
+    assert_eq!(status, 409, "{text:.500}");
+    assert!(text.contains("it was stopped while starting: a stop was requested"), "{text:.500}");
+
+    let start = start_in_background();
+    initializing();
+    std::fs::write(hangar.path("hangar.yaml"), "mcp_servers: {}\n").unwrap();
+    let reloaded = hangar.post_raw("/api/config/reload", &[("Content-Type", "application/json")], b"{}");
+    assert_eq!(reloaded.status, 200, "{}", reloaded.text);
+    let (_, text) = start.join().unwrap();
+    assert!(text.contains("it was stopped while starting: a config reload changed or removed it"), "{text:.500}");
+}

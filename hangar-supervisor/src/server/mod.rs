@@ -30,7 +30,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hangar_core::backoff;
 use hangar_core::config::{RecoveryPolicy, ServerConfig};
 use hangar_core::ipc::ProbeTarget;
-use hangar_core::lifecycle::{Event, Lifecycle, State};
+use hangar_core::lifecycle::{Event, Lifecycle, State, StopReason};
 use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
 use hangar_core::metrics::{Histogram, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord};
@@ -88,6 +88,8 @@ struct Inner {
     failure_streak: u32,
     /// A recovery task is running for the current degradation.
     recovering: bool,
+    /// Why the last stop ran, for the start it overtook to say so.
+    last_stop: Option<StopReason>,
 }
 
 /// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
@@ -160,6 +162,7 @@ impl Server {
                 last_check: None,
                 failure_streak: 0,
                 recovering: false,
+                last_stop: None,
             }),
             starting: Mutex::new(None),
         })

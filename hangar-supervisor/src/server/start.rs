@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use hangar_core::ipc::{ErrorKind, IpcError, Started};
-use hangar_core::lifecycle::{Event, State};
+use hangar_core::lifecycle::{Event, State, StopReason};
 use hangar_core::record::{DeadRecord, ToolInfo};
 use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
@@ -429,7 +429,7 @@ impl Server {
                 ErrorKind::CapabilityBlocked,
                 format!("it serves tools outside capabilities.tools.expected_tools: {}", tools.join(", ")),
             ),
-            StartFailure::Stopped => (ErrorKind::Stopped, "it was stopped while starting".into()),
+            StartFailure::Stopped => (ErrorKind::Stopped, stopped_while_starting(inner.last_stop)),
             StartFailure::Spawn(why) | StartFailure::Handshake(why) => (ErrorKind::StartFailed, why.clone()),
             StartFailure::PortHeld(why) => (ErrorKind::PortHeld, why.clone()),
             StartFailure::Exited(how) => {
@@ -451,6 +451,17 @@ impl Server {
         tracing::warn!(mcp_server = %self.id, %why, "start failed");
         IpcError::new(kind, format!("`{}` did not start: {why}", self.id)).with_details(json!({"dead": dead}))
     }
+}
+
+/// What overtook a start, in the hangar's words: who stopped it, and why.
+fn stopped_while_starting(reason: Option<StopReason>) -> String {
+    let why = match reason {
+        Some(StopReason::UserRequest) | None => "a stop was requested",
+        Some(StopReason::Reload) => "a config reload changed or removed it",
+        Some(StopReason::Shutdown) => "the hangar is shutting down",
+        Some(StopReason::Idle) => "it was idle for longer than idle_ttl_s",
+    };
+    format!("it was stopped while starting: {why}")
 }
 
 /// The host and port an endpoint URL names (IPv6 literals without brackets).
