@@ -231,8 +231,16 @@ impl Config {
         Config::parse(&text).map_err(|e| ConfigError::Invalid { path: path.to_owned(), key: e.key, message: e.message })
     }
 
-    /// Parses and validates YAML text.
+    /// Parses and validates YAML text. An error quotes the file within bounds: a value or key
+    /// of megabytes is not repeated whole on every surface that shows the error.
     pub fn parse(text: &str) -> Result<Config, KeyError> {
+        Config::parse_unbounded(text).map_err(|err| KeyError {
+            key: crate::echo::bounded_to(&err.key, MAX_ERROR_KEY_BYTES).into_owned(),
+            message: crate::echo::bounded_to(&err.message, MAX_ERROR_MESSAGE_BYTES).into_owned(),
+        })
+    }
+
+    fn parse_unbounded(text: &str) -> Result<Config, KeyError> {
         // Before deserializing, which would keep the last of two keys without a word, take time
         // quadratic in the nesting, and copy every aliased node at each alias.
         if let Some(problem) = crate::yaml_keys::find_problem(text) {
@@ -430,6 +438,10 @@ fn read_regular(path: &Path, limit: u64) -> Result<String, ConfigError> {
     }
     String::from_utf8(bytes).map_err(|err| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))
 }
+
+/// The most of a config error's key path, and of its message, that is shown.
+const MAX_ERROR_KEY_BYTES: usize = 256;
+const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
 
 /// A problem at one key of the config.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -699,6 +711,16 @@ mcp_servers:
         let outcome = with_timeout(Duration::from_millis(50), move || blocked.recv().is_ok());
         assert_eq!(outcome.ok(), Some(None));
         assert_eq!(with_timeout(Duration::from_secs(10), || 7).ok(), Some(Some(7)));
+    }
+
+    #[test]
+    fn an_error_quotes_the_file_within_bounds() {
+        let err = Config::parse(&format!("{}\n", "x".repeat(3 << 20))).unwrap_err();
+        assert!(err.message.len() <= MAX_ERROR_MESSAGE_BYTES + 32, "{} bytes", err.message.len());
+        assert!(err.message.starts_with("invalid type: string"), "{}", &err.message[..100]);
+        let err = Config::parse(&format!("mcp_servers:\n  {}: {{command: [x]}}\n", "k".repeat(1 << 20))).unwrap_err();
+        assert!(err.key.len() <= MAX_ERROR_KEY_BYTES + 32, "{} bytes", err.key.len());
+        assert!(err.message.len() <= MAX_ERROR_MESSAGE_BYTES + 32, "{} bytes", err.message.len());
     }
 
     #[test]

@@ -313,3 +313,41 @@ fn a_start_overtaken_by_a_stop_or_a_reload_names_it() {
     let (_, text) = start.join().unwrap();
     assert!(text.contains("it was stopped while starting: a config reload changed or removed it"), "{text:.500}");
 }
+
+/// A config error quotes the file within bounds: a 3 MB value or a 1 MB server id is named by
+/// its first bytes and its length, not repeated whole in the reload's answer, the hangar's log
+/// and the exit message.
+#[test]
+fn a_config_error_quotes_a_huge_value_bounded() {
+    let cases = [
+        ("a 3 MB scalar", format!("{}\n", "x".repeat(3 << 20)), "invalid type: string"),
+        // An explicit key: a plain one is at most 1024 characters.
+        (
+            "a 1 MB server id",
+            format!("mcp_servers:\n  ? {}\n  : {{command: [x]}}\n", "k".repeat(1 << 20)),
+            "a server id is",
+        ),
+    ];
+    let temp = tempfile::tempdir().unwrap();
+    let config = temp.path().join("hangar.yaml");
+    let socket = temp.path().join("s.sock");
+    for (what, yaml, expected) in &cases {
+        std::fs::write(&config, yaml).unwrap();
+        let args = [OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()];
+        let (code, stderr) = supervisor_exit(&args, &[]);
+        assert_eq!(code, Some(78), "{what}: {stderr:.300}");
+        assert!(stderr.contains(expected), "{what}: {stderr:.300}");
+        assert!(stderr.len() < 4096, "{what}: {} bytes on stderr", stderr.len());
+    }
+
+    let hangar = Hangar::start(CONFIG);
+    for (what, yaml, expected) in &cases {
+        std::fs::write(hangar.path("hangar.yaml"), yaml).unwrap();
+        let refused = hangar.post_raw("/api/config/reload", &[("Content-Type", "application/json")], b"{}");
+        assert_eq!(refused.status, 400, "{what}: {:.300}", refused.text);
+        assert!(refused.text.contains(expected), "{what}: {:.300}", refused.text);
+        assert!(refused.text.len() < 4096, "{what}: an answer of {} bytes", refused.text.len());
+    }
+    let longest = hangar.log().lines().map(str::len).max().unwrap_or_default();
+    assert!(longest < 4096, "a log line of {longest} bytes");
+}
