@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 
+/// The largest keys file read: some thousands of keys.
+const MAX_KEYS_FILE_BYTES: u64 = 1 << 20;
+
 /// The hashes of the keys that may use the API.
 #[derive(Debug, Clone, Default)]
 pub struct ApiKeys {
@@ -25,7 +28,7 @@ pub struct ApiKeys {
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
     #[error("{path}: cannot read the API keys: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read { path: String, source: hangar_core::small_file::SmallFileError },
     #[error(
         "{path}:{line}: expected `sha256:<64 hex digits>` (the hash of a key, e.g. from `printf %s KEY | sha256sum`)"
     )]
@@ -35,7 +38,9 @@ pub enum KeysError {
 impl ApiKeys {
     pub fn load(path: &Path) -> Result<ApiKeys, KeysError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| KeysError::Read { path: shown.clone(), source })?;
+        // A regular file only: `/dev/zero` filled the memory, a FIFO held the start for good.
+        let text = hangar_core::small_file::read_regular(path, MAX_KEYS_FILE_BYTES)
+            .map_err(|source| KeysError::Read { path: shown.clone(), source })?;
         ApiKeys::parse(&text).map_err(|line| KeysError::Malformed { path: shown, line })
     }
 

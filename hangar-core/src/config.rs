@@ -401,42 +401,14 @@ fn with_timeout<T: Send + 'static>(
     Ok(result.recv_timeout(timeout).ok())
 }
 
-/// Opens `path` without blocking (a FIFO opens at once with `O_NONBLOCK`), judges what was
-/// opened (fstat on the open file, so it cannot be swapped after the check), and reads at most
-/// `limit` bytes of a regular file.
+/// The config's text, read by [`crate::small_file::read_regular`], its refusals in the config's words.
 fn read_regular(path: &Path, limit: u64) -> Result<String, ConfigError> {
-    use std::io::Read as _;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let read_err = |source| ConfigError::Read { path: path.to_owned(), source };
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_err)?;
-    let metadata = file.metadata().map_err(read_err)?;
-    let kind = metadata.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else {
-            "not a file"
-        };
-        return Err(ConfigError::NotRegular { path: path.to_owned(), what });
-    }
-    if metadata.len() > limit {
-        return Err(ConfigError::TooLarge { path: path.to_owned() });
-    }
-    // The file may grow after the fstat: read one byte past the limit to notice.
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(read_err)?;
-    if bytes.len() as u64 > limit {
-        return Err(ConfigError::TooLarge { path: path.to_owned() });
-    }
-    String::from_utf8(bytes).map_err(|err| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))
+    use crate::small_file::{SmallFileError, read_regular};
+    read_regular(path, limit).map_err(|err| match err {
+        SmallFileError::Io(source) => ConfigError::Read { path: path.to_owned(), source },
+        SmallFileError::NotRegular(what) => ConfigError::NotRegular { path: path.to_owned(), what },
+        SmallFileError::TooLarge { .. } => ConfigError::TooLarge { path: path.to_owned() },
+    })
 }
 
 /// The most of a config error's key path, and of its message, that is shown.

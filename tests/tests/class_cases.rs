@@ -351,3 +351,41 @@ fn a_config_error_quotes_a_huge_value_bounded() {
     let longest = hangar.log().lines().map(str::len).max().unwrap_or_default();
     assert!(longest < 4096, "a log line of {longest} bytes");
 }
+
+/// `--api-keys` is read like the config: a regular file only, size-capped. `/dev/zero` used to
+/// fill the API's memory (about 1 GB a second) and a FIFO held its start for good; both, and a
+/// symlink to either, are refused with 78 naming what is there.
+#[test]
+fn an_api_keys_path_that_is_not_a_regular_file_is_refused() {
+    let temp = tempfile::tempdir().unwrap();
+    let fifo = temp.path().join("keys.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR).unwrap();
+    let link = temp.path().join("keys.link");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let cases = [
+        (std::path::PathBuf::from("/dev/zero"), "not a regular file (it is a character device)"),
+        (fifo, "not a regular file (it is a FIFO)"),
+        (link, "not a regular file (it is a character device)"),
+    ];
+    for (path, expected) in cases {
+        let stderr = tempfile::NamedTempFile::new().unwrap();
+        // Killed on drop: a test that fails must not leave an API filling its memory.
+        let mut api = KeyedApi(
+            Command::new(bin("hangar-api"))
+                .arg("--api-keys")
+                .arg(&path)
+                .arg("--socket")
+                .arg(temp.path().join("nobody.sock"))
+                .args(["--listen", "127.0.0.1:0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(stderr.reopen().unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        let status = poll("the API to exit", Duration::from_secs(10), || api.0.try_wait().ok().flatten());
+        let said = std::fs::read_to_string(stderr.path()).unwrap_or_default();
+        assert_eq!(status.code(), Some(78), "{}: {said:.300}", path.display());
+        assert!(said.contains(expected), "{}: {said:.300}", path.display());
+    }
+}
