@@ -9,6 +9,7 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 
+use hangar_core::echo::bounded;
 use tokio::sync::broadcast;
 
 use crate::guard::{AllowedOrigin, Guard};
@@ -73,9 +74,11 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Logs each request; the method and path a client chose are quoted bounded, like every echo
+/// of client input (a path may be hundreds of kilobytes).
 async fn log_request(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    let method = bounded(request.method().as_str()).into_owned();
+    let path = bounded(request.uri().path()).into_owned();
     let started = Instant::now();
     let response = next.run(request).await;
     tracing::debug!(%method, %path, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");

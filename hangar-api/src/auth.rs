@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 
+/// The largest keys file read: some thousands of keys.
+const MAX_KEYS_FILE_BYTES: u64 = 1 << 20;
+
 /// The hashes of the keys that may use the API.
 #[derive(Debug, Clone, Default)]
 pub struct ApiKeys {
@@ -25,7 +28,7 @@ pub struct ApiKeys {
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
     #[error("{path}: cannot read the API keys: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read { path: String, source: hangar_core::small_file::SmallFileError },
     #[error(
         "{path}:{line}: expected `sha256:<64 hex digits>` (the hash of a key, e.g. from `printf %s KEY | sha256sum`)"
     )]
@@ -35,7 +38,9 @@ pub enum KeysError {
 impl ApiKeys {
     pub fn load(path: &Path) -> Result<ApiKeys, KeysError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| KeysError::Read { path: shown.clone(), source })?;
+        // A regular file only: `/dev/zero` filled the memory, a FIFO held the start for good.
+        let text = hangar_core::small_file::read_regular(path, MAX_KEYS_FILE_BYTES)
+            .map_err(|source| KeysError::Read { path: shown.clone(), source })?;
         ApiKeys::parse(&text).map_err(|line| KeysError::Malformed { path: shown, line })
     }
 
@@ -92,16 +97,13 @@ pub async fn require_key(State(keys): State<ApiKeys>, request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .or_else(|| headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())?.strip_prefix("Bearer "))
         .map(str::trim);
-    match presented {
-        Some(key) if keys.accepts(key) => next.run(request).await,
-        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "the API key is not valid").into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "Unauthorized",
-            "an API key is required: send it as X-API-Key or Authorization: Bearer",
-        )
-        .into_response(),
-    }
+    let refusal = match presented {
+        Some(key) if keys.accepts(key) => return next.run(request).await,
+        Some(_) => "the API key is not valid",
+        None => "an API key is required: send it as X-API-Key or Authorization: Bearer",
+    };
+    let response = ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal).into_response();
+    crate::body::refuse_unread(request, response).await
 }
 
 #[cfg(test)]

@@ -31,12 +31,8 @@ const DRAIN_TIME: Duration = Duration::from_secs(5);
 /// Hands the handler the body read whole, or answers 413 (or 400 for a body that cannot be read).
 pub async fn bounded_body(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let declared = declared_length(&parts.headers);
-    if let Some(declared) = declared.filter(|&len| len > BODY_LIMIT as u64) {
-        // A client waiting for `100 Continue` has sent nothing yet and never will.
-        if declared <= DRAIN_LIMIT && !expects_continue(&parts.headers) {
-            drain(body, DRAIN_LIMIT).await;
-        }
+    if declared_length(&parts.headers).is_some_and(|len| len > BODY_LIMIT as u64) {
+        linger(&parts.headers, body).await;
         return too_large(&parts);
     }
     match read_bounded(body).await {
@@ -77,6 +73,26 @@ async fn read_bounded(mut body: Body) -> Result<Bytes, Unread> {
         1 => chunks.swap_remove(0),
         _ => Bytes::from(chunks.concat()),
     })
+}
+
+/// Answers `response` to a request refused before its body was read (a guard or key refusal):
+/// the body is read and discarded first, as for a 413, and the connection closed after it, so
+/// a client still sending sees the answer and not a reset.
+pub async fn refuse_unread(request: Request, mut response: Response) -> Response {
+    let (parts, body) = request.into_parts();
+    linger(&parts.headers, body).await;
+    response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// The lingering close of a body that will not be used: read and dropped within the bounds,
+/// unless it declares more than [`DRAIN_LIMIT`] or its client waits for `100 Continue` (it has
+/// sent nothing yet and never will).
+async fn linger(headers: &HeaderMap, body: Body) {
+    if declared_length(headers).is_some_and(|len| len > DRAIN_LIMIT) || expects_continue(headers) {
+        return;
+    }
+    drain(body, DRAIN_LIMIT).await;
 }
 
 /// Reads and drops up to `budget` more bytes of `body`, for at most [`DRAIN_TIME`].

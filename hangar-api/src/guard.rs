@@ -6,9 +6,11 @@
 //! - `Host`: on a loopback listener only a loopback name is served (`localhost`, a `127.0.0.0/8`
 //!   literal, `[::1]`), so a hostname rebound to 127.0.0.1 is refused. A missing `Host` is
 //!   refused there too (HTTP/1.1 requires one; nothing then says the request was meant for us).
+//!   An absolute-form target (`GET http://name/path`) must name the same authority as `Host`.
 //! - `Origin`, when present: the hangar's own origin (same authority as `Host`), a loopback
 //!   origin on a loopback listener (local tools such as MCP Inspector), or one given with
-//!   `--allow-origin`. `null` and everything else is refused.
+//!   `--allow-origin`. `null` and everything else is refused. A request a browser marks
+//!   `Sec-Fetch-Site: cross-site` without an `Origin` (a "no-cors" GET) is refused too.
 //! - A state-changing request (any method but GET, HEAD, OPTIONS and DELETE) must say
 //!   `Content-Type: application/json`, which a "simple" cross-site request (a form, or a fetch
 //!   without preflight) cannot carry. DELETE is exempt: browsers always preflight it and always
@@ -26,8 +28,13 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use hangar_core::echo::bounded;
+
 use crate::error::ApiError;
 use crate::mcp;
+
+/// Where a browser says a request comes from: `same-origin`, `same-site`, `cross-site` or `none`.
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
 
 /// Paths that stay open to anyone: load balancers and systemd probe them with any `Host`.
 const OPEN_PATHS: [&str; 2] = ["/health/live", "/health/ready"];
@@ -77,9 +84,16 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// The first rule `method` and `headers` break, if any.
-    pub fn check(&self, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+    /// The first rule `method`, `target` and `headers` break, if any.
+    pub fn check(&self, method: &Method, target: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         let host = single(headers, HOST.as_str()).map(|value| value.and_then(parse_host));
+        // An absolute-form target (`POST http://name/... HTTP/1.1`) names the host the request is
+        // for, and the server must go by it, not by `Host`: it must say the same as `Host`.
+        if let Some(authority) = target.authority()
+            && !matches!(single(headers, HOST.as_str()), Ok(Some(value)) if value.eq_ignore_ascii_case(authority.as_str()))
+        {
+            return Err(Refusal::Host);
+        }
         if self.loopback_only && !matches!(&host, Ok(Some(host)) if is_loopback_host(&host.name)) {
             return Err(Refusal::Host);
         }
@@ -95,6 +109,13 @@ impl Guard {
             }
             Err(()) => return Err(Refusal::Origin),
         }
+        // A browser leaves `Origin` out of a cross-site GET or HEAD ("no-cors" fetches, images,
+        // links) but says where it comes from in `Sec-Fetch-Site`, which no page can set.
+        if headers.get_all(SEC_FETCH_SITE).iter().any(|site| site.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+            && !headers.contains_key(ORIGIN)
+        {
+            return Err(Refusal::Origin);
+        }
         if changes_state(method) && !is_json(headers) {
             return Err(Refusal::ContentType);
         }
@@ -109,15 +130,16 @@ pub async fn refuse_cross_site(State(guard): State<Guard>, request: Request, nex
     if OPEN_PATHS.contains(&path) {
         return next.run(request).await;
     }
-    match guard.check(request.method(), request.headers()) {
+    match guard.check(request.method(), request.uri(), request.headers()) {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
-            tracing::debug!(method = %request.method(), ?refusal, "cross-site guard refused a request");
-            if mcp::is_mcp_path(path) {
+            tracing::debug!(method = %bounded(request.method().as_str()), ?refusal, "cross-site guard refused a request");
+            let response = if mcp::is_mcp_path(path) {
                 mcp::forbidden(refusal.reason())
             } else {
                 ApiError::new(StatusCode::FORBIDDEN, "Forbidden", refusal.reason()).into_response()
-            }
+            };
+            crate::body::refuse_unread(request, response).await
         }
     }
 }
@@ -229,7 +251,7 @@ mod tests {
     }
 
     fn get(guard: &Guard, pairs: &[(&'static str, &'static str)]) -> Result<(), Refusal> {
-        guard.check(&Method::GET, &headers(pairs))
+        guard.check(&Method::GET, &Uri::from_static("/api"), &headers(pairs))
     }
 
     #[test]
@@ -313,7 +335,9 @@ mod tests {
     #[test]
     fn state_changing_requests_need_json() {
         let host = ("host", "localhost:8000");
-        let post = |pairs: &[(&'static str, &'static str)]| loopback().check(&Method::POST, &headers(pairs));
+        let post = |pairs: &[(&'static str, &'static str)]| {
+            loopback().check(&Method::POST, &Uri::from_static("/api"), &headers(pairs))
+        };
         for json in ["application/json", "Application/JSON; charset=utf-8", " application/json ;x=y"] {
             assert_eq!(post(&[host, ("content-type", json)]), Ok(()), "{json}");
         }
@@ -328,10 +352,35 @@ mod tests {
         }
         assert_eq!(post(&[host]), Err(Refusal::ContentType), "no Content-Type");
         for method in [Method::GET, Method::HEAD, Method::OPTIONS, Method::DELETE] {
-            assert_eq!(loopback().check(&method, &headers(&[host])), Ok(()), "{method}");
+            assert_eq!(loopback().check(&method, &Uri::from_static("/api"), &headers(&[host])), Ok(()), "{method}");
         }
         for method in [Method::PUT, Method::PATCH] {
-            assert_eq!(loopback().check(&method, &headers(&[host])), Err(Refusal::ContentType), "{method}");
+            assert_eq!(
+                loopback().check(&method, &Uri::from_static("/api"), &headers(&[host])),
+                Err(Refusal::ContentType),
+                "{method}"
+            );
         }
+    }
+
+    #[test]
+    fn an_absolute_target_must_name_the_host_and_cross_site_fetches_need_an_origin() {
+        let host = ("host", "127.0.0.1:8000");
+        let at = |target: &'static str, pairs: &[(&'static str, &'static str)]| {
+            loopback().check(&Method::GET, &Uri::from_static(target), &headers(pairs))
+        };
+        assert_eq!(at("http://127.0.0.1:8000/api", &[host]), Ok(()));
+        assert_eq!(at("http://evil.example/api", &[host]), Err(Refusal::Host));
+        assert_eq!(at("http://evil.example:8000/api", &[("host", "evil.example:8000")]), Err(Refusal::Host));
+        assert_eq!(at("http://127.0.0.1:9/api", &[host]), Err(Refusal::Host), "another port");
+        assert_eq!(at("http://127.0.0.1:8000/api", &[]), Err(Refusal::Host));
+
+        assert_eq!(at("/api", &[host, ("sec-fetch-site", "cross-site")]), Err(Refusal::Origin));
+        assert_eq!(at("/api", &[host, ("sec-fetch-site", "Cross-Site")]), Err(Refusal::Origin));
+        for site in ["same-origin", "same-site", "none"] {
+            assert_eq!(at("/api", &[host, ("sec-fetch-site", site)]), Ok(()), "{site}");
+        }
+        let local_tool = [host, ("sec-fetch-site", "cross-site"), ("origin", "http://localhost:6274")];
+        assert_eq!(at("/api", &local_tool), Ok(()), "a loopback tool's cross-site fetch says its Origin");
     }
 }

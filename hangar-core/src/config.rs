@@ -231,20 +231,20 @@ impl Config {
         Config::parse(&text).map_err(|e| ConfigError::Invalid { path: path.to_owned(), key: e.key, message: e.message })
     }
 
-    /// Parses and validates YAML text.
+    /// Parses and validates YAML text. An error quotes the file within bounds: a value or key
+    /// of megabytes is not repeated whole on every surface that shows the error.
     pub fn parse(text: &str) -> Result<Config, KeyError> {
-        // Before deserializing, which would keep the last of two keys without a word.
-        if let Some(duplicate) = crate::yaml_keys::find_duplicate(text) {
-            return Err(KeyError {
-                key: duplicate.path(),
-                message: format!(
-                    "duplicate key `{}` at line {} (first at line {}){}",
-                    duplicate.key,
-                    duplicate.line,
-                    duplicate.first_line,
-                    if duplicate.within.is_empty() { String::new() } else { format!(" in {}", duplicate.within) }
-                ),
-            });
+        Config::parse_unbounded(text).map_err(|err| KeyError {
+            key: crate::echo::bounded_to(&err.key, MAX_ERROR_KEY_BYTES).into_owned(),
+            message: crate::echo::bounded_to(&err.message, MAX_ERROR_MESSAGE_BYTES).into_owned(),
+        })
+    }
+
+    fn parse_unbounded(text: &str) -> Result<Config, KeyError> {
+        // Before deserializing, which would keep the last of two keys without a word, take time
+        // quadratic in the nesting, and copy every aliased node at each alias.
+        if let Some(problem) = crate::yaml_keys::find_problem(text) {
+            return Err(yaml_problem(problem));
         }
         let mut config: Config = if text.trim().is_empty() {
             // An empty file is a hangar with no servers, not a parse error.
@@ -401,43 +401,19 @@ fn with_timeout<T: Send + 'static>(
     Ok(result.recv_timeout(timeout).ok())
 }
 
-/// Opens `path` without blocking (a FIFO opens at once with `O_NONBLOCK`), judges what was
-/// opened (fstat on the open file, so it cannot be swapped after the check), and reads at most
-/// `limit` bytes of a regular file.
+/// The config's text, read by [`crate::small_file::read_regular`], its refusals in the config's words.
 fn read_regular(path: &Path, limit: u64) -> Result<String, ConfigError> {
-    use std::io::Read as _;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let read_err = |source| ConfigError::Read { path: path.to_owned(), source };
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_err)?;
-    let metadata = file.metadata().map_err(read_err)?;
-    let kind = metadata.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else {
-            "not a file"
-        };
-        return Err(ConfigError::NotRegular { path: path.to_owned(), what });
-    }
-    if metadata.len() > limit {
-        return Err(ConfigError::TooLarge { path: path.to_owned() });
-    }
-    // The file may grow after the fstat: read one byte past the limit to notice.
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(read_err)?;
-    if bytes.len() as u64 > limit {
-        return Err(ConfigError::TooLarge { path: path.to_owned() });
-    }
-    String::from_utf8(bytes).map_err(|err| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))
+    use crate::small_file::{SmallFileError, read_regular};
+    read_regular(path, limit).map_err(|err| match err {
+        SmallFileError::Io(source) => ConfigError::Read { path: path.to_owned(), source },
+        SmallFileError::NotRegular(what) => ConfigError::NotRegular { path: path.to_owned(), what },
+        SmallFileError::TooLarge { .. } => ConfigError::TooLarge { path: path.to_owned() },
+    })
 }
+
+/// The most of a config error's key path, and of its message, that is shown.
+const MAX_ERROR_KEY_BYTES: usize = 256;
+const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
 
 /// A problem at one key of the config.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -449,6 +425,34 @@ pub struct KeyError {
 }
 
 /// The YAML parser sometimes starts its message with the path we already name.
+/// What the YAML pre-pass found, as an error at the key it concerns.
+fn yaml_problem(problem: crate::yaml_keys::Problem) -> KeyError {
+    use crate::yaml_keys::{MAX_DEPTH, MAX_EXPANDED_BYTES, Problem};
+    match problem {
+        Problem::Duplicate(duplicate) => KeyError {
+            key: duplicate.path(),
+            message: format!(
+                "duplicate key `{}` at line {} (first at line {}){}",
+                duplicate.key,
+                duplicate.line,
+                duplicate.first_line,
+                if duplicate.within.is_empty() { String::new() } else { format!(" in {}", duplicate.within) }
+            ),
+        },
+        Problem::TooDeep { line } => KeyError {
+            key: "(top level)".into(),
+            message: format!("nested deeper than {MAX_DEPTH} levels at line {line}"),
+        },
+        Problem::ExpandsTooFar { line } => KeyError {
+            key: "(top level)".into(),
+            message: format!(
+                "its aliases expand it past {} MiB at line {line}: a config may repeat a node by alias, not multiply it",
+                MAX_EXPANDED_BYTES >> 20
+            ),
+        },
+    }
+}
+
 fn without_path_prefix<'a>(message: &'a str, key: &str) -> &'a str {
     match message.split_once(": ") {
         Some((head, rest)) if key == head || key.starts_with(&format!("{head}.")) => rest,
@@ -679,6 +683,16 @@ mcp_servers:
         let outcome = with_timeout(Duration::from_millis(50), move || blocked.recv().is_ok());
         assert_eq!(outcome.ok(), Some(None));
         assert_eq!(with_timeout(Duration::from_secs(10), || 7).ok(), Some(Some(7)));
+    }
+
+    #[test]
+    fn an_error_quotes_the_file_within_bounds() {
+        let err = Config::parse(&format!("{}\n", "x".repeat(3 << 20))).unwrap_err();
+        assert!(err.message.len() <= MAX_ERROR_MESSAGE_BYTES + 32, "{} bytes", err.message.len());
+        assert!(err.message.starts_with("invalid type: string"), "{}", &err.message[..100]);
+        let err = Config::parse(&format!("mcp_servers:\n  {}: {{command: [x]}}\n", "k".repeat(1 << 20))).unwrap_err();
+        assert!(err.key.len() <= MAX_ERROR_KEY_BYTES + 32, "{} bytes", err.key.len());
+        assert!(err.message.len() <= MAX_ERROR_MESSAGE_BYTES + 32, "{} bytes", err.message.len());
     }
 
     #[test]

@@ -14,10 +14,16 @@ pub const MAX_ECHO_BYTES: usize = 128;
 /// `text` as an error message should quote it: unchanged when short, else its first
 /// [`MAX_ECHO_BYTES`] bytes (cut at a character boundary), `…` and its full length in bytes.
 pub fn bounded(text: &str) -> Cow<'_, str> {
-    if text.len() <= MAX_ECHO_BYTES {
+    bounded_to(text, MAX_ECHO_BYTES)
+}
+
+/// [`bounded`] with a limit of `max` bytes, for a message that quotes input among its own words
+/// (a config error quoting a value of the file).
+pub fn bounded_to(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
         return Cow::Borrowed(text);
     }
-    let mut cut = MAX_ECHO_BYTES;
+    let mut cut = max;
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }

@@ -12,11 +12,13 @@
 //! - [`jsonrpc`]: JSON-RPC id remapping for many callers sharing one pipe.
 //! - [`paths`]: where the control socket lives by default.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
+//! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
 //! - [`yaml_keys`]: finding a key given twice in the YAML, with both lines.
 //!
 //! Architecture invariant: this crate does no I/O beyond reading the config file (a regular file
-//! only, size-capped, on a thread of its own with a timeout) and the port preflight (blocking
-//! connects with short timeouts), spawns no process and knows nothing of tokio;
+//! only, size-capped, on a thread of its own with a timeout), reading the API keys file (a
+//! regular file only, size-capped) and the port preflight (blocking connects with short
+//! timeouts), spawns no process and knows nothing of tokio;
 //! everything in it is testable without processes.
 #![forbid(unsafe_code)]
 
@@ -32,5 +34,6 @@ pub mod metrics;
 pub mod paths;
 pub mod preflight;
 pub mod record;
+pub mod small_file;
 pub mod time;
 pub mod yaml_keys;

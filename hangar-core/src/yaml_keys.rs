@@ -1,13 +1,25 @@
-//! Duplicate mapping keys in YAML text, with the lines of both.
+//! What the deserializer does not check in YAML text: a key given twice, nesting too deep, and
+//! aliases that expand it far past its size.
 //!
 //! `serde_norway` fills a map as it reads, so a key given twice silently keeps its last value
-//! (and a repeated struct field is reported at one line only). This pre-pass walks the same text
-//! as marked parser events (`saphyr-parser`) and finds the first key repeated in any mapping:
-//! block or flow, at any depth, inside sequences too.
+//! (and a repeated struct field is reported at one line only). Its parser also takes time
+//! quadratic in the nesting depth (100,000 nested `[` froze it for minutes), and it copies an
+//! aliased node at every alias, so a small file whose aliases repeat a long string or each other
+//! ("billion laughs") would fill the memory. This pre-pass walks the same text as marked parser
+//! events (`saphyr-parser`), in linear time and without expanding anything, and finds the first
+//! key repeated in any mapping (block or flow, at any depth, inside sequences too), the first
+//! collection nested deeper than [`MAX_DEPTH`], and the point where the text, aliases expanded,
+//! passes [`MAX_EXPANDED_BYTES`].
 
 use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser};
+
+/// The deepest nesting of collections a config may use (a real one uses about six levels).
+pub const MAX_DEPTH: usize = 64;
+
+/// The most the config text may amount to with every alias replaced by what it names.
+pub const MAX_EXPANDED_BYTES: u64 = 8 << 20;
 
 /// A key given twice in one mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +37,20 @@ impl DuplicateKey {
     pub fn path(&self) -> String {
         join(&self.within, &self.key)
     }
+}
+
+/// Why the text is refused before it is deserialized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    Duplicate(DuplicateKey),
+    /// A collection at 1-based `line` opens nesting level [`MAX_DEPTH`] + 1.
+    TooDeep {
+        line: usize,
+    },
+    /// At 1-based `line`, an alias takes the expanded text past [`MAX_EXPANDED_BYTES`].
+    ExpandsTooFar {
+        line: usize,
+    },
 }
 
 /// What a mapping reads next.
@@ -49,18 +75,38 @@ enum Frame {
     },
 }
 
-/// The first repeated key in `text`, if any. Text the parser cannot read yields `None`: the
-/// deserializer that reads it next reports the syntax error in its own words.
+/// The first repeated key in `text`, if any (see [`find_problem`]).
 pub fn find_duplicate(text: &str) -> Option<DuplicateKey> {
+    match find_problem(text)? {
+        Problem::Duplicate(duplicate) => Some(duplicate),
+        _ => None,
+    }
+}
+
+/// The first problem in `text`, if any. Text the parser cannot read yields `None`: the
+/// deserializer that reads it next reports the syntax error in its own words.
+pub fn find_problem(text: &str) -> Option<Problem> {
     let mut stack: Vec<Frame> = Vec::new();
+    let mut size = Expansion::default();
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.ok()?;
+        let (event, span) = match event {
+            Ok(event) => event,
+            // The scanner's own bound on flow nesting (`[[[...`), met before any deep event.
+            Err(err) if err.info() == "recursion limit exceeded" => {
+                return Some(Problem::TooDeep { line: err.marker().line() });
+            }
+            Err(_) => return None,
+        };
         let line = span.start.line();
+        if !size.add(&event, stack.len()) {
+            return Some(Problem::ExpandsTooFar { line });
+        }
         match event {
             Event::Scalar(value, ..) => {
                 if let Some(Frame::Map { path, seen, next: next @ Next::Key }) = stack.last_mut() {
                     if let Some(&first_line) = seen.get(value.as_ref()) {
-                        return Some(DuplicateKey { within: path.clone(), key: value.into_owned(), line, first_line });
+                        let key = value.into_owned();
+                        return Some(Problem::Duplicate(DuplicateKey { within: path.clone(), key, line, first_line }));
                     }
                     seen.insert(value.to_string(), line);
                     *next = Next::Value(Some(value.into_owned()));
@@ -76,6 +122,9 @@ pub fn find_duplicate(text: &str) -> Option<DuplicateKey> {
                 }
             }
             Event::MappingStart(..) | Event::SequenceStart(..) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Some(Problem::TooDeep { line });
+                }
                 let path = child_path(&mut stack);
                 stack.push(match event {
                     Event::MappingStart(..) => Frame::Map { path, seen: HashMap::new(), next: Next::Key },
@@ -91,6 +140,50 @@ pub fn find_duplicate(text: &str) -> Option<DuplicateKey> {
         }
     }
     None
+}
+
+/// The size of the text with its aliases expanded, counted without expanding them: each
+/// anchored node's expanded size is noted when it ends, and each alias adds that size.
+#[derive(Default)]
+struct Expansion {
+    total: u64,
+    /// The expanded size of each anchor's node, by anchor id.
+    anchored: HashMap<usize, u64>,
+    /// For each open collection: its anchor id (0: none) and the total when it began.
+    open: Vec<(usize, u64)>,
+}
+
+impl Expansion {
+    /// Counts `event` (`depth`: collections open before it); `false` once past the limit.
+    fn add(&mut self, event: &Event<'_>, depth: usize) -> bool {
+        match event {
+            Event::Scalar(value, _, anchor, _) => {
+                let size = value.len() as u64 + 1;
+                self.total = self.total.saturating_add(size);
+                if *anchor != 0 {
+                    self.anchored.insert(*anchor, size);
+                }
+            }
+            Event::Alias(anchor) => {
+                let size = self.anchored.get(anchor).copied().unwrap_or(1);
+                self.total = self.total.saturating_add(size);
+            }
+            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
+                self.total = self.total.saturating_add(1);
+                self.open.truncate(depth);
+                self.open.push((*anchor, self.total - 1));
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                if let Some((anchor, began)) = self.open.pop()
+                    && anchor != 0
+                {
+                    self.anchored.insert(anchor, self.total - began);
+                }
+            }
+            _ => {}
+        }
+        self.total <= MAX_EXPANDED_BYTES
+    }
 }
 
 /// The path of the node starting now, inside the innermost collection. A collection used as a
@@ -186,5 +279,37 @@ mod tests {
     fn unreadable_text_is_left_to_the_deserializer() {
         assert_eq!(find_duplicate("a: [\n"), None);
         assert_eq!(find_duplicate(""), None);
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused_in_block_and_flow_style() {
+        // The top mapping is the first level.
+        let ok = format!("x: {}1{}\n", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
+        assert_eq!(find_problem(&ok), None);
+        let flow = format!("a: 1\nx: {}1{}\n", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert_eq!(find_problem(&flow), Some(Problem::TooDeep { line: 2 }));
+        let scanner_bound = format!("x: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(find_problem(&scanner_bound), Some(Problem::TooDeep { line: 1 }));
+        let block: String = (0..=MAX_DEPTH).map(|depth| format!("{}k:\n", " ".repeat(depth))).collect();
+        assert_eq!(
+            find_problem(&format!("{block}{}1\n", " ".repeat(MAX_DEPTH + 1))),
+            Some(Problem::TooDeep { line: 65 })
+        );
+    }
+
+    #[test]
+    fn aliases_may_repeat_a_node_but_not_multiply_the_text() {
+        let shared = "common: &env {A: '1', B: '2'}\nmcp_servers:\n  a: {command: [x], env: *env}\n  b: {command: [x], env: *env}\n";
+        assert_eq!(find_problem(shared), None);
+        // Nested anchors: each level is nine of the one before.
+        let mut laughs = String::from("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..10 {
+            let before = format!("*l{}", level - 1);
+            laughs.push_str(&format!("l{level}: &l{level} [{}]\n", vec![before; 9].join(", ")));
+        }
+        assert_eq!(find_problem(&laughs), Some(Problem::ExpandsTooFar { line: 7 }));
+        // One long scalar, aliased many times.
+        let long = format!("s: &s {}\nx: [{}]\n", "x".repeat(100_000), vec!["*s"; 100].join(", "));
+        assert_eq!(find_problem(&long), Some(Problem::ExpandsTooFar { line: 2 }));
     }
 }

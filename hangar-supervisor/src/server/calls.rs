@@ -21,6 +21,7 @@ impl Server {
             let mut inner = self.lock();
             if matches!(inner.lifecycle.state(), State::Initializing | State::Ready | State::Degraded) {
                 self.transition(&mut inner, Event::Stop(reason));
+                inner.last_stop = Some(reason);
                 inner.generation += 1;
                 inner.meta.pid = None;
                 inner.process.take()

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hangar_core::backoff;
 use hangar_core::config::{RecoveryPolicy, ServerConfig};
 use hangar_core::ipc::ProbeTarget;
-use hangar_core::lifecycle::{Event, Lifecycle, State};
+use hangar_core::lifecycle::{Event, Lifecycle, State, StopReason};
 use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
 use hangar_core::metrics::{Histogram, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord};
@@ -91,6 +91,8 @@ struct Inner {
     /// How the current generation's process ended, once it has: the `detail` of the dead record
     /// a failure then renders.
     ended: Option<String>,
+    /// Why the last stop ran, for the start it overtook to say so.
+    last_stop: Option<StopReason>,
 }
 
 /// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
@@ -164,6 +166,7 @@ impl Server {
                 failure_streak: 0,
                 recovering: false,
                 ended: None,
+                last_stop: None,
             }),
             starting: Mutex::new(None),
         })

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use hangar_core::ipc::{ErrorKind, IpcError, Started};
-use hangar_core::lifecycle::{Event, State};
+use hangar_core::lifecycle::{Event, State, StopReason};
 use hangar_core::record::{DeadRecord, ToolInfo};
 use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
@@ -229,7 +229,9 @@ impl Server {
         let (handshake, tools) = tokio::select! {
             outcome = tokio::time::timeout_at(deadline.into(), handshake_and_tools) => match outcome {
                 Ok(Ok(done)) => done,
-                Ok(Err(RequestError::Closed { .. })) => return Err(StartFailure::Exited(wait_exit(&mut exited).await)),
+                Ok(Err(RequestError::Closed { method })) => {
+                    return Err(self.closed_during_handshake(&process, &mut exited, deadline, &method).await);
+                }
                 // The era probe and each request get a share of the time; the bound that ran out
                 // is the whole handshake's, so that is the one to name.
                 Ok(Err(RequestError::Timeout { method, .. })) => {
@@ -266,6 +268,28 @@ impl Server {
         Ok(())
     }
 
+    /// Why a start whose upstream closed the connection during the handshake failed. A child is
+    /// given until the handshake's deadline to exit, so the failure can say how it ended; a
+    /// remote endpoint (nothing refused it but the far end) and a child that lingers are not
+    /// waited for past it: the start ends either way.
+    async fn closed_during_handshake(
+        &self,
+        process: &Process,
+        exited: &mut watch::Receiver<Option<String>>,
+        deadline: Instant,
+        method: &str,
+    ) -> StartFailure {
+        if process.pid.is_none() {
+            return StartFailure::Handshake(format!("its endpoint refused or closed the connection during `{method}`"));
+        }
+        match tokio::time::timeout_at(deadline.into(), wait_exit(exited)).await {
+            Ok(how) => StartFailure::Exited(how),
+            Err(_) => StartFailure::Handshake(
+                self.handshake_timed_out(&format!("it closed the connection during `{method}` and did not exit")),
+            ),
+        }
+    }
+
     /// Why a start that ran out of `handshake_timeout_s` failed, naming the key and its value.
     fn handshake_timed_out(&self, detail: &str) -> String {
         format!(
@@ -288,7 +312,7 @@ impl Server {
         tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
-        Ok(self.running(Process { pid: Some(pid), upstream, exited, _remote: None }))
+        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None })
     }
 
     /// A managed HTTP child: MCP over HTTP at its endpoint, its stdout and stderr into the log.
@@ -302,14 +326,14 @@ impl Server {
         let upstream = self.http_upstream(generation)?;
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
-        Ok(self.running(Process { pid: Some(pid), upstream, exited, _remote: None }))
+        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None })
     }
 
     /// A remote endpoint: nothing to spawn.
     fn connect_remote(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
         let upstream = self.http_upstream(generation)?;
         let (never_exits, exited) = watch::channel(None);
-        Ok(self.running(Process { pid: None, upstream, exited, _remote: Some(Arc::new(never_exits)) }))
+        self.running(generation, Process { pid: None, upstream, exited, _remote: Some(Arc::new(never_exits)) })
     }
 
     fn http_upstream(self: &Arc<Self>, generation: u64) -> Result<Arc<Upstream>, StartFailure> {
@@ -373,14 +397,21 @@ impl Server {
     }
 
     /// Records a newly started process as the server's current one.
-    fn running(&self, process: Process) -> Process {
+    /// Records `process` as the server's, unless a stop came while it was being spawned: that
+    /// stop found no process to end, so this one is ended here rather than left running under
+    /// a server that reads `cold`.
+    fn running(&self, generation: u64, process: Process) -> Result<Process, StartFailure> {
         let mut inner = self.lock();
+        if inner.generation != generation {
+            tokio::spawn(terminate(process, Duration::ZERO));
+            return Err(StartFailure::Stopped);
+        }
         inner.meta.pid = process.pid;
         inner.meta.started_at = Some(rfc3339_millis(SystemTime::now()));
         inner.counters.starts += 1;
         inner.meta.restarts = inner.counters.starts - 1;
         inner.process = Some(process.clone());
-        process
+        Ok(process)
     }
 
     /// Records a failed start and renders its error in the hangar's words.
@@ -398,7 +429,7 @@ impl Server {
                 ErrorKind::CapabilityBlocked,
                 format!("it serves tools outside capabilities.tools.expected_tools: {}", tools.join(", ")),
             ),
-            StartFailure::Stopped => (ErrorKind::Stopped, "it was stopped while starting".into()),
+            StartFailure::Stopped => (ErrorKind::Stopped, stopped_while_starting(inner.last_stop)),
             StartFailure::Spawn(why) | StartFailure::Handshake(why) => (ErrorKind::StartFailed, why.clone()),
             StartFailure::PortHeld(why) => (ErrorKind::PortHeld, why.clone()),
             StartFailure::Exited(how) => {
@@ -420,6 +451,17 @@ impl Server {
         tracing::warn!(mcp_server = %self.id, %why, "start failed");
         IpcError::new(kind, format!("`{}` did not start: {why}", self.id)).with_details(json!({"dead": dead}))
     }
+}
+
+/// What overtook a start, in the hangar's words: who stopped it, and why.
+fn stopped_while_starting(reason: Option<StopReason>) -> String {
+    let why = match reason {
+        Some(StopReason::UserRequest) | None => "a stop was requested",
+        Some(StopReason::Reload) => "a config reload changed or removed it",
+        Some(StopReason::Shutdown) => "the hangar is shutting down",
+        Some(StopReason::Idle) => "it was idle for longer than idle_ttl_s",
+    };
+    format!("it was stopped while starting: {why}")
 }
 
 /// The host and port an endpoint URL names (IPv6 literals without brackets).
