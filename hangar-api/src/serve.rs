@@ -9,17 +9,23 @@
 //!   response still being sent (an event stream) is a request in progress, never idle.
 //! - At most `max_connections` are served at once. Past that, a few [`RESERVE`] connections
 //!   each serve one request (short header deadline, no keep-alive, bounded life), so health
-//!   probes and an operator's command still get through; any further one is answered 503 and
-//!   closed. The loop never stops accepting: a full backlog would starve the reserve too.
+//!   probes and an operator's command still get through. When the reserve is taken too, a new
+//!   connection evicts the one that has waited longest without sending a complete request (it is
+//!   answered 503 and closed) and takes its place; with none to evict, the new one is answered
+//!   503 and closed. So a flood of connections that send nothing, renewed as fast as they are
+//!   closed, cannot hold every slot (event streams filling the cap included): a client that sends
+//!   its request at once is served before the flood's newer connections reach it. The loop never
+//!   stops accepting: a full backlog would starve the reserve too.
 //!
 //! Refusals and timeouts are counted and logged as one summary line per [`REPORT_EVERY`].
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -40,7 +46,9 @@ pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 60;
 /// The cap when the open-file limit allows it (an idle connection costs ~10 KiB).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Connections served past the cap, one request each.
-pub const RESERVE: usize = 8;
+pub const RESERVE: usize = 32;
+/// How long a connection that evicted another waits for the slot it freed.
+const EVICTION_WAIT: Duration = Duration::from_secs(1);
 /// A reserve connection's header deadline, when `header_timeout` is longer.
 const RESERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
 /// A reserve connection's whole life, so that none can be held (e.g. by an event stream).
@@ -99,6 +107,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let reserve = Arc::new(Semaphore::new(RESERVE));
     let tally = Arc::new(Tally::default());
+    let waiting = Arc::new(Waiting::default());
     let reporter = tokio::spawn(report(tally.clone(), slots.clone(), limits.max_connections));
     let (stopping, _) = watch::channel(());
     tokio::pin!(stop);
@@ -117,28 +126,105 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
                 }
             },
         };
-        let (permit, kind) = match slots.clone().try_acquire_owned() {
-            Ok(permit) => (permit, Kind::Regular),
+        let admitted = match slots.clone().try_acquire_owned() {
+            Ok(permit) => Some((permit, Kind::Regular)),
             Err(_) => match reserve.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    tally.reserve_served.fetch_add(1, Ordering::Relaxed);
-                    (permit, Kind::Reserve)
-                }
-                Err(_) => {
-                    tally.refused.fetch_add(1, Ordering::Relaxed);
-                    refuse(stream);
-                    continue;
-                }
+                Ok(permit) => Some((permit, Kind::Reserve)),
+                Err(_) => None,
             },
         };
-        let connection = Connection { limits, kind, tally: tally.clone(), _permit: permit };
-        tokio::spawn(connection.serve(stream, router.clone(), stopping.subscribe()));
+        let serve = Serve { limits, tally: tally.clone(), waiting: waiting.clone(), router: router.clone() };
+        match admitted {
+            Some((permit, kind)) => serve.spawn(stream, permit, kind, stopping.subscribe()),
+            // Full: make room by evicting the longest-waiting silent connection, if there is one.
+            None if waiting.evict_oldest() => {
+                tally.evicted.fetch_add(1, Ordering::Relaxed);
+                let (slots, reserve, stopping) = (slots.clone(), reserve.clone(), stopping.subscribe());
+                tokio::spawn(async move {
+                    let freed = tokio::time::timeout(EVICTION_WAIT, async {
+                        tokio::select! {
+                            biased;
+                            Ok(permit) = slots.acquire_owned() => Some((permit, Kind::Regular)),
+                            Ok(permit) = reserve.acquire_owned() => Some((permit, Kind::Reserve)),
+                            else => None,
+                        }
+                    });
+                    match freed.await {
+                        Ok(Some((permit, kind))) => serve.spawn(stream, permit, kind, stopping),
+                        _ => {
+                            serve.tally.refused.fetch_add(1, Ordering::Relaxed);
+                            refuse(stream);
+                        }
+                    }
+                });
+            }
+            None => {
+                tally.refused.fetch_add(1, Ordering::Relaxed);
+                refuse(stream);
+            }
+        }
     }
     // New connections are no longer ours (under socket activation, another instance may take them).
     drop(listener);
     stopping.send_replace(());
     stopping.closed().await;
     reporter.abort();
+}
+
+/// What every connection is served with.
+struct Serve {
+    limits: Limits,
+    tally: Arc<Tally>,
+    waiting: Arc<Waiting>,
+    router: Router,
+}
+
+impl Serve {
+    fn spawn(self, stream: TcpStream, permit: OwnedSemaphorePermit, kind: Kind, stopping: watch::Receiver<()>) {
+        if kind == Kind::Reserve {
+            self.tally.reserve_served.fetch_add(1, Ordering::Relaxed);
+        }
+        let header_timeout = match kind {
+            Kind::Regular => self.limits.header_timeout,
+            Kind::Reserve => self.limits.header_timeout.min(RESERVE_HEADER_TIMEOUT),
+        };
+        let activity = Arc::new(Activity::new(header_timeout, self.limits.idle_timeout));
+        self.waiting.push(&activity);
+        let connection = Connection { kind, tally: self.tally, activity, _permit: permit };
+        tokio::spawn(connection.serve(stream, self.router, stopping));
+    }
+}
+
+/// The connections that have not yet sent a complete request, oldest first: those a full API
+/// evicts to make room for a new one.
+#[derive(Default)]
+struct Waiting(Mutex<VecDeque<Weak<Activity>>>);
+
+impl Waiting {
+    fn queue(&self) -> MutexGuard<'_, VecDeque<Weak<Activity>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, activity: &Arc<Activity>) {
+        let mut queue = self.queue();
+        // Entries of connections that sent a request or closed are dropped as they reach the
+        // front; prune them all when they pile up behind a long-waiting one.
+        if queue.len() >= 64 && queue.len().is_power_of_two() {
+            queue.retain(|entry| entry.upgrade().is_some_and(|activity| activity.evictable()));
+        }
+        queue.push_back(Arc::downgrade(activity));
+    }
+
+    /// Evicts the oldest connection still waiting for its first request; false if none is.
+    fn evict_oldest(&self) -> bool {
+        let mut queue = self.queue();
+        while let Some(entry) = queue.pop_front() {
+            if entry.upgrade().is_some_and(|activity| activity.evict()) {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 /// Errors that concern one connection only (it was reset before we took it): accept the next.
@@ -170,9 +256,9 @@ enum Kind {
 }
 
 struct Connection {
-    limits: Limits,
     kind: Kind,
     tally: Arc<Tally>,
+    activity: Arc<Activity>,
     /// Held for as long as the connection is open.
     _permit: OwnedSemaphorePermit,
 }
@@ -180,9 +266,8 @@ struct Connection {
 impl Connection {
     async fn serve(self, stream: TcpStream, router: Router, mut stopping: watch::Receiver<()>) {
         let reserve = self.kind == Kind::Reserve;
-        let header_timeout =
-            if reserve { self.limits.header_timeout.min(RESERVE_HEADER_TIMEOUT) } else { self.limits.header_timeout };
-        let activity = Arc::new(Activity::new(header_timeout, self.limits.idle_timeout));
+        let activity = self.activity.clone();
+        let header_timeout = activity.header_timeout;
         let end_of_life = reserve.then(|| Instant::now() + RESERVE_LIFETIME);
         let router = TowerToHyperService::new(router);
         let tracked = activity.clone();
@@ -196,9 +281,10 @@ impl Connection {
             }
         });
         let io = TokioIo::new(TrackedStream { stream, activity: activity.clone() });
-        let connection =
+        // Unpin (hyper boxes the request futures), so an evicted connection can take its socket
+        // back to send the refusal.
+        let mut connection =
             http1::Builder::new().keep_alive(!reserve).max_buf_size(MAX_BUFFER).serve_connection(io, service);
-        tokio::pin!(connection);
         let mut draining = false;
         loop {
             let deadline = match (activity.deadline(), end_of_life) {
@@ -206,7 +292,7 @@ impl Connection {
                 (deadline, end) => deadline.or(end),
             };
             tokio::select! {
-                served = connection.as_mut() => {
+                served = &mut connection => {
                     if let Err(err) = served {
                         tracing::debug!(error = %err, "connection ended with an error");
                     }
@@ -215,6 +301,10 @@ impl Connection {
                 () = sleep_until(deadline) => {
                     let now = Instant::now();
                     match activity.expired(now) {
+                        Some(Phase::AwaitingHeaders(_)) if activity.evicted() => {
+                            refuse(connection.into_parts().io.into_inner().stream);
+                            return;
+                        }
                         Some(Phase::AwaitingHeaders(_)) => self.tally.header_timeouts.fetch_add(1, Ordering::Relaxed),
                         Some(_) => self.tally.idle_closed.fetch_add(1, Ordering::Relaxed),
                         None if end_of_life.is_some_and(|end| end <= now) => 0,
@@ -226,7 +316,7 @@ impl Connection {
                 () = activity.changed.notified() => {}
                 _ = stopping.changed(), if !draining => {
                     draining = true;
-                    connection.as_mut().graceful_shutdown();
+                    Pin::new(&mut connection).graceful_shutdown();
                     // Nothing in progress (idle, or headers not yet complete): nothing to finish.
                     if activity.deadline().is_some() {
                         return;
@@ -262,12 +352,23 @@ struct Activity {
     changed: Notify,
     header_timeout: Duration,
     idle_timeout: Duration,
+    /// A request's headers were complete once: the connection is no longer evictable.
+    served: AtomicBool,
+    /// Chosen for eviction: its header deadline was moved to now.
+    evicted: AtomicBool,
 }
 
 impl Activity {
     fn new(header_timeout: Duration, idle_timeout: Duration) -> Activity {
         let first_request = Phase::AwaitingHeaders(Instant::now() + header_timeout);
-        Activity { phase: Mutex::new(first_request), changed: Notify::new(), header_timeout, idle_timeout }
+        Activity {
+            phase: Mutex::new(first_request),
+            changed: Notify::new(),
+            header_timeout,
+            idle_timeout,
+            served: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
+        }
     }
 
     fn phase(&self) -> MutexGuard<'_, Phase> {
@@ -290,6 +391,30 @@ impl Activity {
         }
     }
 
+    /// Whether it is still waiting for its first request's headers.
+    fn evictable(&self) -> bool {
+        let phase = self.phase();
+        matches!(*phase, Phase::AwaitingHeaders(_)) && !self.served.load(Ordering::Relaxed)
+    }
+
+    /// Ends the wait for its first request now, unless that request's headers are complete by
+    /// now (then it is served, and this returns false).
+    fn evict(&self) -> bool {
+        let mut phase = self.phase();
+        if !matches!(*phase, Phase::AwaitingHeaders(_)) || self.served.load(Ordering::Relaxed) {
+            return false;
+        }
+        *phase = Phase::AwaitingHeaders(Instant::now());
+        self.evicted.store(true, Ordering::Relaxed);
+        drop(phase);
+        self.changed.notify_one();
+        true
+    }
+
+    fn evicted(&self) -> bool {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
     /// Bytes arrived: on an idle connection they start the next request's header deadline.
     fn read(&self) {
         let mut phase = self.phase();
@@ -302,6 +427,7 @@ impl Activity {
 
     fn begin_request(&self) {
         let mut phase = self.phase();
+        self.served.store(true, Ordering::Relaxed);
         *phase = match *phase {
             Phase::Busy(requests) => Phase::Busy(requests + 1),
             _ => Phase::Busy(1),
@@ -458,6 +584,7 @@ struct Tally {
     header_timeouts: AtomicU64,
     idle_closed: AtomicU64,
     accept_errors: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// One summary line per period in which a limit acted, instead of one line per connection.
@@ -467,19 +594,21 @@ async fn report(tally: Arc<Tally>, slots: Arc<Semaphore>, max_connections: usize
     loop {
         every.tick().await;
         let take = |counter: &AtomicU64| counter.swap(0, Ordering::Relaxed);
-        let (refused, reserve_served, header_timeouts, idle_closed, accept_errors) = (
+        let (refused, reserve_served, header_timeouts, idle_closed, accept_errors, evicted) = (
             take(&tally.refused),
             take(&tally.reserve_served),
             take(&tally.header_timeouts),
             take(&tally.idle_closed),
             take(&tally.accept_errors),
+            take(&tally.evicted),
         );
         let open = max_connections.saturating_sub(slots.available_permits());
         let period_s = REPORT_EVERY.as_secs();
-        if refused > 0 || accept_errors > 0 || reserve_served > 0 {
+        if refused > 0 || accept_errors > 0 || reserve_served > 0 || evicted > 0 {
             tracing::warn!(
                 refused,
                 reserve_served,
+                evicted,
                 accept_errors,
                 header_timeouts,
                 idle_closed,
@@ -541,5 +670,27 @@ mod tests {
         assert_eq!(activity.deadline(), Some(Instant::now() + header), "the next request's headers");
         tokio::time::advance(header).await;
         assert!(matches!(activity.expired(Instant::now()), Some(Phase::AwaitingHeaders(_))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_connection_that_never_sent_a_request_is_evicted_oldest_first() {
+        let timeout = Duration::from_secs(10);
+        let waiting = Waiting::default();
+        let (oldest, served, newest) = (
+            Arc::new(Activity::new(timeout, timeout)),
+            Arc::new(Activity::new(timeout, timeout)),
+            Arc::new(Activity::new(timeout, timeout)),
+        );
+        for activity in [&served, &oldest, &newest] {
+            waiting.push(activity);
+        }
+        served.begin_request();
+        served.end_request();
+        assert!(waiting.evict_oldest());
+        assert!(!served.evicted() && oldest.evicted() && !newest.evicted(), "the served one is skipped");
+        assert!(matches!(oldest.expired(Instant::now()), Some(Phase::AwaitingHeaders(_))), "closed at once");
+        newest.begin_request();
+        assert!(!waiting.evict_oldest(), "a request in progress is never evicted");
+        assert!(!newest.evicted());
     }
 }

@@ -44,11 +44,15 @@ impl Drop for Api {
 
 /// An API of our own on the hangar's socket, with the test's small limits.
 fn api(hangar: &Hangar) -> (Api, String) {
+    api_capped(hangar, CAP)
+}
+
+fn api_capped(hangar: &Hangar, cap: usize) -> (Api, String) {
     let log = std::fs::File::create(hangar.path("api.log")).unwrap();
     let mut child = Command::new(bin("hangar-api"))
         .arg("--socket")
         .arg(&hangar.socket)
-        .args(["--listen", "127.0.0.1:0", "--max-connections", &CAP.to_string()])
+        .args(["--listen", "127.0.0.1:0", "--max-connections", &cap.to_string()])
         .args(["--header-timeout-s", HEADER_TIMEOUT_S, "--idle-timeout-s", IDLE_TIMEOUT_S])
         .env("HANGAR_LOG", "info")
         .stdout(Stdio::piped())
@@ -318,5 +322,78 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
         log.contains("connection limit reached").then_some(log)
     });
     assert!(log.lines().count() < 100, "one line per connection?\n{log}");
+    drop(api);
+}
+
+/// A flood that never lets up: the cap is full of event streams and one local process keeps
+/// opening connections that send nothing, as fast as the API closes them. The reserve alone
+/// would be held by the flood; a new connection instead evicts the one that has waited longest
+/// without a request, so readiness, a read and an operator's POST, sent at once on connecting,
+/// are still answered while the flood goes on, and the streams are never cut.
+#[test]
+fn a_flood_renewed_as_fast_as_it_is_closed_cannot_starve_probes_or_operators() {
+    const SMALL_CAP: usize = 100;
+    /// Silent connections the flood holds open at once (the oldest is closed for each new one).
+    const FLOOD_HELD: usize = 300;
+    raise_own_fd_limit();
+    let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
+    let (api, address) = api_capped(&hangar, SMALL_CAP);
+    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
+    let mut streams: Vec<TcpStream> = (0..SMALL_CAP).map(|_| open_stream(&address)).collect();
+    for stream in &mut streams {
+        await_acknowledgement(stream);
+    }
+    let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flood = {
+        let (flooding, address) = (flooding.clone(), address.clone());
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut opened = 0usize;
+            while flooding.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(stream) = TcpStream::connect(&address) {
+                    held.push_back(stream);
+                    opened += 1;
+                }
+                if held.len() > FLOOD_HELD {
+                    held.pop_front();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            opened
+        })
+    };
+    // The flood has taken the reserve many times over before the first request.
+    poll("the flood to be refused", ANSWER, || {
+        let log = std::fs::read_to_string(hangar.path("api.log")).ok()?;
+        log.contains("connection limit reached").then_some(())
+    });
+    let mut answered = 0;
+    let mut asked = 0;
+    for _ in 0..5 {
+        for (method, path, body) in [
+            ("GET", "/health/ready", ""),
+            ("GET", "/api/mcp_servers", ""),
+            ("POST", "/api/mcp_servers/math/start", "{}"),
+        ] {
+            asked += 1;
+            // One retry: a connection that arrives while every waiting one is being evicted is
+            // refused with a 503 (and `retry-after: 1`).
+            let status = (0..2)
+                .map(|_| request(&address, method, path, body).map_or(0, |(status, _)| status))
+                .find(|status| *status != 503)
+                .unwrap_or(503);
+            if status == 200 {
+                answered += 1;
+            }
+        }
+    }
+    flooding.store(false, std::sync::atomic::Ordering::Relaxed);
+    let opened = flood.join().unwrap();
+    for stream in &mut streams {
+        assert!(!closed(stream), "an event stream was cut to make room");
+    }
+    eprintln!("flood: {opened} connections opened; {answered} of {asked} requests answered 200");
+    assert!(opened > 2 * FLOOD_HELD, "the flood did not run: {opened} connections");
+    assert!(answered >= asked - 1, "only {answered} of {asked} requests got through the flood");
     drop(api);
 }
