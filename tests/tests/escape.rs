@@ -276,6 +276,42 @@ fn an_upstream_that_exits_by_itself_leaves_no_orphan_in_cgroup_mode() {
     an_upstream_that_exits_by_itself(Mode::Cgroup);
 }
 
+/// A managed HTTP upstream (`mode: http`) that daemonizes: the server listens in a descendant in
+/// a session of its own. It is the upstream's own listener, not a stranger's (the check covers
+/// the whole subtree, not only the process group), and a stop kills it like any descendant.
+#[test]
+fn a_managed_http_upstream_serving_from_a_daemonized_descendant_starts_and_stops_whole() {
+    let port = hangar_tests::free_port();
+    let hangar = Hangar::start_with(
+        &format!(
+            r#"
+mcp_servers:
+  web:
+    mode: http
+    command: ["sh", "-c", "setsid {{fake}} --http 127.0.0.1:{port} --tools add --pid-file {{dir}}/web.pid & wait"]
+    endpoint: http://127.0.0.1:{port}/mcp
+"#
+        ),
+        &["--kill-mode", "subreaper"],
+    );
+    for round in 1..=2 {
+        let _ = std::fs::remove_file(hangar.path("web.pid"));
+        let started = hangar.post_raw("/api/mcp_servers/web/start", &[("Content-Type", "application/json")], b"{}");
+        assert_eq!(started.status, 200, "round {round}: {}", started.text);
+        let server = read_pid(&hangar.path("web.pid"));
+        let pgrp = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap();
+        assert_ne!(
+            pgrp.rsplit_once(") ").unwrap().1.split(' ').nth(2),
+            Some(hangar.details("web")["meta"]["pid"].to_string().as_str()),
+            "the server left the upstream's process group"
+        );
+        assert_eq!(hangar.call("web", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})));
+        let stopped = hangar.post_raw("/api/mcp_servers/web/stop", &[("Content-Type", "application/json")], b"{}");
+        assert_eq!(stopped.status, 200, "{}", stopped.text);
+        assert_all_die(&[server], "a REST stop of its managed HTTP upstream", &hangar);
+    }
+}
+
 // ---- the guardian goes -----------------------------------------------------------------------
 
 fn a_killed_guardian_is_replaced(mode: Mode) {
