@@ -100,7 +100,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_CONFIG);
         }
     };
-    let guardian = match contain_descendants(args.kill_mode) {
+    let guardian = match contain_descendants(args.kill_mode, args.log_format) {
         Ok(guardian) => guardian,
         Err(code) => return code,
     };
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
 
 /// Before any child runs: the supervisor becomes the subreaper of every orphan below it, picks
 /// how upstream subtrees are killed, and starts the guardian (see `spawn.rs`).
-fn contain_descendants(mode: cgroup::KillMode) -> Result<Option<guardian::Keeper>, ExitCode> {
+fn contain_descendants(mode: cgroup::KillMode, log_format: LogFormat) -> Result<Option<guardian::Keeper>, ExitCode> {
     reaper::become_subreaper();
     match cgroup::init(mode) {
         Ok(chosen) => tracing::info!(kill_mode = chosen, "upstream subtrees are killed whole"),
@@ -125,7 +125,7 @@ fn contain_descendants(mode: cgroup::KillMode) -> Result<Option<guardian::Keeper
             return Err(ExitCode::from(EX_UNAVAILABLE));
         }
     }
-    Ok(guardian::start())
+    Ok(guardian::start(log_format))
 }
 
 /// After every child is reaped: kills and reaps any orphan left, then lets the guardian go

@@ -362,6 +362,38 @@ fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
     a_killed_guardian_is_replaced(Mode::Cgroup);
 }
 
+/// An upstream that dies in the same instant as its supervisor (it set a parent-death signal of
+/// its own, as some servers do) leaves its orphans to init before a guardian can walk its
+/// subtree. The guardians noted them beforehand, and kill them too.
+#[test]
+fn an_upstream_that_dies_with_its_supervisor_leaves_no_descendant() {
+    let _serial = serial();
+    let hangar = Hangar::start_with(
+        r#"
+mcp_servers:
+  pdeath:
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/pdeath.setsid); exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
+"#,
+        &["--kill-mode", "subreaper"],
+    );
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "pdeath"}));
+    let pids: Vec<u32> = ["pdeath.pid", "pdeath.setsid"].iter().map(|f| read_pid(&hangar.path(f))).collect();
+    assert!(alive(pids[1]), "the daemon runs");
+    // Both guardians have noted the daemon (they look every second).
+    let guardians = poll("two guardians", WITHIN, || {
+        let found = children_named(hangar.pid(), "--internal-guardian");
+        (found.len() == 2).then_some(found)
+    });
+    poll("both guardians to note the daemon", WITHIN, || {
+        let log = hangar.log();
+        let noted =
+            |guardian: &u32| log.lines().any(|l| l.contains(&format!("guardian={guardian} descendants_noted=1")));
+        guardians.iter().all(noted).then_some(())
+    });
+    sigkill(hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
+}
+
 /// The other order: the supervisor SIGKILLed first. Its guardians, left alone, kill every
 /// subtree and exit; so a SIGKILL that would follow for one finds nothing left to do.
 #[test]
