@@ -5,6 +5,10 @@
 //!   start, or on a kept-alive connection from the first byte of the next request. Dribbling
 //!   bytes does not extend it (slowloris).
 //!   A request's body must then arrive within the same time from the end of its headers.
+//! - The request bodies being received share a memory budget ([`BODY_BUDGET`]) beyond the first
+//!   [`FREE_BODY_BYTES`] of each: past it, a body waits for room (within its deadline), so
+//!   thousands of connections each sending most of a megabyte and stalling cannot grow the API
+//!   by gigabytes.
 //! - A kept-alive connection with no request in progress is closed after `idle_timeout`. A
 //!   response still being sent (an event stream) is a request in progress, never idle.
 //! - At most `max_connections` are served at once. Past that, a few [`RESERVE`] connections
@@ -62,6 +66,13 @@ const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// larger than this are refused (431), so a slow client holds at most this much.
 const MAX_BUFFER: usize = 64 * 1024;
 
+/// What every request body may hold without asking the budget: small bodies (a tool call, an
+/// operator's command) never wait for it.
+const FREE_BODY_BYTES: usize = 16 * 1024;
+/// The bytes all bodies being received may hold beyond their free part, counted in KiB.
+const BODY_BUDGET: usize = 64 * 1024 * 1024;
+const KIB: usize = 1024;
+
 /// What a connection past the cap and the reserve reads before it is closed.
 const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 content-type: application/json\r\n\
@@ -108,6 +119,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
     let reserve = Arc::new(Semaphore::new(RESERVE));
     let tally = Arc::new(Tally::default());
     let waiting = Arc::new(Waiting::default());
+    let bodies = Arc::new(Semaphore::new(BODY_BUDGET / KIB));
     let reporter = tokio::spawn(report(tally.clone(), slots.clone(), limits.max_connections));
     let (stopping, _) = watch::channel(());
     tokio::pin!(stop);
@@ -133,7 +145,13 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
                 Err(_) => None,
             },
         };
-        let serve = Serve { limits, tally: tally.clone(), waiting: waiting.clone(), router: router.clone() };
+        let serve = Serve {
+            limits,
+            tally: tally.clone(),
+            waiting: waiting.clone(),
+            bodies: bodies.clone(),
+            router: router.clone(),
+        };
         match admitted {
             Some((permit, kind)) => serve.spawn(stream, permit, kind, stopping.subscribe()),
             // Full: make room by evicting the longest-waiting silent connection, if there is one.
@@ -176,6 +194,7 @@ struct Serve {
     limits: Limits,
     tally: Arc<Tally>,
     waiting: Arc<Waiting>,
+    bodies: Arc<Semaphore>,
     router: Router,
 }
 
@@ -190,7 +209,7 @@ impl Serve {
         };
         let activity = Arc::new(Activity::new(header_timeout, self.limits.idle_timeout));
         self.waiting.push(&activity);
-        let connection = Connection { kind, tally: self.tally, activity, _permit: permit };
+        let connection = Connection { kind, tally: self.tally, activity, bodies: self.bodies, _permit: permit };
         tokio::spawn(connection.serve(stream, self.router, stopping));
     }
 }
@@ -259,6 +278,8 @@ struct Connection {
     kind: Kind,
     tally: Arc<Tally>,
     activity: Arc<Activity>,
+    /// The budget of the request bodies being received.
+    bodies: Arc<Semaphore>,
     /// Held for as long as the connection is open.
     _permit: OwnedSemaphorePermit,
 }
@@ -271,10 +292,11 @@ impl Connection {
         let end_of_life = reserve.then(|| Instant::now() + RESERVE_LIFETIME);
         let router = TowerToHyperService::new(router);
         let tracked = activity.clone();
+        let bodies = self.bodies.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let request_in_progress = RequestInProgress::begin(tracked.clone());
             let body_deadline = Instant::now() + header_timeout;
-            let answer = router.call(request.map(|body| DeadlineBody { body, deadline: body_deadline, timer: None }));
+            let answer = router.call(request.map(|body| DeadlineBody::new(body, body_deadline, bodies.clone())));
             async move {
                 let response = answer.await?;
                 Ok::<_, Infallible>(response.map(|body| TrackedBody { body, _request: request_in_progress }))
@@ -488,12 +510,49 @@ impl HttpBody for TrackedBody {
 }
 
 /// A request body that must arrive in full within the header deadline, counted again from the
-/// end of the headers, so a client cannot hold a connection by dribbling its body either.
+/// end of the headers, so a client cannot hold a connection by dribbling its body either; and
+/// whose bytes beyond [`FREE_BODY_BYTES`] (up to the body limit) are held against the budget.
 struct DeadlineBody {
     body: Incoming,
     deadline: Instant,
     /// Armed the first time the body is not all there yet.
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    budget: Arc<Semaphore>,
+    /// Bytes received so far.
+    received: usize,
+    /// What it holds of the budget, in KiB; released when the body is dropped (read whole).
+    held: Option<OwnedSemaphorePermit>,
+    /// A frame that arrived while the budget had no room, and the wait for that room.
+    waiting: Option<(http_body::Frame<Bytes>, BudgetWait)>,
+}
+
+type BudgetWait = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, tokio::sync::AcquireError>> + Send + Sync>>;
+
+impl DeadlineBody {
+    fn new(body: Incoming, deadline: Instant, budget: Arc<Semaphore>) -> DeadlineBody {
+        DeadlineBody { body, deadline, timer: None, budget, received: 0, held: None, waiting: None }
+    }
+
+    /// KiB of the budget this body needs now beyond what it holds.
+    fn wanted(&self) -> u32 {
+        let charged = self.received.min(crate::app::BODY_LIMIT).saturating_sub(FREE_BODY_BYTES).div_ceil(KIB);
+        let held = self.held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
+        u32::try_from(charged.saturating_sub(held)).unwrap_or(u32::MAX)
+    }
+
+    fn hold(&mut self, permit: OwnedSemaphorePermit) {
+        match &mut self.held {
+            Some(held) => held.merge(permit),
+            None => self.held = Some(permit),
+        }
+    }
+
+    /// Whether the deadline has passed (arming the timer, which wakes the task at it).
+    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
+        let deadline = self.deadline;
+        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        timer.as_mut().poll(cx).is_ready()
+    }
 }
 
 /// The request body did not arrive in time.
@@ -510,25 +569,50 @@ impl HttpBody for DeadlineBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::BoxError>>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.body).poll_frame(cx) {
-            Poll::Ready(frame) => Poll::Ready(frame.map(|frame| frame.map_err(axum::BoxError::from))),
-            Poll::Pending => {
-                let deadline = this.deadline;
-                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-                match timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Some(Err(BodyTimedOut.into()))),
-                    Poll::Pending => Poll::Pending,
+        if this.waiting.is_none() {
+            match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    this.received += frame.data_ref().map_or(0, Bytes::len);
+                    let wanted = this.wanted();
+                    if wanted == 0 {
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
+                    match this.budget.clone().try_acquire_many_owned(wanted) {
+                        Ok(permit) => {
+                            this.hold(permit);
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                        Err(_) => {
+                            this.waiting = Some((frame, Box::pin(this.budget.clone().acquire_many_owned(wanted))))
+                        }
+                    }
                 }
+                Poll::Ready(frame) => return Poll::Ready(frame.map(|frame| frame.map_err(axum::BoxError::from))),
+                Poll::Pending => {}
             }
         }
+        if let Some((_, wait)) = &mut this.waiting {
+            match wait.as_mut().poll(cx) {
+                Poll::Ready(Ok(permit)) => {
+                    let (frame, _) = this.waiting.take().unzip();
+                    this.hold(permit);
+                    return Poll::Ready(frame.map(Ok));
+                }
+                // The budget is never closed.
+                Poll::Ready(Err(_)) => return Poll::Ready(Some(Err(BodyTimedOut.into()))),
+                Poll::Pending => {}
+            }
+        }
+        if this.timed_out(cx) { Poll::Ready(Some(Err(BodyTimedOut.into()))) } else { Poll::Pending }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.waiting.is_none() && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
+        // A frame held back is not counted by the body below.
+        if self.waiting.is_some() { http_body::SizeHint::default() } else { self.body.size_hint() }
     }
 }
 

@@ -397,3 +397,50 @@ fn a_flood_renewed_as_fast_as_it_is_closed_cannot_starve_probes_or_operators() {
     assert!(answered >= asked - 1, "only {answered} of {asked} requests got through the flood");
     drop(api);
 }
+
+/// Bodies that stall: hundreds of connections each send most of a megabyte of request body (the
+/// limit) and then nothing more. Beyond a small free part, the bodies being received share a
+/// budget, so the API's memory does not grow by what they sent, a normal request is still
+/// answered, and each stalled body is closed at its deadline.
+#[test]
+fn stalled_large_bodies_do_not_grow_the_api_by_their_size() {
+    const STALLED: usize = 600;
+    /// What the stalled bodies sent in all, ~600 MiB, is far above what the API may hold.
+    const PEAK_GROWTH_KIB: u64 = 300 * 1024;
+    raise_own_fd_limit();
+    let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
+    let (api, address) = api(&hangar);
+    let pid = api.0.id();
+    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
+    assert_normal_requests_answered(&address);
+    let baseline = rss_kib(pid);
+    let almost_all = vec![b' '; (1 << 20) - 1];
+    let mut stalled: Vec<TcpStream> = (0..STALLED)
+        .map(|_| {
+            let mut stream = connect(&address);
+            write!(
+                stream,
+                "POST /api/mcp_servers/math/start HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                1 << 20
+            )
+            .unwrap();
+            // As much as the socket takes at once: the rest waits in this process's buffers or is dropped.
+            stream.set_nonblocking(true).unwrap();
+            let _ = stream.write(&almost_all);
+            stream.set_nonblocking(false).unwrap();
+            stream
+        })
+        .collect();
+    assert_normal_requests_answered(&address);
+    poll("every stalled body to be closed at its deadline", Duration::from_secs(30), || {
+        stalled.iter_mut().all(closed).then_some(())
+    });
+    drop(stalled);
+    let peak = proc_status_kib(pid, "VmHWM").unwrap();
+    eprintln!("stalled bodies: hangar-api RSS baseline {baseline} KiB, peak {peak} KiB");
+    assert!(peak < baseline + PEAK_GROWTH_KIB, "the API grew from {baseline} KiB to {peak} KiB");
+    poll("the API's RSS to come back near its baseline", Duration::from_secs(30), || {
+        (rss_kib(pid) <= baseline + RSS_MARGIN_KIB).then_some(())
+    });
+    drop(api);
+}
