@@ -169,11 +169,16 @@ async fn run(args: Args, config: Config, socket_group: Option<control::SocketGro
 
     let mut helper_tasks = Vec::new();
     let socket_arg = socket.clone().into_os_string();
+    // The helpers log as the supervisor does, into the same stream.
+    let log_format = match args.log_format {
+        LogFormat::Human => "human",
+        LogFormat::Json => "json",
+    };
     if !args.no_prober {
         let helper = Helper {
             name: "prober",
             program: sibling("hangar-prober"),
-            args: vec!["--socket".into(), socket_arg.clone()],
+            args: vec!["--socket".into(), socket_arg.clone(), "--log-format".into(), log_format.into()],
         };
         helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }
@@ -181,7 +186,14 @@ async fn run(args: Args, config: Config, socket_group: Option<control::SocketGro
         let helper = Helper {
             name: "api",
             program: sibling("hangar-api"),
-            args: vec!["--socket".into(), socket_arg.clone(), "--listen".into(), args.listen.clone().into()],
+            args: vec![
+                "--socket".into(),
+                socket_arg.clone(),
+                "--listen".into(),
+                args.listen.clone().into(),
+                "--log-format".into(),
+                log_format.into(),
+            ],
         };
         helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }
