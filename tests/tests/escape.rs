@@ -312,6 +312,61 @@ mcp_servers:
     }
 }
 
+/// An upstream whose descendants keep orphaning short-lived processes (`(sleep 0.01 &)` in a
+/// loop). In cgroup mode its orphans are the supervisor's to reap, so no zombie piles up while
+/// it runs (an upstream never reaps what it did not start), while an orphan of the running
+/// upstream (a daemon) is left to run until the upstream stops.
+#[test]
+fn orphans_of_a_running_upstream_leave_no_zombies_in_cgroup_mode() {
+    const ORPHANS: usize = 150;
+    let cgroup = match TestCgroup::create() {
+        Ok(cgroup) => cgroup,
+        Err(why) => {
+            eprintln!("skipped: cgroup mode cannot be tested here: {why}");
+            return;
+        }
+    };
+    let hangar = {
+        let _serial = serial();
+        let _inside = cgroup.enter();
+        Hangar::start_with(
+            r#"
+mcp_servers:
+  orphaner:
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/orphaner.daemon); (while :; do (sleep 0.01 &); echo >> {dir}/orphans; sleep 0.01; done) & exec {fake} --tools add --pid-file {dir}/orphaner.pid"]
+"#,
+            &["--kill-mode", "cgroup"],
+        )
+    };
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "orphaner"}));
+    let upstream = read_pid(&hangar.path("orphaner.pid"));
+    let daemon = read_pid(&hangar.path("orphaner.daemon"));
+    poll("the upstream's descendants to orphan enough processes", Duration::from_secs(60), || {
+        let made = std::fs::read_to_string(hangar.path("orphans")).unwrap_or_default().lines().count();
+        (made >= ORPHANS).then_some(())
+    });
+    let zombies_of = |parent: u32| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .filter(|stat| {
+                let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+                rest.starts_with('Z') && rest.split(' ').nth(1) == Some(parent.to_string().as_str())
+            })
+            .count()
+    };
+    let (below_upstream, below_supervisor) = (zombies_of(upstream), zombies_of(hangar.pid()));
+    assert!(below_upstream < 10, "{below_upstream} zombies pile up below the upstream after {ORPHANS} orphans");
+    assert!(below_supervisor < 10, "{below_supervisor} zombies pile up below the supervisor");
+    assert!(alive(daemon), "the running upstream's daemon was killed; log:\n{}", hangar.log());
+    let stopped = hangar.post_raw("/api/mcp_servers/orphaner/stop", &[("Content-Type", "application/json")], b"{}");
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    assert_all_die(&[upstream, daemon], "a REST stop", &hangar);
+    drop(hangar);
+    drop(cgroup);
+}
+
 // ---- the guardian goes -----------------------------------------------------------------------
 
 fn a_killed_guardian_is_replaced(mode: Mode) {
