@@ -86,7 +86,8 @@ struct Args {
     allow_origin: Vec<guard::AllowedOrigin>,
     /// Connections served at once [default: 4096, or fewer if the open-file limit is lower]. Past
     /// it, a few reserve connections serve one request each (health probes, an operator's
-    /// command); any further one is answered 503 and closed.
+    /// command); past those, a new connection evicts the one that has waited longest without
+    /// sending a request (answered 503 and closed), or is itself answered 503 and closed.
     #[arg(long, value_name = "N", env = "HANGAR_API_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
     /// Seconds a client has to send a request's headers, from connecting (or, on a kept-alive

@@ -5,21 +5,31 @@
 //!   start, or on a kept-alive connection from the first byte of the next request. Dribbling
 //!   bytes does not extend it (slowloris).
 //!   A request's body must then arrive within the same time from the end of its headers.
+//! - The request bodies being received share a memory budget ([`BODY_BUDGET`]) beyond the first
+//!   [`FREE_BODY_BYTES`] of each: past it, a body waits for room (within its deadline), so
+//!   thousands of connections each sending most of a megabyte and stalling cannot grow the API
+//!   by gigabytes.
 //! - A kept-alive connection with no request in progress is closed after `idle_timeout`. A
 //!   response still being sent (an event stream) is a request in progress, never idle.
 //! - At most `max_connections` are served at once. Past that, a few [`RESERVE`] connections
 //!   each serve one request (short header deadline, no keep-alive, bounded life), so health
-//!   probes and an operator's command still get through; any further one is answered 503 and
-//!   closed. The loop never stops accepting: a full backlog would starve the reserve too.
+//!   probes and an operator's command still get through. When the reserve is taken too, a new
+//!   connection evicts the one that has waited longest without sending a complete request (it is
+//!   answered 503 and closed) and takes its place; with none to evict, the new one is answered
+//!   503 and closed. So a flood of connections that send nothing, renewed as fast as they are
+//!   closed, cannot hold every slot (event streams filling the cap included): a client that sends
+//!   its request at once is served before the flood's newer connections reach it. The loop never
+//!   stops accepting: a full backlog would starve the reserve too.
 //!
 //! Refusals and timeouts are counted and logged as one summary line per [`REPORT_EVERY`].
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -40,7 +50,9 @@ pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 60;
 /// The cap when the open-file limit allows it (an idle connection costs ~10 KiB).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Connections served past the cap, one request each.
-pub const RESERVE: usize = 8;
+pub const RESERVE: usize = 32;
+/// How long a connection that evicted another waits for the slot it freed.
+const EVICTION_WAIT: Duration = Duration::from_secs(1);
 /// A reserve connection's header deadline, when `header_timeout` is longer.
 const RESERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
 /// A reserve connection's whole life, so that none can be held (e.g. by an event stream).
@@ -53,6 +65,13 @@ const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// A connection's read and write buffers at most (hyper's default is ~400 KiB): request headers
 /// larger than this are refused (431), so a slow client holds at most this much.
 const MAX_BUFFER: usize = 64 * 1024;
+
+/// What every request body may hold without asking the budget: small bodies (a tool call, an
+/// operator's command) never wait for it.
+const FREE_BODY_BYTES: usize = 16 * 1024;
+/// The bytes all bodies being received may hold beyond their free part, counted in KiB.
+const BODY_BUDGET: usize = 64 * 1024 * 1024;
+const KIB: usize = 1024;
 
 /// What a connection past the cap and the reserve reads before it is closed.
 const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
@@ -99,6 +118,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let reserve = Arc::new(Semaphore::new(RESERVE));
     let tally = Arc::new(Tally::default());
+    let waiting = Arc::new(Waiting::default());
+    let bodies = Arc::new(Semaphore::new(BODY_BUDGET / KIB));
     let reporter = tokio::spawn(report(tally.clone(), slots.clone(), limits.max_connections));
     let (stopping, _) = watch::channel(());
     tokio::pin!(stop);
@@ -117,28 +138,112 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
                 }
             },
         };
-        let (permit, kind) = match slots.clone().try_acquire_owned() {
-            Ok(permit) => (permit, Kind::Regular),
+        let admitted = match slots.clone().try_acquire_owned() {
+            Ok(permit) => Some((permit, Kind::Regular)),
             Err(_) => match reserve.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    tally.reserve_served.fetch_add(1, Ordering::Relaxed);
-                    (permit, Kind::Reserve)
-                }
-                Err(_) => {
-                    tally.refused.fetch_add(1, Ordering::Relaxed);
-                    refuse(stream);
-                    continue;
-                }
+                Ok(permit) => Some((permit, Kind::Reserve)),
+                Err(_) => None,
             },
         };
-        let connection = Connection { limits, kind, tally: tally.clone(), _permit: permit };
-        tokio::spawn(connection.serve(stream, router.clone(), stopping.subscribe()));
+        let serve = Serve {
+            limits,
+            tally: tally.clone(),
+            waiting: waiting.clone(),
+            bodies: bodies.clone(),
+            router: router.clone(),
+        };
+        match admitted {
+            Some((permit, kind)) => serve.spawn(stream, permit, kind, stopping.subscribe()),
+            // Full: make room by evicting the longest-waiting silent connection, if there is one.
+            None if waiting.evict_oldest() => {
+                tally.evicted.fetch_add(1, Ordering::Relaxed);
+                let (slots, reserve, stopping) = (slots.clone(), reserve.clone(), stopping.subscribe());
+                tokio::spawn(async move {
+                    let freed = tokio::time::timeout(EVICTION_WAIT, async {
+                        tokio::select! {
+                            biased;
+                            Ok(permit) = slots.acquire_owned() => Some((permit, Kind::Regular)),
+                            Ok(permit) = reserve.acquire_owned() => Some((permit, Kind::Reserve)),
+                            else => None,
+                        }
+                    });
+                    match freed.await {
+                        Ok(Some((permit, kind))) => serve.spawn(stream, permit, kind, stopping),
+                        _ => {
+                            serve.tally.refused.fetch_add(1, Ordering::Relaxed);
+                            refuse(stream);
+                        }
+                    }
+                });
+            }
+            None => {
+                tally.refused.fetch_add(1, Ordering::Relaxed);
+                refuse(stream);
+            }
+        }
     }
     // New connections are no longer ours (under socket activation, another instance may take them).
     drop(listener);
     stopping.send_replace(());
     stopping.closed().await;
     reporter.abort();
+}
+
+/// What every connection is served with.
+struct Serve {
+    limits: Limits,
+    tally: Arc<Tally>,
+    waiting: Arc<Waiting>,
+    bodies: Arc<Semaphore>,
+    router: Router,
+}
+
+impl Serve {
+    fn spawn(self, stream: TcpStream, permit: OwnedSemaphorePermit, kind: Kind, stopping: watch::Receiver<()>) {
+        if kind == Kind::Reserve {
+            self.tally.reserve_served.fetch_add(1, Ordering::Relaxed);
+        }
+        let header_timeout = match kind {
+            Kind::Regular => self.limits.header_timeout,
+            Kind::Reserve => self.limits.header_timeout.min(RESERVE_HEADER_TIMEOUT),
+        };
+        let activity = Arc::new(Activity::new(header_timeout, self.limits.idle_timeout));
+        self.waiting.push(&activity);
+        let connection = Connection { kind, tally: self.tally, activity, bodies: self.bodies, _permit: permit };
+        tokio::spawn(connection.serve(stream, self.router, stopping));
+    }
+}
+
+/// The connections that have not yet sent a complete request, oldest first: those a full API
+/// evicts to make room for a new one.
+#[derive(Default)]
+struct Waiting(Mutex<VecDeque<Weak<Activity>>>);
+
+impl Waiting {
+    fn queue(&self) -> MutexGuard<'_, VecDeque<Weak<Activity>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, activity: &Arc<Activity>) {
+        let mut queue = self.queue();
+        // Entries of connections that sent a request or closed are dropped as they reach the
+        // front; prune them all when they pile up behind a long-waiting one.
+        if queue.len() >= 64 && queue.len().is_power_of_two() {
+            queue.retain(|entry| entry.upgrade().is_some_and(|activity| activity.evictable()));
+        }
+        queue.push_back(Arc::downgrade(activity));
+    }
+
+    /// Evicts the oldest connection still waiting for its first request; false if none is.
+    fn evict_oldest(&self) -> bool {
+        let mut queue = self.queue();
+        while let Some(entry) = queue.pop_front() {
+            if entry.upgrade().is_some_and(|activity| activity.evict()) {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 /// Errors that concern one connection only (it was reset before we took it): accept the next.
@@ -170,9 +275,11 @@ enum Kind {
 }
 
 struct Connection {
-    limits: Limits,
     kind: Kind,
     tally: Arc<Tally>,
+    activity: Arc<Activity>,
+    /// The budget of the request bodies being received.
+    bodies: Arc<Semaphore>,
     /// Held for as long as the connection is open.
     _permit: OwnedSemaphorePermit,
 }
@@ -180,25 +287,26 @@ struct Connection {
 impl Connection {
     async fn serve(self, stream: TcpStream, router: Router, mut stopping: watch::Receiver<()>) {
         let reserve = self.kind == Kind::Reserve;
-        let header_timeout =
-            if reserve { self.limits.header_timeout.min(RESERVE_HEADER_TIMEOUT) } else { self.limits.header_timeout };
-        let activity = Arc::new(Activity::new(header_timeout, self.limits.idle_timeout));
+        let activity = self.activity.clone();
+        let header_timeout = activity.header_timeout;
         let end_of_life = reserve.then(|| Instant::now() + RESERVE_LIFETIME);
         let router = TowerToHyperService::new(router);
         let tracked = activity.clone();
+        let bodies = self.bodies.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let request_in_progress = RequestInProgress::begin(tracked.clone());
             let body_deadline = Instant::now() + header_timeout;
-            let answer = router.call(request.map(|body| DeadlineBody { body, deadline: body_deadline, timer: None }));
+            let answer = router.call(request.map(|body| DeadlineBody::new(body, body_deadline, bodies.clone())));
             async move {
                 let response = answer.await?;
                 Ok::<_, Infallible>(response.map(|body| TrackedBody { body, _request: request_in_progress }))
             }
         });
         let io = TokioIo::new(TrackedStream { stream, activity: activity.clone() });
-        let connection =
+        // Unpin (hyper boxes the request futures), so an evicted connection can take its socket
+        // back to send the refusal.
+        let mut connection =
             http1::Builder::new().keep_alive(!reserve).max_buf_size(MAX_BUFFER).serve_connection(io, service);
-        tokio::pin!(connection);
         let mut draining = false;
         loop {
             let deadline = match (activity.deadline(), end_of_life) {
@@ -206,7 +314,7 @@ impl Connection {
                 (deadline, end) => deadline.or(end),
             };
             tokio::select! {
-                served = connection.as_mut() => {
+                served = &mut connection => {
                     if let Err(err) = served {
                         tracing::debug!(error = %err, "connection ended with an error");
                     }
@@ -215,6 +323,10 @@ impl Connection {
                 () = sleep_until(deadline) => {
                     let now = Instant::now();
                     match activity.expired(now) {
+                        Some(Phase::AwaitingHeaders(_)) if activity.evicted() => {
+                            refuse(connection.into_parts().io.into_inner().stream);
+                            return;
+                        }
                         Some(Phase::AwaitingHeaders(_)) => self.tally.header_timeouts.fetch_add(1, Ordering::Relaxed),
                         Some(_) => self.tally.idle_closed.fetch_add(1, Ordering::Relaxed),
                         None if end_of_life.is_some_and(|end| end <= now) => 0,
@@ -226,7 +338,7 @@ impl Connection {
                 () = activity.changed.notified() => {}
                 _ = stopping.changed(), if !draining => {
                     draining = true;
-                    connection.as_mut().graceful_shutdown();
+                    Pin::new(&mut connection).graceful_shutdown();
                     // Nothing in progress (idle, or headers not yet complete): nothing to finish.
                     if activity.deadline().is_some() {
                         return;
@@ -262,12 +374,23 @@ struct Activity {
     changed: Notify,
     header_timeout: Duration,
     idle_timeout: Duration,
+    /// A request's headers were complete once: the connection is no longer evictable.
+    served: AtomicBool,
+    /// Chosen for eviction: its header deadline was moved to now.
+    evicted: AtomicBool,
 }
 
 impl Activity {
     fn new(header_timeout: Duration, idle_timeout: Duration) -> Activity {
         let first_request = Phase::AwaitingHeaders(Instant::now() + header_timeout);
-        Activity { phase: Mutex::new(first_request), changed: Notify::new(), header_timeout, idle_timeout }
+        Activity {
+            phase: Mutex::new(first_request),
+            changed: Notify::new(),
+            header_timeout,
+            idle_timeout,
+            served: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
+        }
     }
 
     fn phase(&self) -> MutexGuard<'_, Phase> {
@@ -290,6 +413,30 @@ impl Activity {
         }
     }
 
+    /// Whether it is still waiting for its first request's headers.
+    fn evictable(&self) -> bool {
+        let phase = self.phase();
+        matches!(*phase, Phase::AwaitingHeaders(_)) && !self.served.load(Ordering::Relaxed)
+    }
+
+    /// Ends the wait for its first request now, unless that request's headers are complete by
+    /// now (then it is served, and this returns false).
+    fn evict(&self) -> bool {
+        let mut phase = self.phase();
+        if !matches!(*phase, Phase::AwaitingHeaders(_)) || self.served.load(Ordering::Relaxed) {
+            return false;
+        }
+        *phase = Phase::AwaitingHeaders(Instant::now());
+        self.evicted.store(true, Ordering::Relaxed);
+        drop(phase);
+        self.changed.notify_one();
+        true
+    }
+
+    fn evicted(&self) -> bool {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
     /// Bytes arrived: on an idle connection they start the next request's header deadline.
     fn read(&self) {
         let mut phase = self.phase();
@@ -302,6 +449,7 @@ impl Activity {
 
     fn begin_request(&self) {
         let mut phase = self.phase();
+        self.served.store(true, Ordering::Relaxed);
         *phase = match *phase {
             Phase::Busy(requests) => Phase::Busy(requests + 1),
             _ => Phase::Busy(1),
@@ -362,12 +510,49 @@ impl HttpBody for TrackedBody {
 }
 
 /// A request body that must arrive in full within the header deadline, counted again from the
-/// end of the headers, so a client cannot hold a connection by dribbling its body either.
+/// end of the headers, so a client cannot hold a connection by dribbling its body either; and
+/// whose bytes beyond [`FREE_BODY_BYTES`] (up to the body limit) are held against the budget.
 struct DeadlineBody {
     body: Incoming,
     deadline: Instant,
     /// Armed the first time the body is not all there yet.
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    budget: Arc<Semaphore>,
+    /// Bytes received so far.
+    received: usize,
+    /// What it holds of the budget, in KiB; released when the body is dropped (read whole).
+    held: Option<OwnedSemaphorePermit>,
+    /// A frame that arrived while the budget had no room, and the wait for that room.
+    waiting: Option<(http_body::Frame<Bytes>, BudgetWait)>,
+}
+
+type BudgetWait = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, tokio::sync::AcquireError>> + Send + Sync>>;
+
+impl DeadlineBody {
+    fn new(body: Incoming, deadline: Instant, budget: Arc<Semaphore>) -> DeadlineBody {
+        DeadlineBody { body, deadline, timer: None, budget, received: 0, held: None, waiting: None }
+    }
+
+    /// KiB of the budget this body needs now beyond what it holds.
+    fn wanted(&self) -> u32 {
+        let charged = self.received.min(crate::app::BODY_LIMIT).saturating_sub(FREE_BODY_BYTES).div_ceil(KIB);
+        let held = self.held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
+        u32::try_from(charged.saturating_sub(held)).unwrap_or(u32::MAX)
+    }
+
+    fn hold(&mut self, permit: OwnedSemaphorePermit) {
+        match &mut self.held {
+            Some(held) => held.merge(permit),
+            None => self.held = Some(permit),
+        }
+    }
+
+    /// Whether the deadline has passed (arming the timer, which wakes the task at it).
+    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
+        let deadline = self.deadline;
+        let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        timer.as_mut().poll(cx).is_ready()
+    }
 }
 
 /// The request body did not arrive in time.
@@ -384,25 +569,50 @@ impl HttpBody for DeadlineBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::BoxError>>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.body).poll_frame(cx) {
-            Poll::Ready(frame) => Poll::Ready(frame.map(|frame| frame.map_err(axum::BoxError::from))),
-            Poll::Pending => {
-                let deadline = this.deadline;
-                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-                match timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Some(Err(BodyTimedOut.into()))),
-                    Poll::Pending => Poll::Pending,
+        if this.waiting.is_none() {
+            match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    this.received += frame.data_ref().map_or(0, Bytes::len);
+                    let wanted = this.wanted();
+                    if wanted == 0 {
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
+                    match this.budget.clone().try_acquire_many_owned(wanted) {
+                        Ok(permit) => {
+                            this.hold(permit);
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                        Err(_) => {
+                            this.waiting = Some((frame, Box::pin(this.budget.clone().acquire_many_owned(wanted))))
+                        }
+                    }
                 }
+                Poll::Ready(frame) => return Poll::Ready(frame.map(|frame| frame.map_err(axum::BoxError::from))),
+                Poll::Pending => {}
             }
         }
+        if let Some((_, wait)) = &mut this.waiting {
+            match wait.as_mut().poll(cx) {
+                Poll::Ready(Ok(permit)) => {
+                    let (frame, _) = this.waiting.take().unzip();
+                    this.hold(permit);
+                    return Poll::Ready(frame.map(Ok));
+                }
+                // The budget is never closed.
+                Poll::Ready(Err(_)) => return Poll::Ready(Some(Err(BodyTimedOut.into()))),
+                Poll::Pending => {}
+            }
+        }
+        if this.timed_out(cx) { Poll::Ready(Some(Err(BodyTimedOut.into()))) } else { Poll::Pending }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.waiting.is_none() && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
+        // A frame held back is not counted by the body below.
+        if self.waiting.is_some() { http_body::SizeHint::default() } else { self.body.size_hint() }
     }
 }
 
@@ -458,6 +668,7 @@ struct Tally {
     header_timeouts: AtomicU64,
     idle_closed: AtomicU64,
     accept_errors: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// One summary line per period in which a limit acted, instead of one line per connection.
@@ -467,19 +678,21 @@ async fn report(tally: Arc<Tally>, slots: Arc<Semaphore>, max_connections: usize
     loop {
         every.tick().await;
         let take = |counter: &AtomicU64| counter.swap(0, Ordering::Relaxed);
-        let (refused, reserve_served, header_timeouts, idle_closed, accept_errors) = (
+        let (refused, reserve_served, header_timeouts, idle_closed, accept_errors, evicted) = (
             take(&tally.refused),
             take(&tally.reserve_served),
             take(&tally.header_timeouts),
             take(&tally.idle_closed),
             take(&tally.accept_errors),
+            take(&tally.evicted),
         );
         let open = max_connections.saturating_sub(slots.available_permits());
         let period_s = REPORT_EVERY.as_secs();
-        if refused > 0 || accept_errors > 0 || reserve_served > 0 {
+        if refused > 0 || accept_errors > 0 || reserve_served > 0 || evicted > 0 {
             tracing::warn!(
                 refused,
                 reserve_served,
+                evicted,
                 accept_errors,
                 header_timeouts,
                 idle_closed,
@@ -541,5 +754,27 @@ mod tests {
         assert_eq!(activity.deadline(), Some(Instant::now() + header), "the next request's headers");
         tokio::time::advance(header).await;
         assert!(matches!(activity.expired(Instant::now()), Some(Phase::AwaitingHeaders(_))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_connection_that_never_sent_a_request_is_evicted_oldest_first() {
+        let timeout = Duration::from_secs(10);
+        let waiting = Waiting::default();
+        let (oldest, served, newest) = (
+            Arc::new(Activity::new(timeout, timeout)),
+            Arc::new(Activity::new(timeout, timeout)),
+            Arc::new(Activity::new(timeout, timeout)),
+        );
+        for activity in [&served, &oldest, &newest] {
+            waiting.push(activity);
+        }
+        served.begin_request();
+        served.end_request();
+        assert!(waiting.evict_oldest());
+        assert!(!served.evicted() && oldest.evicted() && !newest.evicted(), "the served one is skipped");
+        assert!(matches!(oldest.expired(Instant::now()), Some(Phase::AwaitingHeaders(_))), "closed at once");
+        newest.begin_request();
+        assert!(!waiting.evict_oldest(), "a request in progress is never evicted");
+        assert!(!newest.evicted());
     }
 }

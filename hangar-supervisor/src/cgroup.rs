@@ -73,7 +73,17 @@ fn usable() -> Result<PathBuf, String> {
 
 /// `<cgroup2 mount>/<path from /proc/self/cgroup's "0::" line>`.
 fn own_cgroup() -> Option<PathBuf> {
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroup_of("self")
+}
+
+/// The cgroup v2 directory a process is in, if it can be read.
+pub fn of_process(pid: u32) -> Option<PathBuf> {
+    cgroup_of(&pid.to_string())
+}
+
+/// `<cgroup2 mount>/<path from /proc/<process>/cgroup's "0::" line>`.
+fn cgroup_of(process: &str) -> Option<PathBuf> {
+    let cgroups = std::fs::read_to_string(format!("/proc/{process}/cgroup")).ok()?;
     let path = cgroups.lines().find_map(|line| line.strip_prefix("0::"))?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let (root, mount) = cgroup2_mount(&mountinfo)?;

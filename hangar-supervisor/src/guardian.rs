@@ -10,6 +10,13 @@
 //! supervisor exited, however it died), the guardian kills each cgroup (`cgroup.kill`) and each
 //! pid's subtree (`proctree::kill_tree`), then exits.
 //!
+//! An upstream may die in the same instant as the supervisor (it asked for a parent-death signal
+//! of its own, or exits when its parent changes); its orphans then go to init, out of its subtree,
+//! before the guardian can walk it. So the guardian also notes every descendant of each upstream
+//! (pid and start time) every [`RECORD_EVERY`] while it waits, and kills those it noted (and
+//! whatever is below them) too: only a descendant started within the last moment before such a
+//! death can escape without cgroups.
+//!
 //! For that walk to find everything, upstreams must still be alive, and their orphans still
 //! below them, when the guardian walks. So while a guardian runs, upstreams get no lethal
 //! parent-death signal (`spawn.rs`), and the supervisor hands the guardian copies of each
@@ -56,11 +63,15 @@ const HEALTHY_RUN: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long a guardian waits for killed cgroups to empty before removing them.
 const CGROUP_DRAIN: Duration = Duration::from_secs(2);
+/// How often a guardian notes the upstreams' descendants (a walk of `/proc`).
+const RECORD_EVERY: Duration = Duration::from_secs(1);
 
 /// Guardians that died while the supervisor ran (each one is replaced).
 static RESPAWNS: AtomicU64 = AtomicU64::new(0);
 /// A keeper runs: there is, or is about to be again, a guardian.
 static KEEPING: AtomicBool = AtomicBool::new(false);
+/// The guardians log as the supervisor does.
+static JSON_LOGS: AtomicBool = AtomicBool::new(false);
 
 struct State {
     /// The supervisor's end of each guardian's socket.
@@ -91,7 +102,8 @@ pub struct Keeper {
 /// Starts the guardians (before any child is spawned) and a thread for each that replaces it
 /// whenever it dies. Without any, the supervisor still runs, with the weaker guarantee of the
 /// parent-death signal alone (`spawn.rs` then sets it on upstreams too).
-pub fn start() -> Option<Keeper> {
+pub fn start(log_format: hangar_runtime::logging::LogFormat) -> Option<Keeper> {
+    JSON_LOGS.store(log_format == hangar_runtime::logging::LogFormat::Json, Ordering::Relaxed);
     let mut threads = Vec::new();
     for slot in 0..GUARDIANS {
         let child = match spawn_guardian(slot) {
@@ -128,6 +140,7 @@ fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
         // `pkill -f hangar-supervisor` aimed at the supervisor must leave its guardian to act.
         .arg0(GUARDIAN_NAME)
         .arg(GUARDIAN_ARG)
+        .arg(if JSON_LOGS.load(Ordering::Relaxed) { "json" } else { "human" })
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -314,9 +327,25 @@ pub fn run() -> std::process::ExitCode {
     if let Ok(name) = std::ffi::CString::new(GUARDIAN_NAME) {
         let _ = nix::sys::prctl::set_name(&name);
     }
+    let json = std::env::args().nth(2).is_some_and(|format| format == "json");
+    hangar_runtime::logging::init(if json {
+        hangar_runtime::logging::LogFormat::Json
+    } else {
+        hangar_runtime::logging::LogFormat::Human
+    });
     let mut watched = Watched::default();
+    let mut noted = BTreeMap::new();
     let mut buf = [0u8; 4096];
     loop {
+        if !message_within(RECORD_EVERY) {
+            let descendants = watched.descendants();
+            if descendants.len() != noted.len() {
+                let (guardian, descendants_noted) = (std::process::id(), descendants.len());
+                tracing::debug!(guardian, descendants_noted, "guardian: noted the upstreams' descendants");
+            }
+            noted = descendants;
+            continue;
+        }
         let mut space = nix::cmsg_space!([RawFd; 8]);
         let mut iov = [IoSliceMut::new(&mut buf)];
         let (len, fds) = match recvmsg::<()>(0, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
@@ -348,10 +377,28 @@ pub fn run() -> std::process::ExitCode {
     for (pid, (start, _pipes)) in pids {
         proctree::kill_tree(pid, Some(start));
     }
+    // Those whose upstream died with the supervisor and left them to init.
+    for (pid, start) in noted {
+        proctree::kill_tree(pid, Some(start));
+    }
     for dir in &cgroups {
         cgroup::kill_and_remove(dir, CGROUP_DRAIN);
     }
     std::process::ExitCode::SUCCESS
+}
+
+/// Whether a message (or the end) arrives on the guardian's socket within `wait`.
+fn message_within(wait: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    match poll(&mut fds, timeout) {
+        Ok(0) | Err(nix::errno::Errno::EINTR) => false,
+        // Ready, or an error that `recvmsg` will report.
+        Ok(_) | Err(_) => true,
+    }
 }
 
 /// What the guardian must kill, as the supervisor said.
@@ -364,6 +411,21 @@ struct Watched {
 }
 
 impl Watched {
+    /// Every live process below the watched ones now, with its start time (so a pid reused
+    /// later is left alone).
+    fn descendants(&self) -> BTreeMap<u32, u64> {
+        if self.pids.is_empty() {
+            return BTreeMap::new();
+        }
+        let procs = proctree::snapshot();
+        let starts: BTreeMap<u32, u64> = procs.iter().map(|p| (p.pid, p.start)).collect();
+        self.pids
+            .keys()
+            .flat_map(|root| proctree::subtree(*root, &procs).into_iter().filter(move |pid| pid != root))
+            .filter_map(|pid| Some((pid, *starts.get(&pid)?)))
+            .collect()
+    }
+
     fn apply(&mut self, line: &str, fds: Vec<RawFd>) {
         let mut unkept = fds;
         let pid = |op: char| line.strip_prefix(op).and_then(|pid| pid.parse::<u32>().ok());

@@ -1,20 +1,22 @@
 //! Whose socket is listening on a port: so an answer on a managed server's endpoint counts only
-//! when it comes from that server's own process group, never from a leftover.
+//! when it comes from that server's own processes (its whole subtree, however it regrouped
+//! itself: a server that daemonizes listens in a descendant in a session of its own), never from
+//! a leftover.
 //!
 //! Linux only (it reads `/proc`); elsewhere it cannot tell and says so with `None`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Whether every socket that could have accepted a connection to `addr` (a listener on that
-/// address, or on the wildcard address of its port) belongs to a process in group `pgid`.
+/// address, or on the wildcard address of its port) belongs to one of the processes `pids`.
 /// `None` when it cannot tell (no `/proc`, or nothing listening there).
-pub fn held_by_group(addr: SocketAddr, pgid: u32) -> Option<bool> {
+pub fn held_by(addr: SocketAddr, pids: &BTreeSet<u32>) -> Option<bool> {
     let inodes = listening_inodes(addr)?;
     if inodes.is_empty() {
         return None;
     }
-    let ours = socket_inodes_of_group(pgid)?;
+    let ours = socket_inodes_of(pids);
     Some(inodes.iter().all(|inode| ours.contains(inode)))
 }
 
@@ -71,14 +73,10 @@ fn parse_ip(hex: &str) -> Option<IpAddr> {
     }
 }
 
-/// Inodes of every socket open in a process of group `pgid`.
-fn socket_inodes_of_group(pgid: u32) -> Option<HashSet<u64>> {
+/// Inodes of every socket open in one of the processes `pids`.
+fn socket_inodes_of(pids: &BTreeSet<u32>) -> HashSet<u64> {
     let mut inodes = HashSet::new();
-    for entry in std::fs::read_dir("/proc").ok().into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        if process_group(pid) != Some(pgid) {
-            continue;
-        }
+    for pid in pids {
         for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).ok().into_iter().flatten().flatten() {
             let target = std::fs::read_link(fd.path()).ok();
             let inode: Option<u64> = target
@@ -90,13 +88,7 @@ fn socket_inodes_of_group(pgid: u32) -> Option<HashSet<u64>> {
             inodes.extend(inode);
         }
     }
-    Some(inodes)
-}
-
-fn process_group(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the `(comm)` field: state, ppid, pgrp.
-    stat.rsplit_once(") ")?.1.split(' ').nth(2)?.parse().ok()
+    inodes
 }
 
 #[cfg(test)]
@@ -127,10 +119,10 @@ mod tests {
     fn tells_our_own_listener_from_a_strangers() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let own_group = process_group(std::process::id()).unwrap();
-        assert_eq!(held_by_group(addr, own_group), Some(true));
-        assert_eq!(held_by_group(addr, own_group + 1_000_000), Some(false));
+        let me = BTreeSet::from([std::process::id()]);
+        assert_eq!(held_by(addr, &me), Some(true));
+        assert_eq!(held_by(addr, &BTreeSet::from([std::process::id() + 1_000_000])), Some(false));
         drop(listener);
-        assert_eq!(held_by_group(addr, own_group), None, "nothing listens any more");
+        assert_eq!(held_by(addr, &me), None, "nothing listens any more");
     }
 }

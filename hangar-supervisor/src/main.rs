@@ -100,7 +100,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_CONFIG);
         }
     };
-    let guardian = match contain_descendants(args.kill_mode) {
+    let guardian = match contain_descendants(args.kill_mode, args.log_format) {
         Ok(guardian) => guardian,
         Err(code) => return code,
     };
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
 
 /// Before any child runs: the supervisor becomes the subreaper of every orphan below it, picks
 /// how upstream subtrees are killed, and starts the guardian (see `spawn.rs`).
-fn contain_descendants(mode: cgroup::KillMode) -> Result<Option<guardian::Keeper>, ExitCode> {
+fn contain_descendants(mode: cgroup::KillMode, log_format: LogFormat) -> Result<Option<guardian::Keeper>, ExitCode> {
     reaper::become_subreaper();
     match cgroup::init(mode) {
         Ok(chosen) => tracing::info!(kill_mode = chosen, "upstream subtrees are killed whole"),
@@ -125,7 +125,7 @@ fn contain_descendants(mode: cgroup::KillMode) -> Result<Option<guardian::Keeper
             return Err(ExitCode::from(EX_UNAVAILABLE));
         }
     }
-    Ok(guardian::start())
+    Ok(guardian::start(log_format))
 }
 
 /// After every child is reaped: kills and reaps any orphan left, then lets the guardian go
@@ -169,11 +169,16 @@ async fn run(args: Args, config: Config, socket_group: Option<control::SocketGro
 
     let mut helper_tasks = Vec::new();
     let socket_arg = socket.clone().into_os_string();
+    // The helpers log as the supervisor does, into the same stream.
+    let log_format = match args.log_format {
+        LogFormat::Human => "human",
+        LogFormat::Json => "json",
+    };
     if !args.no_prober {
         let helper = Helper {
             name: "prober",
             program: sibling("hangar-prober"),
-            args: vec!["--socket".into(), socket_arg.clone()],
+            args: vec!["--socket".into(), socket_arg.clone(), "--log-format".into(), log_format.into()],
         };
         helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }
@@ -181,7 +186,14 @@ async fn run(args: Args, config: Config, socket_group: Option<control::SocketGro
         let helper = Helper {
             name: "api",
             program: sibling("hangar-api"),
-            args: vec!["--socket".into(), socket_arg.clone(), "--listen".into(), args.listen.clone().into()],
+            args: vec![
+                "--socket".into(),
+                socket_arg.clone(),
+                "--listen".into(),
+                args.listen.clone().into(),
+                "--log-format".into(),
+                log_format.into(),
+            ],
         };
         helper_tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }

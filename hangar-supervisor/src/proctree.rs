@@ -57,6 +57,9 @@ pub fn snapshot() -> Vec<Stat> {
 /// The live processes at or below `root` by parent links, and the live members of the process
 /// group `root` leads (which may have been reparented away from it).
 pub fn subtree(root: u32, procs: &[Stat]) -> BTreeSet<u32> {
+    if root <= 1 {
+        return BTreeSet::new();
+    }
     let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for p in procs {
         children.entry(p.ppid).or_default().push(p.pid);

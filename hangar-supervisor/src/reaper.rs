@@ -6,6 +6,11 @@
 //! children (upstreams, helpers, the guardian: [`Own`]); any other child is such an orphan, and
 //! [`sweep`] kills it with everything below it and reaps it.
 //!
+//! With cgroups, upstreams are not subreapers (an upstream never reaps orphans it did not start,
+//! so their zombies would pile up below it, a pid each, for as long as it runs): their orphans
+//! come to the supervisor at once, and one still in the cgroup of a running upstream is that
+//! upstream's, left to run and reaped when it exits; `cgroup.kill` takes it with its upstream.
+//!
 //! tokio reaps only the children it spawned, each by its own pid, and the guardian's keeper
 //! waits for the guardian by pid; `sweep` likewise waits only for the pids it adopted, never
 //! `waitpid(-1)`, which would steal their exit statuses. A spawn registers its child under the
@@ -54,14 +59,22 @@ pub fn become_subreaper() {
     }
 }
 
-/// Kills every child of the supervisor it did not spawn (with all below it) and reaps those
-/// already dead. Returns how many such children it found.
+/// Kills every child of the supervisor it did not spawn (with all below it), but for those in
+/// the cgroup of a running upstream, and reaps those already dead. Returns how many it killed
+/// or reaped.
 pub fn sweep() -> usize {
     let me = std::process::id();
     let own = own();
     let adopted: Vec<proctree::Stat> =
         proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.0.contains(&p.pid)).collect();
+    let mut swept = 0;
     for orphan in &adopted {
+        let kept = orphan.is_live()
+            && crate::cgroup::of_process(orphan.pid).is_some_and(|dir| crate::subtree::owns_cgroup(&dir));
+        if kept {
+            continue;
+        }
+        swept += 1;
         if orphan.is_live() {
             let killed = proctree::kill_tree(orphan.pid, Some(orphan.start));
             tracing::warn!(pid = orphan.pid, killed, "killed a process an upstream left behind");
@@ -69,7 +82,7 @@ pub fn sweep() -> usize {
         // Already dead, or just killed and about to be: reap it now or at the next SIGCHLD.
         let _ = waitpid(Pid::from_raw(orphan.pid as i32), Some(WaitPidFlag::WNOHANG));
     }
-    adopted.len()
+    swept
 }
 
 /// Sweeps on every SIGCHLD (an adopted orphan died) and every [`BACKSTOP`], for as long as the

@@ -5,13 +5,14 @@
 //! the child between fork and exec ([`PreExec`]), where only async-signal-safe calls are allowed.
 //!
 //! What keeps an upstream's descendants from outliving the hangar or its own stop (invariant 3):
-//! - each upstream is a child subreaper (`PR_SET_CHILD_SUBREAPER`, which survives exec): what it
-//!   starts and orphans (a double fork, `setsid`) is reparented to it, not to init, so its whole
-//!   subtree hangs below its pid, and `subtree.rs` kills it by walking `/proc`. The cost: an
-//!   upstream that never waits for children it did not start keeps their zombies (a pid each,
-//!   no memory to speak of) until it exits;
-//! - where the supervisor's cgroup v2 is delegated, each upstream also runs in a cgroup of its
-//!   own (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`;
+//! - without cgroups, each upstream is a child subreaper (`PR_SET_CHILD_SUBREAPER`, which
+//!   survives exec): what it starts and orphans (a double fork, `setsid`) is reparented to it,
+//!   not to init, so its whole subtree hangs below its pid, and `subtree.rs` kills it by walking
+//!   `/proc`. The cost: an upstream that never waits for children it did not start keeps their
+//!   zombies (a pid each, no memory to speak of) until it exits;
+//! - where the supervisor's cgroup v2 is delegated, each upstream instead runs in a cgroup of its
+//!   own (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`; it is no subreaper,
+//!   so its orphans go to the supervisor, which reaps them (`reaper.rs`) and no zombie piles up;
 //! - the supervisor itself is a child subreaper (`reaper.rs`): when an upstream dies, its orphans
 //!   come to the supervisor, which kills and reaps them;
 //! - each child announces its pid to the guardians (`guardian.rs`) before exec, so a supervisor
@@ -108,7 +109,8 @@ where
     let announce = guardian::announce();
     let setup = PreExec {
         supervisor: std::process::id(),
-        subreaper: role == Role::Upstream,
+        // With a cgroup, its orphans are the supervisor's to reap (see the module's notes).
+        subreaper: role == Role::Upstream && cgroup_procs.is_none(),
         cgroup_procs,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),

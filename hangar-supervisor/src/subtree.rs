@@ -35,6 +35,12 @@ pub fn register(pid: u32, cgroup: Option<PathBuf>) {
     upstreams().insert(pid, Upstream { start, cgroup });
 }
 
+/// Whether `dir` is the cgroup of an upstream still running (its orphans are its own business
+/// until it stops).
+pub fn owns_cgroup(dir: &std::path::Path) -> bool {
+    upstreams().values().any(|upstream| upstream.cgroup.as_deref() == Some(dir))
+}
+
 /// SIGKILLs the upstream and everything below it, now; true if the upstream itself still ran
 /// (so its death is the hangar's doing). Once it has been reaped, does nothing.
 pub fn kill(pid: u32) -> bool {

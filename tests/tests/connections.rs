@@ -44,11 +44,15 @@ impl Drop for Api {
 
 /// An API of our own on the hangar's socket, with the test's small limits.
 fn api(hangar: &Hangar) -> (Api, String) {
+    api_capped(hangar, CAP)
+}
+
+fn api_capped(hangar: &Hangar, cap: usize) -> (Api, String) {
     let log = std::fs::File::create(hangar.path("api.log")).unwrap();
     let mut child = Command::new(bin("hangar-api"))
         .arg("--socket")
         .arg(&hangar.socket)
-        .args(["--listen", "127.0.0.1:0", "--max-connections", &CAP.to_string()])
+        .args(["--listen", "127.0.0.1:0", "--max-connections", &cap.to_string()])
         .args(["--header-timeout-s", HEADER_TIMEOUT_S, "--idle-timeout-s", IDLE_TIMEOUT_S])
         .env("HANGAR_LOG", "info")
         .stdout(Stdio::piped())
@@ -318,5 +322,125 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
         log.contains("connection limit reached").then_some(log)
     });
     assert!(log.lines().count() < 100, "one line per connection?\n{log}");
+    drop(api);
+}
+
+/// A flood that never lets up: the cap is full of event streams and one local process keeps
+/// opening connections that send nothing, as fast as the API closes them. The reserve alone
+/// would be held by the flood; a new connection instead evicts the one that has waited longest
+/// without a request, so readiness, a read and an operator's POST, sent at once on connecting,
+/// are still answered while the flood goes on, and the streams are never cut.
+#[test]
+fn a_flood_renewed_as_fast_as_it_is_closed_cannot_starve_probes_or_operators() {
+    const SMALL_CAP: usize = 100;
+    /// Silent connections the flood holds open at once (the oldest is closed for each new one).
+    const FLOOD_HELD: usize = 300;
+    raise_own_fd_limit();
+    let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
+    let (api, address) = api_capped(&hangar, SMALL_CAP);
+    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
+    let mut streams: Vec<TcpStream> = (0..SMALL_CAP).map(|_| open_stream(&address)).collect();
+    for stream in &mut streams {
+        await_acknowledgement(stream);
+    }
+    let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flood = {
+        let (flooding, address) = (flooding.clone(), address.clone());
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut opened = 0usize;
+            while flooding.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(stream) = TcpStream::connect(&address) {
+                    held.push_back(stream);
+                    opened += 1;
+                }
+                if held.len() > FLOOD_HELD {
+                    held.pop_front();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            opened
+        })
+    };
+    // The flood has taken the reserve many times over before the first request.
+    poll("the flood to be refused", ANSWER, || {
+        let log = std::fs::read_to_string(hangar.path("api.log")).ok()?;
+        log.contains("connection limit reached").then_some(())
+    });
+    let mut answered = 0;
+    let mut asked = 0;
+    for _ in 0..5 {
+        for (method, path, body) in [
+            ("GET", "/health/ready", ""),
+            ("GET", "/api/mcp_servers", ""),
+            ("POST", "/api/mcp_servers/math/start", "{}"),
+        ] {
+            asked += 1;
+            // One retry: a connection that arrives while every waiting one is being evicted is
+            // refused with a 503 (and `retry-after: 1`).
+            let status = (0..2)
+                .map(|_| request(&address, method, path, body).map_or(0, |(status, _)| status))
+                .find(|status| *status != 503)
+                .unwrap_or(503);
+            if status == 200 {
+                answered += 1;
+            }
+        }
+    }
+    flooding.store(false, std::sync::atomic::Ordering::Relaxed);
+    let opened = flood.join().unwrap();
+    for stream in &mut streams {
+        assert!(!closed(stream), "an event stream was cut to make room");
+    }
+    eprintln!("flood: {opened} connections opened; {answered} of {asked} requests answered 200");
+    assert!(opened > 2 * FLOOD_HELD, "the flood did not run: {opened} connections");
+    assert!(answered >= asked - 1, "only {answered} of {asked} requests got through the flood");
+    drop(api);
+}
+
+/// Bodies that stall: hundreds of connections each send most of a megabyte of request body (the
+/// limit) and then nothing more. Beyond a small free part, the bodies being received share a
+/// budget, so the API's memory does not grow by what they sent, a normal request is still
+/// answered, and each stalled body is closed at its deadline.
+#[test]
+fn stalled_large_bodies_do_not_grow_the_api_by_their_size() {
+    const STALLED: usize = 600;
+    /// What the stalled bodies sent in all, ~600 MiB, is far above what the API may hold.
+    const PEAK_GROWTH_KIB: u64 = 300 * 1024;
+    raise_own_fd_limit();
+    let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
+    let (api, address) = api(&hangar);
+    let pid = api.0.id();
+    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
+    assert_normal_requests_answered(&address);
+    let baseline = rss_kib(pid);
+    let almost_all = vec![b' '; (1 << 20) - 1];
+    let mut stalled: Vec<TcpStream> = (0..STALLED)
+        .map(|_| {
+            let mut stream = connect(&address);
+            write!(
+                stream,
+                "POST /api/mcp_servers/math/start HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                1 << 20
+            )
+            .unwrap();
+            // As much as the socket takes at once: the rest waits in this process's buffers or is dropped.
+            stream.set_nonblocking(true).unwrap();
+            let _ = stream.write(&almost_all);
+            stream.set_nonblocking(false).unwrap();
+            stream
+        })
+        .collect();
+    assert_normal_requests_answered(&address);
+    poll("every stalled body to be closed at its deadline", Duration::from_secs(30), || {
+        stalled.iter_mut().all(closed).then_some(())
+    });
+    drop(stalled);
+    let peak = proc_status_kib(pid, "VmHWM").unwrap();
+    eprintln!("stalled bodies: hangar-api RSS baseline {baseline} KiB, peak {peak} KiB");
+    assert!(peak < baseline + PEAK_GROWTH_KIB, "the API grew from {baseline} KiB to {peak} KiB");
+    poll("the API's RSS to come back near its baseline", Duration::from_secs(30), || {
+        (rss_kib(pid) <= baseline + RSS_MARGIN_KIB).then_some(())
+    });
     drop(api);
 }

@@ -276,6 +276,97 @@ fn an_upstream_that_exits_by_itself_leaves_no_orphan_in_cgroup_mode() {
     an_upstream_that_exits_by_itself(Mode::Cgroup);
 }
 
+/// A managed HTTP upstream (`mode: http`) that daemonizes: the server listens in a descendant in
+/// a session of its own. It is the upstream's own listener, not a stranger's (the check covers
+/// the whole subtree, not only the process group), and a stop kills it like any descendant.
+#[test]
+fn a_managed_http_upstream_serving_from_a_daemonized_descendant_starts_and_stops_whole() {
+    let port = hangar_tests::free_port();
+    let hangar = Hangar::start_with(
+        &format!(
+            r#"
+mcp_servers:
+  web:
+    mode: http
+    command: ["sh", "-c", "setsid {{fake}} --http 127.0.0.1:{port} --tools add --pid-file {{dir}}/web.pid & wait"]
+    endpoint: http://127.0.0.1:{port}/mcp
+"#
+        ),
+        &["--kill-mode", "subreaper"],
+    );
+    for round in 1..=2 {
+        let _ = std::fs::remove_file(hangar.path("web.pid"));
+        let started = hangar.post_raw("/api/mcp_servers/web/start", &[("Content-Type", "application/json")], b"{}");
+        assert_eq!(started.status, 200, "round {round}: {}", started.text);
+        let server = read_pid(&hangar.path("web.pid"));
+        let pgrp = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap();
+        assert_ne!(
+            pgrp.rsplit_once(") ").unwrap().1.split(' ').nth(2),
+            Some(hangar.details("web")["meta"]["pid"].to_string().as_str()),
+            "the server left the upstream's process group"
+        );
+        assert_eq!(hangar.call("web", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})));
+        let stopped = hangar.post_raw("/api/mcp_servers/web/stop", &[("Content-Type", "application/json")], b"{}");
+        assert_eq!(stopped.status, 200, "{}", stopped.text);
+        assert_all_die(&[server], "a REST stop of its managed HTTP upstream", &hangar);
+    }
+}
+
+/// An upstream whose descendants keep orphaning short-lived processes (`(sleep 0.01 &)` in a
+/// loop). In cgroup mode its orphans are the supervisor's to reap, so no zombie piles up while
+/// it runs (an upstream never reaps what it did not start), while an orphan of the running
+/// upstream (a daemon) is left to run until the upstream stops.
+#[test]
+fn orphans_of_a_running_upstream_leave_no_zombies_in_cgroup_mode() {
+    const ORPHANS: usize = 150;
+    let cgroup = match TestCgroup::create() {
+        Ok(cgroup) => cgroup,
+        Err(why) => {
+            eprintln!("skipped: cgroup mode cannot be tested here: {why}");
+            return;
+        }
+    };
+    let hangar = {
+        let _serial = serial();
+        let _inside = cgroup.enter();
+        Hangar::start_with(
+            r#"
+mcp_servers:
+  orphaner:
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/orphaner.daemon); (while :; do (sleep 0.01 &); echo >> {dir}/orphans; sleep 0.01; done) & exec {fake} --tools add --pid-file {dir}/orphaner.pid"]
+"#,
+            &["--kill-mode", "cgroup"],
+        )
+    };
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "orphaner"}));
+    let upstream = read_pid(&hangar.path("orphaner.pid"));
+    let daemon = read_pid(&hangar.path("orphaner.daemon"));
+    poll("the upstream's descendants to orphan enough processes", Duration::from_secs(60), || {
+        let made = std::fs::read_to_string(hangar.path("orphans")).unwrap_or_default().lines().count();
+        (made >= ORPHANS).then_some(())
+    });
+    let zombies_of = |parent: u32| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .filter(|stat| {
+                let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+                rest.starts_with('Z') && rest.split(' ').nth(1) == Some(parent.to_string().as_str())
+            })
+            .count()
+    };
+    let (below_upstream, below_supervisor) = (zombies_of(upstream), zombies_of(hangar.pid()));
+    assert!(below_upstream < 10, "{below_upstream} zombies pile up below the upstream after {ORPHANS} orphans");
+    assert!(below_supervisor < 10, "{below_supervisor} zombies pile up below the supervisor");
+    assert!(alive(daemon), "the running upstream's daemon was killed; log:\n{}", hangar.log());
+    let stopped = hangar.post_raw("/api/mcp_servers/orphaner/stop", &[("Content-Type", "application/json")], b"{}");
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    assert_all_die(&[upstream, daemon], "a REST stop", &hangar);
+    drop(hangar);
+    drop(cgroup);
+}
+
 // ---- the guardian goes -----------------------------------------------------------------------
 
 fn a_killed_guardian_is_replaced(mode: Mode) {
@@ -324,6 +415,38 @@ fn a_killed_guardian_is_logged_and_replaced_and_the_replacement_kills_everything
 #[test]
 fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
     a_killed_guardian_is_replaced(Mode::Cgroup);
+}
+
+/// An upstream that dies in the same instant as its supervisor (it set a parent-death signal of
+/// its own, as some servers do) leaves its orphans to init before a guardian can walk its
+/// subtree. The guardians noted them beforehand, and kill them too.
+#[test]
+fn an_upstream_that_dies_with_its_supervisor_leaves_no_descendant() {
+    let _serial = serial();
+    let hangar = Hangar::start_with(
+        r#"
+mcp_servers:
+  pdeath:
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/pdeath.setsid); exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
+"#,
+        &["--kill-mode", "subreaper"],
+    );
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "pdeath"}));
+    let pids: Vec<u32> = ["pdeath.pid", "pdeath.setsid"].iter().map(|f| read_pid(&hangar.path(f))).collect();
+    assert!(alive(pids[1]), "the daemon runs");
+    // Both guardians have noted the daemon (they look every second).
+    let guardians = poll("two guardians", WITHIN, || {
+        let found = children_named(hangar.pid(), "--internal-guardian");
+        (found.len() == 2).then_some(found)
+    });
+    poll("both guardians to note the daemon", WITHIN, || {
+        let log = hangar.log();
+        let noted =
+            |guardian: &u32| log.lines().any(|l| l.contains(&format!("guardian={guardian} descendants_noted=1")));
+        guardians.iter().all(noted).then_some(())
+    });
+    sigkill(hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
 }
 
 /// The other order: the supervisor SIGKILLed first. Its guardians, left alone, kill every

@@ -369,13 +369,15 @@ impl Server {
         let (host, port) = host_and_port(&endpoint)
             .ok_or_else(|| StartFailure::Spawn(format!("{endpoint} names no host and port")))?;
         let mut exited = process.exited.clone();
-        let pgid = process.pid.unwrap_or_default();
+        let pid = process.pid.unwrap_or_default();
         loop {
             let connected =
                 tokio::time::timeout(LISTEN_POLL * 8, tokio::net::TcpStream::connect((host.as_str(), port))).await;
             if let Ok(Ok(stream)) = connected {
                 let answered = stream.peer_addr().ok();
-                return match answered.and_then(|addr| crate::listeners::held_by_group(addr, pgid)) {
+                // Its whole subtree: a server that daemonizes listens in a descendant.
+                let own = crate::proctree::subtree(pid, &crate::proctree::snapshot());
+                return match answered.and_then(|addr| crate::listeners::held_by(addr, &own)) {
                     Some(false) => Err(StartFailure::PortHeld(format!(
                         "{endpoint} answered, but from a process outside `{}`'s own: a stranger holds the port",
                         self.id
