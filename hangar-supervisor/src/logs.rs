@@ -94,6 +94,11 @@ impl LogRing {
         entries.push_back(entry);
     }
 
+    /// The server whose lines these are.
+    pub fn server_id(&self) -> &str {
+        &self.server_id
+    }
+
     /// The last `n` lines, oldest first.
     pub fn tail(&self, n: usize) -> Vec<LogLine> {
         let entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
