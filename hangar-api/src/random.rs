@@ -1,24 +1,27 @@
 //! Unpredictable hex ids for sessions, batches and calls.
 //!
-//! Each id is SipHash (std's keyed hasher, keyed from the OS's randomness once per process) of a
-//! process-wide counter: unique within the process, unguessable without the key, and free of a
-//! system call per id (opening `/dev/urandom` for every call cost a tenth of the API's CPU).
+//! Each id is SipHash-1-3 of a process-wide counter under a 128-bit key read once per process
+//! from the OS's randomness (`getrandom`): unique within the process, unguessable without the
+//! key, and free of a system call per id (opening `/dev/urandom` for every call cost a tenth of
+//! the API's CPU).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use siphasher::sip::SipHasher13;
+
 /// `bytes` random bytes as lower-case hex (`2 * bytes` characters).
 pub fn hex(bytes: usize) -> String {
-    static KEY: OnceLock<RandomState> = OnceLock::new();
+    static KEY: OnceLock<(u64, u64)> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let key = KEY.get_or_init(RandomState::new);
+    let (k0, k1) = *KEY.get_or_init(key);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut out = String::with_capacity(bytes * 2);
     for block in 0..bytes.div_ceil(8) {
-        let mut hasher = key.build_hasher();
+        let mut hasher = SipHasher13::new_with_keys(k0, k1);
         hasher.write_u64(n);
         hasher.write_u64(block as u64);
         for byte in hasher.finish().to_le_bytes().iter().take(bytes - block * 8) {
@@ -27,6 +30,19 @@ pub fn hex(bytes: usize) -> String {
         }
     }
     out
+}
+
+/// The key, from the OS's randomness. Should the OS refuse (it does not on Linux once booted),
+/// std's own per-process hash keys stand in: those come from the same source.
+fn key() -> (u64, u64) {
+    match (getrandom::u64(), getrandom::u64()) {
+        (Ok(k0), Ok(k1)) => (k0, k1),
+        (Err(err), _) | (_, Err(err)) => {
+            tracing::warn!(%err, "the OS's randomness is unavailable; ids are keyed from std's hash keys");
+            let state = RandomState::new();
+            (state.hash_one(0u8), state.hash_one(1u8))
+        }
+    }
 }
 
 #[cfg(test)]

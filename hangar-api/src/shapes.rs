@@ -2,27 +2,14 @@
 //!
 //! Both surfaces serialize these same types, so a record looks alike wherever it appears.
 
-use hangar_core::record::{LogLine, ServerSummary, StateCounts, StatusEntry, ToolRecord};
+pub use hangar_core::record::{LogList, ServerList};
+use hangar_core::record::{ServerSummary, StateCounts, StatusEntry, ToolRecord};
 use serde::Serialize;
-
-/// `GET /api/mcp_servers` and `hangar_list`.
-#[derive(Debug, Serialize)]
-pub struct ServerList {
-    pub mcp_servers: Vec<ServerSummary>,
-}
 
 /// `GET /api/mcp_servers/{id}/tools` and `hangar_tools`.
 #[derive(Debug, Serialize)]
 pub struct ToolList {
     pub tools: Vec<ToolRecord>,
-}
-
-/// `GET /api/mcp_servers/{id}/logs`.
-#[derive(Debug, Serialize)]
-pub struct LogList {
-    pub logs: Vec<LogLine>,
-    pub mcp_server_id: String,
-    pub count: usize,
 }
 
 /// `hangar_status`: entries and notes come from hangar-core, never built here.

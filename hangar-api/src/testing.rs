@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request as HttpRequest, StatusCode};
 use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
-use hangar_core::lifecycle::{State, StopReason};
+use hangar_core::lifecycle::{DeadReason, RevivedBy, State, StopReason};
 use hangar_core::metrics::{Histogram, MetricsSnapshot, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, ServerSummary, ToolInfo, ToolRecord};
 use serde_json::{Value, json};
@@ -31,10 +31,10 @@ pub struct FakeSupervisor {
 
 pub fn summary(id: &str, state: State) -> ServerSummary {
     let dead = (state == State::Dead).then(|| DeadRecord {
-        reason: "crashed".into(),
+        reason: DeadReason::Crashed,
         since: "2026-11-29T23:20:23.427Z".into(),
         retry_allowed_at: Some("2026-11-29T23:20:27.822Z".into()),
-        revived_by: "call_or_start".into(),
+        revived_by: RevivedBy::CallOrStart,
         detail: None,
     });
     ServerSummary {

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::time::Duration;
 
+use hangar_core::record::{LogLine, LogList};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -12,21 +13,6 @@ use crate::error::CliError;
 const POLL_EVERY: Duration = Duration::from_millis(500);
 /// While following, ask for as much as the API keeps, so nothing between two polls is missed.
 const FOLLOW_LINES: u16 = 1000;
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Line {
-    #[serde(default)]
-    pub recorded_at: String,
-    #[serde(default)]
-    pub stream: String,
-    #[serde(default)]
-    pub content: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct Logs {
-    logs: Vec<Value>,
-}
 
 pub fn run(api: &Api, name: &str, lines: u16, follow: bool, json: bool) -> Result<(), CliError> {
     let path = |n: u16| format!("/api/mcp_servers/{}/logs?lines={n}", segment(name));
@@ -42,30 +28,31 @@ pub fn run(api: &Api, name: &str, lines: u16, follow: bool, json: bool) -> Resul
     if !follow {
         return Ok(());
     }
-    let mut last = first.last().map(|(line, _)| line.clone());
+    let mut last = first.last().cloned();
     loop {
         std::thread::sleep(POLL_EVERY);
         let fetched = parse(&api.get(&path(FOLLOW_LINES))?.body, api.base())?;
         let fresh = newer(&fetched, last.as_ref());
         print(&mut out, fresh, json)?;
-        if let Some((line, _)) = fresh.last() {
+        if let Some(line) = fresh.last() {
             last = Some(line.clone());
         }
     }
 }
 
-/// Each line of a logs body, parsed and as the API sent it.
-fn parse(body: &Value, url: &str) -> Result<Vec<(Line, Value)>, CliError> {
-    let protocol =
-        |err: serde_json::Error| CliError::Protocol { url: url.to_owned(), reason: format!("not a log list: {err}") };
-    let logs = Logs::deserialize(body).map_err(protocol)?;
-    logs.logs.into_iter().map(|raw| Ok((Line::deserialize(&raw).map_err(protocol)?, raw))).collect()
+/// The lines of a logs body.
+fn parse(body: &Value, url: &str) -> Result<Vec<LogLine>, CliError> {
+    LogList::deserialize(body)
+        .map(|list| list.logs)
+        .map_err(|err| CliError::Protocol { url: url.to_owned(), reason: format!("not a log list: {err}") })
 }
 
-fn print(out: &mut impl Write, lines: &[(Line, Value)], json: bool) -> Result<(), CliError> {
-    for (line, raw) in lines {
+/// Each line as text, or with `json` as JSON: the record the API sent, as a JSON value again.
+fn print(out: &mut impl Write, lines: &[LogLine], json: bool) -> Result<(), CliError> {
+    for line in lines {
         if json {
-            writeln!(out, "{raw}")?;
+            // A record of strings always serializes.
+            writeln!(out, "{}", serde_json::to_value(line).unwrap_or_default())?;
         } else {
             writeln!(out, "{} {} {}", line.recorded_at, line.stream, line.content)?;
         }
@@ -76,12 +63,12 @@ fn print(out: &mut impl Write, lines: &[(Line, Value)], json: bool) -> Result<()
 
 /// The lines after the last one printed: after its latest occurrence in `fetched`, or, when it
 /// has scrolled out of the server's log, every line recorded later than it.
-fn newer<'a>(fetched: &'a [(Line, Value)], last: Option<&Line>) -> &'a [(Line, Value)] {
+fn newer<'a>(fetched: &'a [LogLine], last: Option<&LogLine>) -> &'a [LogLine] {
     let Some(last) = last else { return fetched };
-    if let Some(at) = fetched.iter().rposition(|(line, _)| line == last) {
+    if let Some(at) = fetched.iter().rposition(|line| line == last) {
         return &fetched[at + 1..];
     }
-    let start = fetched.iter().position(|(line, _)| line.recorded_at > last.recorded_at).unwrap_or(fetched.len());
+    let start = fetched.iter().position(|line| line.recorded_at > last.recorded_at).unwrap_or(fetched.len());
     &fetched[start..]
 }
 
@@ -91,26 +78,28 @@ mod tests {
 
     use super::*;
 
-    fn lines(items: &[(&str, &str)]) -> Vec<(Line, Value)> {
+    fn lines(items: &[(&str, &str)]) -> Vec<LogLine> {
         items
             .iter()
-            .map(|(at, content)| {
-                let raw = json!({"mcp_server_id": "m", "stream": "stderr", "content": content, "recorded_at": at});
-                (Line::deserialize(&raw).unwrap(), raw)
+            .map(|(at, content)| LogLine {
+                mcp_server_id: "m".into(),
+                stream: "stderr".into(),
+                content: (*content).into(),
+                recorded_at: (*at).into(),
             })
             .collect()
     }
 
-    fn contents(lines: &[(Line, Value)]) -> Vec<&str> {
-        lines.iter().map(|(l, _)| l.content.as_str()).collect()
+    fn contents(lines: &[LogLine]) -> Vec<&str> {
+        lines.iter().map(|l| l.content.as_str()).collect()
     }
 
     #[test]
     fn only_lines_after_the_last_printed_are_new() {
         let fetched = lines(&[("t1", "a"), ("t2", "b"), ("t2", "c"), ("t3", "d")]);
-        let last = fetched[1].0.clone();
+        let last = fetched[1].clone();
         assert_eq!(contents(newer(&fetched, Some(&last))), ["c", "d"]);
-        let last = fetched[3].0.clone();
+        let last = fetched[3].clone();
         assert!(newer(&fetched, Some(&last)).is_empty());
         assert_eq!(contents(newer(&fetched, None)), ["a", "b", "c", "d"]);
     }
@@ -118,16 +107,16 @@ mod tests {
     #[test]
     fn a_repeated_line_counts_from_its_latest_occurrence() {
         let fetched = lines(&[("t1", "a"), ("t1", "a"), ("t2", "b")]);
-        let last = fetched[0].0.clone();
+        let last = fetched[0].clone();
         assert_eq!(contents(newer(&fetched, Some(&last))), ["b"]);
     }
 
     #[test]
     fn when_the_last_line_scrolled_out_later_lines_are_new() {
         let fetched = lines(&[("t5", "x"), ("t6", "y")]);
-        let last = lines(&[("t4", "gone")])[0].0.clone();
+        let last = lines(&[("t4", "gone")])[0].clone();
         assert_eq!(contents(newer(&fetched, Some(&last))), ["x", "y"]);
-        let last = lines(&[("t9", "future")])[0].0.clone();
+        let last = lines(&[("t9", "future")])[0].clone();
         assert!(newer(&fetched, Some(&last)).is_empty());
     }
 
@@ -136,7 +125,10 @@ mod tests {
         let body = json!({"logs": [{"mcp_server_id": "m", "stream": "stderr", "content": "hi", "recorded_at": "t"}],
                           "mcp_server_id": "m", "count": 1});
         let parsed = parse(&body, "u").unwrap();
-        assert_eq!(parsed[0].0, Line { recorded_at: "t".into(), stream: "stderr".into(), content: "hi".into() });
+        assert_eq!(contents(&parsed), ["hi"]);
+        let mut out = Vec::new();
+        print(&mut out, &parsed, true).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), format!("{}\n", body["logs"][0]), "as the API sent it");
         assert!(parse(&json!({"logs": 3}), "u").is_err());
     }
 }

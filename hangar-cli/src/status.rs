@@ -1,74 +1,29 @@
 //! `hangar status`: the server list as an aligned table.
 
+use hangar_core::record::ServerList;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::CliError;
 
-#[derive(Debug, Deserialize)]
-struct List {
-    mcp_servers: Vec<Entry>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Entry {
-    mcp_server_id: String,
-    #[serde(default)]
-    state: String,
-    #[serde(default)]
-    mode: String,
-    #[serde(default)]
-    tools_count: Option<u64>,
-    #[serde(default)]
-    health_status: Option<String>,
-    #[serde(default)]
-    dead: Option<Dead>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Dead {
-    reason: String,
-    #[serde(default)]
-    retry_allowed_at: Option<String>,
-    #[serde(default)]
-    revived_by: Option<String>,
-    /// How its process ended, in the hangar's words, when known.
-    #[serde(default)]
-    detail: Option<String>,
-}
-
 const HEADER: [&str; 6] = ["SERVER", "STATE", "MODE", "TOOLS", "HEALTH", "DEAD"];
 
 /// The table for a `GET /api/mcp_servers` body.
 pub fn table(body: &Value, url: &str) -> Result<String, CliError> {
-    let list = List::deserialize(body)
+    let list = ServerList::deserialize(body)
         .map_err(|err| CliError::Protocol { url: url.to_owned(), reason: format!("not a server list: {err}") })?;
     let mut rows = vec![HEADER.map(str::to_owned).to_vec()];
     for entry in list.mcp_servers {
         rows.push(vec![
             entry.mcp_server_id,
-            entry.state,
+            entry.state.as_str().to_owned(),
             entry.mode,
-            entry.tools_count.map_or_else(|| "-".to_owned(), |n| n.to_string()),
-            entry.health_status.unwrap_or_else(|| "-".to_owned()),
-            entry.dead.as_ref().map_or_else(|| "-".to_owned(), dead_column),
+            entry.tools_count.to_string(),
+            entry.health_status,
+            entry.dead.as_ref().map_or_else(|| "-".to_owned(), |dead| dead.short()),
         ]);
     }
     Ok(align(&rows))
-}
-
-/// `reason`, how the server is revived (`retry after <time>` or `start to revive`), and how its
-/// process ended when the record says (`; <detail>`).
-fn dead_column(dead: &Dead) -> String {
-    let column = match (dead.revived_by.as_deref(), &dead.retry_allowed_at) {
-        (Some("start"), _) => format!("{}, start to revive", dead.reason),
-        (_, Some(at)) => format!("{}, retry after {at}", dead.reason),
-        (_, None) => dead.reason.clone(),
-    };
-    match &dead.detail {
-        Some(detail) => format!("{column}; {detail}"),
-        None => column,
-    }
 }
 
 /// Columns padded to their widest cell; the last column is not padded.
@@ -122,17 +77,28 @@ blocked  dead   subprocess  1      unknown    capability_blocked, start to reviv
     }
 
     #[test]
-    fn a_dead_server_without_backoff_shows_its_reason() {
-        let dead = Dead {
-            reason: "crashed".into(),
-            retry_allowed_at: None,
-            revived_by: Some("call_or_start".into()),
-            detail: None,
-        };
-        assert_eq!(dead_column(&dead), "crashed");
-        let killed =
-            Dead { detail: Some("its process closed its stdout, so the hangar killed it (SIGKILL)".into()), ..dead };
-        assert_eq!(dead_column(&killed), "crashed; its process closed its stdout, so the hangar killed it (SIGKILL)");
+    fn the_dead_column_is_the_core_s_short_form_with_its_detail() {
+        let body = json!({"mcp_servers": [
+            {"mcp_server_id": "c", "state": "dead", "mode": "subprocess", "alive": false, "tools_count": 0,
+             "health_status": "unhealthy", "dead": {"reason": "crashed", "since": "t0", "retry_allowed_at": null,
+             "revived_by": "call_or_start",
+             "detail": "its process closed its stdout, so the hangar killed it (SIGKILL)"}},
+        ]});
+        let table = table(&body, "u").unwrap();
+        assert!(
+            table.ends_with("crashed; its process closed its stdout, so the hangar killed it (SIGKILL)\n"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_dead_reason_is_a_protocol_error() {
+        let body = json!({"mcp_servers": [
+            {"mcp_server_id": "c", "state": "dead", "mode": "subprocess", "alive": false, "tools_count": 0,
+             "health_status": "unhealthy", "dead": {"reason": "eaten", "since": "t0", "retry_allowed_at": null,
+             "revived_by": "call_or_start"}},
+        ]});
+        assert!(matches!(table(&body, "u"), Err(CliError::Protocol { .. })));
     }
 
     #[test]

@@ -318,24 +318,7 @@ pub enum ErrorKind {
 impl ErrorKind {
     /// The `error_type` on MCP surfaces.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::InvalidArgument => "invalid_argument",
-            ErrorKind::StartFailed => "start_failed",
-            ErrorKind::PortHeld => "port_held",
-            ErrorKind::RetryLater => "retry_later",
-            ErrorKind::CapabilityBlocked => "capability_blocked",
-            ErrorKind::RateLimited => "rate_limited",
-            ErrorKind::ConcurrencyLimited => "concurrency_limited",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::UpstreamError => "upstream_error",
-            ErrorKind::UpstreamDied => "upstream_died",
-            ErrorKind::Stopped => "stopped",
-            ErrorKind::ShuttingDown => "shutting_down",
-            ErrorKind::SupervisorUnavailable => "supervisor_unavailable",
-            ErrorKind::ProtocolMismatch => "protocol_mismatch",
-            ErrorKind::Internal => "internal",
-        }
+        crate::wire_name::of(&self)
     }
 
     /// The `error.code` of the REST envelope.

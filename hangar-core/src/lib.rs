@@ -13,6 +13,7 @@
 //! - [`paths`]: where the control socket lives by default.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
+//! - [`wire_name`]: the serde name of an enum variant, for logs, labels and messages.
 //! - [`yaml_keys`]: finding a key given twice in the YAML, with both lines.
 //!
 //! Architecture invariant: this crate does no I/O beyond reading the config file (a regular file
@@ -36,4 +37,5 @@ pub mod preflight;
 pub mod record;
 pub mod small_file;
 pub mod time;
+pub mod wire_name;
 pub mod yaml_keys;

@@ -29,13 +29,7 @@ pub enum State {
 
 impl State {
     pub fn as_str(self) -> &'static str {
-        match self {
-            State::Cold => "cold",
-            State::Initializing => "initializing",
-            State::Ready => "ready",
-            State::Degraded => "degraded",
-            State::Dead => "dead",
-        }
+        crate::wire_name::of(&self)
     }
 
     /// The value of the per-server state gauge in `/metrics`.
@@ -57,14 +51,15 @@ pub enum DeadReason {
     CapabilityBlocked,
 }
 
+impl std::fmt::Display for DeadReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl DeadReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DeadReason::GivenUp => "given_up",
-            DeadReason::Crashed => "crashed",
-            DeadReason::StartFailed => "start_failed",
-            DeadReason::CapabilityBlocked => "capability_blocked",
-        }
+        crate::wire_name::of(&self)
     }
 
     /// How a server dead for this reason comes back.
@@ -85,10 +80,7 @@ pub enum RevivedBy {
 
 impl RevivedBy {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RevivedBy::Start => "start",
-            RevivedBy::CallOrStart => "call_or_start",
-        }
+        crate::wire_name::of(&self)
     }
 }
 
@@ -129,12 +121,7 @@ pub enum StopReason {
 
 impl StopReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::UserRequest => "user_request",
-            StopReason::Idle => "idle",
-            StopReason::Shutdown => "shutdown",
-            StopReason::Reload => "reload",
-        }
+        crate::wire_name::of(&self)
     }
 }
 

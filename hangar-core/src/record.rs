@@ -8,16 +8,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::lifecycle::{Dead, State};
+use crate::lifecycle::{Dead, DeadReason, RevivedBy, State};
 use crate::time::rfc3339_millis;
 
 /// The `dead` object: `null`, or why and since when a server is dead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadRecord {
-    pub reason: String,
+    pub reason: DeadReason,
     pub since: String,
     pub retry_allowed_at: Option<String>,
-    pub revived_by: String,
+    pub revived_by: RevivedBy,
     /// How its process ended, in the hangar's words, when known: `its process exited with code
     /// 101`, `its process was killed by SIGSEGV`, or what the hangar did and why: `its process
     /// closed its stdout, so the hangar killed it (SIGKILL)`. Absent when unknown.
@@ -28,27 +28,77 @@ pub struct DeadRecord {
 impl From<&Dead> for DeadRecord {
     fn from(dead: &Dead) -> Self {
         DeadRecord {
-            reason: dead.reason.as_str().into(),
+            reason: dead.reason,
             since: rfc3339_millis(dead.since),
             retry_allowed_at: dead.retry_allowed_at.map(rfc3339_millis),
-            revived_by: dead.reason.revived_by().as_str().into(),
+            revived_by: dead.reason.revived_by(),
             detail: dead.detail.clone(),
         }
     }
 }
 
+/// How a dead server comes back, as both renderings below tell it.
+enum Revival<'a> {
+    StartOnly,
+    CallAfter(&'a str),
+    NextCall,
+}
+
+/// Every rendering of a dead server, long and short, is here.
 impl DeadRecord {
     /// The `note` of a dead server in `hangar_status`: `Failed (<reason>): <how it is revived>`,
     /// then `; <detail>` when the record has one.
     pub fn note(&self) -> String {
-        let how = match (self.revived_by.as_str(), &self.retry_allowed_at) {
-            ("start", _) => "revived only by an explicit start".to_string(),
-            (_, Some(at)) => format!("a call after {at}, or an explicit start, revives it"),
-            (_, None) => "the next call, or an explicit start, revives it".to_string(),
+        let how = match self.revival() {
+            Revival::StartOnly => "revived only by an explicit start".to_string(),
+            Revival::CallAfter(at) => format!("a call after {at}, or an explicit start, revives it"),
+            Revival::NextCall => "the next call, or an explicit start, revives it".to_string(),
         };
+        self.with_detail(format!("Failed ({}): {how}", self.reason))
+    }
+
+    /// The short form, one cell of `hangar status`'s DEAD column: `<reason>`, then how the
+    /// server is revived when not by the next call (`, retry after <time>` or `, start to
+    /// revive`), then `; <detail>` when the record has one.
+    pub fn short(&self) -> String {
+        let head = match self.revival() {
+            Revival::StartOnly => format!("{}, start to revive", self.reason),
+            Revival::CallAfter(at) => format!("{}, retry after {at}", self.reason),
+            Revival::NextCall => self.reason.to_string(),
+        };
+        self.with_detail(head)
+    }
+
+    /// Why a call to server `id`, dead as this record says, is refused (the error's message).
+    pub fn call_refusal(&self, id: &str) -> String {
+        match self.revival() {
+            Revival::StartOnly => format!("`{id}` is dead ({}); only an explicit start revives it", self.reason),
+            Revival::CallAfter(at) => format!("{}; a call then revives it", self.backing_off(id, at)),
+            Revival::NextCall => format!("`{id}` is dead ({})", self.reason),
+        }
+    }
+
+    /// Why an explicit start of server `id` is refused until `next_start_at` (the error's message).
+    pub fn start_refusal(&self, id: &str, next_start_at: &str) -> String {
+        self.backing_off(id, next_start_at)
+    }
+
+    fn backing_off(&self, id: &str, next_start_at: &str) -> String {
+        format!("`{id}` is dead ({}) and backing off: next start at {next_start_at}", self.reason)
+    }
+
+    fn revival(&self) -> Revival<'_> {
+        match (self.revived_by, &self.retry_allowed_at) {
+            (RevivedBy::Start, _) => Revival::StartOnly,
+            (RevivedBy::CallOrStart, Some(at)) => Revival::CallAfter(at),
+            (RevivedBy::CallOrStart, None) => Revival::NextCall,
+        }
+    }
+
+    fn with_detail(&self, head: String) -> String {
         match &self.detail {
-            Some(detail) => format!("Failed ({}): {how}; {detail}", self.reason),
-            None => format!("Failed ({}): {how}", self.reason),
+            Some(detail) => format!("{head}; {detail}"),
+            None => head,
         }
     }
 }
@@ -91,6 +141,12 @@ pub struct ServerSummary {
     pub tools_count: usize,
     pub health_status: String,
     pub dead: Option<DeadRecord>,
+}
+
+/// `GET /api/mcp_servers` and `hangar_list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerList {
+    pub mcp_servers: Vec<ServerSummary>,
 }
 
 /// Facts about the running process and its protocol, in the hangar's words.
@@ -191,6 +247,14 @@ pub struct LogLine {
     pub recorded_at: String,
 }
 
+/// `GET /api/mcp_servers/{id}/logs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogList {
+    pub logs: Vec<LogLine>,
+    pub mcp_server_id: String,
+    pub count: usize,
+}
+
 /// A state change, as the control socket streams it to subscribers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateChange {
@@ -204,7 +268,6 @@ pub struct StateChange {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lifecycle::DeadReason;
     use std::time::{Duration, SystemTime};
 
     fn at(ms: u64) -> SystemTime {
@@ -219,10 +282,25 @@ mod tests {
             retry_allowed_at: Some(at(1_764_458_427_822)),
             detail: None,
         };
-        let json = serde_json::to_string(&DeadRecord::from(&dead)).unwrap();
+        let record = DeadRecord::from(&dead);
+        let json = serde_json::to_string(&record).unwrap();
         assert_eq!(
             json,
             r#"{"reason":"given_up","since":"2025-11-29T23:20:23.427Z","retry_allowed_at":"2025-11-29T23:20:27.822Z","revived_by":"call_or_start"}"#
+        );
+        assert_eq!(serde_json::from_str::<DeadRecord>(&json).unwrap(), record, "read back as written");
+        assert_eq!(record.short(), "given_up, retry after 2025-11-29T23:20:27.822Z");
+        assert_eq!(
+            record.call_refusal("w"),
+            "`w` is dead (given_up) and backing off: next start at 2025-11-29T23:20:27.822Z; a call then revives it"
+        );
+        assert_eq!(
+            record.start_refusal("w", "2025-11-29T23:20:27.822Z"),
+            "`w` is dead (given_up) and backing off: next start at 2025-11-29T23:20:27.822Z"
+        );
+        assert_eq!(
+            record.note(),
+            "Failed (given_up): a call after 2025-11-29T23:20:27.822Z, or an explicit start, revives it"
         );
     }
 
@@ -230,8 +308,10 @@ mod tests {
     fn capability_blocked_is_revived_by_start() {
         let dead = Dead { reason: DeadReason::CapabilityBlocked, since: at(0), retry_allowed_at: None, detail: None };
         let record = DeadRecord::from(&dead);
-        assert_eq!((record.revived_by.as_str(), record.retry_allowed_at.as_deref()), ("start", None));
+        assert_eq!((record.revived_by, record.retry_allowed_at.as_deref()), (RevivedBy::Start, None));
         assert_eq!(record.note(), "Failed (capability_blocked): revived only by an explicit start");
+        assert_eq!(record.short(), "capability_blocked, start to revive");
+        assert_eq!(record.call_refusal("b"), "`b` is dead (capability_blocked); only an explicit start revives it");
     }
 
     #[test]
@@ -261,6 +341,9 @@ mod tests {
                  its process closed its stdout, so the hangar killed it (SIGKILL)"
             )
         );
+        assert_eq!(dead.short(), "crashed; its process closed its stdout, so the hangar killed it (SIGKILL)");
+        assert_eq!(DeadRecord { detail: None, ..dead.clone() }.short(), "crashed");
+        assert_eq!(dead.call_refusal("math"), "`math` is dead (crashed)");
         let json = serde_json::to_value(&dead).unwrap();
         assert_eq!(json["detail"], "its process closed its stdout, so the hangar killed it (SIGKILL)");
         assert_eq!(StateCounts::of([&summary]).dead, 1);

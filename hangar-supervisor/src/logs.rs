@@ -19,7 +19,9 @@ use hangar_core::time::rfc3339_millis;
 pub const CAPACITY: usize = 1000;
 pub const MAX_LINE_BYTES: usize = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The `stream` of a log line: the variant's serde name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Stream {
     Stderr,
     /// Lines on stdout that are not protocol messages.
@@ -30,11 +32,7 @@ pub enum Stream {
 
 impl Stream {
     fn as_str(self) -> &'static str {
-        match self {
-            Stream::Stderr => "stderr",
-            Stream::Stdout => "stdout",
-            Stream::Error => "error",
-        }
+        hangar_core::wire_name::of(&self)
     }
 }
 
@@ -92,6 +90,11 @@ impl LogRing {
             entries.pop_front();
         }
         entries.push_back(entry);
+    }
+
+    /// The server whose lines these are.
+    pub fn server_id(&self) -> &str {
+        &self.server_id
     }
 
     /// The last `n` lines, oldest first.

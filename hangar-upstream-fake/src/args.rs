@@ -87,6 +87,9 @@ pub struct Args {
     /// With --http, answer every request as a one-event text/event-stream, then close.
     #[arg(long, requires = "http")]
     pub sse: bool,
+    /// How SSE lines end: `lf`, `crlf` or `cr` (a lone CR), all three allowed by the spec.
+    #[arg(long, value_name = "ENDING", value_parser = ["lf", "crlf", "cr"], default_value = "lf")]
+    pub sse_line_end: String,
     /// With --http, impersonate a leftover server: every request gets a result carrying the sentinel.
     #[arg(long, requires = "http")]
     pub leftover: bool,

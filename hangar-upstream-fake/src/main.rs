@@ -91,6 +91,11 @@ fn main() -> ExitCode {
         let config = http::Config {
             addr,
             sse: args.sse,
+            sse_line_end: match args.sse_line_end.as_str() {
+                "crlf" => "\r\n",
+                "cr" => "\r",
+                _ => "\n",
+            },
             leftover: args.leftover,
             no_bind: args.no_bind,
             bind_delay: args.bind_delay_ms.map(Duration::from_millis),

@@ -33,4 +33,9 @@ mcp_servers:
             "{id}"
         );
     }
+    // A legacy upstream's "method not found" to the era probe is the probe working as designed:
+    // not an error line in its log on every start.
+    let logs = hangar.get("/api/mcp_servers/legacy/logs?lines=1000");
+    assert!(logs.body["logs"].is_array(), "{}", logs.text);
+    assert!(!logs.text.contains("server/discover"), "{}", logs.text);
 }

@@ -196,3 +196,32 @@ fn a_stalled_leftover_on_the_endpoint_is_refused() {
     assert!(!hangar.path("web.pid").exists(), "nothing was spawned");
     drop(stalled);
 }
+
+#[test]
+fn sse_answers_with_crlf_or_lone_cr_line_endings_are_read() {
+    // The SSE spec allows CRLF, LF and a lone CR to end lines (and so events); a reader that
+    // knew only LF would never see the end of these answers and time the calls out.
+    let endings = ["crlf", "cr"];
+    let upstreams: Vec<(u16, Background)> = endings
+        .iter()
+        .map(|ending| {
+            let port = free_port();
+            let args = ["--http", &format!("127.0.0.1:{port}"), "--tools", "add", "--sse", "--sse-line-end", ending];
+            (port, Background::start(&bin("hangar-upstream-fake"), &args, "listening on"))
+        })
+        .collect();
+    let servers: String = endings
+        .iter()
+        .zip(&upstreams)
+        .map(|(ending, (port, _))| {
+            format!(
+                "  {ending}:\n    mode: remote\n    endpoint: http://127.0.0.1:{port}/mcp\n    handshake_timeout_s: 5\n"
+            )
+        })
+        .collect();
+    let hangar = Hangar::start(&format!("mcp_servers:\n{servers}"));
+    for ending in endings {
+        assert_eq!(hangar.call(ending, "add", json!({"a": 20, "b": 22})), Some(json!({"result": 42})), "{ending}");
+        assert_eq!(hangar.details(ending)["meta"]["protocol_era"], "modern", "{ending}");
+    }
+}

@@ -4,7 +4,6 @@
 //! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
 
 mod args;
-mod base64;
 mod batch;
 mod errors;
 mod front_door;

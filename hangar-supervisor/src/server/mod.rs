@@ -222,7 +222,7 @@ impl Server {
                 let dead = inner.lifecycle.dead().map(DeadRecord::from);
                 match (&dead, stop_reason) {
                     (Some(d), _) => {
-                        *inner.counters.deaths.entry(d.reason.clone()).or_default() += 1;
+                        *inner.counters.deaths.entry(d.reason.as_str().into()).or_default() += 1;
                         tracing::warn!(mcp_server = %self.id, from = from.as_str(), reason = %d.reason, retry_allowed_at = ?d.retry_allowed_at, "server is dead");
                     }
                     (None, Some(reason)) => {

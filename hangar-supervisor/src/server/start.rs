@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use hangar_core::ipc::{ErrorKind, IpcError, Started};
-use hangar_core::lifecycle::{Event, State, StopReason};
+use hangar_core::lifecycle::{Event, RevivedBy, State, StopReason};
 use hangar_core::record::{DeadRecord, ToolInfo};
 use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
@@ -166,12 +166,7 @@ impl Server {
         let next = dead.next_start_at(now)?;
         let record = DeadRecord::from(dead);
         let wait_ms = millis(next.duration_since(now).unwrap_or_default());
-        let message = format!(
-            "`{}` is dead ({}) and backing off: next start at {}",
-            self.id,
-            record.reason,
-            rfc3339_millis(next)
-        );
+        let message = record.start_refusal(&self.id, &rfc3339_millis(next));
         Some(
             IpcError::new(ErrorKind::RetryLater, message)
                 .with_details(json!({"dead": record, "retry_after_ms": wait_ms})),
@@ -186,22 +181,13 @@ impl Server {
         }
         let record = DeadRecord::from(dead);
         let wait_ms = dead.retry_allowed_at.map(|at| millis(at.duration_since(SystemTime::now()).unwrap_or_default()));
-        let error = match (&record.retry_allowed_at, record.revived_by.as_str()) {
-            (_, "start") => IpcError::new(
-                ErrorKind::CapabilityBlocked,
-                format!("`{}` is dead ({}); only an explicit start revives it", self.id, record.reason),
-            ),
-            (Some(at), _) => IpcError::new(
-                ErrorKind::RetryLater,
-                format!(
-                    "`{}` is dead ({}) and backing off: next start at {at}; a call then revives it",
-                    self.id, record.reason
-                ),
-            ),
-            (None, _) => IpcError::new(ErrorKind::RetryLater, format!("`{}` is dead ({})", self.id, record.reason)),
+        let kind = match record.revived_by {
+            RevivedBy::Start => ErrorKind::CapabilityBlocked,
+            RevivedBy::CallOrStart => ErrorKind::RetryLater,
         };
+        let error = IpcError::new(kind, record.call_refusal(&self.id));
         let details = match wait_ms {
-            Some(ms) if record.revived_by != "start" => json!({"dead": record, "retry_after_ms": ms}),
+            Some(ms) if record.revived_by != RevivedBy::Start => json!({"dead": record, "retry_after_ms": ms}),
             _ => json!({"dead": record}),
         };
         Some(error.with_details(details))

@@ -16,6 +16,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::sse::{SseEvent, SseReader};
 use super::{Era, MODERN_VERSION, Notice, Relay, RequestError};
 use crate::logs::{LogRing, Stream};
 
@@ -185,52 +186,30 @@ impl HttpUpstream {
         response: &mut reqwest::Response,
         relays: &[(u64, Relay)],
     ) -> Result<Value, RequestError> {
-        let mut buffer: Vec<u8> = Vec::new();
-        // Bytes of the over-long event being skipped, and of the last one skipped.
-        let mut skipping: Option<usize> = None;
+        let mut reader = SseReader::new(MAX_BODY_BYTES);
         let mut last_skipped: Option<usize> = None;
-        // How far `buffer` has been searched for the end of an event (less what could begin one).
-        let mut searched = 0;
         loop {
             let Some(chunk) = response.chunk().await.map_err(|_| RequestError::Closed { method: method.into() })?
             else {
-                return Err(match last_skipped.or(skipping) {
+                return Err(match last_skipped.or(reader.skipping()) {
                     // The answer was most likely the event that was skipped.
                     Some(bytes) => RequestError::Oversized { method: method.into(), bytes: bytes as u64 },
                     None => RequestError::Closed { method: method.into() },
                 });
             };
-            buffer.extend_from_slice(&chunk);
-            loop {
-                if let Some(so_far) = skipping {
-                    let Some((_, consumed)) = event_end(&buffer, 0) else {
-                        // Keep what could begin the blank line that ends the event.
-                        let dropped = buffer.len().saturating_sub(3);
-                        buffer.drain(..dropped);
-                        skipping = Some(so_far + dropped);
-                        break;
-                    };
-                    buffer.drain(..consumed);
-                    skipping = None;
-                    last_skipped = Some(so_far + consumed);
-                    self.skipped(&format!("`{method}`: an event over {MAX_BODY_BYTES} bytes in the answer stream"));
-                    continue;
-                }
-                let Some(end) = event_end(&buffer, searched) else {
-                    if buffer.len() > MAX_BODY_BYTES {
-                        skipping = Some(0);
-                        searched = 0;
-                        continue;
+            for event in reader.feed(&chunk) {
+                match event {
+                    SseEvent::Data(data) => {
+                        if let Ok(message) = serde_json::from_str(&String::from_utf8_lossy(&data))
+                            && let Some(answer) = self.answer(method, id, message, relays)
+                        {
+                            return answer;
+                        }
                     }
-                    searched = buffer.len().saturating_sub(3);
-                    break;
-                };
-                searched = 0;
-                let event: Vec<u8> = buffer.drain(..end.1).take(end.0).collect();
-                if let Some(message) = event_data(&event)
-                    && let Some(answer) = self.answer(method, id, message, relays)
-                {
-                    return answer;
+                    SseEvent::Skipped { bytes } => {
+                        last_skipped = Some(bytes);
+                        self.skipped(&format!("`{method}`: an event over {MAX_BODY_BYTES} bytes in the answer stream"));
+                    }
                 }
             }
         }
@@ -286,50 +265,9 @@ fn header_value(name: &str) -> HeaderValue {
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Where the first complete SSE event ends: (length of the event, length including the blank
-/// line). The search starts at `from`, so bytes already searched are not searched again (a
-/// large event arriving in small chunks would otherwise cost quadratic time).
-fn event_end(buffer: &[u8], from: usize) -> Option<(usize, usize)> {
-    let from = from.min(buffer.len());
-    let rest = &buffer[from..];
-    let lf = rest.windows(2).position(|w| w == b"\n\n").map(|at| (from + at, from + at + 2));
-    let crlf = rest.windows(4).position(|w| w == b"\r\n\r\n").map(|at| (from + at, from + at + 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
-}
-
-/// The JSON of an SSE event's `data:` lines, if it has any.
-fn event_data(event: &[u8]) -> Option<Value> {
-    let text = String::from_utf8_lossy(event);
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
-        .collect();
-    if data.is_empty() {
-        return None;
-    }
-    serde_json::from_str(&data.join("\n")).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_sse_events_and_their_json() {
-        let stream = b"event: message\ndata: {\"a\":\ndata: 1}\n\nevent: x\r\ndata: {}\r\n\r\n";
-        let (len, consumed) = event_end(stream, 0).unwrap();
-        assert_eq!(event_data(&stream[..len]), Some(json!({"a": 1})));
-        let rest = &stream[consumed..];
-        let (len, _) = event_end(rest, 0).unwrap();
-        assert_eq!(event_end(stream, consumed), Some((consumed + len, stream.len())), "searched from an offset");
-        assert_eq!(event_data(&rest[..len]), Some(json!({})));
-        assert_eq!(event_end(b"data: {}\n", 0), None, "an unfinished event waits for more");
-        assert_eq!(event_data(b": comment only"), None);
-    }
 
     #[test]
     fn names_are_base64_wrapped_only_when_they_must_be() {

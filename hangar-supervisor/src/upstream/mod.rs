@@ -6,6 +6,7 @@
 //! messages; the protocol `_meta` every modern request carries is added here, once.
 
 mod http;
+mod sse;
 mod stdio;
 
 use std::sync::Mutex;
@@ -26,6 +27,8 @@ const KNOWN_LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-2
 /// Errors only a 2026-07-28 server answers with (header mismatch, missing capability,
 /// unsupported version): proof of a modern server.
 const MODERN_ERRORS: [i64; 3] = [-32020, -32021, -32022];
+/// JSON-RPC's "method not found": what a legacy upstream answers to `server/discover`.
+const METHOD_NOT_FOUND: i64 = -32601;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -271,11 +274,21 @@ fn with_meta(era: Era, mut params: Value) -> Value {
 
 /// An upstream's JSON-RPC error as a request failure: its text goes to the server's log only;
 /// its code, and its `data` for the protocol's own codes, are kept.
+/// A legacy upstream answering the era probe with "method not found" is the probe working as
+/// designed, so that answer goes to the hangar's debug log (its code only), not the server's log.
 fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: hangar_core::jsonrpc::RpcError) -> RequestError {
-    log.push(
-        crate::logs::Stream::Error,
-        format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
-    );
+    if method == "server/discover" && error.code == METHOD_NOT_FOUND {
+        tracing::debug!(
+            mcp_server = log.server_id(),
+            code = error.code,
+            "server/discover not served: a legacy upstream"
+        );
+    } else {
+        log.push(
+            crate::logs::Stream::Error,
+            format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
+        );
+    }
     let data = if MODERN_ERRORS.contains(&error.code) { error.data } else { None };
     RequestError::Rpc { method: method.into(), code: error.code, data }
 }

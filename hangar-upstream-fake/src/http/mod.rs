@@ -23,6 +23,8 @@ pub struct Config {
     /// Where to listen; a host name binds the first resolved address that works.
     pub addr: String,
     pub sse: bool,
+    /// What ends each SSE line: `\n`, `\r\n` or `\r`.
+    pub sse_line_end: &'static str,
     pub leftover: bool,
     pub no_bind: bool,
     pub bind_delay: Option<Duration>,
@@ -65,6 +67,7 @@ pub fn run(config: Config, state: Arc<State>, out: Arc<Output>) -> ExitCode {
     }
     let mut app = route::App::new(state, config.sse, config.leftover);
     app.conformance = config.conformance;
+    app.sse_line_end = config.sse_line_end;
     let app = Arc::new(app);
     server::accept_loop(&listener, &app, &out)
 }

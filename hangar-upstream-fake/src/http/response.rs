@@ -24,18 +24,19 @@ impl Response {
         r
     }
 
-    /// One SSE `message` event carrying `msg`; the connection closes after it.
-    pub fn sse(msg: &Value) -> Self {
-        Self::sse_events(std::slice::from_ref(msg))
+    /// One SSE `message` event carrying `msg`, each line ended by `end`; the connection closes after it.
+    pub fn sse(msg: &Value, end: &str) -> Self {
+        Self::sse_events(std::slice::from_ref(msg), end)
     }
 
-    /// One SSE `message` event per message, in order; then the connection closes.
-    pub fn sse_events(msgs: &[Value]) -> Self {
+    /// One SSE `message` event per message, in order, each line ended by `end`; then the
+    /// connection closes.
+    pub fn sse_events(msgs: &[Value], end: &str) -> Self {
         let mut r = Self::empty(200)
             .header("Content-Type", "text/event-stream")
             .header("Cache-Control", "no-cache")
             .header("X-Accel-Buffering", "no");
-        r.body = msgs.iter().flat_map(|msg| format!("event: message\ndata: {msg}\n\n").into_bytes()).collect();
+        r.body = msgs.iter().flat_map(|msg| format!("event: message{end}data: {msg}{end}{end}").into_bytes()).collect();
         r.until_close = true;
         r
     }
@@ -114,7 +115,7 @@ mod tests {
 
     #[test]
     fn sse_is_one_event_then_close() {
-        let r = Response::sse(&json!({"id": 1}));
+        let r = Response::sse(&json!({"id": 1}), "\n");
         let t = text(&r, true);
         assert!(t.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"));
         assert!(!t.contains("Content-Length"));
@@ -125,8 +126,10 @@ mod tests {
 
     #[test]
     fn sse_events_keep_their_order() {
-        let r = Response::sse_events(&[json!({"n": 1}), json!({"id": 2})]);
+        let r = Response::sse_events(&[json!({"n": 1}), json!({"id": 2})], "\n");
         assert!(text(&r, true).ends_with("event: message\ndata: {\"n\":1}\n\nevent: message\ndata: {\"id\":2}\n\n"));
+        let cr = Response::sse_events(&[json!({"id": 3})], "\r");
+        assert!(text(&cr, true).ends_with("\r\n\r\nevent: message\rdata: {\"id\":3}\r\r"));
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub const MCP_PATH: &str = "/mcp";
 pub struct App {
     pub state: Arc<State>,
     pub sse: bool,
+    /// What ends each SSE line: `\n`, `\r\n` or `\r`.
+    pub sse_line_end: &'static str,
     pub leftover: bool,
     /// With --conformance, requests go to its fixtures instead.
     pub conformance: Option<Arc<conformance::Server>>,
@@ -42,7 +44,7 @@ fn send(resp: Response) -> Reply {
 
 impl App {
     pub fn new(state: Arc<State>, sse: bool, leftover: bool) -> Self {
-        Self { state, sse, leftover, conformance: None, sessions: AtomicU64::new(0) }
+        Self { state, sse, sse_line_end: "\n", leftover, conformance: None, sessions: AtomicU64::new(0) }
     }
 
     pub fn route(&self, head: &Head, body: &[u8]) -> Reply {
@@ -91,7 +93,7 @@ impl App {
         let Some(reply) = handler::handle(&self.state, &msg) else {
             return if wants_answer { Reply::Hold } else { send(Response::empty(202)) };
         };
-        let mut resp = if self.sse { Response::sse(&reply) } else { Response::json(200, &reply) };
+        let mut resp = if self.sse { Response::sse(&reply, self.sse_line_end) } else { Response::json(200, &reply) };
         if is_init && reply.get("result").is_some() {
             let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
             resp = resp.header("Mcp-Session-Id", format!("fake-{n}"));
@@ -112,7 +114,7 @@ impl App {
             Response::json(200, &reply)
         } else {
             events.push(reply);
-            Response::sse_events(&events)
+            Response::sse_events(&events, self.sse_line_end)
         };
         let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         Reply::Send { resp, is_call }
