@@ -19,6 +19,8 @@ use crate::upstream::{Notice, Upstream};
 
 /// How long a stopping child gets after its stdin closes, and again after SIGTERM.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How long a child whose stdout closed gets to be reaped on its own before the hangar kills it.
+const EXIT_GRACE: Duration = Duration::from_millis(250);
 
 /// A running upstream: a child (stdio or HTTP) or a remote endpoint (no pid).
 #[derive(Clone)]
@@ -83,9 +85,16 @@ pub(super) async fn watch_exit(
         status = child.wait() => (status, None),
         // A broken pipe is as fatal as an exit: nothing can reach the server any more.
         () = upstream.wait_closed() => {
-            // Only if it still ran: a process that died by itself closed its stdout by dying.
-            let killed = subtree::kill(pid);
-            (child.wait().await, killed.then_some("closed its stdout"))
+            // A dying process closes its stdout a moment before it can be reaped: give it that
+            // moment, so a death of its own (or by someone else's signal) is not taken for ours.
+            match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+                Ok(status) => (status, None),
+                Err(_) => {
+                    // Only if it still ran: a process that died by itself closed its stdout by dying.
+                    let killed = subtree::kill(pid);
+                    (child.wait().await, killed.then_some("closed its stdout"))
+                }
+            }
         }
     };
     // Whatever the upstream started goes with it, however it regrouped itself.
