@@ -100,6 +100,32 @@ pub fn marker_of(pid: u32) -> Option<String> {
         .and_then(|value| String::from_utf8(value.to_vec()).ok())
 }
 
+/// How long [`settled_marker_of`] waits for a process in the middle of an exec.
+const EXEC_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Like [`marker_of`], but a process caught in the middle of an exec, whose new environment is
+/// not in place yet (the kernel shows it empty until then), is read again once it is, bounded:
+/// read too early, a marked process would pass for one that cleared its environment.
+pub fn settled_marker_of(pid: u32) -> Option<String> {
+    let deadline = std::time::Instant::now() + EXEC_WAIT;
+    loop {
+        let marker = marker_of(pid);
+        if marker.is_some() || !mid_exec(pid) || std::time::Instant::now() >= deadline {
+            return marker;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Whether the process has no environment in place yet (`env_end`, field 50 of its stat, is 0
+/// until an exec has set it up; an empty environment still has an address).
+fn mid_exec(pid: u32) -> bool {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let Some((_, tail)) = text.rsplit_once(')') else { return false };
+    // Numbered from 1, field 3 (the state) is the first after the name.
+    tail.split_whitespace().nth(50 - 3) == Some("0")
+}
+
 /// The start of every [`MARKER`] value the supervisor `pid` gives out: its pid and start time,
 /// so a marker from another hangar, or one that ran with the same pid before, never matches.
 pub fn marker_prefix(pid: u32) -> String {
@@ -192,13 +218,12 @@ mod tests {
 
     #[test]
     fn reads_a_marker_from_the_environment_a_process_was_started_with() {
-        let mut child =
-            std::process::Command::new("/bin/sh").args(["-c", "exec sleep 10"]).env(MARKER, "1-2-3").spawn().unwrap();
-        assert_eq!(marker_of(child.id()).as_deref(), Some("1-2-3"));
+        let mut child = std::process::Command::new("/bin/sleep").arg("10").env(MARKER, "1-2-3").spawn().unwrap();
+        assert_eq!(settled_marker_of(child.id()).as_deref(), Some("1-2-3"));
         let _ = child.kill();
         let _ = child.wait();
-        let mut bare = std::process::Command::new("/bin/sh").args(["-c", "exec sleep 10"]).env_clear().spawn().unwrap();
-        assert_eq!(marker_of(bare.id()), None);
+        let mut bare = std::process::Command::new("/bin/sleep").arg("10").env_clear().spawn().unwrap();
+        assert_eq!(settled_marker_of(bare.id()), None);
         let _ = bare.kill();
         let _ = bare.wait();
     }

@@ -8,8 +8,10 @@
 //!
 //! Whose an adopted orphan is: in `cgroup` mode, the upstream whose cgroup it is in; in
 //! `subreaper` mode, the upstream instance its environment names (`proctree::MARKER`, set on
-//! every upstream at spawn and inherited by all it starts). An orphan that cleared or rewrote its
-//! environment names none and is killed at once.
+//! every upstream at spawn and inherited by all it starts), else the upstream whose process
+//! group it is still in. An orphan that cleared or rewrote its environment (`env -i`, some
+//! `setproctitle`s) *and* left the group (`setsid`) names none and is killed at once. No record
+//! of earlier sightings is kept: a daemon orphans itself at once, before any look could see it.
 //!
 //! With a cgroup (`cgroup.rs`) the kernel kills the subtree in one write; the process-tree walk
 //! (`proctree::kill_tree`) runs as well, and the orphan sweep (`reaper.rs`) takes whatever was
@@ -65,9 +67,15 @@ pub fn owner_of(pid: u32) -> Option<u64> {
         let dir = cgroup::of_process(pid)?;
         return upstreams().values().find(|u| u.cgroup.as_deref() == Some(dir.as_path())).map(|u| u.instance);
     }
-    let marker = proctree::marker_of(pid)?;
-    let instance: u64 = marker.strip_prefix(marker_prefix())?.parse().ok()?;
-    is_running(instance).then_some(instance)
+    let marked = proctree::settled_marker_of(pid)
+        .and_then(|marker| marker.strip_prefix(marker_prefix())?.parse::<u64>().ok())
+        .filter(|instance| is_running(*instance));
+    // Else the upstream whose process group it is still in (a pid is never handed out again
+    // while a group of that number exists, so the group is that very upstream's).
+    marked.or_else(|| {
+        let pgrp = proctree::read(pid)?.pgrp;
+        upstreams().get(&pgrp).map(|upstream| upstream.instance)
+    })
 }
 
 /// Whether the upstream spawned as `instance` still runs (it has not been reaped).

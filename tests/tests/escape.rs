@@ -318,30 +318,33 @@ mcp_servers:
 }
 
 /// An upstream whose descendants keep orphaning short-lived processes (`(sleep 0.05 &)` in a
-/// loop), beside a daemon of its own (`setsid sleep`, its environment kept) and one that cleared
-/// its environment (`env -i setsid sleep`).
+/// loop), beside a daemon of its own (`setsid sleep`, its environment kept), one that cleared
+/// its environment and left the upstream's process group (`env -i setsid sleep`) and one that
+/// cleared its environment but stayed in the group (`env -i sleep`).
 const ORPHANER: &str = r#"
 mcp_servers:
   orphaner:
-    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/orphaner.daemon); (env -i setsid sleep 1000 & echo $! > {dir}/orphaner.cleared); (while :; do (sleep 0.05 &); echo >> {dir}/orphans; sleep 0.01; done) & exec {fake} --tools add --pid-file {dir}/orphaner.pid"]
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/orphaner.daemon); (env -i setsid sleep 1000 & echo $! > {dir}/orphaner.cleared); (env -i sleep 1000 & echo $! > {dir}/orphaner.grouped); (while :; do (sleep 0.05 &); echo >> {dir}/orphans; sleep 0.01; done) & exec {fake} --tools add --pid-file {dir}/orphaner.pid"]
 "#;
 
-/// The orphaner's upstream, daemon and environment-less orphan, once started.
+/// The orphaner's upstream, daemon and environment-less orphans, once started.
 struct Orphaner {
     upstream: u32,
     daemon: u32,
     cleared: u32,
+    grouped: u32,
 }
 
 impl Run {
     fn start_orphaner(&self) -> Orphaner {
-        for file in ["orphaner.pid", "orphaner.daemon", "orphaner.cleared", "orphans"] {
+        for file in ["orphaner.pid", "orphaner.daemon", "orphaner.cleared", "orphaner.grouped", "orphans"] {
             let _ = std::fs::remove_file(self.hangar.path(file));
         }
         self.hangar.tool_ok("hangar_start", json!({"mcp_server": "orphaner"}));
-        let [upstream, daemon, cleared] =
-            ["orphaner.pid", "orphaner.daemon", "orphaner.cleared"].map(|file| read_pid(&self.hangar.path(file)));
-        Orphaner { upstream, daemon, cleared }
+        let [upstream, daemon, cleared, grouped] =
+            ["orphaner.pid", "orphaner.daemon", "orphaner.cleared", "orphaner.grouped"]
+                .map(|file| read_pid(&self.hangar.path(file)));
+        Orphaner { upstream, daemon, cleared, grouped }
     }
 
     /// Lets the orphaner orphan `rounds` batches of processes; after each, no zombie may have
@@ -370,6 +373,12 @@ impl Run {
     }
 }
 
+/// A process's parent, if it runs.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+}
+
 /// How many zombies `parent` has now.
 fn zombies_of(parent: u32) -> usize {
     std::fs::read_dir("/proc")
@@ -387,9 +396,10 @@ fn zombies_of(parent: u32) -> usize {
 /// zombie piles up below an upstream that never reaps what it did not start (it did: one per
 /// orphan, for as long as the upstream ran). An orphan of the running upstream (its daemon) is
 /// left to run across hundreds of sweeps, and goes with its upstream: on a REST stop, on a
-/// restart's stop, and when the supervisor is SIGKILLed. One that cleared its environment cannot
-/// be told apart without cgroups: it is killed at once in subreaper mode, and kept in its
-/// upstream's cgroup (so killed with it) in cgroup mode.
+/// restart's stop, and when the supervisor is SIGKILLed. So does one that cleared its
+/// environment but stayed in the upstream's process group. One that cleared its environment and
+/// left the group cannot be told apart without cgroups: it is killed at once in subreaper mode,
+/// and kept in its upstream's cgroup (so killed with it) in cgroup mode.
 fn orphans_of_a_running_upstream(mode: Mode) {
     let Some(run) = Run::start_config(mode, ORPHANER) else { return };
     let first = run.start_orphaner();
@@ -399,8 +409,14 @@ fn orphans_of_a_running_upstream(mode: Mode) {
     }
     run.sample_zombies(&first, 1);
     assert!(alive(first.daemon), "the running upstream's daemon was killed; log:\n{}", run.hangar.log());
+    assert!(alive(first.grouped), "the orphan in the upstream's group was killed; log:\n{}", run.hangar.log());
+    // Both orphans, adopted by the supervisor, were left to run across the sweeps of hundreds of
+    // other orphans' deaths.
+    for orphan in [first.daemon, first.grouped] {
+        assert_eq!(parent_of(orphan), Some(run.hangar.pid()), "pid {orphan} is not the supervisor's");
+    }
     run.stop("orphaner");
-    assert_all_die(&[first.upstream, first.daemon, first.cleared], "a REST stop", &run.hangar);
+    assert_all_die(&[first.upstream, first.daemon, first.cleared, first.grouped], "a REST stop", &run.hangar);
     assert_eq!(zombies_of(first.upstream), 0);
 
     // A restart: the new instance's daemon is its own, left to run; the old one's stays dead.
@@ -409,13 +425,18 @@ fn orphans_of_a_running_upstream(mode: Mode) {
     assert!(alive(second.daemon), "the restarted upstream's daemon was killed; log:\n{}", run.hangar.log());
     assert!(!alive(first.daemon));
     run.stop("orphaner");
-    assert_all_die(&[second.upstream, second.daemon, second.cleared], "a restart's stop", &run.hangar);
+    assert_all_die(&[second.upstream, second.daemon, second.cleared, second.grouped], "a restart's stop", &run.hangar);
 
     let third = run.start_orphaner();
     run.sample_zombies(&third, 2);
     assert!(alive(third.daemon), "the daemon was killed; log:\n{}", run.hangar.log());
+    assert!(alive(third.grouped), "the orphan in the upstream's group was killed; log:\n{}", run.hangar.log());
     sigkill(run.hangar.pid());
-    assert_all_die(&[third.upstream, third.daemon, third.cleared], "a SIGKILLed supervisor", &run.hangar);
+    assert_all_die(
+        &[third.upstream, third.daemon, third.cleared, third.grouped],
+        "a SIGKILLed supervisor",
+        &run.hangar,
+    );
 }
 
 #[test]
@@ -452,9 +473,7 @@ mcp_servers:
     // Orphaned (its subshell exited): a child of the supervisor, swept only at the next SIGCHLD
     // of the supervisor's own or its backstop, seconds away.
     poll("the daemon to be orphaned to the supervisor", WITHIN, || {
-        let stat = std::fs::read_to_string(format!("/proc/{daemon}/stat")).ok()?;
-        let ppid = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse::<u32>().ok()?;
-        (ppid == run.hangar.pid()).then_some(())
+        (parent_of(daemon) == Some(run.hangar.pid())).then_some(())
     });
     sigkill(run.hangar.pid());
     assert_all_die(&[upstream, daemon], "a SIGKILLed supervisor, right after the orphaning", &run.hangar);
