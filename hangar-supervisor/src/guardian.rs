@@ -342,14 +342,19 @@ pub fn run() -> std::process::ExitCode {
     let mut watched = Watched::default();
     let mut noted = BTreeMap::new();
     let mut buf = [0u8; 4096];
+    let mut last_noted = Instant::now();
     loop {
-        if !message_within(RECORD_EVERY) {
+        // On time even while messages keep coming (orphans adopted and reaped in a loop).
+        if last_noted.elapsed() >= RECORD_EVERY {
             let descendants = watched.descendants();
             if descendants.len() != noted.len() {
                 let (guardian, descendants_noted) = (std::process::id(), descendants.len());
                 tracing::debug!(guardian, descendants_noted, "guardian: noted the upstreams' descendants");
             }
             noted = descendants;
+            last_noted = Instant::now();
+        }
+        if !message_within(RECORD_EVERY.saturating_sub(last_noted.elapsed())) {
             continue;
         }
         let mut space = nix::cmsg_space!([RawFd; 8]);

@@ -562,6 +562,41 @@ mcp_servers:
     assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
 }
 
+/// The same, while the upstream's descendants keep orphaning processes, so the guardians are told
+/// of adopted orphans (`+PID`, `-PID`) without pause: they still note the upstream's descendants
+/// every second. The daemon here cleared its environment, so only that note names it.
+#[test]
+fn the_guardians_note_descendants_while_orphans_keep_coming() {
+    let _serial = serial();
+    let hangar = Hangar::start_with(
+        r#"
+mcp_servers:
+  pdeath:
+    command: ["sh", "-c", "env -i setsid sleep 1000 & echo $! > {dir}/pdeath.setsid; (while :; do (sleep 0.05 &); sleep 0.01; done) & exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
+"#,
+        &["--kill-mode", "subreaper"],
+    );
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "pdeath"}));
+    let pids: Vec<u32> = ["pdeath.pid", "pdeath.setsid"].iter().map(|f| read_pid(&hangar.path(f))).collect();
+    let guardians = poll("two guardians", WITHIN, || {
+        let found = children_named(hangar.pid(), "--internal-guardian");
+        (found.len() == 2).then_some(found)
+    });
+    // Each guardian notes anew whenever the count changes, which the loop sees to; the second
+    // note of each is sure to have been taken after the daemon started.
+    poll("both guardians to note the descendants twice", WITHIN, || {
+        let log = hangar.log();
+        let noted = |guardian: &u32| {
+            let said = format!("guardian={guardian} descendants_noted=");
+            log.lines().filter(|l| l.contains(&said)).count() >= 2
+        };
+        guardians.iter().all(noted).then_some(())
+    });
+    assert!(alive(pids[1]), "the daemon runs");
+    sigkill(hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
+}
+
 /// The other order: the supervisor SIGKILLed first. Its guardians, left alone, kill every
 /// subtree and exit; so a SIGKILL that would follow for one finds nothing left to do.
 #[test]
