@@ -31,6 +31,9 @@ use crate::{guardian, proctree, subtree};
 
 /// How often the sweep runs without a SIGCHLD, as a backstop.
 const BACKSTOP: Duration = Duration::from_secs(5);
+/// The least time between two sweeps: an upstream that orphans processes in a tight loop must
+/// not keep the supervisor walking `/proc` back to back (the SIGCHLDs meanwhile are one).
+const MIN_GAP: Duration = Duration::from_millis(20);
 
 static OWN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
@@ -149,6 +152,7 @@ pub async fn reap_adopted() {
     loop {
         let _ = tokio::time::timeout(BACKSTOP, sigchld.recv()).await;
         sweep();
+        tokio::time::sleep(MIN_GAP).await;
     }
 }
 
