@@ -130,15 +130,16 @@ where
     let pid = spawned.as_ref().ok().and_then(Child::id);
     if let Some(pid) = pid {
         own.insert(pid);
+        if role == Role::Upstream {
+            // Before the sweep can run again: what it orphans from its first instant is its own.
+            subtree::register(pid, cgroup.clone(), instance);
+        }
     }
     drop(announce);
     drop(own);
     match (spawned, pid) {
         (Ok(child), Some(pid)) => {
             guardian::watch(pid, pipe_copies(&child));
-            if role == Role::Upstream {
-                subtree::register(pid, cgroup, instance);
-            }
             Ok(child)
         }
         (spawned, _) => {
