@@ -2,9 +2,11 @@
 //! itself: `setsid` (util-linux), a shell's double fork, Python's `setpgid(0, 0)` and a classic
 //! fork-setsid-fork daemon. Each story drives the real fault (SIGKILL or SIGTERM of the
 //! supervisor, a REST stop, a restart, an upstream that exits by itself, SIGKILLed guardians)
-//! and then looks every escaped pid up in `/proc`. Both kill modes: `subreaper` (child
-//! subreapers and a walk of the process tree) everywhere, and `cgroup` (a cgroup v2 per upstream,
-//! `cgroup.kill`) where this machine lets the test create a cgroup to run the supervisor in.
+//! and then looks every escaped pid up in `/proc`; and no zombie piles up below an upstream that
+//! keeps orphaning processes. Both kill modes: `subreaper` (the supervisor as subreaper, orphans
+//! told apart by an environment marker, walks of the process tree) everywhere, and `cgroup` (a
+//! cgroup v2 per upstream, `cgroup.kill`) where this machine lets the test create a cgroup to run
+//! the supervisor in.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
