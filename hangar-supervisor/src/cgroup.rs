@@ -9,8 +9,9 @@
 //! processes" rule does not apply.
 //!
 //! `--kill-mode auto` uses cgroups when the supervisor's own cgroup is not the hierarchy's root,
-//! has `cgroup.kill` (Linux 5.14) and lets it create a child; otherwise the process-tree walk of
-//! `proctree.rs` alone (`subreaper`), which is always on as well.
+//! has `cgroup.kill` (Linux 5.14) and lets it create a child; otherwise `subreaper`: the
+//! process-tree walk of `proctree.rs` (always on as well), with orphans told apart by the
+//! environment marker each upstream is started with (`subtree.rs`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ pub enum KillMode {
     Auto,
     /// A cgroup per upstream, killed with `cgroup.kill`; refuse to start without one.
     Cgroup,
-    /// Child subreapers and a walk of the process tree only.
+    /// No cgroups: the supervisor as subreaper, environment markers and walks of the process tree.
     Subreaper,
 }
 
@@ -106,6 +107,11 @@ fn cgroup2_mount(mountinfo: &str) -> Option<(String, String)> {
 /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
 fn unescape(field: &str) -> String {
     field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+/// Whether upstreams run in cgroups of their own (`cgroup` mode was chosen).
+pub fn in_use() -> bool {
+    matches!(BASE.get(), Some(Some(_)))
 }
 
 /// Creates a fresh, empty cgroup for one upstream, if cgroups are in use.

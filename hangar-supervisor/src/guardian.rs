@@ -10,14 +10,18 @@
 //! supervisor exited, however it died), the guardian kills each cgroup (`cgroup.kill`) and each
 //! pid's subtree (`proctree::kill_tree`), then exits.
 //!
-//! An upstream may die in the same instant as the supervisor (it asked for a parent-death signal
-//! of its own, or exits when its parent changes); its orphans then go to init, out of its subtree,
-//! before the guardian can walk it. So the guardian also notes every descendant of each upstream
-//! (pid and start time) every [`RECORD_EVERY`] while it waits, and kills those it noted (and
-//! whatever is below them) too: only a descendant started within the last moment before such a
-//! death can escape without cgroups.
+//! The supervisor is the subreaper of every upstream (`reaper.rs`): what an upstream orphans
+//! goes to it, and one it leaves running (an orphan of a running upstream) it announces too
+//! (`+PID`, then `-PID` once reaped). If the supervisor dies before announcing one, or an
+//! upstream dies in the same instant as the supervisor (it asked for a parent-death signal of
+//! its own, or exits when its parent changes), orphans go to init, out of every subtree. So the
+//! guardian also notes every descendant of each pid it watches (pid and start time) every
+//! [`RECORD_EVERY`] while it waits, and at the end kills those it noted and every process still
+//! marked in its environment as descending from one of its supervisor's upstreams
+//! (`proctree::MARKER`), wherever it went. Only a descendant that cleared its environment within
+//! the last moment before such a death can escape without cgroups.
 //!
-//! For that walk to find everything, upstreams must still be alive, and their orphans still
+//! For that walk to find everything, upstreams must still be alive, and their children still
 //! below them, when the guardian walks. So while a guardian runs, upstreams get no lethal
 //! parent-death signal (`spawn.rs`), and the supervisor hands the guardian copies of each
 //! upstream's pipes (`+PID` with `SCM_RIGHTS`): a supervisor's death then closes no pipe an
@@ -333,17 +337,24 @@ pub fn run() -> std::process::ExitCode {
     } else {
         hangar_runtime::logging::LogFormat::Human
     });
+    // Read while the supervisor is still its parent: what its upstreams' markers start with.
+    let marked = proctree::marker_prefix(nix::unistd::getppid().as_raw() as u32);
     let mut watched = Watched::default();
     let mut noted = BTreeMap::new();
     let mut buf = [0u8; 4096];
+    let mut last_noted = Instant::now();
     loop {
-        if !message_within(RECORD_EVERY) {
+        // On time even while messages keep coming (orphans adopted and reaped in a loop).
+        if last_noted.elapsed() >= RECORD_EVERY {
             let descendants = watched.descendants();
             if descendants.len() != noted.len() {
                 let (guardian, descendants_noted) = (std::process::id(), descendants.len());
                 tracing::debug!(guardian, descendants_noted, "guardian: noted the upstreams' descendants");
             }
             noted = descendants;
+            last_noted = Instant::now();
+        }
+        if !message_within(RECORD_EVERY.saturating_sub(last_noted.elapsed())) {
             continue;
         }
         let mut space = nix::cmsg_space!([RawFd; 8]);
@@ -380,6 +391,13 @@ pub fn run() -> std::process::ExitCode {
     // Those whose upstream died with the supervisor and left them to init.
     for (pid, start) in noted {
         proctree::kill_tree(pid, Some(start));
+    }
+    // Those still marked as descending from one of its upstreams, wherever they went (an orphan
+    // the supervisor adopted but had not yet announced when it died).
+    for process in proctree::snapshot() {
+        if process.is_live() && proctree::marker_of(process.pid).is_some_and(|marker| marker.starts_with(&marked)) {
+            proctree::kill_tree(process.pid, Some(process.start));
+        }
     }
     for dir in &cgroups {
         cgroup::kill_and_remove(dir, CGROUP_DRAIN);

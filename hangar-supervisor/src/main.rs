@@ -64,8 +64,9 @@ struct Args {
     #[arg(long, value_enum, default_value = "human")]
     log_format: LogFormat,
     /// How an upstream's whole subtree is killed: a cgroup v2 of its own where the supervisor's
-    /// cgroup is delegated (`cgroup`, e.g. systemd `Delegate=yes`), or child subreapers and a
-    /// walk of the process tree (`subreaper`); `auto` picks `cgroup` when it can.
+    /// cgroup is delegated (`cgroup`, e.g. systemd `Delegate=yes`), or the supervisor as
+    /// subreaper, an environment marker and a walk of the process tree (`subreaper`); `auto`
+    /// picks `cgroup` when it can.
     #[arg(long, value_enum, default_value = "auto")]
     kill_mode: cgroup::KillMode,
 }

@@ -1,9 +1,11 @@
 //! The process tree as `/proc` shows it: who is whose child, and killing a whole subtree.
 //!
 //! An upstream that daemonizes (`setsid`, a double fork, `setpgid(0, 0)`) leaves its process
-//! group, so signalling the group misses it. Its parent links do not lie, though: every upstream
-//! is a child subreaper (`spawn.rs`), so whatever it started, however regrouped, stays below it
-//! while it lives, and [`kill_tree`] finds it by following `ppid` links down from its pid.
+//! group, so signalling the group misses it. Its parent links do not lie, though: whatever it
+//! started and still parents, however regrouped, is below it, and [`kill_tree`] finds it by
+//! following `ppid` links down from its pid. What it orphans is reparented to the supervisor (the
+//! subreaper, `reaper.rs`), which tells whose it is by its cgroup or by the environment marker
+//! every upstream is started with ([`MARKER`], read by [`marker_of`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,6 +77,60 @@ pub fn subtree(root: u32, procs: &[Stat]) -> BTreeSet<u32> {
     found.extend(procs.iter().filter(|p| p.pgrp == root).map(|p| p.pid));
     found.retain(|pid| live.contains_key(pid));
     found
+}
+
+/// The environment variable naming the upstream instance a process descends from
+/// (`<supervisor pid>-<supervisor start>-<spawn number>`), inherited by everything it starts.
+pub const MARKER: &str = "HANGAR_UPSTREAM";
+
+/// Longest `/proc/<pid>/environ` read when looking for [`MARKER`] (the kernel caps an exec's
+/// arguments and environment together at a quarter of the stack limit, 2 MiB by default).
+const MAX_ENVIRON: u64 = 4 * 1024 * 1024;
+
+/// The [`MARKER`] value a process was exec'd with, if it can be read and has one.
+pub fn marker_of(pid: u32) -> Option<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+    let mut environ = Vec::new();
+    file.take(MAX_ENVIRON).read_to_end(&mut environ).ok()?;
+    let wanted = format!("{MARKER}=");
+    environ
+        .split(|byte| *byte == 0)
+        .find_map(|entry| entry.strip_prefix(wanted.as_bytes()))
+        .and_then(|value| String::from_utf8(value.to_vec()).ok())
+}
+
+/// How long [`settled_marker_of`] waits for a process in the middle of an exec.
+const EXEC_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Like [`marker_of`], but a process caught in the middle of an exec, whose new environment is
+/// not in place yet (the kernel shows it empty until then), is read again once it is, bounded:
+/// read too early, a marked process would pass for one that cleared its environment.
+pub fn settled_marker_of(pid: u32) -> Option<String> {
+    let deadline = std::time::Instant::now() + EXEC_WAIT;
+    loop {
+        let marker = marker_of(pid);
+        if marker.is_some() || !mid_exec(pid) || std::time::Instant::now() >= deadline {
+            return marker;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Whether the process has no environment in place yet (`env_end`, field 50 of its stat, is 0
+/// until an exec has set it up; an empty environment still has an address).
+fn mid_exec(pid: u32) -> bool {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let Some((_, tail)) = text.rsplit_once(')') else { return false };
+    // Numbered from 1, field 3 (the state) is the first after the name.
+    tail.split_whitespace().nth(50 - 3) == Some("0")
+}
+
+/// The start of every [`MARKER`] value the supervisor `pid` gives out: its pid and start time,
+/// so a marker from another hangar, or one that ran with the same pid before, never matches.
+pub fn marker_prefix(pid: u32) -> String {
+    let start = read(pid).map_or(0, |stat| stat.start);
+    format!("{pid}-{start}-")
 }
 
 /// The most rounds [`kill_tree`] freezes new arrivals before it kills what it has anyway.
@@ -158,5 +214,17 @@ mod tests {
         ];
         assert_eq!(subtree(10, &procs).into_iter().collect::<Vec<_>>(), [10, 11, 12, 13]);
         assert!(subtree(99, &procs).is_empty());
+    }
+
+    #[test]
+    fn reads_a_marker_from_the_environment_a_process_was_started_with() {
+        let mut child = std::process::Command::new("/bin/sleep").arg("10").env(MARKER, "1-2-3").spawn().unwrap();
+        assert_eq!(settled_marker_of(child.id()).as_deref(), Some("1-2-3"));
+        let _ = child.kill();
+        let _ = child.wait();
+        let mut bare = std::process::Command::new("/bin/sleep").arg("10").env_clear().spawn().unwrap();
+        assert_eq!(settled_marker_of(bare.id()), None);
+        let _ = bare.kill();
+        let _ = bare.wait();
     }
 }

@@ -1,35 +1,60 @@
-//! The supervisor as a child subreaper: orphans come to it, and it kills and reaps them.
+//! The supervisor as the child subreaper of every upstream: orphans come to it, and it reaps
+//! them, leaves running those of a running upstream and kills the rest.
 //!
-//! With `PR_SET_CHILD_SUBREAPER`, a process orphaned anywhere below the supervisor (an
-//! upstream's double-forked daemon once the upstream itself is gone) is reparented to the
-//! supervisor instead of to init, so it stays within reach. The supervisor knows its own
-//! children (upstreams, helpers, the guardian: [`Own`]); any other child is such an orphan, and
-//! [`sweep`] kills it with everything below it and reaps it.
+//! With `PR_SET_CHILD_SUBREAPER`, a process orphaned anywhere below the supervisor (a shell's
+//! background job, a double-forked daemon) is reparented to the supervisor instead of to init,
+//! so it stays within reach. Upstreams are no subreapers themselves, in either kill mode: an
+//! upstream never waits for children it did not start, so their zombies would pile up below it
+//! (a pid each, counted against pid limits) for as long as it runs.
 //!
-//! With cgroups, upstreams are not subreapers (an upstream never reaps orphans it did not start,
-//! so their zombies would pile up below it, a pid each, for as long as it runs): their orphans
-//! come to the supervisor at once, and one still in the cgroup of a running upstream is that
-//! upstream's, left to run and reaped when it exits; `cgroup.kill` takes it with its upstream.
+//! The supervisor knows its own children (upstreams, helpers, the guardians: [`Own`]); any
+//! other child is such an orphan. [`sweep`] asks whose it is (`subtree::owner_of`: the upstream
+//! whose cgroup it is in, or whose instance its environment names): one of a running upstream
+//! is adopted, left to run, announced to the guardians (`+PID`) and reaped when it exits; it is
+//! killed with its upstream (`subtree::kill`, `cgroup.kill`). One of no running upstream is
+//! killed at once with everything below it.
 //!
 //! tokio reaps only the children it spawned, each by its own pid, and the guardian's keeper
 //! waits for the guardian by pid; `sweep` likewise waits only for the pids it adopted, never
 //! `waitpid(-1)`, which would steal their exit statuses. A spawn registers its child under the
 //! same lock the sweep holds, so a child just forked is never taken for an orphan.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::proctree;
+use crate::{guardian, proctree, subtree};
 
 /// How often the sweep runs without a SIGCHLD, as a backstop.
 const BACKSTOP: Duration = Duration::from_secs(5);
+/// The least time between two sweeps: an upstream that orphans processes in a tight loop must
+/// not keep the supervisor walking `/proc` back to back (the SIGCHLDs meanwhile are one).
+const MIN_GAP: Duration = Duration::from_millis(20);
 
 static OWN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+/// An orphan left to run: its start time and the upstream instance it belongs to.
+#[derive(Clone, Copy)]
+struct Adopted {
+    start: u64,
+    instance: u64,
+}
+
+/// The orphans left to run, by pid; each is known to the guardians until it is reaped.
+static ADOPTED: Mutex<BTreeMap<u32, Adopted>> = Mutex::new(BTreeMap::new());
+
+fn adopted() -> MutexGuard<'static, BTreeMap<u32, Adopted>> {
+    ADOPTED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The adopted orphans of upstream `instance` (pid and start time), to kill with it.
+pub fn adopted_by(instance: u64) -> Vec<(u32, u64)> {
+    adopted().iter().filter(|(_, a)| a.instance == instance).map(|(pid, a)| (*pid, a.start)).collect()
+}
 
 /// The supervisor's own children; hold it while forking one (see [`own`]).
 pub struct Own(MutexGuard<'static, BTreeSet<u32>>);
@@ -59,28 +84,54 @@ pub fn become_subreaper() {
     }
 }
 
-/// Kills every child of the supervisor it did not spawn (with all below it), but for those in
-/// the cgroup of a running upstream, and reaps those already dead. Returns how many it killed
-/// or reaped.
+/// Kills every child of the supervisor it did not spawn (with all below it), but for those of a
+/// running upstream (adopted: left to run), and reaps those already dead. Returns how many it
+/// killed or reaped.
 pub fn sweep() -> usize {
     let me = std::process::id();
     let own = own();
-    let adopted: Vec<proctree::Stat> =
+    let orphans: Vec<proctree::Stat> =
         proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.0.contains(&p.pid)).collect();
+    let mut adopted = adopted();
+    // Forget those no longer the supervisor's children (reaped since) or whose pid was reused.
+    let gone: Vec<u32> = adopted
+        .iter()
+        .filter(|(pid, a)| !orphans.iter().any(|o| o.pid == **pid && o.start == a.start && o.is_live()))
+        .map(|(pid, _)| *pid)
+        .collect();
+    for pid in gone {
+        adopted.remove(&pid);
+        guardian::forget(pid);
+    }
     let mut swept = 0;
-    for orphan in &adopted {
-        let kept = orphan.is_live()
-            && crate::cgroup::of_process(orphan.pid).is_some_and(|dir| crate::subtree::owns_cgroup(&dir));
-        if kept {
-            continue;
-        }
-        swept += 1;
+    for orphan in &orphans {
         if orphan.is_live() {
+            let known = adopted.get(&orphan.pid).map(|a| a.instance);
+            let owner =
+                known.or_else(|| subtree::owner_of(orphan.pid)).filter(|instance| subtree::is_running(*instance));
+            if let Some(instance) = owner {
+                if known.is_none() {
+                    adopted.insert(orphan.pid, Adopted { start: orphan.start, instance });
+                    // A supervisor SIGKILLed from now on leaves it to the guardians.
+                    guardian::watch(orphan.pid, Vec::new());
+                    tracing::debug!(pid = orphan.pid, instance, "an orphan of a running upstream is left to run");
+                }
+                continue;
+            }
+            if adopted.remove(&orphan.pid).is_some() {
+                guardian::forget(orphan.pid);
+            }
             let killed = proctree::kill_tree(orphan.pid, Some(orphan.start));
             tracing::warn!(pid = orphan.pid, killed, "killed a process an upstream left behind");
         }
+        swept += 1;
         // Already dead, or just killed and about to be: reap it now or at the next SIGCHLD.
-        let _ = waitpid(Pid::from_raw(orphan.pid as i32), Some(WaitPidFlag::WNOHANG));
+        if let Ok(status) = waitpid(Pid::from_raw(orphan.pid as i32), Some(WaitPidFlag::WNOHANG))
+            && status != WaitStatus::StillAlive
+            && adopted.remove(&orphan.pid).is_some()
+        {
+            guardian::forget(orphan.pid);
+        }
     }
     swept
 }
@@ -101,6 +152,7 @@ pub async fn reap_adopted() {
     loop {
         let _ = tokio::time::timeout(BACKSTOP, sigchld.recv()).await;
         sweep();
+        tokio::time::sleep(MIN_GAP).await;
     }
 }
 

@@ -5,16 +5,19 @@
 //! the child between fork and exec ([`PreExec`]), where only async-signal-safe calls are allowed.
 //!
 //! What keeps an upstream's descendants from outliving the hangar or its own stop (invariant 3):
-//! - without cgroups, each upstream is a child subreaper (`PR_SET_CHILD_SUBREAPER`, which
-//!   survives exec): what it starts and orphans (a double fork, `setsid`) is reparented to it,
-//!   not to init, so its whole subtree hangs below its pid, and `subtree.rs` kills it by walking
-//!   `/proc`. The cost: an upstream that never waits for children it did not start keeps their
-//!   zombies (a pid each, no memory to speak of) until it exits;
-//! - where the supervisor's cgroup v2 is delegated, each upstream instead runs in a cgroup of its
-//!   own (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`; it is no subreaper,
-//!   so its orphans go to the supervisor, which reaps them (`reaper.rs`) and no zombie piles up;
-//! - the supervisor itself is a child subreaper (`reaper.rs`): when an upstream dies, its orphans
-//!   come to the supervisor, which kills and reaps them;
+//! - the supervisor is the child subreaper of them all (`reaper.rs`); upstreams are not, in
+//!   either kill mode, so what an upstream orphans (a shell's background job, a double fork,
+//!   `setsid`) is reparented to the supervisor, which reaps it when it exits: no zombie piles up
+//!   below an upstream that never waits for children it did not start;
+//! - each upstream is started with `HANGAR_UPSTREAM=<supervisor pid>-<its start>-<spawn number>`
+//!   in its environment (`proctree::MARKER`), which all it starts inherits: without cgroups, that
+//!   is how the supervisor tells which upstream an orphan it adopted belongs to
+//!   (`subtree::owner_of`), keeps it while that upstream runs and kills it with it;
+//! - where the supervisor's cgroup v2 is delegated, each upstream runs in a cgroup of its own
+//!   (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`; an orphan belongs to the
+//!   upstream whose cgroup it is in;
+//! - `subtree.rs` kills an upstream's subtree (parent links, its adopted orphans, its cgroup) on
+//!   stop, restart and exit;
 //! - each child announces its pid to the guardians (`guardian.rs`) before exec, so a supervisor
 //!   SIGKILLed at any point, even mid-spawn, leaves guardians that know every upstream;
 //! - upstreams get no lethal parent-death signal while a guardian keeps watch: they must still
@@ -29,12 +32,16 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStringExt;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
-use crate::{cgroup, guardian, reaper, subtree};
+use crate::{cgroup, guardian, proctree, reaper, subtree};
+
+/// The number of the next upstream spawn (its instance, named by its environment marker).
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 /// How the child's standard streams are wired.
 pub enum Pipes {
@@ -48,7 +55,7 @@ pub enum Pipes {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
-    /// An upstream MCP server: a subreaper, in its own cgroup where there are cgroups.
+    /// An upstream MCP server: marked in its environment, in its own cgroup where there are cgroups.
     Upstream,
     /// The hangar's own helper (API, prober): killed with the supervisor by the kernel.
     Helper,
@@ -89,6 +96,11 @@ where
         Pipes::Output => command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()),
         Pipes::Inherit => command.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()),
     };
+    let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+    if role == Role::Upstream {
+        // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
+        command.env(proctree::MARKER, subtree::marker(instance));
+    }
     let cgroup = match role {
         Role::Upstream => cgroup::create()?,
         Role::Helper => None,
@@ -109,8 +121,6 @@ where
     let announce = guardian::announce();
     let setup = PreExec {
         supervisor: std::process::id(),
-        // With a cgroup, its orphans are the supervisor's to reap (see the module's notes).
-        subreaper: role == Role::Upstream && cgroup_procs.is_none(),
         cgroup_procs,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
@@ -120,15 +130,16 @@ where
     let pid = spawned.as_ref().ok().and_then(Child::id);
     if let Some(pid) = pid {
         own.insert(pid);
+        if role == Role::Upstream {
+            // Before the sweep can run again: what it orphans from its first instant is its own.
+            subtree::register(pid, cgroup.clone(), instance);
+        }
     }
     drop(announce);
     drop(own);
     match (spawned, pid) {
         (Ok(child), Some(pid)) => {
             guardian::watch(pid, pipe_copies(&child));
-            if role == Role::Upstream {
-                subtree::register(pid, cgroup);
-            }
             Ok(child)
         }
         (spawned, _) => {
@@ -160,8 +171,6 @@ fn pipe_copies(child: &Child) -> Vec<std::os::fd::OwnedFd> {
 struct PreExec {
     /// The supervisor's pid: the child must still be its child once set up.
     supervisor: u32,
-    /// Become a child subreaper, so what it orphans stays below it.
-    subreaper: bool,
     /// `<its cgroup>/cgroup.procs`, to join before exec.
     cgroup_procs: Option<CString>,
     /// The guardians' sockets, to announce `+PID` on.
@@ -175,13 +184,10 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, signal, getpid, getppid) on
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid) on
         // memory prepared before the fork; it allocates nothing and takes no locks.
         unsafe {
             command.pre_exec(move || {
-                if self.subreaper && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
                 if let Some(procs) = &self.cgroup_procs {
                     let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                     if fd < 0 {

@@ -2,9 +2,11 @@
 //! itself: `setsid` (util-linux), a shell's double fork, Python's `setpgid(0, 0)` and a classic
 //! fork-setsid-fork daemon. Each story drives the real fault (SIGKILL or SIGTERM of the
 //! supervisor, a REST stop, a restart, an upstream that exits by itself, SIGKILLed guardians)
-//! and then looks every escaped pid up in `/proc`. Both kill modes: `subreaper` (child
-//! subreapers and a walk of the process tree) everywhere, and `cgroup` (a cgroup v2 per upstream,
-//! `cgroup.kill`) where this machine lets the test create a cgroup to run the supervisor in.
+//! and then looks every escaped pid up in `/proc`; and no zombie piles up below an upstream that
+//! keeps orphaning processes. Both kill modes: `subreaper` (the supervisor as subreaper, orphans
+//! told apart by an environment marker, walks of the process tree) everywhere, and `cgroup` (a
+//! cgroup v2 per upstream, `cgroup.kill`) where this machine lets the test create a cgroup to run
+//! the supervisor in.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -48,10 +50,15 @@ struct Run {
 impl Run {
     /// Starts the hangar in `mode` (None: cgroups are not available here; the reason is printed).
     fn start(mode: Mode) -> Option<Run> {
+        Run::start_config(mode, CONFIG)
+    }
+
+    /// Starts the hangar with `config` in `mode` (None: cgroups are not available here).
+    fn start_config(mode: Mode, config: &str) -> Option<Run> {
         let _serial = serial();
         match mode {
             Mode::Subreaper => {
-                Some(Run { hangar: Hangar::start_with(CONFIG, &["--kill-mode", "subreaper"]), cgroup: None })
+                Some(Run { hangar: Hangar::start_with(config, &["--kill-mode", "subreaper"]), cgroup: None })
             }
             Mode::Cgroup => {
                 let cgroup = match TestCgroup::create() {
@@ -64,7 +71,7 @@ impl Run {
                 // The supervisor inherits the cgroup of the process that forks it: this one,
                 // moved there just for the spawn (every start in this file is serialized).
                 let inside = cgroup.enter();
-                let hangar = Hangar::start_with(CONFIG, &["--kill-mode", "cgroup"]);
+                let hangar = Hangar::start_with(config, &["--kill-mode", "cgroup"]);
                 drop(inside);
                 Some(Run { hangar, cgroup: Some(cgroup) })
             }
@@ -312,59 +319,166 @@ mcp_servers:
     }
 }
 
-/// An upstream whose descendants keep orphaning short-lived processes (`(sleep 0.01 &)` in a
-/// loop). In cgroup mode its orphans are the supervisor's to reap, so no zombie piles up while
-/// it runs (an upstream never reaps what it did not start), while an orphan of the running
-/// upstream (a daemon) is left to run until the upstream stops.
-#[test]
-fn orphans_of_a_running_upstream_leave_no_zombies_in_cgroup_mode() {
-    const ORPHANS: usize = 150;
-    let cgroup = match TestCgroup::create() {
-        Ok(cgroup) => cgroup,
-        Err(why) => {
-            eprintln!("skipped: cgroup mode cannot be tested here: {why}");
-            return;
-        }
-    };
-    let hangar = {
-        let _serial = serial();
-        let _inside = cgroup.enter();
-        Hangar::start_with(
-            r#"
+/// An upstream whose descendants keep orphaning short-lived processes (`(sleep 0.05 &)` in a
+/// loop), beside a daemon of its own (`setsid sleep`, its environment kept), one that cleared
+/// its environment and left the upstream's process group (`env -i setsid sleep`) and one that
+/// cleared its environment but stayed in the group (`env -i sleep`).
+const ORPHANER: &str = r#"
 mcp_servers:
   orphaner:
-    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/orphaner.daemon); (while :; do (sleep 0.01 &); echo >> {dir}/orphans; sleep 0.01; done) & exec {fake} --tools add --pid-file {dir}/orphaner.pid"]
+    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/orphaner.daemon); (env -i setsid sleep 1000 & echo $! > {dir}/orphaner.cleared); (env -i sleep 1000 & echo $! > {dir}/orphaner.grouped); (while :; do (sleep 0.05 &); echo >> {dir}/orphans; sleep 0.01; done) & exec {fake} --tools add --pid-file {dir}/orphaner.pid"]
+"#;
+
+/// The orphaner's upstream, daemon and environment-less orphans, once started.
+struct Orphaner {
+    upstream: u32,
+    daemon: u32,
+    cleared: u32,
+    grouped: u32,
+}
+
+impl Run {
+    fn start_orphaner(&self) -> Orphaner {
+        for file in ["orphaner.pid", "orphaner.daemon", "orphaner.cleared", "orphaner.grouped", "orphans"] {
+            let _ = std::fs::remove_file(self.hangar.path(file));
+        }
+        self.hangar.tool_ok("hangar_start", json!({"mcp_server": "orphaner"}));
+        let [upstream, daemon, cleared, grouped] =
+            ["orphaner.pid", "orphaner.daemon", "orphaner.cleared", "orphaner.grouped"]
+                .map(|file| read_pid(&self.hangar.path(file)));
+        Orphaner { upstream, daemon, cleared, grouped }
+    }
+
+    /// Lets the orphaner orphan `rounds` batches of processes; after each, no zombie may have
+    /// piled up below the upstream or the supervisor, and the upstream still answers.
+    fn sample_zombies(&self, orphaner: &Orphaner, rounds: usize) {
+        const BATCH: usize = 25;
+        let made = || std::fs::read_to_string(self.hangar.path("orphans")).unwrap_or_default().lines().count();
+        for round in 1..=rounds {
+            let target = made() + BATCH;
+            poll("the upstream's descendants to orphan a batch of processes", Duration::from_secs(60), || {
+                (made() >= target).then_some(())
+            });
+            let (below_upstream, below_supervisor) = (zombies_of(orphaner.upstream), zombies_of(self.hangar.pid()));
+            let orphaned = made();
+            assert!(
+                below_upstream < 10,
+                "round {round}: {below_upstream} zombies pile up below the upstream after {orphaned} orphans"
+            );
+            assert!(below_supervisor < 10, "round {round}: {below_supervisor} zombies pile up below the supervisor");
+            assert_eq!(
+                self.hangar.call("orphaner", "add", json!({"a": round, "b": 1})),
+                Some(json!({"result": round + 1})),
+                "round {round}: the upstream stopped answering"
+            );
+        }
+    }
+}
+
+/// A process's parent, if it runs.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+}
+
+/// How many zombies `parent` has now.
+fn zombies_of(parent: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .filter(|stat| {
+            let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+            rest.starts_with('Z') && rest.split(' ').nth(1) == Some(parent.to_string().as_str())
+        })
+        .count()
+}
+
+/// Upstreams are no subreapers: their orphans go to the supervisor, which reaps them, so no
+/// zombie piles up below an upstream that never reaps what it did not start (it did: one per
+/// orphan, for as long as the upstream ran). An orphan of the running upstream (its daemon) is
+/// left to run across hundreds of sweeps, and goes with its upstream: on a REST stop, on a
+/// restart's stop, and when the supervisor is SIGKILLed. So does one that cleared its
+/// environment but stayed in the upstream's process group. One that cleared its environment and
+/// left the group cannot be told apart without cgroups: it is killed at once in subreaper mode,
+/// and kept in its upstream's cgroup (so killed with it) in cgroup mode.
+fn orphans_of_a_running_upstream(mode: Mode) {
+    let Some(run) = Run::start_config(mode, ORPHANER) else { return };
+    let first = run.start_orphaner();
+    run.sample_zombies(&first, 4);
+    if mode == Mode::Subreaper {
+        assert_all_die(&[first.cleared], "its orphaning with a cleared environment", &run.hangar);
+    }
+    run.sample_zombies(&first, 1);
+    assert!(alive(first.daemon), "the running upstream's daemon was killed; log:\n{}", run.hangar.log());
+    assert!(alive(first.grouped), "the orphan in the upstream's group was killed; log:\n{}", run.hangar.log());
+    // Both orphans, adopted by the supervisor, were left to run across the sweeps of hundreds of
+    // other orphans' deaths.
+    for orphan in [first.daemon, first.grouped] {
+        assert_eq!(parent_of(orphan), Some(run.hangar.pid()), "pid {orphan} is not the supervisor's");
+    }
+    run.stop("orphaner");
+    assert_all_die(&[first.upstream, first.daemon, first.cleared, first.grouped], "a REST stop", &run.hangar);
+    assert_eq!(zombies_of(first.upstream), 0);
+
+    // A restart: the new instance's daemon is its own, left to run; the old one's stays dead.
+    let second = run.start_orphaner();
+    run.sample_zombies(&second, 2);
+    assert!(alive(second.daemon), "the restarted upstream's daemon was killed; log:\n{}", run.hangar.log());
+    assert!(!alive(first.daemon));
+    run.stop("orphaner");
+    assert_all_die(&[second.upstream, second.daemon, second.cleared, second.grouped], "a restart's stop", &run.hangar);
+
+    let third = run.start_orphaner();
+    run.sample_zombies(&third, 2);
+    assert!(alive(third.daemon), "the daemon was killed; log:\n{}", run.hangar.log());
+    assert!(alive(third.grouped), "the orphan in the upstream's group was killed; log:\n{}", run.hangar.log());
+    sigkill(run.hangar.pid());
+    assert_all_die(
+        &[third.upstream, third.daemon, third.cleared, third.grouped],
+        "a SIGKILLed supervisor",
+        &run.hangar,
+    );
+}
+
+#[test]
+fn orphans_of_a_running_upstream_leave_no_zombies_and_go_with_it() {
+    orphans_of_a_running_upstream(Mode::Subreaper);
+}
+
+#[test]
+fn orphans_of_a_running_upstream_leave_no_zombies_in_cgroup_mode() {
+    orphans_of_a_running_upstream(Mode::Cgroup);
+}
+
+/// The supervisor SIGKILLed right after its upstream orphaned a daemon, before any sweep could
+/// adopt it and tell the guardians: the guardians find it by the marker in its environment.
+#[test]
+fn an_orphan_not_yet_adopted_when_the_supervisor_dies_goes_too() {
+    let Some(run) = Run::start_config(
+        Mode::Subreaper,
+        r#"
+mcp_servers:
+  daemonizer:
+    command: ["sh", "-c", "(sleep 2; setsid sleep 1000 & echo $! > {dir}/late.daemon) & exec {fake} --tools add --pid-file {dir}/daemonizer.pid"]
 "#,
-            &["--kill-mode", "cgroup"],
-        )
+    ) else {
+        return;
     };
-    hangar.tool_ok("hangar_start", json!({"mcp_server": "orphaner"}));
-    let upstream = read_pid(&hangar.path("orphaner.pid"));
-    let daemon = read_pid(&hangar.path("orphaner.daemon"));
-    poll("the upstream's descendants to orphan enough processes", Duration::from_secs(60), || {
-        let made = std::fs::read_to_string(hangar.path("orphans")).unwrap_or_default().lines().count();
-        (made >= ORPHANS).then_some(())
+    run.guardians();
+    run.hangar.tool_ok("hangar_start", json!({"mcp_server": "daemonizer"}));
+    let upstream = read_pid(&run.hangar.path("daemonizer.pid"));
+    let daemon = poll("the daemon", WITHIN, || {
+        let text = std::fs::read_to_string(run.hangar.path("late.daemon")).ok()?;
+        text.trim().parse::<u32>().ok()
     });
-    let zombies_of = |parent: u32| {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-            .filter(|stat| {
-                let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
-                rest.starts_with('Z') && rest.split(' ').nth(1) == Some(parent.to_string().as_str())
-            })
-            .count()
-    };
-    let (below_upstream, below_supervisor) = (zombies_of(upstream), zombies_of(hangar.pid()));
-    assert!(below_upstream < 10, "{below_upstream} zombies pile up below the upstream after {ORPHANS} orphans");
-    assert!(below_supervisor < 10, "{below_supervisor} zombies pile up below the supervisor");
-    assert!(alive(daemon), "the running upstream's daemon was killed; log:\n{}", hangar.log());
-    let stopped = hangar.post_raw("/api/mcp_servers/orphaner/stop", &[("Content-Type", "application/json")], b"{}");
-    assert_eq!(stopped.status, 200, "{}", stopped.text);
-    assert_all_die(&[upstream, daemon], "a REST stop", &hangar);
-    drop(hangar);
-    drop(cgroup);
+    // Orphaned (its subshell exited): a child of the supervisor, swept only at the next SIGCHLD
+    // of the supervisor's own or its backstop, seconds away.
+    poll("the daemon to be orphaned to the supervisor", WITHIN, || {
+        (parent_of(daemon) == Some(run.hangar.pid())).then_some(())
+    });
+    sigkill(run.hangar.pid());
+    assert_all_die(&[upstream, daemon], "a SIGKILLed supervisor, right after the orphaning", &run.hangar);
 }
 
 // ---- the guardian goes -----------------------------------------------------------------------
@@ -418,8 +532,9 @@ fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
 }
 
 /// An upstream that dies in the same instant as its supervisor (it set a parent-death signal of
-/// its own, as some servers do) leaves its orphans to init before a guardian can walk its
-/// subtree. The guardians noted them beforehand, and kill them too.
+/// its own, as some servers do) leaves its children (here a daemon in a session of its own) to
+/// init before a guardian can walk its subtree. The guardians noted them beforehand, and kill
+/// them too.
 #[test]
 fn an_upstream_that_dies_with_its_supervisor_leaves_no_descendant() {
     let _serial = serial();
@@ -427,7 +542,7 @@ fn an_upstream_that_dies_with_its_supervisor_leaves_no_descendant() {
         r#"
 mcp_servers:
   pdeath:
-    command: ["sh", "-c", "(setsid sleep 1000 & echo $! > {dir}/pdeath.setsid); exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
+    command: ["sh", "-c", "setsid sleep 1000 & echo $! > {dir}/pdeath.setsid; exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
 "#,
         &["--kill-mode", "subreaper"],
     );
@@ -445,6 +560,41 @@ mcp_servers:
             |guardian: &u32| log.lines().any(|l| l.contains(&format!("guardian={guardian} descendants_noted=1")));
         guardians.iter().all(noted).then_some(())
     });
+    sigkill(hangar.pid());
+    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
+}
+
+/// The same, while the upstream's descendants keep orphaning processes, so the guardians are told
+/// of adopted orphans (`+PID`, `-PID`) without pause: they still note the upstream's descendants
+/// every second. The daemon here cleared its environment, so only that note names it.
+#[test]
+fn the_guardians_note_descendants_while_orphans_keep_coming() {
+    let _serial = serial();
+    let hangar = Hangar::start_with(
+        r#"
+mcp_servers:
+  pdeath:
+    command: ["sh", "-c", "env -i setsid sleep 1000 & echo $! > {dir}/pdeath.setsid; (while :; do (sleep 0.05 &); sleep 0.01; done) & exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
+"#,
+        &["--kill-mode", "subreaper"],
+    );
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "pdeath"}));
+    let pids: Vec<u32> = ["pdeath.pid", "pdeath.setsid"].iter().map(|f| read_pid(&hangar.path(f))).collect();
+    let guardians = poll("two guardians", WITHIN, || {
+        let found = children_named(hangar.pid(), "--internal-guardian");
+        (found.len() == 2).then_some(found)
+    });
+    // Each guardian notes anew whenever the count changes, which the loop sees to; the second
+    // note of each is sure to have been taken after the daemon started.
+    poll("both guardians to note the descendants twice", WITHIN, || {
+        let log = hangar.log();
+        let noted = |guardian: &u32| {
+            let said = format!("guardian={guardian} descendants_noted=");
+            log.lines().filter(|l| l.contains(&said)).count() >= 2
+        };
+        guardians.iter().all(noted).then_some(())
+    });
+    assert!(alive(pids[1]), "the daemon runs");
     sigkill(hangar.pid());
     assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
 }

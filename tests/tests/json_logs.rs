@@ -10,7 +10,9 @@ use hangar_tests::{Hangar, poll};
 #[test]
 fn the_helpers_and_guardians_log_json_when_the_supervisor_does() {
     let hangar = Hangar::start_with(
-        "mcp_servers:\n  math:\n    command: [\"sh\", \"-c\", \"(setsid sleep 1000 &); exec {fake} --tools add\"]\n",
+        // A child of the upstream (not an orphan, which the supervisor would adopt): the
+        // guardians note it as a descendant, and say so.
+        "mcp_servers:\n  math:\n    command: [\"sh\", \"-c\", \"setsid sleep 1000 & exec {fake} --tools add\"]\n",
         &["--log-format", "json", "--kill-mode", "subreaper"],
     );
     hangar.tool_ok("hangar_start", json!({"mcp_server": "math"}));
