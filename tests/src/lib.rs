@@ -114,6 +114,21 @@ impl Drop for Background {
     }
 }
 
+/// Another `hangar-api` on a running hangar's socket (e.g. one with `--api-keys`), killed and
+/// reaped when dropped.
+pub struct ExtraApi {
+    child: Child,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+}
+
+impl Drop for ExtraApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The address (`127.0.0.1:PORT`) a `hangar-api` child prints on its first line, `hangar-api
 /// listening on http://ADDRESS`, waiting (bounded) for it. Takes the child's piped stdout.
 pub fn api_listening_address(child: &mut Child) -> String {
@@ -427,6 +442,29 @@ impl Hangar {
         let response = self.get(&format!("/api/mcp_servers/{id}"));
         assert_eq!(response.status, 200, "{}", response.text);
         response.body
+    }
+
+    /// Starts another `hangar-api` on this hangar's socket with `args` (it listens on a port the
+    /// kernel picks) and waits, bounded, until its `/health/ready` answers 200.
+    pub fn extra_api(&self, args: &[&std::ffi::OsStr]) -> ExtraApi {
+        let mut child = Command::new(bin("hangar-api"))
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn hangar-api");
+        let addr = api_listening_address(&mut child);
+        let api = ExtraApi { child, addr };
+        poll("the extra API to be ready", Duration::from_secs(10), || {
+            raw_http(&api.addr, &format!("GET /health/ready HTTP/1.1\r\nHost: {}\r\n", api.addr), b"")
+                .ok()
+                .filter(|(status, _)| *status == 200)
+        });
+        api
     }
 
     /// Sends SIGTERM and waits (bounded) for the supervisor to exit.

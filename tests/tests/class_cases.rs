@@ -6,9 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{
-    Hangar, api_listening_address, bin, children_named, free_port, poll, raw_http, read_pid, supervisor_exit,
-};
+use hangar_tests::{ExtraApi, Hangar, bin, children_named, free_port, poll, raw_http, read_pid, supervisor_exit};
 
 const CONFIG: &str = r#"
 mcp_servers:
@@ -22,36 +20,35 @@ const KEY_HASH: &str = "sha256:ed2b70f3f0b48e8c1d66a6e32cff963ee7fb2b3edd2d2bc24
 const BIG: usize = 20 << 20;
 
 /// An API instance with `--api-keys` on a hangar's socket, killed when dropped.
-struct KeyedApi(std::process::Child);
+fn keyed_api(hangar: &Hangar) -> (ExtraApi, String) {
+    let keys = hangar.path("keys");
+    std::fs::write(&keys, format!("{KEY_HASH}\n")).unwrap();
+    let api = hangar.extra_api(&[OsStr::new("--api-keys"), keys.as_os_str()]);
+    let addr = api.addr.clone();
+    (api, addr)
+}
 
-impl Drop for KeyedApi {
+/// A child process killed and reaped when dropped.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
-fn keyed_api(hangar: &Hangar) -> (KeyedApi, String) {
-    let keys = hangar.path("keys");
-    std::fs::write(&keys, format!("{KEY_HASH}\n")).unwrap();
-    let mut child = Command::new(bin("hangar-api"))
-        .arg("--api-keys")
-        .arg(&keys)
-        .arg("--socket")
-        .arg(&hangar.socket)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = api_listening_address(&mut child);
-    let api = KeyedApi(child);
-    poll("the keyed API to be ready", Duration::from_secs(10), || {
-        raw_http(&addr, &format!("GET /health/ready HTTP/1.1\r\nHost: {addr}\r\n"), b"")
-            .ok()
-            .filter(|(status, _)| *status == 200)
-    });
-    (api, addr)
+/// Starts a supervisor on `yaml` and asserts it exits 78 naming `expected`; gives its stderr.
+fn refused_at_start(what: &str, yaml: &str, expected: &str) -> String {
+    let temp = tempfile::tempdir().unwrap();
+    let config = temp.path().join("hangar.yaml");
+    let socket = temp.path().join("s.sock");
+    std::fs::write(&config, yaml).unwrap();
+    let args = [OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()];
+    let (code, stderr) = supervisor_exit(&args, &[]);
+    assert_eq!(code, Some(78), "{what}: {stderr:.500}");
+    assert!(stderr.contains(expected), "{what}: expected {expected:?} in {stderr:.500}");
+    stderr
 }
 
 /// The hangar's `math` state, read the way its own clients read it.
@@ -177,15 +174,8 @@ fn a_config_too_deep_or_multiplied_by_aliases_is_refused_at_once() {
         ("one long aliased string", repeated, "its aliases expand it past 8 MiB"),
     ];
 
-    let temp = tempfile::tempdir().unwrap();
-    let config = temp.path().join("hangar.yaml");
-    let socket = temp.path().join("s.sock");
     for (what, yaml, expected) in &cases {
-        std::fs::write(&config, yaml).unwrap();
-        let args = [OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()];
-        let (code, stderr) = supervisor_exit(&args, &[]);
-        assert_eq!(code, Some(78), "{what}: {stderr:.500}");
-        assert!(stderr.contains(expected), "{what}: expected {expected:?} in {stderr:.500}");
+        refused_at_start(what, yaml, expected);
     }
 
     let hangar = Hangar::start(CONFIG);
@@ -328,15 +318,8 @@ fn a_config_error_quotes_a_huge_value_bounded() {
             "a server id is",
         ),
     ];
-    let temp = tempfile::tempdir().unwrap();
-    let config = temp.path().join("hangar.yaml");
-    let socket = temp.path().join("s.sock");
     for (what, yaml, expected) in &cases {
-        std::fs::write(&config, yaml).unwrap();
-        let args = [OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()];
-        let (code, stderr) = supervisor_exit(&args, &[]);
-        assert_eq!(code, Some(78), "{what}: {stderr:.300}");
-        assert!(stderr.contains(expected), "{what}: {stderr:.300}");
+        let stderr = refused_at_start(what, yaml, expected);
         assert!(stderr.len() < 4096, "{what}: {} bytes on stderr", stderr.len());
     }
 
@@ -370,7 +353,7 @@ fn an_api_keys_path_that_is_not_a_regular_file_is_refused() {
     for (path, expected) in cases {
         let stderr = tempfile::NamedTempFile::new().unwrap();
         // Killed on drop: a test that fails must not leave an API filling its memory.
-        let mut api = KeyedApi(
+        let mut api = Reaped(
             Command::new(bin("hangar-api"))
                 .arg("--api-keys")
                 .arg(&path)

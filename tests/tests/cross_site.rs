@@ -4,11 +4,11 @@
 //! changes: same upstream process, same states, config not reloaded. The hangar's own clients
 //! (the `hangar` CLI, a curl line with its JSON header, a local tool's loopback origin) still work.
 
+use std::ffi::OsStr;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, MODERN, alive, api_listening_address, bin, poll, raw_http, read_pid};
+use hangar_tests::{Hangar, MODERN, alive, bin, raw_http, read_pid};
 
 const CONFIG: &str = r#"
 mcp_servers:
@@ -157,16 +157,6 @@ fn listed(hangar: &Hangar) -> Vec<String> {
     servers.iter().filter_map(|s| s["mcp_server_id"].as_str().map(str::to_owned)).collect()
 }
 
-/// An API instance with `--api-keys` on the hangar's socket, killed when dropped.
-struct KeyedApi(std::process::Child);
-
-impl Drop for KeyedApi {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn no_web_page_can_drive_or_read_the_hangar() {
     let hangar = Hangar::start(CONFIG);
@@ -178,24 +168,14 @@ fn no_web_page_can_drive_or_read_the_hangar() {
     // A second API instance that wants keys, on the same supervisor.
     let keys = hangar.path("keys");
     std::fs::write(&keys, format!("{KEY_HASH}\n")).unwrap();
-    let mut child = Command::new(bin("hangar-api"))
-        .arg("--api-keys")
-        .arg(&keys)
-        .arg("--socket")
-        .arg(&hangar.socket)
-        .args(["--listen", "127.0.0.1:0", "--allow-origin", "https://tools.example"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let keyed_addr = api_listening_address(&mut child);
-    let _keyed = KeyedApi(child);
+    let keyed = hangar.extra_api(&[
+        OsStr::new("--api-keys"),
+        keys.as_os_str(),
+        OsStr::new("--allow-origin"),
+        OsStr::new("https://tools.example"),
+    ]);
+    let keyed_addr = keyed.addr.clone();
     let keyed_port: u16 = keyed_addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap();
-    poll("the keyed API to be ready", Duration::from_secs(10), || {
-        raw_http(&keyed_addr, &format!("GET /health/ready HTTP/1.1\r\nHost: {keyed_addr}\r\n"), b"")
-            .ok()
-            .filter(|(status, _)| *status == 200)
-    });
     let keyed_url = format!("http://{keyed_addr}");
     ok(cli(&keyed_url, Some(KEY), &["status"]));
 
