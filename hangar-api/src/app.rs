@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 
@@ -64,8 +64,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(error::not_found)
         // Must follow the routes: it applies to those registered so far.
         .method_not_allowed_fallback(error::method_not_allowed)
-        // Bounds bodies read by extractors, including chunked ones without a length.
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        // Every body read whole, at most BODY_LIMIT, before any handler or extractor sees it.
         .layer(middleware::from_fn(body::bounded_body))
         .layer(middleware::from_fn_with_state(keys, crate::auth::require_key))
         // Outside the key check: a valid key exempts nothing from it.

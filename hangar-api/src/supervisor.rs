@@ -28,13 +28,8 @@ pub trait Supervisor: Send + Sync + 'static {
         (mpsc::unbounded_channel().1, self.request(request))
     }
 
-    /// Whether a handshaken connection is up right now.
-    fn is_connected(&self) -> bool;
-
-    /// Whether the supervisor answers (readiness): by default, whether it is connected.
-    fn readiness(&self) -> Readiness {
-        if self.is_connected() { Readiness::Answering } else { Readiness::Unreachable }
-    }
+    /// Whether the supervisor answers (readiness): connected, and heard from recently.
+    fn readiness(&self) -> Readiness;
 }
 
 impl Supervisor for hangar_runtime::client::Client {
@@ -48,10 +43,6 @@ impl Supervisor for hangar_runtime::client::Client {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
         let (notices, reply) = hangar_runtime::client::Client::request_relayed(self, request);
         (notices, Box::pin(reply))
-    }
-
-    fn is_connected(&self) -> bool {
-        hangar_runtime::client::Client::is_connected(self)
     }
 
     fn readiness(&self) -> Readiness {

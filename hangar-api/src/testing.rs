@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::app::{AppState, router};
-use crate::supervisor::{BoxFuture, Supervisor};
+use crate::supervisor::{BoxFuture, Readiness, Supervisor};
 
 pub struct FakeSupervisor {
     pub servers: Vec<ServerSummary>,
@@ -192,8 +192,8 @@ impl Supervisor for FakeSupervisor {
         Box::pin(self.answer(request))
     }
 
-    fn is_connected(&self) -> bool {
-        self.connected.load(Ordering::SeqCst)
+    fn readiness(&self) -> Readiness {
+        if self.connected.load(Ordering::SeqCst) { Readiness::Answering } else { Readiness::Unreachable }
     }
 }
 

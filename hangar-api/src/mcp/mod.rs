@@ -44,7 +44,8 @@ pub fn is_mcp_path(path: &str) -> bool {
 }
 
 pub fn payload_too_large() -> Response {
-    too_large().into_response()
+    let err = RpcError::invalid_request(format!("Invalid Request: the body is larger than {BODY_LIMIT} bytes"));
+    McpReply::error(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &err).into_response()
 }
 
 /// A body that could not be read (a broken chunked encoding, a client gone mid-body).
@@ -58,11 +59,6 @@ pub fn forbidden(why: &str) -> Response {
     McpReply::error(StatusCode::FORBIDDEN, &Value::Null, &err).into_response()
 }
 
-fn too_large() -> McpReply {
-    let err = RpcError::invalid_request(format!("Invalid Request: the body is larger than {BODY_LIMIT} bytes"));
-    McpReply::error(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &err)
-}
-
 async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
     // Content-Type: application/json is already required by the cross-site guard.
     if !accepts_json(&headers) {
@@ -71,7 +67,7 @@ async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<
     }
     let bytes = match body {
         Ok(bytes) => bytes,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => return too_large(),
+        // Oversized bodies never get here: `body::bounded_body` answered them already.
         Err(rejection) => {
             let err = RpcError::parse_error(rejection.body_text());
             return McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &err);
