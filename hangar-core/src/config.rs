@@ -420,7 +420,6 @@ pub struct KeyError {
     pub message: String,
 }
 
-/// The YAML parser sometimes starts its message with the path we already name.
 /// What the YAML pre-pass found, as an error at the key it concerns.
 fn yaml_problem(problem: crate::yaml_keys::Problem) -> KeyError {
     use crate::yaml_keys::{MAX_DEPTH, MAX_EXPANDED_BYTES, Problem};
@@ -449,6 +448,7 @@ fn yaml_problem(problem: crate::yaml_keys::Problem) -> KeyError {
     }
 }
 
+/// The YAML parser sometimes starts its message with the path we already name.
 fn without_path_prefix<'a>(message: &'a str, key: &str) -> &'a str {
     match message.split_once(": ") {
         Some((head, rest)) if key == head || key.starts_with(&format!("{head}.")) => rest,

@@ -54,10 +54,7 @@ pub enum BindError {
     Group { path: PathBuf, group: SocketGroup, source: io::Error },
 }
 
-/// sysexits(3)
-const EX_UNAVAILABLE: u8 = 69;
-const EX_CANTCREAT: u8 = 73;
-const EX_CONFIG: u8 = 78;
+use crate::sysexits::{EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE};
 
 impl BindError {
     /// The sysexits code the supervisor exits with: 69 when another supervisor answers, 73

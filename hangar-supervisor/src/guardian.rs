@@ -42,7 +42,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -179,7 +179,10 @@ fn keep(slot: usize, mut child: std::process::Child) {
         if state().closing {
             return;
         }
-        let how = status.map_or_else(|err| format!("could not be waited for ({err})"), describe);
+        let how = status.map_or_else(
+            |err| format!("could not be waited for ({err})"),
+            |status| proctree::describe_exit(status, None),
+        );
         let deaths = RESPAWNS.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::error!(pid, how, deaths, "the guardian died; starting a new one with every process it must kill");
         if started.elapsed() >= HEALTHY_RUN {
@@ -203,18 +206,6 @@ fn keep(slot: usize, mut child: std::process::Child) {
                 }
             }
         }
-    }
-}
-
-fn describe(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(signal)) => {
-            let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("an unknown signal");
-            format!("was killed by {name}")
-        }
-        (None, None) => "ended".into(),
     }
 }
 

@@ -18,6 +18,7 @@ mod server;
 mod shutdown;
 mod spawn;
 mod subtree;
+mod sysexits;
 mod upstream;
 
 use std::path::PathBuf;
@@ -71,11 +72,7 @@ struct Args {
     kill_mode: cgroup::KillMode,
 }
 
-/// sysexits(3)
-/// sysexits: a needed service (here: the kill mode asked for) is unavailable.
-const EX_UNAVAILABLE: u8 = 69;
-const EX_SOFTWARE: u8 = 70;
-const EX_CONFIG: u8 = 78;
+use sysexits::{EX_CONFIG, EX_SOFTWARE, EX_UNAVAILABLE};
 
 fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|arg| arg == guardian::GUARDIAN_ARG) {

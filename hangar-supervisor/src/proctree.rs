@@ -177,6 +177,23 @@ pub fn signal(pid: u32, signal: Signal) {
     let _ = kill(Pid::from_raw(raw), signal);
 }
 
+/// How a process ended, in the hangar's words. `killed_because` is set when the hangar killed it
+/// itself, and says why: then a SIGKILL is the hangar's doing, not someone else's.
+pub fn describe_exit(status: std::process::ExitStatus, killed_because: Option<&str>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal(), killed_because) {
+        (None, Some(signal), Some(why)) if signal == Signal::SIGKILL as i32 => {
+            format!("{why}, so the hangar killed it (SIGKILL)")
+        }
+        (Some(code), _, _) => format!("exited with code {code}"),
+        (None, Some(signal), _) => {
+            let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("an unknown signal");
+            format!("was killed by {name}")
+        }
+        (None, None, _) => "ended".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

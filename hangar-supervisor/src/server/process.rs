@@ -100,28 +100,11 @@ pub(super) async fn watch_exit(
     // Whatever the upstream started goes with it, however it regrouped itself.
     subtree::reap(pid).await;
     let how = match status {
-        Ok(status) => describe_exit(status, killed_because),
+        Ok(status) => crate::proctree::describe_exit(status, killed_because),
         Err(err) => format!("could not be waited for ({err})"),
     };
     server.on_exit(generation, &how);
     let _ = exited.send(Some(how));
-}
-
-/// How a process ended, in the hangar's words. `killed_because` is set when the hangar killed it
-/// itself, and says why: then a SIGKILL is the hangar's doing, not someone else's.
-fn describe_exit(status: std::process::ExitStatus, killed_because: Option<&str>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal(), killed_because) {
-        (None, Some(signal), Some(why)) if signal == Signal::SIGKILL as i32 => {
-            format!("{why}, so the hangar killed it (SIGKILL)")
-        }
-        (Some(code), _, _) => format!("exited with code {code}"),
-        (None, Some(signal), _) => {
-            let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("an unknown signal");
-            format!("was killed by {name}")
-        }
-        (None, None, _) => "ended".into(),
-    }
 }
 
 pub(super) async fn wait_exit(exited: &mut watch::Receiver<Option<String>>) -> String {
