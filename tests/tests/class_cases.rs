@@ -6,7 +6,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{ExtraApi, Hangar, bin, children_named, free_port, poll, raw_http, read_pid, supervisor_exit};
+use hangar_tests::{
+    Background, ExtraApi, Hangar, bin, children_named, free_port, poll, raw_http, read_pid, supervisor_exit,
+};
 
 const CONFIG: &str = r#"
 mcp_servers:
@@ -26,16 +28,6 @@ fn keyed_api(hangar: &Hangar) -> (ExtraApi, String) {
     let api = hangar.extra_api(&[OsStr::new("--api-keys"), keys.as_os_str()]);
     let addr = api.addr.clone();
     (api, addr)
-}
-
-/// A child process killed and reaped when dropped.
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Starts a supervisor on `yaml` and asserts it exits 78 naming `expected`; gives its stderr.
@@ -244,8 +236,7 @@ fn concurrent_restarts_leave_one_process_or_none_never_one_under_a_cold_server()
         }
         // A process the hangar has just killed may take a moment to be reaped: a consistent
         // state must hold within a bounded wait, and one that never comes is the fault.
-        let mut last = None;
-        let settled = std::iter::repeat_with(|| {
+        poll(&format!("round {round}: state and processes to agree"), Duration::from_secs(20), || {
             let details = hangar.details("slow");
             let running = children_named(hangar.pid(), "--handshake-delay-ms");
             let consistent = match details["state"].as_str() {
@@ -253,15 +244,11 @@ fn concurrent_restarts_leave_one_process_or_none_never_one_under_a_cold_server()
                 Some("cold") => running.is_empty() && details["alive"] == false,
                 _ => false,
             };
-            last = Some((details, running));
-            consistent || {
-                std::thread::sleep(Duration::from_millis(100));
-                false
+            if !consistent {
+                eprintln!("round {round}: not yet: {details} with {running:?}");
             }
-        })
-        .take(200)
-        .any(|consistent| consistent);
-        assert!(settled, "round {round}: state and processes disagree: {last:?}");
+            consistent.then_some(())
+        });
     }
 }
 
@@ -353,8 +340,8 @@ fn an_api_keys_path_that_is_not_a_regular_file_is_refused() {
     for (path, expected) in cases {
         let stderr = tempfile::NamedTempFile::new().unwrap();
         // Killed on drop: a test that fails must not leave an API filling its memory.
-        let mut api = Reaped(
-            Command::new(bin("hangar-api"))
+        let mut api = Background {
+            child: Command::new(bin("hangar-api"))
                 .arg("--api-keys")
                 .arg(&path)
                 .arg("--socket")
@@ -365,8 +352,8 @@ fn an_api_keys_path_that_is_not_a_regular_file_is_refused() {
                 .stderr(stderr.reopen().unwrap())
                 .spawn()
                 .unwrap(),
-        );
-        let status = poll("the API to exit", Duration::from_secs(10), || api.0.try_wait().ok().flatten());
+        };
+        let status = poll("the API to exit", Duration::from_secs(10), || api.child.try_wait().ok().flatten());
         let said = std::fs::read_to_string(stderr.path()).unwrap_or_default();
         assert_eq!(status.code(), Some(78), "{}: {said:.300}", path.display());
         assert!(said.contains(expected), "{}: {said:.300}", path.display());

@@ -3,7 +3,7 @@
 //! and the hangar stays up.
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, Response};
+use hangar_tests::{Hangar, MODERN, Response};
 
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
@@ -12,7 +12,6 @@ mcp_servers:
     command: ["{fake}", "--tools", "echo"]
 "#;
 
-const MODERN: &str = "2026-07-28";
 /// Far below what the inputs would make it if echoed in full.
 const SMALL: usize = 4096;
 

@@ -289,18 +289,18 @@ fn an_upstream_that_exits_by_itself_leaves_no_orphan_in_cgroup_mode() {
 #[test]
 fn a_managed_http_upstream_serving_from_a_daemonized_descendant_starts_and_stops_whole() {
     let port = hangar_tests::free_port();
-    let hangar = Hangar::start_with(
-        &format!(
-            r#"
+    let config = format!(
+        r#"
 mcp_servers:
   web:
     mode: http
     command: ["sh", "-c", "setsid {{fake}} --http 127.0.0.1:{port} --tools add --pid-file {{dir}}/web.pid & wait"]
     endpoint: http://127.0.0.1:{port}/mcp
 "#
-        ),
-        &["--kill-mode", "subreaper"],
     );
+    // Started like every hangar here (serialized), so no cgroup-mode start can catch its spawn.
+    let run = Run::start_config(Mode::Subreaper, &config).expect("subreaper mode always starts");
+    let hangar = &run.hangar;
     for round in 1..=2 {
         let _ = std::fs::remove_file(hangar.path("web.pid"));
         let started = hangar.post_raw("/api/mcp_servers/web/start", &[("Content-Type", "application/json")], b"{}");
@@ -313,9 +313,8 @@ mcp_servers:
             "the server left the upstream's process group"
         );
         assert_eq!(hangar.call("web", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})));
-        let stopped = hangar.post_raw("/api/mcp_servers/web/stop", &[("Content-Type", "application/json")], b"{}");
-        assert_eq!(stopped.status, 200, "{}", stopped.text);
-        assert_all_die(&[server], "a REST stop of its managed HTTP upstream", &hangar);
+        run.stop("web");
+        assert_all_die(&[server], "a REST stop of its managed HTTP upstream", hangar);
     }
 }
 
@@ -537,23 +536,21 @@ fn a_killed_guardian_is_logged_and_replaced_in_cgroup_mode() {
 /// them too.
 #[test]
 fn an_upstream_that_dies_with_its_supervisor_leaves_no_descendant() {
-    let _serial = serial();
-    let hangar = Hangar::start_with(
+    let run = Run::start_config(
+        Mode::Subreaper,
         r#"
 mcp_servers:
   pdeath:
     command: ["sh", "-c", "setsid sleep 1000 & echo $! > {dir}/pdeath.setsid; exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
 "#,
-        &["--kill-mode", "subreaper"],
-    );
+    )
+    .expect("subreaper mode always starts");
+    let hangar = &run.hangar;
     hangar.tool_ok("hangar_start", json!({"mcp_server": "pdeath"}));
     let pids: Vec<u32> = ["pdeath.pid", "pdeath.setsid"].iter().map(|f| read_pid(&hangar.path(f))).collect();
     assert!(alive(pids[1]), "the daemon runs");
     // Both guardians have noted the daemon (they look every second).
-    let guardians = poll("two guardians", WITHIN, || {
-        let found = children_named(hangar.pid(), "--internal-guardian");
-        (found.len() == 2).then_some(found)
-    });
+    let guardians = run.guardians();
     poll("both guardians to note the daemon", WITHIN, || {
         let log = hangar.log();
         let noted =
@@ -561,7 +558,7 @@ mcp_servers:
         guardians.iter().all(noted).then_some(())
     });
     sigkill(hangar.pid());
-    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
+    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", hangar);
 }
 
 /// The same, while the upstream's descendants keep orphaning processes, so the guardians are told
@@ -569,21 +566,19 @@ mcp_servers:
 /// every second. The daemon here cleared its environment, so only that note names it.
 #[test]
 fn the_guardians_note_descendants_while_orphans_keep_coming() {
-    let _serial = serial();
-    let hangar = Hangar::start_with(
+    let run = Run::start_config(
+        Mode::Subreaper,
         r#"
 mcp_servers:
   pdeath:
     command: ["sh", "-c", "env -i setsid sleep 1000 & echo $! > {dir}/pdeath.setsid; (while :; do (sleep 0.05 &); sleep 0.01; done) & exec python3 -c 'import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])' {fake} --tools add --pid-file {dir}/pdeath.pid"]
 "#,
-        &["--kill-mode", "subreaper"],
-    );
+    )
+    .expect("subreaper mode always starts");
+    let hangar = &run.hangar;
     hangar.tool_ok("hangar_start", json!({"mcp_server": "pdeath"}));
     let pids: Vec<u32> = ["pdeath.pid", "pdeath.setsid"].iter().map(|f| read_pid(&hangar.path(f))).collect();
-    let guardians = poll("two guardians", WITHIN, || {
-        let found = children_named(hangar.pid(), "--internal-guardian");
-        (found.len() == 2).then_some(found)
-    });
+    let guardians = run.guardians();
     // Each guardian notes anew whenever the count changes, which the loop sees to; the second
     // note of each is sure to have been taken after the daemon started.
     poll("both guardians to note the descendants twice", WITHIN, || {
@@ -596,7 +591,7 @@ mcp_servers:
     });
     assert!(alive(pids[1]), "the daemon runs");
     sigkill(hangar.pid());
-    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", &hangar);
+    assert_all_die(&pids, "a SIGKILLed supervisor, with an upstream that died at once", hangar);
 }
 
 /// The other order: the supervisor SIGKILLed first. Its guardians, left alone, kill every

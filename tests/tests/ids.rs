@@ -3,7 +3,7 @@
 //! event stream. The ids are compared as raw bytes of the answer, never through a parsed value.
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, Response};
+use hangar_tests::{Hangar, MODERN, Response};
 
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
@@ -13,8 +13,6 @@ mcp_servers:
   conformance:
     command: ["{fake}", "--conformance"]
 "#;
-
-const MODERN: &str = "2026-07-28";
 
 /// Ids as a client may write them; each must come back byte for byte.
 fn ids() -> Vec<String> {
