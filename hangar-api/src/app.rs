@@ -12,7 +12,7 @@ use axum::response::Response;
 use hangar_core::echo::bounded;
 use tokio::sync::broadcast;
 
-use crate::guard::{AllowedOrigin, Guard};
+use crate::guard::Guard;
 use crate::supervisor::Supervisor;
 use crate::{body, error, mcp, metrics, rest};
 
@@ -23,11 +23,8 @@ pub const BODY_LIMIT: usize = 1 << 20;
 #[derive(Clone)]
 pub struct AppState {
     pub supervisor: Arc<dyn Supervisor>,
-    /// Bound to a loopback address: only loopback `Host` names are served, so a web page cannot
-    /// reach the hangar through DNS rebinding (see `guard`).
-    pub loopback_only: bool,
-    /// Origins beyond the hangar's own (and loopback ones) that may call it (`--allow-origin`).
-    pub allowed_origins: Arc<[AllowedOrigin]>,
+    /// Which hosts and origins are served: a web page cannot drive the hangar (see `guard`).
+    pub guard: Guard,
     /// "Some list changed" news from the supervisor, for event streams that asked for it.
     pub changes: broadcast::Sender<ListChanged>,
     /// Empty: no key needed (allowed on loopback only, unless `--unsafe-no-auth`).
@@ -46,8 +43,7 @@ impl AppState {
     pub fn new(supervisor: Arc<dyn Supervisor>) -> AppState {
         AppState {
             supervisor,
-            loopback_only: true,
-            allowed_origins: Arc::from([]),
+            guard: Guard { loopback_only: true, allowed_origins: Arc::from([]) },
             changes: broadcast::channel(16).0,
             keys: Default::default(),
         }
@@ -56,7 +52,7 @@ impl AppState {
 
 pub fn router(state: AppState) -> Router {
     let keys = state.keys.clone();
-    let guard = Guard { loopback_only: state.loopback_only, allowed_origins: state.allowed_origins.clone() };
+    let guard = state.guard.clone();
     Router::new()
         .merge(rest::routes())
         .merge(metrics::routes())

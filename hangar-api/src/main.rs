@@ -224,8 +224,7 @@ async fn run(
     tokio::spawn(relay_list_changes(links, changes.clone()));
     let state = AppState {
         supervisor: Arc::new(client),
-        loopback_only: local.ip().is_loopback(),
-        allowed_origins: args.allow_origin.into(),
+        guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
         changes,
         keys,
     };
