@@ -1,0 +1,45 @@
+//! The end-to-end stories, one module (one file here) each, in one test binary: the harness is
+//! linked once instead of once per story, and the stories' tests share one pool of test threads.
+//! A new story is a file in this directory plus its `mod` line below; run one story with
+//! `cargo test -p hangar-tests --test e2e <story>::`.
+//!
+//! Two stories stay binaries of their own in `tests/tests/`, because they change this process for
+//! every test beside them: `escape.rs` moves the test process into a cgroup while it starts a
+//! hangar (a test starting one at that moment would land there too), and `connections.rs` holds
+//! thousands of sockets and floods the API, which would starve the bounded waits of the others.
+
+mod auth;
+mod bad_input;
+mod cancellation;
+mod class_cases;
+mod cli;
+mod config_file;
+mod crash;
+mod cross_site;
+mod dead_reasons;
+mod echo_bounds;
+mod eras;
+mod front_door;
+mod garbage;
+mod handshake_timeout;
+mod health;
+mod how_it_ended;
+mod ids;
+mod json_logs;
+mod lifecycle;
+mod limits;
+mod long_lines;
+mod managed_http;
+mod metrics;
+mod oversize;
+mod paths;
+mod preflight;
+mod readiness;
+mod real_clients;
+mod redaction;
+mod reload;
+mod scaling;
+mod security;
+mod shutdown;
+mod starts;
+mod systemd;
