@@ -13,14 +13,23 @@
       Prints the fraction of all CPU time spent busy (not idle or iowait) over SECONDS.
   helpers.py add-row SRC DST KEY=VALUE...
       Appends every JSON line of SRC to DST with the given string fields added.
+  helpers.py wrk [--header] URL KIND SERVER TOOL TEXT CONNECTIONS SECONDS LABEL [JSON_OUT]
+      Runs wrk (one thread, CONNECTIONS keep-alive connections, SECONDS) with call.lua beside this
+      file: KIND is hangar_call or front_door, calling TOOL (an echo tool) with {"text": TEXT}, and
+      every answer is checked. Prints a row in hangar-bench's format (LABEL; its header first with
+      --header) and appends its JSON row (hangar-bench's fields, plus checked and failed) to
+      JSON_OUT. Exits 1 when wrk fails, an answer failed its check, a socket error or non-2xx
+      happened, or not every answer was checked.
   helpers.py report RESULTS_JSONL
-      Prints the comparison table and appends the ratio rows to RESULTS_JSONL.
+      Prints the comparison table and appends the ratio rows to RESULTS_JSONL; then the cross-check
+      table (ours by hangar-bench and by wrk, with wrk/hangar-bench) and its "agreement" rows.
 """
 
 import http.client
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -166,6 +175,42 @@ def add_row(src, dst, *pairs):
                 out.write(json.dumps(row) + "\n")
 
 
+def wrk(*args):
+    header = args[:1] == ("--header",)
+    url, kind, server, tool, text, connections, seconds, label, *json_out = args[header:]
+    json_out = json_out[0] if json_out else None
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "call.lua")
+    command = ["wrk", "-t1", f"-c{int(connections)}", f"-d{seconds}s", "--latency", "-s", script, url]
+    run = subprocess.run(command + ["--", kind, server, tool, text], capture_output=True, text=True)
+    line = next((l for l in run.stdout.splitlines() if l.startswith("wrk-result ")), None)
+    if run.returncode != 0 or line is None:
+        sys.exit(f"wrk failed (exit {run.returncode}): {run.stderr.strip() or run.stdout.strip()}")
+    row = json.loads(line[len("wrk-result ") :])
+    first_failure = row.pop("first_failure")
+    row = {"label": label, "generator": "wrk", **row}
+    if header:
+        names = ("p50_ms", "p90_ms", "p99_ms", "max_ms")
+        print(f"{'label':<44} {'count':>8} {'errors':>6} " + " ".join(f"{n:>9}" for n in names) + f" {'calls/s':>10}")
+    print(
+        f"{label:<44} {row['count']:>8} {row['errors']:>6} {row['p50_ms']:>9.3f} {row['p90_ms']:>9.3f}"
+        f" {row['p99_ms']:>9.3f} {row['max_ms']:>9.3f} {row['calls_per_s']:>10.1f}"
+    )
+    if json_out:
+        with open(json_out, "a") as out:
+            out.write(json.dumps(row) + "\n")
+    problems = []
+    if row["count"] == 0:
+        problems.append("no answer at all")
+    if row["failed"]:
+        problems.append(f"{row['failed']} answers failed their check, the first: {first_failure}")
+    if row["checked"] != row["count"]:
+        problems.append(f"{row['checked']} of {row['count']} answers checked")
+    if row["errors"]:
+        problems.append(f"{row['errors']} socket errors or non-2xx answers")
+    if problems:
+        sys.exit(f"{label}: " + "; ".join(problems))
+
+
 def _fmt(x, unit=""):
     if x is None:
         return "-"
@@ -189,14 +234,19 @@ def _ratio(a, b):
 def report(results):
     rows = [json.loads(line) for line in open(results) if line.strip()]
 
-    def find(kind, gateway, workload):
+    def find(kind, gateway, workload, generator="hangar-bench"):
         for r in rows:
-            if r.get("kind") == kind and r.get("gateway") == gateway and r.get("workload") == workload:
+            if (
+                r.get("kind") == kind
+                and r.get("gateway") == gateway
+                and r.get("workload") == workload
+                and r.get("generator", "hangar-bench") == generator
+            ):
                 return r
         return None
 
-    def bench(gateway, workload, field):
-        r = find("bench", gateway, workload)
+    def bench(gateway, workload, field, generator="hangar-bench"):
+        r = find("bench", gateway, workload, generator)
         return None if r is None else float(r[field])
 
     def meta(gateway, field):
@@ -205,12 +255,16 @@ def report(results):
 
     # (metric, floor, hangar, mcp-hangar, lower_is_better)
     lines = []
-    for workload, title in (("latency", "sequential hangar_call"), ("latency-legacy", "sequential, legacy wire")):
+    for workload, title in (
+        ("latency", "sequential hangar_call"),
+        ("latency-front-door", "sequential front-door tools/call"),
+        ("latency-legacy", "sequential, legacy wire"),
+    ):
         for q in ("p50", "p90", "p99"):
             lines.append(
                 (
                     f"{title} {q} (ms)",
-                    bench("floor", "latency", f"{q}_ms") if workload == "latency" else None,
+                    bench("floor", "latency", f"{q}_ms") if workload != "latency-legacy" else None,
                     bench("hangar", workload, f"{q}_ms"),
                     bench("mcp-hangar", workload, f"{q}_ms"),
                     True,
@@ -235,8 +289,33 @@ def report(results):
                 True,
             )
         )
+    # mcp-hangar has no front door: only ours is measured there.
+    lines.append(
+        (
+            "front-door tools/call, 8 clients (calls/s)",
+            bench("floor", "throughput", "calls_per_s"),
+            bench("hangar", "throughput-front-door", "calls_per_s"),
+            None,
+            False,
+        )
+    )
+    for q in ("p50", "p99"):
+        lines.append(
+            (
+                f"  latency under that load {q} (ms)",
+                bench("floor", "throughput", f"{q}_ms"),
+                bench("hangar", "throughput-front-door", f"{q}_ms"),
+                None,
+                True,
+            )
+        )
+    # wrk's runs count too, with the answers that failed its check.
     errors = {
-        g: sum(int(r.get("errors", 0)) for r in rows if r.get("kind") == "bench" and r.get("gateway") == g)
+        g: sum(
+            int(r.get("errors", 0)) + int(r.get("failed", 0))
+            for r in rows
+            if r.get("kind") == "bench" and r.get("gateway") == g
+        )
         for g in ("floor", "hangar", "mcp-hangar")
     }
     lines.append(("errors, all runs", errors["floor"], errors["hangar"], errors["mcp-hangar"], True))
@@ -294,21 +373,62 @@ def report(results):
                 )
                 + "\n"
             )
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    _print_table(table)
+    print()
+    print("hangar wins by: mcp-hangar/hangar for times and memory, hangar/mcp-hangar for calls/s.")
+    print("x/floor: the gateway's figure over the direct stdio client's (times: how many times slower;")
+    print("calls/s: the fraction of the floor's rate the gateway reaches).")
+    _cross_check(results, run, bench)
+
+
+def _cross_check(results, run, bench):
+    """The second table: ours measured by hangar-bench and by wrk, and how far the two agree."""
+    # (metric, workload, field): p50 on one connection, calls/s on 8.
+    metrics = []
+    for title, suffix in (("hangar_call", ""), ("front-door tools/call", "-front-door")):
+        metrics.append((f"{title} p50, 1 connection (ms)", "latency" + suffix, "p50_ms"))
+        metrics.append((f"{title}, 8 connections (calls/s)", "throughput" + suffix, "calls_per_s"))
+    table = [("metric (hangar)", "hangar-bench", "wrk", "wrk/hangar-bench")]
+    with open(results, "a") as out:
+        for metric, workload, field in metrics:
+            ours = bench("hangar", workload, field)
+            theirs = bench("hangar", workload, field, "wrk")
+            agreement = _ratio(theirs, ours)
+            table.append((metric, _fmt(ours), _fmt(theirs), _fmt(agreement, "x")))
+            row = {"kind": "agreement", "run": run, "metric": metric, "hangar_bench": ours, "wrk": theirs}
+            out.write(json.dumps({**row, "wrk_over_hangar_bench": agreement}) + "\n")
+        # The front door against hangar_call, by each tool (issue 12's target: calls/s within 5 %,
+        # p50 no higher).
+        for metric, workload, field in (
+            ("front door/hangar_call, calls/s", "throughput", "calls_per_s"),
+            ("front door/hangar_call, p50", "latency", "p50_ms"),
+        ):
+            by_tool = [
+                _ratio(bench("hangar", workload + "-front-door", field, g), bench("hangar", workload, field, g))
+                for g in ("hangar-bench", "wrk")
+            ]
+            table.append((metric, _fmt(by_tool[0], "x"), _fmt(by_tool[1], "x"), ""))
+            row = {"kind": "agreement", "run": run, "metric": metric, "hangar_bench": by_tool[0], "wrk": by_tool[1]}
+            out.write(json.dumps(row) + "\n")
+    print()
+    _print_table(table)
+    print()
+    print("wrk: one thread, keep-alive connections, each answer checked for the echoed text; its p50 is")
+    print("over a fixed time, hangar-bench's over a fixed count. wrk/hangar-bench near 1.00x: the two agree.")
+
+
+def _print_table(table):
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
     for n, row in enumerate(table):
         cells = [str(c).ljust(widths[0]) if i == 0 else str(c).rjust(widths[i]) for i, c in enumerate(row)]
         print("  ".join(cells))
         if n == 0:
             print("  ".join("-" * w for w in widths))
-    print()
-    print("hangar wins by: mcp-hangar/hangar for times and memory, hangar/mcp-hangar for calls/s.")
-    print("x/floor: the gateway's figure over the direct stdio client's (times: how many times slower;")
-    print("calls/s: the fraction of the floor's rate the gateway reaches).")
 
 
 if __name__ == "__main__":
     cmd, *rest = sys.argv[1:] or ["help"]
-    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "report": report}
+    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "wrk": wrk, "report": report}
     if cmd not in handlers:
         sys.exit(__doc__)
     handlers[cmd](*rest)

@@ -1,0 +1,101 @@
+-- wrk script: posts one MCP tools/call (2026-07-28 wire, every header the guard and the wire want)
+-- over keep-alive connections, and checks EVERY answer: HTTP 200, the echoed text in the result,
+-- no `"isError": true` (and for hangar_call no `"success": false`). It prints one JSON line,
+-- prefixed `wrk-result `, with the figures in hangar-bench's field names and the check counts;
+-- scripts/bench-compare and scripts/bench-wrk read it and fail on any failed or unchecked answer.
+--
+--   wrk ... -s call.lua URL -- hangar_call SERVER TOOL TEXT   (the gateway tool, one call)
+--   wrk ... -s call.lua URL -- front_door SERVER TOOL TEXT    (the upstream's tool by name)
+--
+-- TOOL is an echo tool (the fake's `echo`): it is called with {"text": TEXT} and must answer
+-- {"text": TEXT} as its structuredContent. TEXT is letters and digits only (no escaping needed).
+
+local threads = {}
+
+-- Runs in the main Lua state once per thread, before the run: kept to sum the counts in done().
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+local function usage(why)
+  io.stderr:write("call.lua: " .. why .. "\n" ..
+    "usage: wrk ... -s call.lua URL -- hangar_call|front_door SERVER TOOL TEXT\n")
+  os.exit(64)
+end
+
+-- Per thread: builds the request and the patterns its answers must (not) match.
+function init(args)
+  local kind, server, tool, text = args[1], args[2], args[3], args[4]
+  if not text then usage("four arguments expected") end
+  for _, word in ipairs({ server, tool }) do
+    if not word:match("^[%w_.-]+$") then usage("not a plain name: " .. word) end
+  end
+  -- It goes into a Lua pattern below as it is.
+  if not text:match("^%w+$") then usage("TEXT must be letters and digits: " .. text) end
+  local meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",' ..
+    '"io.modelcontextprotocol/clientCapabilities":{}}'
+  local echo_args = '{"text":"' .. text .. '"}'
+  local name, arguments
+  if kind == "hangar_call" then
+    name = "hangar_call"
+    arguments = '{"calls":[{"mcp_server":"' .. server .. '","tool":"' .. tool .. '","arguments":' .. echo_args .. '}]}'
+  elseif kind == "front_door" then
+    name = tool
+    arguments = echo_args
+  else
+    usage("unknown kind: " .. kind)
+  end
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["Accept"] = "application/json, text/event-stream"
+  wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
+  wrk.headers["Mcp-Method"] = "tools/call"
+  wrk.headers["Mcp-Name"] = name
+  wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' .. name ..
+    '","arguments":' .. arguments .. ',' .. meta .. '}}'
+
+  -- The echoed result as it appears unescaped in the answer (hangar_call: inside the batch's
+  -- structuredContent), whatever the spacing.
+  expected = '"structuredContent"%s*:%s*{%s*"text"%s*:%s*"' .. text .. '"%s*}'
+  forbidden = { '"isError"%s*:%s*true' }
+  if kind == "hangar_call" then
+    table.insert(forbidden, '"success"%s*:%s*false')
+  end
+  checked, failed, first_failure = 0, 0, ""
+end
+
+function response(status, headers, body)
+  checked = checked + 1
+  local ok = status == 200 and body:find(expected) ~= nil
+  if ok then
+    for _, pattern in ipairs(forbidden) do
+      if body:find(pattern) then ok = false end
+    end
+  end
+  if not ok then
+    failed = failed + 1
+    if first_failure == "" then first_failure = "HTTP " .. status .. ": " .. body:sub(1, 300) end
+  end
+end
+
+local function json_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c) return string.format("\\u%04x", c:byte()) end) .. '"'
+end
+
+function done(summary, latency, requests)
+  local checked_all, failed_all, first = 0, 0, ""
+  for _, thread in ipairs(threads) do
+    checked_all = checked_all + thread:get("checked")
+    failed_all = failed_all + thread:get("failed")
+    if first == "" then first = thread:get("first_failure") end
+  end
+  local errors = summary.errors
+  local seconds = summary.duration / 1e6
+  io.write(string.format(
+    'wrk-result {"count":%d,"errors":%d,"checked":%d,"failed":%d,"calls_per_s":%.1f,' ..
+    '"p50_ms":%.3f,"p90_ms":%.3f,"p99_ms":%.3f,"max_ms":%.3f,"duration_s":%.3f,"first_failure":%s}\n',
+    summary.requests, errors.connect + errors.read + errors.write + errors.status + errors.timeout,
+    checked_all, failed_all, summary.requests / seconds,
+    latency:percentile(50) / 1e3, latency:percentile(90) / 1e3, latency:percentile(99) / 1e3,
+    latency.max / 1e3, seconds, json_string(first)))
+end
