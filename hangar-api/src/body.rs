@@ -19,9 +19,9 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
-use crate::app::BODY_LIMIT;
 use crate::error::ApiError;
 use crate::mcp;
+use crate::state::BODY_LIMIT;
 
 /// The most a refused body is read for, in bytes: a client sending more gets its 413 and a reset.
 const DRAIN_LIMIT: u64 = 32 << 20;

@@ -3,16 +3,18 @@
 //! This file does the HTTP part (content negotiation, body parsing; the cross-site guard in
 //! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
 
+mod about;
 mod args;
 mod batch;
+mod dispatch;
+mod era;
 mod errors;
 mod front_door;
 mod headers;
 mod id;
 mod legacy;
-mod message;
-mod methods;
 mod modern;
+mod params;
 mod reply;
 mod session;
 mod stream;
@@ -27,11 +29,13 @@ use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
+use hangar_core::jsonrpc::RpcError;
+use hangar_core::mcp::HEADER_SESSION_ID;
 use serde_json::Value;
 
-use self::errors::RpcError;
-use self::reply::{McpReply, SESSION_HEADER};
-use crate::app::{AppState, BODY_LIMIT};
+use self::errors::session_not_found;
+use self::reply::McpReply;
+use crate::state::{AppState, BODY_LIMIT};
 
 pub fn routes() -> Router<AppState> {
     let endpoint =
@@ -84,16 +88,12 @@ async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<
     }
 }
 
-/// No server-to-client stream is offered, in either era.
+/// A legacy session's server-to-client stream (`notifications/tools/list_changed`); 2026-07-28
+/// has none (`subscriptions/listen` replaces it), so a GET without a session is not allowed.
 async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
-    // A legacy session's server stream; 2026-07-28 has none (subscriptions/listen replaces it).
-    match headers::single(&headers, SESSION_HEADER) {
+    match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(Some(id)) if session::parse(&id).is_some() => subscriptions::legacy_stream(&app),
-        Ok(Some(_)) => McpReply::error(
-            StatusCode::NOT_FOUND,
-            &Value::Null,
-            &RpcError::new(errors::SESSION_NOT_FOUND, "Session not found"),
-        ),
+        Ok(Some(_)) => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),
         _ => McpReply::method_not_allowed(
             "Method Not Allowed: GET opens a legacy session's stream; POST JSON-RPC messages",
         ),
@@ -102,14 +102,10 @@ async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
 
 /// Ending a legacy session: there is nothing stored to delete, so a well-formed id just succeeds.
 async fn delete_mcp(headers: HeaderMap) -> McpReply {
-    match headers::single(&headers, SESSION_HEADER) {
+    match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(None) => McpReply::method_not_allowed("Method Not Allowed: there is no session to end"),
         Ok(Some(id)) if session::parse(&id).is_some() => McpReply::ok_empty(),
-        _ => McpReply::error(
-            StatusCode::NOT_FOUND,
-            &Value::Null,
-            &RpcError::new(errors::SESSION_NOT_FOUND, "Session not found"),
-        ),
+        _ => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),
     }
 }
 
