@@ -1,4 +1,4 @@
-//! What every handler may use: the shared state, and the largest body any route accepts.
+//! What every handler may use: the state the API's handlers share.
 
 use std::sync::Arc;
 
@@ -7,9 +7,6 @@ use tokio::sync::broadcast;
 use crate::auth::ApiKeys;
 use crate::guard::Guard;
 use crate::supervisor::Supervisor;
-
-/// The largest request body any route accepts.
-pub const BODY_LIMIT: usize = 1 << 20;
 
 /// Everything a handler may use. Holds no state a second API instance would lack.
 #[derive(Clone)]

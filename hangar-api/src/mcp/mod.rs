@@ -15,6 +15,7 @@ mod id;
 mod legacy;
 mod modern;
 mod params;
+pub mod refusal;
 mod reply;
 mod session;
 mod stream;
@@ -27,7 +28,6 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::HEADER_SESSION_ID;
@@ -35,32 +35,12 @@ use serde_json::Value;
 
 use self::errors::session_not_found;
 use self::reply::McpReply;
-use crate::state::{AppState, BODY_LIMIT};
+use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     let endpoint =
         || -> MethodRouter<AppState> { post(post_mcp).get(get_mcp).delete(delete_mcp).fallback(other_method) };
     Router::new().route("/mcp", endpoint()).route("/mcp/", endpoint())
-}
-
-pub fn is_mcp_path(path: &str) -> bool {
-    path == "/mcp" || path == "/mcp/"
-}
-
-pub fn payload_too_large() -> Response {
-    let err = RpcError::invalid_request(format!("Invalid Request: the body is larger than {BODY_LIMIT} bytes"));
-    McpReply::error(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &err).into_response()
-}
-
-/// A body that could not be read (a broken chunked encoding, a client gone mid-body).
-pub fn unreadable_body(detail: &str) -> Response {
-    McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &RpcError::parse_error(detail)).into_response()
-}
-
-/// The cross-site guard's 403, in the JSON-RPC shape.
-pub fn forbidden(why: &str) -> Response {
-    let err = RpcError::invalid_request(format!("Forbidden: {why}"));
-    McpReply::error(StatusCode::FORBIDDEN, &Value::Null, &err).into_response()
 }
 
 async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
