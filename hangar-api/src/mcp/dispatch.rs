@@ -30,7 +30,7 @@ enum Answer {
 }
 
 pub async fn dispatch(app: &AppState, headers: &HeaderMap, era: &'static Era, mut request: Request) -> McpReply {
-    let answer = if era.methods.contains(&request.method.as_str()) {
+    let answer = if era.serves(&request.method) {
         handle(app, headers, era, &mut request).await
     } else {
         Err(RpcError::method_not_found(&request.method))

@@ -21,24 +21,11 @@ use super::reply::McpReply;
 use super::{front_door, session};
 use crate::state::AppState;
 
-/// What a session serves beyond `initialize`.
-const METHODS: [&str; 12] = [
-    "ping",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+/// What only a session serves (beyond `initialize`); 2026-07-28 removed them.
+const OWN_METHODS: [&str; 4] = ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// Results lose the 2026-07-28 fields; every error is carried by a 200.
-static LEGACY: Era = Era { methods: &METHODS, finish: to_legacy, error_status: |_| StatusCode::OK };
+static LEGACY: Era = Era { own_methods: &OWN_METHODS, finish: to_legacy, error_status: |_| StatusCode::OK };
 
 pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpReply {
     let bad = StatusCode::BAD_REQUEST;

@@ -1,7 +1,10 @@
 //! MCP over Streamable HTTP at `/mcp`, hand-written JSON-RPC, both eras on one endpoint.
 //!
 //! This file does the HTTP part (content negotiation, body parsing; the cross-site guard in
-//! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
+//! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28,
+//! stateless) or [`legacy`] (sessions). Each runs its own checks, then hands the request to the
+//! one [`dispatch`]er with its [`era::Era`] (what its results and errors look like). The
+//! JSON-RPC and MCP vocabulary (codes, revisions, `_meta` keys, headers) is `hangar_core`'s.
 
 mod about;
 mod args;

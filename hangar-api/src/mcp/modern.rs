@@ -21,26 +21,15 @@ use crate::state::AppState;
 
 /// Versions served on this path.
 const SUPPORTED: [&str; 1] = [MODERN_REVISION];
-/// The methods of 2026-07-28 (others are unknown, even those legacy sessions serve).
-const METHODS: [&str; 10] = [
-    "server/discover",
-    "completion/complete",
-    "subscriptions/listen",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-];
+/// What only 2026-07-28 serves.
+const OWN_METHODS: [&str; 2] = ["server/discover", "subscriptions/listen"];
 /// Results a client may cache (they carry `ttlMs` and `cacheScope`).
 const CACHEABLE: [&str; 6] =
     ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
 
 /// Results say they are complete (and, where cacheable, for how long); errors follow the
 /// error table's statuses.
-static MODERN: Era = Era { methods: &METHODS, finish, error_status };
+static MODERN: Era = Era { own_methods: &OWN_METHODS, finish, error_status };
 
 /// Whether a request takes this path: its `_meta` names a version, or its header says 2026-07-28.
 pub fn is_modern(headers: &HeaderMap, body: &Value) -> bool {
@@ -103,7 +92,7 @@ pub fn validate(headers: &HeaderMap, body: Incoming) -> Result<Checked, McpReply
         return Err(fail(bad, missing(HEADER_PROTOCOL_VERSION)));
     }
     check_mirrors(headers, &method, params.as_ref()).map_err(|err| fail(bad, err))?;
-    if !METHODS.contains(&method.as_str()) {
+    if !MODERN.serves(&method) {
         return Err(fail(StatusCode::NOT_FOUND, RpcError::method_not_found(&method)));
     }
     Ok(Checked::Request { id, method, params })
