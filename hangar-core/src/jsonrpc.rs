@@ -58,10 +58,12 @@ impl<T> PendingMap<T> {
     }
 }
 
-/// JSON-RPC's own error codes.
+/// The body is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
+/// JSON, but not a valid JSON-RPC message.
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// The method's params are wrong (MCP also says so for an unknown tool or resource).
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 
