@@ -64,7 +64,7 @@ fn answer(response: &Response, streamed: bool) -> Value {
         return response.body.clone();
     }
     assert_eq!(content_type, "text/event-stream", "{}", response.text);
-    let last = response.text.lines().filter_map(|line| line.strip_prefix("data: ")).last();
+    let last = response.text.lines().rev().find_map(|line| line.strip_prefix("data: "));
     hangar_tests::serde_json::from_str(last.expect("an event")).expect("a JSON-RPC message")
 }
 
