@@ -1,54 +1,16 @@
-//! The HTTP application: shared state, and the router that joins REST, MCP, `/metrics` and the
-//! fallbacks.
+//! The HTTP application: the router that joins REST, MCP, `/metrics` and the fallbacks, behind
+//! the body limit, the key check and the cross-site guard.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-
 use hangar_core::echo::bounded;
-use tokio::sync::broadcast;
 
-use crate::guard::Guard;
-use crate::supervisor::Supervisor;
+use crate::state::AppState;
 use crate::{body, error, mcp, metrics, rest};
-
-/// The largest request body any route accepts.
-pub const BODY_LIMIT: usize = 1 << 20;
-
-/// Everything a handler may use. Holds no state a second API instance would lack.
-#[derive(Clone)]
-pub struct AppState {
-    pub supervisor: Arc<dyn Supervisor>,
-    /// Which hosts and origins are served: a web page cannot drive the hangar (see `guard`).
-    pub guard: Guard,
-    /// "Some list changed" news from the supervisor, for event streams that asked for it.
-    pub changes: broadcast::Sender<ListChanged>,
-    /// Empty: no key needed (allowed on loopback only, unless `--unsafe-no-auth`).
-    pub keys: crate::auth::ApiKeys,
-}
-
-/// A list an MCP client may follow changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListChanged {
-    Tools,
-}
-
-impl AppState {
-    /// State around `supervisor` with no change news (tests).
-    #[cfg(test)]
-    pub fn new(supervisor: Arc<dyn Supervisor>) -> AppState {
-        AppState {
-            supervisor,
-            guard: Guard { loopback_only: true, allowed_origins: Arc::from([]) },
-            changes: broadcast::channel(16).0,
-            keys: Default::default(),
-        }
-    }
-}
 
 pub fn router(state: AppState) -> Router {
     let keys = state.keys.clone();

@@ -19,9 +19,11 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
-use crate::app::BODY_LIMIT;
 use crate::error::ApiError;
-use crate::mcp;
+use crate::mcp::refusal;
+
+/// The largest request body any route accepts.
+pub const BODY_LIMIT: usize = 1 << 20;
 
 /// The most a refused body is read for, in bytes: a client sending more gets its 413 and a reset.
 const DRAIN_LIMIT: u64 = 32 << 20;
@@ -119,8 +121,8 @@ fn expects_continue(headers: &HeaderMap) -> bool {
 /// 413 in the shape of the route (JSON-RPC on `/mcp`, the envelope elsewhere), and the
 /// connection closed after it: what is left of the body is not read.
 fn too_large(parts: &Parts) -> Response {
-    let mut response = if mcp::is_mcp_path(parts.uri.path()) {
-        mcp::payload_too_large()
+    let mut response = if refusal::is_mcp_path(parts.uri.path()) {
+        refusal::payload_too_large(BODY_LIMIT)
     } else {
         ApiError::payload_too_large(BODY_LIMIT).into_response()
     };
@@ -130,8 +132,8 @@ fn too_large(parts: &Parts) -> Response {
 
 fn unreadable(parts: &Parts, err: &axum::Error) -> Response {
     let detail = format!("cannot read the request body: {err}");
-    if mcp::is_mcp_path(parts.uri.path()) {
-        mcp::unreadable_body(&detail)
+    if refusal::is_mcp_path(parts.uri.path()) {
+        refusal::unreadable_body(&detail)
     } else {
         ApiError::invalid_argument(detail).into_response()
     }

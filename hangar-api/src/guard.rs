@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use hangar_core::echo::bounded;
 
 use crate::error::ApiError;
-use crate::mcp;
+use crate::mcp::refusal;
 
 /// Where a browser says a request comes from: `same-origin`, `same-site`, `cross-site` or `none`.
 const SEC_FETCH_SITE: &str = "sec-fetch-site";
@@ -134,8 +134,8 @@ pub async fn refuse_cross_site(State(guard): State<Guard>, request: Request, nex
         Ok(()) => next.run(request).await,
         Err(refusal) => {
             tracing::debug!(method = %bounded(request.method().as_str()), ?refusal, "cross-site guard refused a request");
-            let response = if mcp::is_mcp_path(path) {
-                mcp::forbidden(refusal.reason())
+            let response = if refusal::is_mcp_path(path) {
+                refusal::forbidden(refusal.reason())
             } else {
                 ApiError::new(StatusCode::FORBIDDEN, "Forbidden", refusal.reason()).into_response()
             };

@@ -23,6 +23,7 @@ mod rest;
 mod serve;
 mod shapes;
 mod shutdown;
+mod state;
 mod supervisor;
 #[cfg(test)]
 mod testing;
@@ -37,7 +38,7 @@ use std::time::Duration;
 use clap::Parser;
 use tokio::sync::oneshot;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use hangar_runtime::client::Client;
 use hangar_runtime::logging::{self, LogFormat};
 
@@ -161,11 +162,11 @@ fn refuse_without_auth(address: &str) -> ExitCode {
 /// Turns the supervisor's news into the list changes MCP clients follow.
 async fn relay_list_changes(
     mut links: tokio::sync::mpsc::UnboundedReceiver<hangar_runtime::client::Link>,
-    changes: tokio::sync::broadcast::Sender<app::ListChanged>,
+    changes: tokio::sync::broadcast::Sender<state::ListChanged>,
 ) {
     while let Some(link) = links.recv().await {
         if let hangar_runtime::client::Link::ToolsChanged(_) = link {
-            let _ = changes.send(app::ListChanged::Tools);
+            let _ = changes.send(state::ListChanged::Tools);
         }
     }
 }

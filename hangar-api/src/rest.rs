@@ -12,9 +12,9 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::MAX_LOG_LINES;
 use serde_json::json;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::shapes::{LogList, ServerList, ToolList};
+use crate::state::AppState;
 use crate::supervisor::Readiness;
 
 const DEFAULT_LOG_LINES: usize = 100;

@@ -117,8 +117,8 @@ async fn an_oversized_body_is_refused_with_an_envelope() {
     let app = app_with(FakeSupervisor::new());
     let request = HttpRequest::post("/api/mcp_servers/math/start")
         .header("content-type", "application/json")
-        .header("content-length", (crate::app::BODY_LIMIT + 1).to_string())
-        .body(Body::from(vec![b' '; crate::app::BODY_LIMIT + 1]))
+        .header("content-length", (crate::body::BODY_LIMIT + 1).to_string())
+        .body(Body::from(vec![b' '; crate::body::BODY_LIMIT + 1]))
         .unwrap();
     let (status, _, body) = send(&app, request).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);

@@ -535,7 +535,7 @@ impl DeadlineBody {
 
     /// KiB of the budget this body needs now beyond what it holds.
     fn wanted(&self) -> u32 {
-        let charged = self.received.min(crate::app::BODY_LIMIT).saturating_sub(FREE_BODY_BYTES).div_ceil(KIB);
+        let charged = self.received.min(crate::body::BODY_LIMIT).saturating_sub(FREE_BODY_BYTES).div_ceil(KIB);
         let held = self.held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
         u32::try_from(charged.saturating_sub(held)).unwrap_or(u32::MAX)
     }

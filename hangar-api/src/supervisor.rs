@@ -121,10 +121,11 @@ impl dyn Supervisor {
         }
     }
 
-    /// A `tools/call` whose progress and log notifications arrive on the receiver meanwhile.
-    /// The front door's `tools/call`: `extra` carries the client's other params (its `_meta`,
-    /// `requestState`, `inputResponses`...) to the upstream; with `relay` on, the upstream's
-    /// notifications about the call arrive on the receiver meanwhile.
+    /// The front door's `tools/call`, the upstream's own result verbatim: `extra` carries the
+    /// client's other params (its `_meta`, `requestState`, `inputResponses`...) to the upstream;
+    /// the upstream's progress and log notifications about the call arrive on the receiver
+    /// meanwhile, as far as `relay` asks for them (none by default). Dropping the future cancels
+    /// the call.
     pub fn call_relayed(
         &self,
         mcp_server: &str,

@@ -15,7 +15,8 @@ use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, Serv
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::app::{AppState, router};
+use crate::app::router;
+use crate::state::AppState;
 use crate::supervisor::{BoxFuture, Readiness, Supervisor};
 
 pub struct FakeSupervisor {

@@ -1,4 +1,6 @@
-//! JSON-RPC id remapping, so many callers share one upstream pipe.
+//! JSON-RPC 2.0 as MCP uses it: error codes and objects, sorting a message into a request, a
+//! notification or a response (one classifier for what a client sends the API and what an
+//! upstream sends the supervisor), and id remapping, so many callers share one upstream pipe.
 //!
 //! Callers' ids may collide (every client starts at 1); the upstream sees only ids the hangar
 //! mints, and an answer is routed back by that id alone. An answer to an id nobody is waiting
@@ -6,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+
+use crate::echo::bounded;
 
 /// Requests in flight on one pipe, keyed by the id the upstream sees.
 #[derive(Debug)]
@@ -54,27 +58,14 @@ impl<T> PendingMap<T> {
     }
 }
 
-/// What a line from an upstream turned out to be.
-#[derive(Debug, PartialEq)]
-pub enum Incoming {
-    /// An answer (result or error) to one of our requests.
-    Response {
-        id: Value,
-        outcome: Result<Value, RpcError>,
-    },
-    /// A request the upstream sends us (e.g. `ping`).
-    Request {
-        id: Value,
-        method: String,
-        params: Option<Value>,
-    },
-    Notification {
-        method: String,
-        params: Option<Value>,
-    },
-    /// Valid JSON that is not JSON-RPC 2.0.
-    Invalid(&'static str),
-}
+/// The body is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON, but not a valid JSON-RPC message.
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// The method's params are wrong (MCP also says so for an unknown tool or resource).
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,41 +75,144 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
-/// Sorts a parsed message. Takes it by value so results move out without copies.
-pub fn classify(message: Value) -> Incoming {
-    let Value::Object(mut map) = message else {
-        return Incoming::Invalid("not a JSON object");
-    };
-    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Incoming::Invalid("no \"jsonrpc\": \"2.0\"");
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError { code, message: message.into(), data: None }
     }
-    let params = map.remove("params");
-    if let Some(method) = map.remove("method") {
-        let Value::String(method) = method else {
-            return Incoming::Invalid("method is not a string");
-        };
-        return match map.remove("id") {
-            Some(id) if !id.is_null() => Incoming::Request { id, method, params },
-            _ => Incoming::Notification { method, params },
-        };
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
     }
-    let Some(id) = map.remove("id") else {
-        return Incoming::Invalid("neither a method nor an id");
-    };
-    if let Some(result) = map.remove("result") {
-        return Incoming::Response { id, outcome: Ok(result) };
+
+    /// The parser's complaint is quoted bounded: it may quote the client's input.
+    pub fn parse_error(detail: impl std::fmt::Display) -> Self {
+        RpcError::new(PARSE_ERROR, format!("Parse error: {}", bounded(&detail.to_string())))
     }
-    match map.remove("error") {
-        Some(Value::Object(mut error)) => {
-            let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
-            let message = match error.remove("message") {
-                Some(Value::String(s)) => s,
-                _ => String::new(),
-            };
-            Incoming::Response { id, outcome: Err(RpcError { code, message, data: error.remove("data") }) }
+
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        RpcError::new(INVALID_REQUEST, message)
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {}", bounded(method)))
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        RpcError::new(INTERNAL_ERROR, message)
+    }
+
+    /// The `error` member of a response.
+    pub fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let (Some(data), Value::Object(map)) = (&self.data, &mut error) {
+            map.insert("data".into(), data.clone());
         }
-        _ => Incoming::Invalid("a response with neither result nor error"),
+        error
     }
+
+    /// An error object as a peer sent it; a missing code reads as an internal error.
+    fn from_object(mut error: Map<String, Value>) -> Self {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR);
+        let message = match error.remove("message") {
+            Some(Value::String(message)) => message,
+            _ => String::new(),
+        };
+        RpcError { code, message, data: error.remove("data") }
+    }
+}
+
+/// What an id must tell the classifier. The supervisor reads ids as `Value`s; the API keeps
+/// them as the raw text the client wrote, so it can echo them byte for byte.
+pub trait MessageId {
+    /// MCP's rule: a request's id is a string or a number (never null).
+    fn is_string_or_number(&self) -> bool;
+}
+
+impl MessageId for Value {
+    fn is_string_or_number(&self) -> bool {
+        self.is_string() || self.is_number()
+    }
+}
+
+/// One JSON-RPC message, sorted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message<I = Value> {
+    Request {
+        id: I,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// An answer (result or error) to a request of ours.
+    Response {
+        id: I,
+        outcome: Result<Value, RpcError>,
+    },
+}
+
+/// A message that is not valid JSON-RPC, with the id an answer should echo (when a string or a
+/// number could be read) and the error that says why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid<I = Value> {
+    pub id: Option<I>,
+    pub error: RpcError,
+}
+
+/// Sorts one parsed message whose id is still inside it.
+pub fn classify_value(mut message: Value) -> Result<Message, Invalid> {
+    let id = message.as_object_mut().and_then(|map| map.remove("id"));
+    classify(message, id)
+}
+
+/// Sorts one parsed message whose `id` was read apart (and is absent from `body`). Takes the
+/// body by value so params and results move out without copies. A batch (an array) is invalid:
+/// MCP has none.
+pub fn classify<I: MessageId>(body: Value, id: Option<I>) -> Result<Message<I>, Invalid<I>> {
+    let mut map = match body {
+        Value::Object(map) => map,
+        Value::Array(_) => return Err(invalid(None, "batches are not supported")),
+        _ => return Err(invalid(None, "not a JSON-RPC message object")),
+    };
+    let (echo, id) = match id {
+        Some(id) if id.is_string_or_number() => (true, Some(id)),
+        id => (false, id),
+    };
+    let fail = |id: Option<I>, why: &str| Err(invalid(id.filter(|_| echo), why));
+    if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return fail(id, "\"jsonrpc\" must be \"2.0\"");
+    }
+    let params = map.remove("params").filter(|p| !p.is_null());
+    match map.remove("method") {
+        Some(Value::String(method)) => match id {
+            None => Ok(Message::Notification { method, params }),
+            Some(id) if echo => Ok(Message::Request { id, method, params }),
+            Some(_) => fail(None, "\"id\" must be a string or a number"),
+        },
+        Some(_) => fail(id, "\"method\" must be a string"),
+        None => match (id, map.remove("result"), map.remove("error")) {
+            (Some(id), Some(result), _) => Ok(Message::Response { id, outcome: Ok(result) }),
+            (Some(id), None, Some(error)) => {
+                let error = match error {
+                    Value::Object(error) => RpcError::from_object(error),
+                    _ => RpcError::internal(String::new()),
+                };
+                Ok(Message::Response { id, outcome: Err(error) })
+            }
+            (id, _, _) => fail(id, "no \"method\""),
+        },
+    }
+}
+
+fn invalid<I>(id: Option<I>, why: &str) -> Invalid<I> {
+    Invalid { id, error: RpcError::invalid_request(format!("Invalid Request: {why}")) }
 }
 
 #[cfg(test)]
@@ -162,17 +256,20 @@ mod tests {
     #[test]
     fn classifies_every_kind_of_line() {
         assert!(matches!(
-            classify(json!({"jsonrpc": "2.0", "id": 3, "result": {}})),
-            Incoming::Response { outcome: Ok(_), .. }
+            classify_value(json!({"jsonrpc": "2.0", "id": 3, "result": {}})),
+            Ok(Message::Response { outcome: Ok(_), .. })
         ));
-        match classify(json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "nope"}})) {
-            Incoming::Response { outcome: Err(e), .. } => assert_eq!((e.code, e.message.as_str()), (-32601, "nope")),
+        match classify_value(json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "nope"}})) {
+            Ok(Message::Response { outcome: Err(e), .. }) => assert_eq!((e.code, e.message.as_str()), (-32601, "nope")),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(classify(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"})), Incoming::Request { .. }));
         assert!(matches!(
-            classify(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})),
-            Incoming::Notification { .. }
+            classify_value(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"})),
+            Ok(Message::Request { .. })
+        ));
+        assert!(matches!(
+            classify_value(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})),
+            Ok(Message::Notification { .. })
         ));
         for bad in [
             json!([1]),
@@ -180,8 +277,35 @@ mod tests {
             json!({"jsonrpc": "2.0"}),
             json!({"jsonrpc": "2.0", "id": 1}),
             json!({"jsonrpc": "2.0", "method": 5}),
+            json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
         ] {
-            assert!(matches!(classify(bad), Incoming::Invalid(_)));
+            assert!(classify_value(bad).is_err());
         }
+    }
+
+    #[test]
+    fn sorts_requests_notifications_and_responses() {
+        let request = classify_value(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+        assert_eq!(request, Ok(Message::Request { id: json!(3), method: "tools/list".into(), params: None }));
+        let note = classify_value(json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": null}));
+        assert_eq!(note, Ok(Message::Notification { method: "notifications/initialized".into(), params: None }));
+        let answer = classify_value(json!({"jsonrpc": "2.0", "id": "a", "error": "odd"}));
+        assert!(matches!(answer, Ok(Message::Response { outcome: Err(RpcError { code: INTERNAL_ERROR, .. }), .. })));
+    }
+
+    #[test]
+    fn invalid_messages_echo_a_readable_id() {
+        let err = classify_value(json!({"jsonrpc": "1.0", "id": 9, "method": "x"})).unwrap_err();
+        assert_eq!((err.id, err.error.code), (Some(json!(9)), INVALID_REQUEST));
+        let err = classify_value(json!({"jsonrpc": "2.0", "id": {"no": 1}, "method": "x"})).unwrap_err();
+        assert_eq!(err.id, None);
+        let err = classify_value(json!({"jsonrpc": "1.0", "id": [9], "method": "x"})).unwrap_err();
+        assert_eq!(err.id, None, "only a string or a number is echoed");
+        let err = classify_value(json!([1])).unwrap_err();
+        assert_eq!(
+            (err.error.code, err.error.message.as_str()),
+            (-32600, "Invalid Request: batches are not supported")
+        );
+        assert_eq!(classify_value(json!({"jsonrpc": "2.0", "id": 1, "method": 5})).unwrap_err().id, Some(json!(1)));
     }
 }

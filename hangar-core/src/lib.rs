@@ -9,7 +9,9 @@
 //! - [`lifecycle`]: the pure server state machine and its dead reasons.
 //! - [`record`]: the records every read surface renders (rendered here, once).
 //! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
-//! - [`jsonrpc`]: JSON-RPC id remapping for many callers sharing one pipe.
+//! - [`jsonrpc`]: JSON-RPC messages, error codes and objects, and id remapping for many callers
+//!   sharing one pipe.
+//! - [`mcp`]: MCP's revisions, error codes, `_meta` keys and headers.
 //! - [`paths`]: where the control socket lives by default.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
@@ -31,6 +33,7 @@ pub mod ipc;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod limits;
+pub mod mcp;
 pub mod metrics;
 pub mod paths;
 pub mod preflight;

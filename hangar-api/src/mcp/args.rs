@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::errors::RpcError;
+use hangar_core::jsonrpc::RpcError;
 
 pub struct Arguments {
     map: Map<String, Value>,

@@ -5,13 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use hangar_core::ipc::{ErrorKind, IpcError};
+use hangar_core::jsonrpc::RpcError;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::args::Arguments;
-use super::tools::ToolFailure;
+use super::errors::ToolFailure;
 use crate::random;
 use crate::supervisor::Supervisor;
 
@@ -110,8 +111,8 @@ fn seconds_to_ms(seconds: f64) -> u64 {
     (seconds.min(MAX_TIMEOUT_S) * 1000.0).ceil() as u64
 }
 
-fn invalid_params(message: &str) -> super::errors::RpcError {
-    super::errors::RpcError::invalid_params(format!("Invalid arguments: {message}"))
+fn invalid_params(message: &str) -> RpcError {
+    RpcError::invalid_params(format!("Invalid arguments: {message}"))
 }
 
 /// Runs every call, at most `max_concurrency` at a time, starting them in index order. With

@@ -10,14 +10,12 @@ use std::sync::Arc;
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed};
 use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay};
+use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
+use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
 
-use super::errors::{INVALID_PARAMS, RpcError};
 use super::tools;
 use crate::supervisor::Supervisor;
-
-/// 2025-era "resource not found"; 2026-07-28 says -32602.
-const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// Whether the front door is on (asks the supervisor; cheap once servers are discovered).
 pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
@@ -308,8 +306,8 @@ fn object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {
 /// each upstream); its capabilities and everything else pass on.
 fn strip_protocol_meta(params: &mut Map<String, Value>) {
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-        meta.remove("io.modelcontextprotocol/protocolVersion");
-        meta.remove("io.modelcontextprotocol/clientInfo");
+        meta.remove(META_PROTOCOL_VERSION);
+        meta.remove(META_CLIENT_INFO);
     }
 }
 
@@ -336,5 +334,5 @@ pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
 }
 
 fn internal(err: IpcError) -> RpcError {
-    RpcError::new(-32603, err.message)
+    RpcError::internal(err.message)
 }

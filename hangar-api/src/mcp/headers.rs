@@ -4,7 +4,9 @@ use axum::http::HeaderMap;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use super::errors::RpcError;
+use hangar_core::jsonrpc::RpcError;
+
+use super::errors::header_mismatch;
 
 /// One header's value, trimmed, or `None` when absent. Repeated or non-UTF-8 values are
 /// malformed.
@@ -14,10 +16,10 @@ pub fn single(headers: &HeaderMap, name: &str) -> Result<Option<String>, RpcErro
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(RpcError::header_mismatch(format!("Header mismatch: {name} is given more than once")));
+        return Err(header_mismatch(format!("Header mismatch: {name} is given more than once")));
     }
     let text = std::str::from_utf8(value.as_bytes())
-        .map_err(|_| RpcError::header_mismatch(format!("Header mismatch: {name} is not valid UTF-8")))?;
+        .map_err(|_| header_mismatch(format!("Header mismatch: {name} is not valid UTF-8")))?;
     Ok(Some(text.trim().to_owned()))
 }
 
@@ -28,8 +30,7 @@ pub fn unwrap_encoded(name: &str, value: &str) -> Result<String, RpcError> {
     let Some(encoded) = value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
         return Ok(value.to_owned());
     };
-    let malformed =
-        |why: &str| RpcError::header_mismatch(format!("Header mismatch: {name} is not valid Base64: {why}"));
+    let malformed = |why: &str| header_mismatch(format!("Header mismatch: {name} is not valid Base64: {why}"));
     let bytes = STANDARD.decode(encoded).map_err(|err| {
         malformed(match err {
             base64::DecodeError::InvalidByte(..) => "it holds a character outside the Base64 alphabet",

@@ -5,6 +5,7 @@ use axum::http::Request as HttpRequest;
 use serde_json::json;
 
 use super::*;
+use crate::body::BODY_LIMIT;
 use crate::testing::{FakeSupervisor, app_with, json_of, send};
 
 fn mcp_post(body: &str, extra: &[(&str, &str)]) -> HttpRequest<Body> {

@@ -7,6 +7,7 @@
 //! allocation per number on the hot path, and it breaks `flatten`ed records read from the
 //! control socket; the id is the only number that must survive untouched.)
 
+use hangar_core::jsonrpc::MessageId;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -35,6 +36,12 @@ impl Id {
     }
 }
 
+impl MessageId for Id {
+    fn is_string_or_number(&self) -> bool {
+        Id::is_string_or_number(self)
+    }
+}
+
 impl PartialEq for Id {
     fn eq(&self, other: &Id) -> bool {
         self.0.get() == other.0.get()
@@ -50,6 +57,13 @@ pub trait Echo {
 impl Echo for Id {
     fn echo(&self) -> Id {
         self.clone()
+    }
+}
+
+/// An id an invalid message let us read, or null.
+impl Echo for Option<Id> {
+    fn echo(&self) -> Id {
+        self.clone().unwrap_or_else(Id::null)
     }
 }
 

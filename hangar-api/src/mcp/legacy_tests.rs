@@ -12,7 +12,7 @@ fn app() -> AppState {
 
 fn with_session(id: &str) -> HeaderMap {
     let mut headers = HeaderMap::new();
-    headers.insert(SESSION_HEADER, HeaderValue::from_str(id).unwrap());
+    headers.insert(HEADER_SESSION_ID, HeaderValue::from_str(id).unwrap());
     headers
 }
 

@@ -1,18 +1,24 @@
 //! MCP over Streamable HTTP at `/mcp`, hand-written JSON-RPC, both eras on one endpoint.
 //!
 //! This file does the HTTP part (content negotiation, body parsing; the cross-site guard in
-//! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28, stateless) or [`legacy`] (sessions).
+//! `crate::guard` has already run) and picks the era per request: [`modern`] (2026-07-28,
+//! stateless) or [`legacy`] (sessions). Each runs its own checks, then hands the request to the
+//! one [`dispatch`]er with its [`era::Era`] (what its results and errors look like). The
+//! JSON-RPC and MCP vocabulary (codes, revisions, `_meta` keys, headers) is `hangar_core`'s.
 
+mod about;
 mod args;
 mod batch;
+mod dispatch;
+mod era;
 mod errors;
 mod front_door;
 mod headers;
 mod id;
 mod legacy;
-mod message;
-mod methods;
 mod modern;
+mod params;
+pub mod refusal;
 mod reply;
 mod session;
 mod stream;
@@ -25,38 +31,19 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
+use hangar_core::jsonrpc::RpcError;
+use hangar_core::mcp::HEADER_SESSION_ID;
 use serde_json::Value;
 
-use self::errors::RpcError;
-use self::reply::{McpReply, SESSION_HEADER};
-use crate::app::{AppState, BODY_LIMIT};
+use self::errors::session_not_found;
+use self::reply::McpReply;
+use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     let endpoint =
         || -> MethodRouter<AppState> { post(post_mcp).get(get_mcp).delete(delete_mcp).fallback(other_method) };
     Router::new().route("/mcp", endpoint()).route("/mcp/", endpoint())
-}
-
-pub fn is_mcp_path(path: &str) -> bool {
-    path == "/mcp" || path == "/mcp/"
-}
-
-pub fn payload_too_large() -> Response {
-    let err = RpcError::invalid_request(format!("Invalid Request: the body is larger than {BODY_LIMIT} bytes"));
-    McpReply::error(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &err).into_response()
-}
-
-/// A body that could not be read (a broken chunked encoding, a client gone mid-body).
-pub fn unreadable_body(detail: &str) -> Response {
-    McpReply::error(StatusCode::BAD_REQUEST, &Value::Null, &RpcError::parse_error(detail)).into_response()
-}
-
-/// The cross-site guard's 403, in the JSON-RPC shape.
-pub fn forbidden(why: &str) -> Response {
-    let err = RpcError::invalid_request(format!("Forbidden: {why}"));
-    McpReply::error(StatusCode::FORBIDDEN, &Value::Null, &err).into_response()
 }
 
 async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
@@ -84,16 +71,12 @@ async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<
     }
 }
 
-/// No server-to-client stream is offered, in either era.
+/// A legacy session's server-to-client stream (`notifications/tools/list_changed`); 2026-07-28
+/// has none (`subscriptions/listen` replaces it), so a GET without a session is not allowed.
 async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
-    // A legacy session's server stream; 2026-07-28 has none (subscriptions/listen replaces it).
-    match headers::single(&headers, SESSION_HEADER) {
+    match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(Some(id)) if session::parse(&id).is_some() => subscriptions::legacy_stream(&app),
-        Ok(Some(_)) => McpReply::error(
-            StatusCode::NOT_FOUND,
-            &Value::Null,
-            &RpcError::new(errors::SESSION_NOT_FOUND, "Session not found"),
-        ),
+        Ok(Some(_)) => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),
         _ => McpReply::method_not_allowed(
             "Method Not Allowed: GET opens a legacy session's stream; POST JSON-RPC messages",
         ),
@@ -102,14 +85,10 @@ async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
 
 /// Ending a legacy session: there is nothing stored to delete, so a well-formed id just succeeds.
 async fn delete_mcp(headers: HeaderMap) -> McpReply {
-    match headers::single(&headers, SESSION_HEADER) {
+    match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(None) => McpReply::method_not_allowed("Method Not Allowed: there is no session to end"),
         Ok(Some(id)) if session::parse(&id).is_some() => McpReply::ok_empty(),
-        _ => McpReply::error(
-            StatusCode::NOT_FOUND,
-            &Value::Null,
-            &RpcError::new(errors::SESSION_NOT_FOUND, "Session not found"),
-        ),
+        _ => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::testing::FakeSupervisor;
 
 fn meta() -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
     })
@@ -28,7 +28,7 @@ fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
 }
 
 fn good(method: &str) -> HeaderMap {
-    headers(&[("MCP-Protocol-Version", VERSION), ("Mcp-Method", method)])
+    headers(&[("MCP-Protocol-Version", MODERN_REVISION), ("Mcp-Method", method)])
 }
 
 fn refused(headers: &HeaderMap, body: Value) -> McpReply {
@@ -90,11 +90,15 @@ fn header_mismatches_name_the_header() {
     let cases = [
         (headers(&[("Mcp-Method", "tools/list")]), "MCP-Protocol-Version"),
         (headers(&[("MCP-Protocol-Version", "2025-11-25"), ("Mcp-Method", "tools/list")]), "MCP-Protocol-Version"),
-        (headers(&[("MCP-Protocol-Version", VERSION)]), "Mcp-Method"),
-        (headers(&[("MCP-Protocol-Version", VERSION), ("Mcp-Method", "prompts/list")]), "Mcp-Method"),
-        (headers(&[("MCP-Protocol-Version", VERSION), ("Mcp-Method", "TOOLS/LIST")]), "Mcp-Method"),
+        (headers(&[("MCP-Protocol-Version", MODERN_REVISION)]), "Mcp-Method"),
+        (headers(&[("MCP-Protocol-Version", MODERN_REVISION), ("Mcp-Method", "prompts/list")]), "Mcp-Method"),
+        (headers(&[("MCP-Protocol-Version", MODERN_REVISION), ("Mcp-Method", "TOOLS/LIST")]), "Mcp-Method"),
         (
-            headers(&[("MCP-Protocol-Version", VERSION), ("Mcp-Method", "tools/list"), ("Mcp-Method", "tools/list")]),
+            headers(&[
+                ("MCP-Protocol-Version", MODERN_REVISION),
+                ("Mcp-Method", "tools/list"),
+                ("Mcp-Method", "tools/list"),
+            ]),
             "Mcp-Method",
         ),
     ];
@@ -108,7 +112,7 @@ fn header_mismatches_name_the_header() {
 
 #[test]
 fn header_names_are_case_insensitive_and_values_trimmed() {
-    let headers = headers(&[("mcp-protocol-version", VERSION), ("MCP-METHOD", "  tools/list  ")]);
+    let headers = headers(&[("mcp-protocol-version", MODERN_REVISION), ("MCP-METHOD", "  tools/list  ")]);
     assert!(validate(&headers, request("tools/list", json!({})).into()).is_ok());
 }
 

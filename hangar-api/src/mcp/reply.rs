@@ -9,10 +9,10 @@ use serde::ser::SerializeMap;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::errors::RpcError;
-use super::id::{Echo, Id};
+use hangar_core::jsonrpc::RpcError;
+use hangar_core::mcp::HEADER_SESSION_ID;
 
-pub const SESSION_HEADER: &str = "mcp-session-id";
+use super::id::{Echo, Id};
 
 #[derive(Debug)]
 pub struct McpReply {
@@ -104,7 +104,7 @@ impl IntoResponse for McpReply {
         };
         let headers = response.headers_mut();
         if let Some(session) = self.session_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
-            headers.insert(SESSION_HEADER, session);
+            headers.insert(HEADER_SESSION_ID, session);
         }
         if self.allow_post {
             headers.insert(ALLOW, HeaderValue::from_static("POST"));

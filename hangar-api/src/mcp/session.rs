@@ -3,6 +3,8 @@
 //! An id is `hgr1-<negotiated version>-<32 random lower-case hex>`. Nothing is stored: an id
 //! in that shape is a session, anything else is unknown.
 
+use hangar_core::mcp::LEGACY_REVISIONS;
+
 use crate::random;
 
 const PREFIX: &str = "hgr1-";
@@ -16,7 +18,7 @@ pub fn mint(version: &str) -> String {
 pub fn parse(id: &str) -> Option<&str> {
     let (version, hex) = id.strip_prefix(PREFIX)?.rsplit_once('-')?;
     let hex_ok = hex.len() == RANDOM_HEX && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    (hex_ok && super::legacy::LEGACY_VERSIONS.contains(&version)).then_some(version)
+    (hex_ok && LEGACY_REVISIONS.contains(&version)).then_some(version)
 }
 
 #[cfg(test)]

@@ -8,13 +8,15 @@
 use std::time::Duration;
 
 use axum::body::Bytes;
+use hangar_core::mcp::META_SUBSCRIPTION_ID;
 use serde::Serialize;
+use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::id::Id;
 use super::reply::{McpReply, sse_event};
-use crate::app::{AppState, ListChanged};
+use crate::state::{AppState, ListChanged};
 
 /// How often an idle stream says it is alive, so dead clients are noticed and proxies keep it.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -36,10 +38,16 @@ struct Params<'a> {
     meta: SubscriptionMeta<'a>,
 }
 
-#[derive(Serialize)]
 struct SubscriptionMeta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
     subscription_id: &'a Id,
+}
+
+impl Serialize for SubscriptionMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(META_SUBSCRIPTION_ID, self.subscription_id)?;
+        map.end()
+    }
 }
 
 /// `subscriptions/listen`: acknowledges the filter it honours, then streams what was asked for.

@@ -4,36 +4,17 @@ use std::sync::Arc;
 
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
+use hangar_core::jsonrpc::RpcError;
 use hangar_core::lifecycle::State;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::args::Arguments;
 use super::batch;
-use super::errors::RpcError;
+use super::errors::ToolFailure;
 use crate::json::object;
 use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
 use crate::supervisor::Supervisor;
-
-/// How a tool can fail: a malformed call is a JSON-RPC error; anything the hangar refuses or
-/// that goes wrong while serving it is a tool result with `isError: true`.
-#[derive(Debug)]
-pub enum ToolFailure {
-    Rpc(RpcError),
-    Tool(IpcError),
-}
-
-impl From<RpcError> for ToolFailure {
-    fn from(err: RpcError) -> Self {
-        ToolFailure::Rpc(err)
-    }
-}
-
-impl From<IpcError> for ToolFailure {
-    fn from(err: IpcError) -> Self {
-        ToolFailure::Tool(err)
-    }
-}
 
 type Outcome = Result<Value, ToolFailure>;
 

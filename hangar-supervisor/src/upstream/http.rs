@@ -11,18 +11,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
-use hangar_core::jsonrpc::{Incoming, classify};
+use hangar_core::jsonrpc::{Message, classify_value};
+use hangar_core::mcp::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, MODERN_REVISION};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::sse::{SseEvent, SseReader};
-use super::{Era, MODERN_VERSION, Notice, Relay, RequestError};
+use super::{Era, Notice, Relay, RequestError};
 use crate::logs::{LogRing, Stream};
 
 /// The largest answer read from an upstream; a bigger one is refused, not buffered.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
-const SESSION_HEADER: &str = "mcp-session-id";
 
 pub struct HttpUpstream {
     client: reqwest::Client,
@@ -77,7 +77,7 @@ impl HttpUpstream {
         let request = self.post(era, method, &params, super::message(Some(id), method, &params));
         let exchange = async {
             let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
-            if let Some(session) = response.headers().get(SESSION_HEADER) {
+            if let Some(session) = response.headers().get(HEADER_SESSION_ID) {
                 *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
             }
             self.read_answer(method, id, response, &relays).await
@@ -105,22 +105,22 @@ impl HttpUpstream {
             .body(body);
         match era {
             Era::Modern => {
-                request = request.header("MCP-Protocol-Version", MODERN_VERSION).header("Mcp-Method", method);
+                request = request.header(HEADER_PROTOCOL_VERSION, MODERN_REVISION).header(HEADER_METHOD, method);
                 let name = match method {
                     "tools/call" | "prompts/get" => params.get("name"),
                     "resources/read" => params.get("uri"),
                     _ => None,
                 };
                 if let Some(name) = name.and_then(Value::as_str) {
-                    request = request.header("Mcp-Name", header_value(name));
+                    request = request.header(HEADER_NAME, header_value(name));
                 }
             }
             Era::Legacy => {
                 if let Some(version) = self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
-                    request = request.header("MCP-Protocol-Version", version);
+                    request = request.header(HEADER_PROTOCOL_VERSION, version);
                 }
                 if let Some(session) = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-                    request = request.header(SESSION_HEADER, session);
+                    request = request.header(HEADER_SESSION_ID, session);
                 }
             }
         }
@@ -231,12 +231,12 @@ impl HttpUpstream {
         message: Value,
         relays: &[(u64, Relay)],
     ) -> Option<Result<Value, RequestError>> {
-        match classify(message) {
-            Incoming::Response { id: answered, outcome } if answered.as_u64() == Some(id) => Some(match outcome {
+        match classify_value(message) {
+            Ok(Message::Response { id: answered, outcome }) if answered.as_u64() == Some(id) => Some(match outcome {
                 Ok(result) => Ok(result),
                 Err(error) => Err(super::rpc_failure(&self.log, method, error)),
             }),
-            Incoming::Notification { method, params } => {
+            Ok(Message::Notification { method, params }) => {
                 if method == "notifications/tools/list_changed" {
                     let _ = self.notices.send(Notice::ToolsChanged);
                 }

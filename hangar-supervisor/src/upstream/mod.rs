@@ -13,22 +13,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hangar_core::ipc::ErrorKind;
+use hangar_core::jsonrpc::{METHOD_NOT_FOUND, RpcError};
+use hangar_core::mcp::{
+    LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PREFIX,
+    META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS,
+};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 pub use http::HttpUpstream;
 pub use stdio::StdioUpstream;
-
-/// The protocol revision the hangar speaks to modern upstreams.
-pub const MODERN_VERSION: &str = "2026-07-28";
-/// The legacy revision the hangar offers in `initialize`.
-pub const LEGACY_VERSION: &str = "2025-11-25";
-const KNOWN_LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// Errors only a 2026-07-28 server answers with (header mismatch, missing capability,
-/// unsupported version): proof of a modern server.
-const MODERN_ERRORS: [i64; 3] = [-32020, -32021, -32022];
-/// JSON-RPC's "method not found": what a legacy upstream answers to `server/discover`.
-const METHOD_NOT_FOUND: i64 = -32601;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -48,7 +42,7 @@ pub enum RequestError {
     Rpc {
         method: String,
         code: i64,
-        /// The error's `data` when the code is one of the protocol's own (-32020..-32022), whose
+        /// The error's `data` when the code is one of the protocol's own ([`PROTOCOL_ERRORS`]), whose
         /// data is structured protocol content (e.g. `requiredCapabilities`); else `None`.
         data: Option<Value>,
     },
@@ -207,7 +201,7 @@ impl Upstream {
     /// `initialize` with a modern error (it was only slow to answer the probe) is asked again.
     pub async fn handshake(&self, deadline: Instant) -> Result<Handshake, RequestError> {
         let remaining = || deadline.saturating_duration_since(Instant::now());
-        let modern = || Handshake { era: Era::Modern, protocol_version: MODERN_VERSION.into() };
+        let modern = || Handshake { era: Era::Modern, protocol_version: MODERN_REVISION.into() };
         self.set_era(Era::Modern);
         match self.request("server/discover", json!({}), remaining() / 2).await {
             Ok(_) => return Ok(modern()),
@@ -217,13 +211,14 @@ impl Upstream {
         }
         self.set_era(Era::Legacy);
         let params = json!({
-            "protocolVersion": LEGACY_VERSION,
+            "protocolVersion": LATEST_LEGACY_REVISION,
             "capabilities": {},
             "clientInfo": {"name": "hangar", "version": env!("CARGO_PKG_VERSION")},
         });
         let result = match self.request("initialize", params, remaining()).await {
             Ok(result) => result,
-            Err(RequestError::Rpc { code, .. }) if MODERN_ERRORS.contains(&code) => {
+            // Only a 2026-07-28 server answers with its error table's codes: proof of a modern one.
+            Err(RequestError::Rpc { code, .. }) if PROTOCOL_ERRORS.contains(&code) => {
                 self.set_era(Era::Modern);
                 self.request("server/discover", json!({}), remaining()).await?;
                 return Ok(modern());
@@ -234,7 +229,7 @@ impl Upstream {
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .and_then(|v| KNOWN_LEGACY_VERSIONS.iter().find(|known| **known == v))
+            .and_then(|v| LEGACY_REVISIONS.iter().find(|known| **known == v))
             .map_or_else(|| "unknown".to_owned(), |v| (*v).to_owned());
         if let Link::Http(link) = &self.link {
             link.set_legacy_version(&version);
@@ -252,17 +247,14 @@ fn with_meta(era: Era, mut params: Value) -> Value {
     match era {
         Era::Modern => {
             if let Value::Object(meta) = map.entry("_meta").or_insert_with(|| json!({})) {
-                meta.insert("io.modelcontextprotocol/protocolVersion".into(), MODERN_VERSION.into());
-                meta.entry("io.modelcontextprotocol/clientCapabilities").or_insert_with(|| json!({}));
-                meta.insert(
-                    "io.modelcontextprotocol/clientInfo".into(),
-                    json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}),
-                );
+                meta.insert(META_PROTOCOL_VERSION.into(), MODERN_REVISION.into());
+                meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| json!({}));
+                meta.insert(META_CLIENT_INFO.into(), json!({"name": "hangar", "version": env!("CARGO_PKG_VERSION")}));
             }
         }
         Era::Legacy => {
             if let Some(Value::Object(meta)) = map.get_mut("_meta") {
-                meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
+                meta.retain(|key, _| !key.starts_with(META_PREFIX));
                 if meta.is_empty() {
                     map.remove("_meta");
                 }
@@ -276,7 +268,7 @@ fn with_meta(era: Era, mut params: Value) -> Value {
 /// its code, and its `data` for the protocol's own codes, are kept.
 /// A legacy upstream answering the era probe with "method not found" is the probe working as
 /// designed, so that answer goes to the hangar's debug log (its code only), not the server's log.
-fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: hangar_core::jsonrpc::RpcError) -> RequestError {
+fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> RequestError {
     if method == "server/discover" && error.code == METHOD_NOT_FOUND {
         tracing::debug!(
             mcp_server = log.server_id(),
@@ -289,7 +281,7 @@ fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: hangar_core::jso
             format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
         );
     }
-    let data = if MODERN_ERRORS.contains(&error.code) { error.data } else { None };
+    let data = if PROTOCOL_ERRORS.contains(&error.code) { error.data } else { None };
     RequestError::Rpc { method: method.into(), code: error.code, data }
 }
 
@@ -331,7 +323,7 @@ mod tests {
     #[test]
     fn modern_requests_carry_protocol_meta_and_keep_their_own() {
         let params = with_meta(Era::Modern, json!({"name": "add", "_meta": {"progressToken": 7}}));
-        assert_eq!(params["_meta"]["io.modelcontextprotocol/protocolVersion"], MODERN_VERSION);
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/protocolVersion"], MODERN_REVISION);
         assert_eq!(params["_meta"]["io.modelcontextprotocol/clientCapabilities"], json!({}));
         assert_eq!(params["_meta"]["progressToken"], 7);
         assert_eq!(with_meta(Era::Legacy, json!({"name": "add"})), json!({"name": "add"}));

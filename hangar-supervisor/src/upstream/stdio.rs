@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hangar_core::jsonrpc::{Incoming, PendingMap, RpcError, classify};
+use hangar_core::jsonrpc::{METHOD_NOT_FOUND, Message, PendingMap, RpcError, classify_value};
 use serde_json::{Value, json};
 use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
@@ -249,31 +249,32 @@ fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender
         routes.log.push(Stream::Stdout, line);
         return;
     };
-    match classify(message) {
-        Incoming::Response { id, outcome } => match lock(&routes.pending).take(&id) {
+    match classify_value(message) {
+        Ok(Message::Response { id, outcome }) => match lock(&routes.pending).take(&id) {
             Some(waiter) => {
                 let _ = waiter.send(outcome);
             }
             None => routes.log.push(Stream::Stdout, line),
         },
-        Incoming::Request { id, method, .. } => {
+        Ok(Message::Request { id, method, .. }) => {
             // Answer its own requests: ping with {}, anything else (sampling, roots...) -32601.
             let answer = if method == "ping" {
                 json!({"jsonrpc": "2.0", "id": id, "result": {}})
             } else {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "the hangar does not serve this method to upstreams"}})
+                let error = RpcError::new(METHOD_NOT_FOUND, "the hangar does not serve this method to upstreams");
+                json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
             };
             if let Some(writer) = answers.upgrade() {
                 let _ = writer.send(encode(&answer));
             }
         }
-        Incoming::Notification { method, params } => {
+        Ok(Message::Notification { method, params }) => {
             if method == "notifications/tools/list_changed" {
                 let _ = routes.notices.send(Notice::ToolsChanged);
             }
             super::relay_notification(&lock(&routes.relays), method, params);
         }
-        Incoming::Invalid(_) => routes.log.push(Stream::Stdout, line),
+        Err(_) => routes.log.push(Stream::Stdout, line),
     }
 }
 

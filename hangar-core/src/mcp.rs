@@ -1,0 +1,80 @@
+//! MCP's own vocabulary on top of JSON-RPC's ([`crate::jsonrpc`]): the protocol revisions, the
+//! error codes MCP adds, the `_meta` keys and the standard HTTP headers.
+//!
+//! The API speaks these to clients and the supervisor to upstreams, so they are named once, here.
+//! (`hangar-upstream-fake` keeps its own copies on purpose: it plays a stranger's server.)
+
+/// The stateless revision: the version travels in every request's `_meta` and headers.
+pub const MODERN_REVISION: &str = "2026-07-28";
+/// The session-based revisions, newest first.
+pub const LEGACY_REVISIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The legacy revision offered, and answered when a client asks for one not spoken.
+pub const LATEST_LEGACY_REVISION: &str = LEGACY_REVISIONS[0];
+/// Every revision the hangar speaks, newest first (what `server/discover` lists).
+pub const ALL_REVISIONS: [&str; 5] =
+    [MODERN_REVISION, LEGACY_REVISIONS[0], LEGACY_REVISIONS[1], LEGACY_REVISIONS[2], LEGACY_REVISIONS[3]];
+
+/// Legacy sessions: the session id is not one the server knows (the TypeScript SDK's code).
+pub const SESSION_NOT_FOUND: i64 = -32001;
+/// Legacy "resource not found"; 2026-07-28 says [`crate::jsonrpc::INVALID_PARAMS`] instead.
+pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
+/// 2026-07-28: a standard header is missing, malformed or disagrees with the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: the request needs a client capability its `_meta` did not declare.
+pub const MISSING_CAPABILITY: i64 = -32021;
+/// 2026-07-28: the requested protocol version is not served.
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+/// The errors of 2026-07-28's own table: answered with HTTP 400, and only a modern server
+/// sends them. Their `data` is structured protocol content.
+pub const PROTOCOL_ERRORS: [i64; 3] = [HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION];
+
+/// What every protocol key in `params._meta` (or a result's `_meta`) starts with.
+pub const META_PREFIX: &str = "io.modelcontextprotocol/";
+/// 2026-07-28: the revision a request speaks.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// 2026-07-28: what the client can do, declared per request.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// 2026-07-28: who the client is.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// 2026-07-28: who answered, in a result's `_meta`.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// The least severe log level a request wants to hear about while it runs.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// Names a `subscriptions/listen` stream in each of its notifications.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The revision a request speaks (legacy after `initialize`; 2026-07-28 always).
+pub const HEADER_PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
+/// 2026-07-28: mirrors the body's `method`.
+pub const HEADER_METHOD: &str = "Mcp-Method";
+/// 2026-07-28: mirrors the body's tool or prompt `name`, or resource `uri`.
+pub const HEADER_NAME: &str = "Mcp-Name";
+/// Legacy: the session a request belongs to (lower-case, as `http` header names are stored).
+pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_meta_key_is_a_protocol_key() {
+        for key in [
+            META_PROTOCOL_VERSION,
+            META_CLIENT_CAPABILITIES,
+            META_CLIENT_INFO,
+            META_SERVER_INFO,
+            META_LOG_LEVEL,
+            META_SUBSCRIPTION_ID,
+        ] {
+            assert!(key.starts_with(META_PREFIX), "{key}");
+        }
+    }
+
+    #[test]
+    fn every_revision_is_listed_once_newest_first() {
+        let mut sorted = ALL_REVISIONS;
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(sorted, ALL_REVISIONS);
+        assert_eq!(&ALL_REVISIONS[1..], LEGACY_REVISIONS);
+    }
+}
