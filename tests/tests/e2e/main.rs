@@ -31,6 +31,7 @@ mod limits;
 mod long_lines;
 mod managed_http;
 mod metrics;
+mod one_dispatcher;
 mod oversize;
 mod paths;
 mod preflight;
