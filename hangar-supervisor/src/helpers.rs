@@ -12,7 +12,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::args::Args;
-use crate::spawn::{self, signal_group};
+use crate::proctree::signal_group;
+use crate::spawn;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);

@@ -5,6 +5,7 @@
 
 mod args;
 mod cgroup;
+mod children;
 mod containment;
 mod control;
 mod guardian;
@@ -12,6 +13,7 @@ mod hangar;
 mod helpers;
 mod lifetime;
 mod limits;
+mod lineage;
 mod listeners;
 mod logs;
 mod notify;
