@@ -174,6 +174,12 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_name_judged_loopback_is_bound_on_loopback_only() {
+        let listener = bind("localhost:0", true).await.unwrap();
+        assert!(listener.local_addr().unwrap().ip().is_loopback());
+    }
+
+    #[tokio::test]
     async fn a_taken_port_names_address_and_reason() {
         let first = bind("127.0.0.1:0", true).await.unwrap();
         let taken = first.local_addr().unwrap().to_string();
