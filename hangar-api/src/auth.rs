@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
@@ -33,6 +34,13 @@ pub enum KeysError {
         "{path}:{line}: expected `sha256:<64 hex digits>` (the hash of a key, e.g. from `printf %s KEY | sha256sum`)"
     )]
     Malformed { path: String, line: usize },
+}
+
+/// A key file that cannot be used is a configuration mistake.
+impl Sysexit for KeysError {
+    fn exit_code(&self) -> u8 {
+        EX_CONFIG
+    }
 }
 
 impl ApiKeys {

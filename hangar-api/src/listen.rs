@@ -5,6 +5,7 @@
 use std::io;
 use std::net::SocketAddr;
 
+use hangar_runtime::exit::{EX_UNAVAILABLE, Sysexit};
 use tokio::net::TcpListener;
 
 /// Why the API cannot listen, as one line naming the address and the OS's reason.
@@ -13,6 +14,12 @@ use tokio::net::TcpListener;
 pub struct ListenError {
     pub address: String,
     pub reason: String,
+}
+
+impl Sysexit for ListenError {
+    fn exit_code(&self) -> u8 {
+        EX_UNAVAILABLE
+    }
 }
 
 /// clap's check of `--listen`: `HOST:PORT`, with an IPv6 host in brackets.
@@ -42,10 +49,15 @@ pub async fn preflight(address: &str) -> Result<(), String> {
 }
 
 /// Resolves `address` and binds the first resolved address that accepts (`localhost` may name
-/// both 127.0.0.1 and ::1, and either may be unavailable).
-pub async fn bind(address: &str) -> Result<TcpListener, ListenError> {
+/// both 127.0.0.1 and ::1, and either may be unavailable). With `loopback_only`, only loopback
+/// addresses are tried: an address judged loopback by its name is never bound beyond it.
+pub async fn bind(address: &str, loopback_only: bool) -> Result<TcpListener, ListenError> {
     let fail = |reason: String| ListenError { address: address.to_owned(), reason };
-    let resolved: Vec<SocketAddr> = tokio::net::lookup_host(address).await.map_err(|e| fail(reason(&e)))?.collect();
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host(address)
+        .await
+        .map_err(|e| fail(reason(&e)))?
+        .filter(|addr| !loopback_only || addr.ip().is_loopback())
+        .collect();
     let mut last = None;
     for addr in resolved {
         match TcpListener::bind(addr).await {
@@ -53,7 +65,14 @@ pub async fn bind(address: &str) -> Result<TcpListener, ListenError> {
             Err(err) => last = Some(err),
         }
     }
-    Err(fail(last.map_or_else(|| "the name resolves to no address".to_owned(), |e| reason(&e))))
+    let nothing =
+        if loopback_only { "the name resolves to no loopback address" } else { "the name resolves to no address" };
+    Err(fail(last.map_or_else(|| nothing.to_owned(), |e| reason(&e))))
+}
+
+/// The address `listener` listens on; `address` names it in the error.
+pub fn local_addr(listener: &TcpListener, address: &str) -> Result<SocketAddr, ListenError> {
+    listener.local_addr().map_err(|err| ListenError { address: address.to_owned(), reason: reason(&err) })
 }
 
 /// What a socket-activated API says instead of an address (the listener is not ours to name).
@@ -106,14 +125,6 @@ pub fn reason(err: &io::Error) -> String {
     }
 }
 
-/// Whether `--listen` names a loopback address (`127.0.0.0/8`, `[::1]`, `localhost`).
-pub fn is_loopback(address: &str) -> bool {
-    match address.parse::<std::net::SocketAddr>() {
-        Ok(addr) => addr.ip().is_loopback(),
-        Err(_) => address.rsplit_once(':').is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -155,7 +166,7 @@ mod tests {
 
     #[tokio::test]
     async fn port_zero_skips_the_preflight_and_a_held_port_is_refused() {
-        let held = bind("127.0.0.1:0").await.unwrap();
+        let held = bind("127.0.0.1:0", true).await.unwrap();
         let taken = held.local_addr().unwrap().to_string();
         preflight("127.0.0.1:0").await.unwrap();
         let why = preflight(&taken).await.unwrap_err();
@@ -163,10 +174,16 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_name_judged_loopback_is_bound_on_loopback_only() {
+        let listener = bind("localhost:0", true).await.unwrap();
+        assert!(listener.local_addr().unwrap().ip().is_loopback());
+    }
+
+    #[tokio::test]
     async fn a_taken_port_names_address_and_reason() {
-        let first = bind("127.0.0.1:0").await.unwrap();
+        let first = bind("127.0.0.1:0", true).await.unwrap();
         let taken = first.local_addr().unwrap().to_string();
-        let err = bind(&taken).await.unwrap_err();
+        let err = bind(&taken, true).await.unwrap_err();
         assert_eq!(err.to_string(), format!("cannot listen on http://{taken}: address already in use"));
     }
 }

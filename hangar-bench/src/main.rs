@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use hangar_runtime::exit::{EX_SOFTWARE, Exit, run_main};
 use serde_json::{Value, json};
 
 use crate::http::Endpoint;
@@ -139,35 +140,29 @@ struct SuiteArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let runtime = if cli.threads == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(usize::from(cli.threads)).enable_all().build()
-    };
-    let runtime = match runtime {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("hangar-bench: cannot start the runtime: {err}");
-            return ExitCode::FAILURE;
+    run_main("hangar-bench", || {
+        let cli: Cli = hangar_runtime::args::parse()?;
+        let runtime = if cli.threads == 1 {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()
+        } else {
+            tokio::runtime::Builder::new_multi_thread().worker_threads(usize::from(cli.threads)).enable_all().build()
+        };
+        let runtime = runtime.map_err(|err| Exit::new(EX_SOFTWARE, format!("cannot start the runtime: {err}")))?;
+        let threads = cli.threads;
+        let outcome = runtime.block_on(async move {
+            match cli.command {
+                Command::Call(args) => call(args, threads).await,
+                Command::Stdio(args) => stdio(args, threads).await,
+                Command::Suite(args) => suite::run(args.quick, args.json).await,
+            }
+        });
+        match outcome {
+            Ok(true) => Ok(()),
+            // Ran, but some requests or steps failed: each was reported as it happened.
+            Ok(false) => Err(Exit::quiet(1)),
+            Err(err) => Err(Exit::new(EX_SOFTWARE, format!("{err:#}"))),
         }
-    };
-    let threads = cli.threads;
-    let outcome = runtime.block_on(async move {
-        match cli.command {
-            Command::Call(args) => call(args, threads).await,
-            Command::Stdio(args) => stdio(args, threads).await,
-            Command::Suite(args) => suite::run(args.quick, args.json).await,
-        }
-    });
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(err) => {
-            eprintln!("hangar-bench: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    })
 }
 
 fn parse_arguments(text: &str) -> anyhow::Result<Value> {

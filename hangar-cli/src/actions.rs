@@ -71,6 +71,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use hangar_runtime::exit::Sysexit;
 
     #[test]
     fn outcomes_are_one_line() {

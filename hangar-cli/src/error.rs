@@ -1,13 +1,10 @@
 //! Every way a command fails, and the exit code (sysexits) each one means.
 
+use hangar_runtime::exit::{EX_IOERR, EX_PROTOCOL, EX_UNAVAILABLE, Sysexit};
 use thiserror::Error;
 
-/// sysexits: the API was not reachable (or could not serve: 503).
-pub const EX_UNAVAILABLE: u8 = 69;
-/// sysexits: the answer was not what the API promises.
-pub const EX_PROTOCOL: u8 = 76;
-/// An operation the API refused.
-pub const EX_REFUSED: u8 = 1;
+/// An operation the API refused (not a sysexits code: the command worked, the answer was no).
+const EX_REFUSED: u8 = 1;
 
 #[derive(Debug, Error)]
 pub enum CliError {
@@ -27,15 +24,16 @@ pub enum CliError {
     Output(#[from] std::io::Error),
 }
 
-impl CliError {
-    pub fn exit_code(&self) -> u8 {
+/// 69 when the API is unreachable or cannot serve (503), 76 for an answer of the wrong shape.
+impl Sysexit for CliError {
+    fn exit_code(&self) -> u8 {
         match self {
             CliError::Unreachable { .. } => EX_UNAVAILABLE,
             CliError::Api { status: 503, .. } | CliError::Status { status: 503, .. } => EX_UNAVAILABLE,
             CliError::Api { .. } | CliError::Status { .. } | CliError::ReloadUnsupported => EX_REFUSED,
             CliError::Protocol { .. } => EX_PROTOCOL,
-            // EX_IOERR: e.g. stdout closed under `hangar logs -f | head`.
-            CliError::Output(_) => 74,
+            // E.g. stdout closed under `hangar logs -f | head`.
+            CliError::Output(_) => EX_IOERR,
         }
     }
 }

@@ -15,39 +15,19 @@ mod status;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-use clap::error::ErrorKind;
+use hangar_runtime::exit::{EX_USAGE, Exit, run_main};
 use serde_json::Value;
 
 use crate::args::{Cli, Command};
 use crate::client::{Answer, Api};
 use crate::error::CliError;
 
-/// sysexits: the command line was wrong.
-const EX_USAGE: u8 = 64;
-
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return match err.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
-                _ => ExitCode::from(EX_USAGE),
-            };
-        }
-    };
-    if let Err(message) = check_url(&cli.url) {
-        eprintln!("hangar: --url {}: {message}", cli.url);
-        return ExitCode::from(EX_USAGE);
-    }
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("hangar: {err}");
-            ExitCode::from(err.exit_code())
-        }
-    }
+    run_main("hangar", || {
+        let cli: Cli = hangar_runtime::args::parse()?;
+        check_url(&cli.url).map_err(|message| Exit::new(EX_USAGE, format!("--url {}: {message}", cli.url)))?;
+        Ok(run(&cli)?)
+    })
 }
 
 /// Plain `http://host[:port]` (TLS is not built in).

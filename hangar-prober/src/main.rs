@@ -21,8 +21,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use hangar_runtime::client::Client;
+use hangar_runtime::exit::run_main;
 use hangar_runtime::logging::{self, LogFormat};
-use tokio::signal::unix::{SignalKind, signal};
+use hangar_runtime::signals::Signals;
 
 /// Schedules the hangar supervisor's health checks.
 #[derive(Parser, Debug)]
@@ -36,32 +37,21 @@ struct Args {
     log_format: LogFormat,
 }
 
-const EX_SOFTWARE: u8 = 70;
-
 fn main() -> ExitCode {
-    let args = match hangar_runtime::args::parse::<Args>() {
-        Ok(args) => args,
-        Err(code) => return code,
-    };
-    logging::init(args.log_format);
-    let runtime = match hangar_runtime::runtime::start("hangar-prober") {
-        Ok(runtime) => runtime,
-        Err(code) => return code,
-    };
-    let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
-    runtime.block_on(async {
-        let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-        else {
-            eprintln!("hangar-prober: cannot install signal handlers");
-            return ExitCode::from(EX_SOFTWARE);
-        };
-        let (client, links) = Client::following(socket, "prober");
-        tokio::select! {
-            () = checker::run(client, links) => {}
-            _ = terminate.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-        tracing::info!("prober stopped");
-        ExitCode::SUCCESS
+    run_main("hangar-prober", || {
+        let args: Args = hangar_runtime::args::parse()?;
+        logging::init(args.log_format);
+        let runtime = hangar_runtime::runtime::start()?;
+        let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
+        runtime.block_on(async {
+            let mut signals = Signals::stop()?;
+            let (client, links) = Client::following(socket, "prober");
+            tokio::select! {
+                () = checker::run(client, links) => {}
+                _ = signals.stopped() => {}
+            }
+            tracing::info!("prober stopped");
+            Ok(())
+        })
     })
 }

@@ -1,10 +1,14 @@
 //! The tokio-side plumbing every hangar process shares.
 //!
+//! - [`exit`]: the sysexits codes, and [`exit::run_main`], the edge where a fatal error is said
+//!   and becomes the exit code.
 //! - [`args`]: command-line parsing with sysexits exit codes.
 //! - [`client`]: a multiplexed, self-reconnecting client of the supervisor's control socket,
 //!   used by the API and the prober (and by operators' tools).
 //! - [`lines`]: newline-delimited I/O with a bound on line length, and batched line writing.
 //! - [`logging`]: `tracing` to stderr, human or JSON.
+//! - [`signals`]: the stop signals (SIGTERM, SIGINT) and the reload signal (SIGHUP), awaited
+//!   as one future.
 //! - [`runtime`]: the tokio runtime (one thread unless `HANGAR_WORKER_THREADS` asks for more).
 //!
 //! Architecture invariant: nothing here knows what a server is; the vocabulary is
@@ -13,6 +17,8 @@
 
 pub mod args;
 pub mod client;
+pub mod exit;
 pub mod lines;
 pub mod logging;
 pub mod runtime;
+pub mod signals;

@@ -6,20 +6,16 @@
 //! (N > 1) asks for a multi-threaded runtime with N workers, for a busy supervisor on a big machine.
 
 use std::io;
-use std::process::ExitCode;
 
 use tokio::runtime::{Builder, Runtime};
 
-pub const WORKER_THREADS_ENV: &str = "HANGAR_WORKER_THREADS";
-/// sysexits(3) EX_SOFTWARE.
-const EX_SOFTWARE: u8 = 70;
+use crate::exit::{EX_SOFTWARE, Exit};
 
-/// The runtime for process `name`, or the exit code to return after saying why there is none.
-pub fn start(name: &str) -> Result<Runtime, ExitCode> {
-    build().map_err(|err| {
-        eprintln!("{name}: cannot start the async runtime: {err}");
-        ExitCode::from(EX_SOFTWARE)
-    })
+pub const WORKER_THREADS_ENV: &str = "HANGAR_WORKER_THREADS";
+
+/// The runtime, or why there is none.
+pub fn start() -> Result<Runtime, Exit> {
+    build().map_err(|err| Exit::new(EX_SOFTWARE, format!("cannot start the async runtime: {err}")))
 }
 
 /// A runtime with I/O and time enabled, as many worker threads as `HANGAR_WORKER_THREADS` says.

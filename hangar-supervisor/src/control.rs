@@ -29,6 +29,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::AbortHandle;
 
 use crate::hangar::Hangar;
+use hangar_runtime::exit::{EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE, Sysexit};
 use hangar_runtime::lines::{Line, read_line, write_batched};
 
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -54,12 +55,10 @@ pub enum BindError {
     Group { path: PathBuf, group: SocketGroup, source: io::Error },
 }
 
-use crate::sysexits::{EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE};
-
-impl BindError {
-    /// The sysexits code the supervisor exits with: 69 when another supervisor answers, 73
-    /// when the socket cannot be made where asked, 78 for a bad `--socket-group`.
-    pub fn exit_code(&self) -> u8 {
+/// The sysexits code the supervisor exits with: 69 when another supervisor answers, 73 when the
+/// socket cannot be made where asked, 78 for a bad `--socket-group`.
+impl Sysexit for BindError {
+    fn exit_code(&self) -> u8 {
         match self {
             BindError::InUse(_) => EX_UNAVAILABLE,
             BindError::Occupied { .. } | BindError::UnsafeDirectory { .. } | BindError::Io { .. } => EX_CANTCREAT,

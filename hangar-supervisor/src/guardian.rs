@@ -53,7 +53,7 @@ use nix::sys::socket::{
     AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, sendmsg, socketpair,
 };
 
-use crate::{cgroup, proctree, reaper};
+use crate::{cgroup, children, proctree};
 
 /// The argument that turns the supervisor binary into a guardian.
 pub const GUARDIAN_ARG: &str = "--internal-guardian";
@@ -138,7 +138,7 @@ fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
     // Close-on-exec: only the guardian (as its stdin) and children not yet exec'd hold it.
     let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
         .map_err(std::io::Error::from)?;
-    let mut own = reaper::own();
+    let mut own = children::own();
     let child = Command::new(exe)
         // Named apart (argv[0] here, the thread name in `run`): `killall hangar-supervisor` or
         // `pkill -f hangar-supervisor` aimed at the supervisor must leave its guardian to act.
@@ -175,7 +175,7 @@ fn keep(slot: usize, mut child: std::process::Child) {
         let started = Instant::now();
         let pid = child.id();
         let status = child.wait();
-        reaper::disown(pid);
+        children::disown(pid);
         if state().closing {
             return;
         }
@@ -226,7 +226,7 @@ impl Announce {
     }
 }
 
-/// Locks the pipe for a spawn; take it after [`reaper::own`], never before.
+/// Locks the pipe for a spawn; take it after [`children::own`], never before.
 pub fn announce() -> Announce {
     Announce(state())
 }

@@ -3,27 +3,67 @@
 //! leave them to systemd instead.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use hangar_runtime::logging::LogFormat;
 use nix::sys::signal::Signal;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
-use crate::spawn::{self, signal_group};
+use crate::args::Args;
+use crate::proctree::signal_group;
+use crate::spawn;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A helper that ran this long before exiting starts over from the first backoff.
 const HEALTHY_RUN: Duration = Duration::from_secs(60);
 
-pub struct Helper {
-    pub name: &'static str,
-    pub program: PathBuf,
-    pub args: Vec<OsString>,
+struct Helper {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<OsString>,
+}
+
+/// Starts the prober and an API instance on `socket` (but those `--no-prober` and `--no-api`
+/// leave out), each supervised until `stop` turns true.
+pub fn start_all(args: &Args, socket: &Path, stop: &watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    let socket: OsString = socket.into();
+    // The helpers log as the supervisor does, into the same stream.
+    let log_format = match args.log_format {
+        LogFormat::Human => "human",
+        LogFormat::Json => "json",
+    };
+    let mut tasks = Vec::new();
+    if !args.no_prober {
+        let helper = Helper {
+            name: "prober",
+            program: sibling("hangar-prober"),
+            args: vec!["--socket".into(), socket.clone(), "--log-format".into(), log_format.into()],
+        };
+        tasks.push(tokio::spawn(supervise(helper, stop.clone())));
+    }
+    if !args.no_api {
+        let helper = Helper {
+            name: "api",
+            program: sibling("hangar-api"),
+            args: vec![
+                "--socket".into(),
+                socket,
+                "--listen".into(),
+                args.listen.clone().into(),
+                "--log-format".into(),
+                log_format.into(),
+            ],
+        };
+        tasks.push(tokio::spawn(supervise(helper, stop.clone())));
+    }
+    tasks
 }
 
 /// The helper binaries live next to the supervisor's own (cargo and packages both put them there).
-pub fn sibling(name: &str) -> PathBuf {
+fn sibling(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join(name)))
@@ -32,7 +72,7 @@ pub fn sibling(name: &str) -> PathBuf {
 }
 
 /// Runs `helper` until `stop` turns true, then stops it (SIGTERM, then SIGKILL) and returns.
-pub async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>) {
+async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         if *stop.borrow_and_update() {

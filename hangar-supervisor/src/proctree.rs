@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 /// The fields of `/proc/<pid>/stat` the hangar needs.
@@ -175,6 +175,18 @@ pub fn signal(pid: u32, signal: Signal) {
         return;
     }
     let _ = kill(Pid::from_raw(raw), signal);
+}
+
+/// Sends `signal` to the process group led by `pgid`. A group that is already gone is fine.
+pub fn signal_group(pgid: u32, signal: Signal) {
+    let Ok(raw) = i32::try_from(pgid) else { return };
+    if raw <= 1 {
+        return; // never signal init's group or every process we may reach
+    }
+    match killpg(Pid::from_raw(raw), signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(err) => tracing::warn!(pgid, %signal, %err, "could not signal a process group"),
+    }
 }
 
 /// How a process ended, in the hangar's words. `killed_because` is set when the hangar killed it

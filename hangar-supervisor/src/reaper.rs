@@ -7,8 +7,8 @@
 //! upstream never waits for children it did not start, so their zombies would pile up below it
 //! (a pid each, counted against pid limits) for as long as it runs.
 //!
-//! The supervisor knows its own children (upstreams, helpers, the guardians: [`Own`]); any
-//! other child is such an orphan. [`sweep`] asks whose it is (`subtree::owner_of`: the upstream
+//! The supervisor knows its own children (upstreams, helpers, the guardians: `children.rs`);
+//! any other child is such an orphan. [`sweep`] asks whose it is (`lineage::owner_of`: the upstream
 //! whose cgroup it is in, or whose instance its environment names): one of a running upstream
 //! is adopted, left to run, announced to the guardians (`+PID`) and reaped when it exits; it is
 //! killed with its upstream (`subtree::kill`, `cgroup.kill`). One of no running upstream is
@@ -19,7 +19,7 @@
 //! `waitpid(-1)`, which would steal their exit statuses. A spawn registers its child under the
 //! same lock the sweep holds, so a child just forked is never taken for an orphan.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -27,15 +27,13 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::{guardian, proctree, subtree};
+use crate::{children, guardian, lineage, proctree};
 
 /// How often the sweep runs without a SIGCHLD, as a backstop.
 const BACKSTOP: Duration = Duration::from_secs(5);
 /// The least time between two sweeps: an upstream that orphans processes in a tight loop must
 /// not keep the supervisor walking `/proc` back to back (the SIGCHLDs meanwhile are one).
 const MIN_GAP: Duration = Duration::from_millis(20);
-
-static OWN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
 /// An orphan left to run: its start time and the upstream instance it belongs to.
 #[derive(Clone, Copy)]
@@ -56,27 +54,6 @@ pub fn adopted_by(instance: u64) -> Vec<(u32, u64)> {
     adopted().iter().filter(|(_, a)| a.instance == instance).map(|(pid, a)| (*pid, a.start)).collect()
 }
 
-/// The supervisor's own children; hold it while forking one (see [`own`]).
-pub struct Own(MutexGuard<'static, BTreeSet<u32>>);
-
-impl Own {
-    /// Records a child the supervisor spawned and will reap itself.
-    pub fn insert(&mut self, pid: u32) {
-        self.0.insert(pid);
-    }
-}
-
-/// Locks the registry of the supervisor's own children.
-pub fn own() -> Own {
-    Own(OWN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
-}
-
-/// Forgets a child once its owner has reaped it (not before: until then the sweep must leave
-/// its exit status alone).
-pub fn disown(pid: u32) {
-    own().0.remove(&pid);
-}
-
 /// Makes the supervisor the reaper of every orphan below it.
 pub fn become_subreaper() {
     if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
@@ -89,9 +66,9 @@ pub fn become_subreaper() {
 /// killed or reaped.
 pub fn sweep() -> usize {
     let me = std::process::id();
-    let own = own();
+    let own = children::own();
     let orphans: Vec<proctree::Stat> =
-        proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.0.contains(&p.pid)).collect();
+        proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.contains(p.pid)).collect();
     let mut adopted = adopted();
     // Forget those no longer the supervisor's children (reaped since) or whose pid was reused.
     let gone: Vec<u32> = adopted
@@ -108,7 +85,7 @@ pub fn sweep() -> usize {
         if orphan.is_live() {
             let known = adopted.get(&orphan.pid).map(|a| a.instance);
             let owner =
-                known.or_else(|| subtree::owner_of(orphan.pid)).filter(|instance| subtree::is_running(*instance));
+                known.or_else(|| lineage::owner_of(orphan.pid)).filter(|instance| lineage::is_running(*instance));
             if let Some(instance) = owner {
                 if known.is_none() {
                     adopted.insert(orphan.pid, Adopted { start: orphan.start, instance });

@@ -12,7 +12,7 @@
 //! - each upstream is started with `HANGAR_UPSTREAM=<supervisor pid>-<its start>-<spawn number>`
 //!   in its environment (`proctree::MARKER`), which all it starts inherits: without cgroups, that
 //!   is how the supervisor tells which upstream an orphan it adopted belongs to
-//!   (`subtree::owner_of`), keeps it while that upstream runs and kills it with it;
+//!   (`lineage::owner_of`), keeps it while that upstream runs and kills it with it;
 //! - where the supervisor's cgroup v2 is delegated, each upstream runs in a cgroup of its own
 //!   (`cgroup.rs`), joined before exec, killed whole with `cgroup.kill`; an orphan belongs to the
 //!   upstream whose cgroup it is in;
@@ -34,11 +34,10 @@ use std::os::unix::ffi::OsStringExt;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 
-use crate::{cgroup, guardian, proctree, reaper, subtree};
+use crate::{cgroup, children, guardian, lineage, proctree};
 
 /// The number of the next upstream spawn (its instance, named by its environment marker).
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
@@ -99,7 +98,7 @@ where
     let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
     if role == Role::Upstream {
         // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
-        command.env(proctree::MARKER, subtree::marker(instance));
+        command.env(proctree::MARKER, lineage::marker(instance));
     }
     let cgroup = match role {
         Role::Upstream => cgroup::create()?,
@@ -117,7 +116,7 @@ where
     };
     // Registered under the lock the orphan sweep takes, so the new child is never swept; the
     // guardian's pipe held still so the child can write to it before exec.
-    let mut own = reaper::own();
+    let mut own = children::own();
     let announce = guardian::announce();
     let setup = PreExec {
         supervisor: std::process::id(),
@@ -132,7 +131,7 @@ where
         own.insert(pid);
         if role == Role::Upstream {
             // Before the sweep can run again: what it orphans from its first instant is its own.
-            subtree::register(pid, cgroup.clone(), instance);
+            lineage::register(pid, cgroup.clone(), instance);
         }
     }
     drop(announce);
@@ -154,9 +153,9 @@ where
 
 /// Kills whatever is left of a reaped helper's process group and tells the guardian it is gone.
 pub fn reap_group(pgid: u32) {
-    signal_group(pgid, Signal::SIGKILL);
+    proctree::signal_group(pgid, Signal::SIGKILL);
     guardian::forget(pgid);
-    reaper::disown(pgid);
+    children::disown(pgid);
 }
 
 /// Copies of the supervisor's ends of a child's pipes, for the guardian to hold.
@@ -243,18 +242,6 @@ fn announcement(pid: u32) -> ([u8; 11], usize) {
         line[1 + i] = digits[count - 1 - i];
     }
     (line, count + 1)
-}
-
-/// Sends `signal` to the process group led by `pgid`. A group that is already gone is fine.
-pub fn signal_group(pgid: u32, signal: Signal) {
-    let Ok(raw) = i32::try_from(pgid) else { return };
-    if raw <= 1 {
-        return; // never signal init's group or every process we may reach
-    }
-    match killpg(Pid::from_raw(raw), signal) {
-        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-        Err(err) => tracing::warn!(pgid, %signal, %err, "could not signal a process group"),
-    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use hangar_runtime::lines::{Line, read_line};
 
 use super::Server;
 use crate::logs::{LogRing, Stream};
-use crate::spawn::signal_group;
+use crate::proctree::signal_group;
 use crate::subtree;
 use crate::upstream::{Notice, Upstream};
 

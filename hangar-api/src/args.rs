@@ -1,0 +1,55 @@
+//! The API's command line.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use hangar_runtime::logging::LogFormat;
+
+use crate::{guard, listen, serve};
+
+/// The hangar's gateway: REST under /api and MCP at /mcp, backed by the supervisor.
+#[derive(Debug, Parser)]
+#[command(version)]
+pub struct Args {
+    /// The supervisor's control socket [default: $RUNTIME_DIRECTORY/supervisor.sock, else
+    /// $XDG_RUNTIME_DIR/hangar/supervisor.sock, else /tmp/hangar-$USER/supervisor.sock]
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Address to serve HTTP on: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT (port 0 picks one).
+    /// Refused (exit 69) if anything already answers on an address it resolves to. Not used under
+    /// systemd socket activation (`LISTEN_FDS`), where the listener is the socket passed as fd 3.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
+    pub listen: String,
+    /// Log format on stderr.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+    /// A file of API key hashes (`sha256:<hex>` a line); every route but /health/* then needs a
+    /// key (`X-API-Key` or `Authorization: Bearer`).
+    #[arg(long, value_name = "FILE", env = "HANGAR_API_KEYS_FILE")]
+    pub api_keys: Option<PathBuf>,
+    /// Serve beyond loopback without API keys. Without this, that is refused.
+    #[arg(long)]
+    pub unsafe_no_auth: bool,
+    /// Also let web pages from this origin (`https://host[:port]`) call the API (repeat it, or
+    /// separate origins with commas). Without it, a request with an `Origin` header is served only
+    /// from the hangar's own origin and, on a loopback listener, from loopback origins; every
+    /// other origin, and `null`, is refused (403), as is a non-loopback `Host` on a loopback
+    /// listener and a POST without `Content-Type: application/json`.
+    #[arg(long, value_name = "ORIGIN", env = "HANGAR_API_ALLOW_ORIGINS", value_delimiter = ',', value_parser = guard::parse_allowed_origin)]
+    pub allow_origin: Vec<guard::AllowedOrigin>,
+    /// Connections served at once [default: 4096, or fewer if the open-file limit is lower]. Past
+    /// it, a few reserve connections serve one request each (health probes, an operator's
+    /// command); past those, a new connection evicts the one that has waited longest without
+    /// sending a request (answered 503 and closed), or is itself answered 503 and closed.
+    #[arg(long, value_name = "N", env = "HANGAR_API_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+    /// Seconds a client has to send a request's headers, from connecting (or, on a kept-alive
+    /// connection, from the request's first byte), and then as long again for its body; a slower
+    /// connection is closed.
+    #[arg(long, value_name = "SECONDS", env = "HANGAR_API_HEADER_TIMEOUT_S", default_value_t = serve::DEFAULT_HEADER_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_s: u64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed. A
+    /// request in progress (an event stream included) is never idle.
+    #[arg(long, value_name = "SECONDS", env = "HANGAR_API_IDLE_TIMEOUT_S", default_value_t = serve::DEFAULT_IDLE_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub idle_timeout_s: u64,
+}

@@ -1,0 +1,145 @@
+//! The API's life once its arguments are read: listen (where the exposure rule allows), connect
+//! to the supervisor, announce the address, serve until SIGTERM or SIGINT, then give requests in
+//! flight a grace period.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_runtime::client::{Client, Link};
+use hangar_runtime::exit::{EX_SOFTWARE, EX_UNAVAILABLE, Exit};
+use hangar_runtime::signals::Signals;
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::app;
+use crate::args::Args;
+use crate::auth::ApiKeys;
+use crate::exposure::{self, Listening, Reach};
+use crate::state::{AppState, ListChanged};
+use crate::{guard, listen, serve};
+
+/// How long in-flight requests may finish after a stop signal.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// The connection limits `args` ask for, within the open-file limit (raised to its hard limit
+/// first); a `--max-connections` above what that allows is warned about.
+pub fn connection_limits(args: &Args) -> serve::Limits {
+    let fd_limit = serve::raise_fd_limit();
+    let limits = serve::Limits {
+        max_connections: args.max_connections.map_or_else(|| serve::default_max_connections(fd_limit), |n| n as usize),
+        header_timeout: Duration::from_secs(args.header_timeout_s),
+        idle_timeout: Duration::from_secs(args.idle_timeout_s),
+    };
+    if let Some(fd_limit) = fd_limit
+        && !serve::fits(limits.max_connections, fd_limit)
+    {
+        tracing::warn!(
+            max_connections = limits.max_connections,
+            fd_limit,
+            "--max-connections exceeds what the open-file limit allows; accepts will fail and back off at that limit"
+        );
+    }
+    tracing::debug!(?fd_limit, ?limits, "connection limits");
+    limits
+}
+
+/// `inherited`: the listening socket systemd passed (socket activation), else bind `--listen`.
+pub async fn run(
+    args: Args,
+    inherited: Option<std::net::TcpListener>,
+    keys: ApiKeys,
+    limits: serve::Limits,
+) -> Result<(), Exit> {
+    let mut signals = Signals::stop()?;
+    let activated = inherited.is_some();
+    let (listener, local) = listener(&args, inherited, &keys).await?;
+    let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
+    let (client, links) = Client::following(socket.clone(), "api");
+    let (changes, _) = broadcast::channel(64);
+    tokio::spawn(relay_list_changes(links, changes.clone()));
+    let state = AppState {
+        supervisor: Arc::new(client),
+        guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
+        changes,
+        keys,
+    };
+    announce(local);
+    tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
+
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serve = serve::serve(listener, app::router(state), limits, async {
+        let _ = stopped.await;
+    });
+    let mut server = tokio::spawn(serve);
+    tokio::select! {
+        signal = signals.stopped() => {
+            tracing::info!(signal, "shutting down");
+            let _ = stop.send(());
+            match tokio::time::timeout(GRACE, &mut server).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => {
+                    tracing::error!(error = %err, "the HTTP server task failed");
+                    Err(Exit::quiet(EX_SOFTWARE))
+                }
+                Err(_) => {
+                    tracing::warn!(grace_s = GRACE.as_secs(), "requests still running after the grace period; exiting");
+                    server.abort();
+                    Ok(())
+                }
+            }
+        }
+        ended = &mut server => {
+            tracing::error!(outcome = ?ended, "the HTTP server stopped by itself");
+            Err(Exit::quiet(EX_SOFTWARE))
+        }
+    }
+}
+
+/// The listener and its address: systemd's socket when it passed one, else `--listen`, bound
+/// after the port preflight (rule 4). The exposure rule is applied to either before anything is
+/// served, and to `--listen` before it is even bound.
+async fn listener(
+    args: &Args,
+    inherited: Option<std::net::TcpListener>,
+    keys: &ApiKeys,
+) -> Result<(TcpListener, SocketAddr), Exit> {
+    let allowed = |listening| exposure::check(listening, !keys.is_empty(), args.unsafe_no_auth);
+    match inherited {
+        // systemd owns the socket (and its port): no preflight, `--listen` does not apply.
+        Some(listener) => {
+            let listener = listen::adopt(listener)?;
+            let local = listen::local_addr(&listener, listen::INHERITED)?;
+            allowed(Listening::Bound(local))?;
+            Ok((listener, local))
+        }
+        None => {
+            let reach = allowed(Listening::Configured(&args.listen))?;
+            if let Err(why) = listen::preflight(&args.listen).await {
+                return Err(Exit::new(EX_UNAVAILABLE, format!("refusing to start: {why}")));
+            }
+            let listener = listen::bind(&args.listen, reach == Reach::Loopback).await?;
+            let local = listen::local_addr(&listener, &args.listen)?;
+            Ok((listener, local))
+        }
+    }
+}
+
+/// Turns the supervisor's news into the list changes MCP clients follow.
+async fn relay_list_changes(mut links: mpsc::UnboundedReceiver<Link>, changes: broadcast::Sender<ListChanged>) {
+    while let Some(link) = links.recv().await {
+        if let Link::ToolsChanged(_) = link {
+            let _ = changes.send(ListChanged::Tools);
+        }
+    }
+}
+
+/// The one line on stdout, read back by whoever started us (e.g. a test that asked for port 0).
+fn announce(local: SocketAddr) {
+    let mut stdout = std::io::stdout().lock();
+    let written = writeln!(stdout, "hangar-api listening on http://{local}").and_then(|()| stdout.flush());
+    if let Err(err) = written {
+        tracing::warn!(error = %err, "cannot write the listening line to stdout");
+    }
+}

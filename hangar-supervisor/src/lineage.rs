@@ -1,0 +1,81 @@
+//! Which upstream a process belongs to: the running upstreams (registered at spawn, forgotten
+//! once reaped), the environment marker each is started with, and [`owner_of`], whose an orphan
+//! the supervisor adopted is.
+//!
+//! In `cgroup` mode an orphan is the upstream's whose cgroup it is in; in `subreaper` mode, the
+//! upstream instance its environment names (`proctree::MARKER`, set on every upstream at spawn and
+//! inherited by all it starts), else the upstream whose process group it is still in. An orphan
+//! that cleared or rewrote its environment (`env -i`, some `setproctitle`s) *and* left the group
+//! (`setsid`) names none. No record of earlier sightings is kept: a daemon orphans itself at
+//! once, before any look could see it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::{cgroup, proctree};
+
+/// A running upstream: its start time (its pid may be reused once it is reaped), its cgroup and
+/// the number of its spawn (which names it in its descendants' environment).
+#[derive(Clone)]
+pub struct Running {
+    pub start: Option<u64>,
+    pub cgroup: Option<PathBuf>,
+    pub instance: u64,
+}
+
+static UPSTREAMS: Mutex<BTreeMap<u32, Running>> = Mutex::new(BTreeMap::new());
+
+fn upstreams() -> MutexGuard<'static, BTreeMap<u32, Running>> {
+    UPSTREAMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The [`proctree::MARKER`] value for the upstream spawned as `instance`.
+pub fn marker(instance: u64) -> String {
+    format!("{}{instance}", marker_prefix())
+}
+
+/// This supervisor's marker prefix (its pid and start time).
+fn marker_prefix() -> &'static str {
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    PREFIX.get_or_init(|| proctree::marker_prefix(std::process::id()))
+}
+
+/// Records a just-spawned upstream (`spawn.rs`).
+pub fn register(pid: u32, cgroup: Option<PathBuf>, instance: u64) {
+    let start = proctree::read(pid).map(|stat| stat.start);
+    upstreams().insert(pid, Running { start, cgroup, instance });
+}
+
+/// The running upstream instance an orphan the supervisor adopted belongs to, if any: by its
+/// cgroup in `cgroup` mode, else by the marker in its environment.
+pub fn owner_of(pid: u32) -> Option<u64> {
+    if cgroup::in_use() {
+        let dir = cgroup::of_process(pid)?;
+        return upstreams().values().find(|u| u.cgroup.as_deref() == Some(dir.as_path())).map(|u| u.instance);
+    }
+    let marked = proctree::settled_marker_of(pid)
+        .and_then(|marker| marker.strip_prefix(marker_prefix())?.parse::<u64>().ok())
+        .filter(|instance| is_running(*instance));
+    // Else the upstream whose process group it is still in (a pid is never handed out again
+    // while a group of that number exists, so the group is that very upstream's).
+    marked.or_else(|| {
+        let pgrp = proctree::read(pid)?.pgrp;
+        upstreams().get(&pgrp).map(|upstream| upstream.instance)
+    })
+}
+
+/// Whether the upstream spawned as `instance` still runs (it has not been reaped).
+pub fn is_running(instance: u64) -> bool {
+    upstreams().values().any(|upstream| upstream.instance == instance)
+}
+
+/// The running upstream `pid`, as registered at spawn.
+pub fn running(pid: u32) -> Option<Running> {
+    upstreams().get(&pid).cloned()
+}
+
+/// Forgets upstream `pid` once it has been reaped; what was registered for it.
+pub fn unregister(pid: u32) -> Option<Running> {
+    upstreams().remove(&pid)
+}
