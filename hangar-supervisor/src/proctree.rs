@@ -100,8 +100,10 @@ pub fn marker_of(pid: u32) -> Option<String> {
         .and_then(|value| String::from_utf8(value.to_vec()).ok())
 }
 
-/// How long [`settled_marker_of`] waits for a process in the middle of an exec.
-const EXEC_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long [`settled_marker_of`] waits for a process in the middle of an exec. An exec takes
+/// microseconds, but a loaded machine may not schedule the process for a while; the wait ends as
+/// soon as the environment is in place, so only a process really caught mid-exec costs anything.
+const EXEC_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Like [`marker_of`], but a process caught in the middle of an exec, whose new environment is
 /// not in place yet (the kernel shows it empty until then), is read again once it is, bounded:
@@ -118,12 +120,15 @@ pub fn settled_marker_of(pid: u32) -> Option<String> {
 }
 
 /// Whether the process has no environment in place yet (`env_end`, field 50 of its stat, is 0
-/// until an exec has set it up; an empty environment still has an address).
+/// until an exec has set it up; an empty environment still has an address). A zombie shows 0
+/// too, having no memory at all, and never gets an environment: it is not waited for.
 fn mid_exec(pid: u32) -> bool {
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
     let Some((_, tail)) = text.rsplit_once(')') else { return false };
     // Numbered from 1, field 3 (the state) is the first after the name.
-    tail.split_whitespace().nth(50 - 3) == Some("0")
+    let mut fields = tail.split_whitespace();
+    let dead = matches!(fields.next(), Some("Z" | "X" | "x"));
+    !dead && fields.nth(50 - 4) == Some("0")
 }
 
 /// The start of every [`MARKER`] value the supervisor `pid` gives out: its pid and start time,

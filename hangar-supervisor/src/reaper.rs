@@ -65,11 +65,14 @@ pub fn become_subreaper() {
 /// running upstream (adopted: left to run), and reaps those already dead. Returns how many it
 /// killed or reaped.
 pub fn sweep() -> usize {
-    let me = std::process::id();
+    // Both held for the whole sweep, from before the snapshot (and taken in this order, as
+    // everywhere): sweeps run one at a time, and none acts on a snapshot older than another's
+    // reaping.
     let own = children::own();
+    let mut adopted = adopted();
+    let me = std::process::id();
     let orphans: Vec<proctree::Stat> =
         proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.contains(p.pid)).collect();
-    let mut adopted = adopted();
     // Forget those no longer the supervisor's children (reaped since) or whose pid was reused.
     let gone: Vec<u32> = adopted
         .iter()
@@ -113,6 +116,14 @@ pub fn sweep() -> usize {
     swept
 }
 
+/// [`sweep`] on a blocking thread: it reads all of `/proc` and may wait for a process caught
+/// mid-exec, which must not hold up the runtime's thread (the supervisor runs one by default).
+pub async fn sweep_off_thread() {
+    if let Err(err) = tokio::task::spawn_blocking(sweep).await {
+        tracing::error!(%err, "the orphan sweep failed");
+    }
+}
+
 /// Sweeps on every SIGCHLD (an adopted orphan died) and every [`BACKSTOP`], for as long as the
 /// runtime runs.
 pub async fn reap_adopted() {
@@ -122,13 +133,13 @@ pub async fn reap_adopted() {
             tracing::warn!(%err, "cannot follow SIGCHLD: adopted orphans are swept every {BACKSTOP:?} only");
             loop {
                 tokio::time::sleep(BACKSTOP).await;
-                sweep();
+                sweep_off_thread().await;
             }
         }
     };
     loop {
         let _ = tokio::time::timeout(BACKSTOP, sigchld.recv()).await;
-        sweep();
+        sweep_off_thread().await;
         tokio::time::sleep(MIN_GAP).await;
     }
 }

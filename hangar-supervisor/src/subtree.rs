@@ -50,7 +50,7 @@ pub async fn reap(pid: u32) {
     }
     // Its pid is free again only now that its owner reaped it.
     children::disown(pid);
-    reaper::sweep();
+    reaper::sweep_off_thread().await;
     if let Some(dir) = cgroup {
         let removed = dir.clone();
         let _ = tokio::task::spawn_blocking(move || cgroup::kill_and_remove(&removed, CGROUP_DRAIN)).await;
