@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed};
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Target};
 use serde_json::{Map, Value, json};
 
 use super::errors::{INVALID_PARAMS, RpcError};
@@ -62,25 +62,33 @@ pub async fn tools_list(supervisor: &Arc<dyn Supervisor>) -> Result<Vec<Value>, 
 }
 
 /// Where a `tools/call` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     /// One of the `hangar_*` tools.
     Hangar,
-    /// An upstream's tool, by its own name.
-    Upstream { server: String, tool: String },
+    /// (Front door) an upstream's tool by its exposed name, which the supervisor resolves: it
+    /// holds the tool lists, so no name is stale once a change has been announced.
+    Exposed,
 }
 
-/// Resolves a tool name: a hangar tool, or (front door) an upstream's tool by its exposed name.
-pub async fn route(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Route, RpcError> {
-    if name.starts_with(front_door::RESERVED_PREFIX) {
-        return Ok(Route::Hangar);
+/// Whether a tool name is the hangar's own or a front-door name.
+pub fn route(name: &str) -> Route {
+    if name.starts_with(front_door::RESERVED_PREFIX) { Route::Hangar } else { Route::Exposed }
+}
+
+/// Where a front-door name leads, asked before a call that must know it is routable before it
+/// answers (an event stream, once started, cannot turn into an error response).
+pub async fn resolve(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Target, RpcError> {
+    supervisor.resolve(name).await.map_err(|err| refused(name, err))
+}
+
+/// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, as a
+/// JSON-RPC error. A supervisor that does not answer is an internal error.
+fn refused(name: &str, err: IpcError) -> RpcError {
+    match err.kind {
+        ErrorKind::UnknownTool => RpcError::invalid_params(format!("Unknown tool: {}", bounded(name))),
+        _ => internal(err),
     }
-    let unknown = || RpcError::invalid_params(format!("Unknown tool: {}", bounded(name)));
-    let catalog = supervisor.catalog().await.map_err(internal)?;
-    if !catalog.front_door {
-        return Err(unknown());
-    }
-    let (server, tool) = front_door::resolve(&exposed_tools(&catalog), &ids(&catalog), name).ok_or_else(unknown)?;
-    Ok(Route::Upstream { server, tool })
 }
 
 /// An upstream tool's arguments: an object (absent means empty).
@@ -100,13 +108,24 @@ pub async fn tools_call(
     arguments: Option<Value>,
     extra: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    match route(supervisor, name).await? {
-        Route::Hangar => tools::call(supervisor, name, arguments).await,
-        Route::Upstream { server, tool } => {
-            let arguments = upstream_arguments(arguments)?;
-            let (_, reply) = supervisor.call_relayed(&server, &tool, arguments, pass_on(extra), Relay::default());
-            reply.await.or_else(upstream_failure)
+    if route(name) == Route::Hangar {
+        return tools::call(supervisor, name, arguments).await;
+    }
+    let arguments = match upstream_arguments(arguments) {
+        Ok(arguments) => arguments,
+        Err(bad) => {
+            // An unknown name is reported before bad arguments.
+            resolve(supervisor, name).await?;
+            return Err(bad);
         }
+    };
+    let target = Target::Exposed { name: name.to_owned() };
+    let (_, reply) = supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default());
+    match reply.await {
+        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
+            Err(refused(name, err))
+        }
+        outcome => outcome.or_else(upstream_failure),
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use hangar_core::ipc::Relay;
+use hangar_core::ipc::{Relay, Target};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
@@ -112,8 +112,7 @@ impl Serialize for ParamsWithToken<'_> {
 pub fn relayed_call(
     supervisor: Arc<dyn Supervisor>,
     id: Id,
-    server: String,
-    tool: String,
+    target: Target,
     arguments: Value,
     extra: Option<Value>,
     wanted: Wanted,
@@ -121,7 +120,7 @@ pub fn relayed_call(
 ) -> McpReply {
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
-        let (mut notices, reply) = supervisor.call_relayed(&server, &tool, arguments, extra, wanted.relay());
+        let (mut notices, reply) = supervisor.call_relayed(target, arguments, extra, wanted.relay());
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
@@ -162,13 +161,14 @@ pub async fn front_door_call(
         _ => return Ok(None),
     };
     let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else { return Ok(None) };
-    let front_door::Route::Upstream { server, tool } = front_door::route(&app.supervisor, &name).await? else {
+    if front_door::route(&name) == front_door::Route::Hangar {
         return Ok(None);
-    };
+    }
+    let target = front_door::resolve(&app.supervisor, &name).await?;
     let arguments = front_door::upstream_arguments(params.remove("arguments"))?;
     params.remove("name");
     let extra = front_door::pass_on(params);
-    Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), server, tool, arguments, extra, wanted, finish)))
+    Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), target, arguments, extra, wanted, finish)))
 }
 
 /// Whether the client takes `text/event-stream` answers.
