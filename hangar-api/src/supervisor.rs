@@ -6,7 +6,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target};
+use hangar_core::ipc::{
+    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target,
+};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 pub use hangar_runtime::client::Readiness;
@@ -156,6 +158,14 @@ impl dyn Supervisor {
         match self.request(Request::Catalog).await? {
             Reply::Catalog(catalog) => Ok(catalog),
             _ => Err(unexpected("catalog")),
+        }
+    }
+
+    /// Whether the front door is on, and its servers' ids: the catalog without its tools.
+    pub async fn front_door(&self) -> Result<FrontDoor, IpcError> {
+        match self.request(Request::FrontDoor).await? {
+            Reply::FrontDoor(front_door) => Ok(front_door),
+            _ => Err(unexpected("front_door")),
         }
     }
 

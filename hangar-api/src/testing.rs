@@ -142,6 +142,9 @@ impl FakeSupervisor {
             Request::Catalog => {
                 Ok(Reply::Catalog(hangar_core::ipc::Catalog { front_door: false, servers: Vec::new() }))
             }
+            Request::FrontDoor => {
+                Ok(Reply::FrontDoor(hangar_core::ipc::FrontDoor { front_door: false, servers: Vec::new() }))
+            }
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             // The prober's requests: the API never sends them.

@@ -104,6 +104,9 @@ pub enum Request {
     /// Every server's tools as it declared them, for the front door. In front-door mode, servers
     /// never started yet are started once to learn them.
     Catalog,
+    /// Whether the front door is on, and the servers it serves, in config order: the catalog
+    /// without the tool declarations (servers never started are started the same way).
+    FrontDoor,
     /// Where a front-door tool name leads, as a call by that name would go: answers
     /// [`Reply::Resolved`], or [`ErrorKind::UnknownTool`].
     Resolve {
@@ -143,6 +146,13 @@ impl Target {
 pub struct Catalog {
     pub front_door: bool,
     pub servers: Vec<CatalogServer>,
+}
+
+/// The answer to [`Request::FrontDoor`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontDoor {
+    pub front_door: bool,
+    pub servers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,6 +257,7 @@ pub enum Reply {
     },
     Metrics(Box<crate::metrics::MetricsSnapshot>),
     Catalog(Catalog),
+    FrontDoor(FrontDoor),
     /// An upstream's result for a `Forward`.
     Forwarded(Value),
     Reloaded(Reloaded),

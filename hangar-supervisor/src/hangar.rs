@@ -10,7 +10,7 @@ use std::time::Duration;
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{
-    Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
+    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
 };
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
@@ -152,6 +152,13 @@ impl Hangar {
                 }))
             }
             Request::Catalog => Reply::Catalog(self.catalog().await),
+            Request::FrontDoor => {
+                let front_door = self.discover().await;
+                Reply::FrontDoor(FrontDoor {
+                    front_door,
+                    servers: self.all().iter().map(|s| s.id().to_owned()).collect(),
+                })
+            }
             Request::Resolve { name } => {
                 let (server, tool) = self.resolve(&name).await?;
                 Reply::Resolved { mcp_server: server.id().to_owned(), tool }
