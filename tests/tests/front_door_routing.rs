@@ -3,33 +3,29 @@
 //! refused, the new one routes, and a name that became ambiguous is qualified on both sides,
 //! each leading to its own server.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, MODERN};
 
-/// `math` switches from `add` to `sleep,echo` when the flag file appears; `words` serves `echo`
-/// throughout, so the switch makes `echo` collide.
+/// `math` switches from `add` to `sleep,echo` when the flag file appears; `{second}` is the
+/// server beside it.
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
 mcp_servers:
   math:
     command: ["{fake}", "--tools", "add", "--alt-tools", "sleep,echo", "--alt-tools-flag", "{dir}/shift"]
-  words:
-    command: ["{fake}", "--tools", "echo"]
-"#;
+{second}"#;
 
-/// After the reload: `words` is gone, `fresh` (cold, never started) serves `add`.
-const RELOADED: &str = r#"
-tool_access: {mode: front_door}
-mcp_servers:
-  math:
-    command: ["{fake}", "--tools", "add", "--alt-tools", "sleep,echo", "--alt-tools-flag", "{dir}/shift"]
-  fresh:
-    command: ["{fake}", "--tools", "add"]
-"#;
+/// Serves `echo` throughout, so `math`'s switch makes `echo` collide.
+const WORDS: &str = r#"  words: {command: ["{fake}", "--tools", "echo"]}"#;
+/// Replaces `words` in the reload: never started, it serves `add`.
+const FRESH: &str = r#"  fresh: {command: ["{fake}", "--tools", "add"]}"#;
+
+fn config(second: &str) -> String {
+    CONFIG.replace("{second}", second)
+}
 
 fn upstream_tool_names(hangar: &Hangar) -> Vec<String> {
     let listed = hangar.mcp("tools/list", json!({}));
@@ -63,32 +59,29 @@ fn refused(hangar: &Hangar, name: &str) {
 }
 
 /// A 2026-07-28 `subscriptions/listen` asking for tool-list changes, read up to its
-/// acknowledgement.
-fn listen_for_tool_changes(hangar: &Hangar) -> TcpStream {
-    let address = hangar.base.trim_start_matches("http://");
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-        "params": {
-            "notifications": {"toolsListChanged": true},
-            "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
-        },
-    })
-    .to_string();
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         MCP-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+/// acknowledgement. The stream is given 10 s in all.
+fn listen_for_tool_changes(hangar: &Hangar) -> impl Read {
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(10))).build().into();
+    let response = agent
+        .post(format!("{}/mcp", hangar.base))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", "subscriptions/listen")
+        .send_json(json!({
+            "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"toolsListChanged": true},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
+            },
+        }))
+        .unwrap();
+    let mut stream = response.into_body().into_reader();
     read_until(&mut stream, "notifications/subscriptions/acknowledged");
     stream
 }
 
-/// Reads the event stream until `needle` arrives (each read bounded by the stream's timeout).
-fn read_until(stream: &mut TcpStream, needle: &str) {
+/// Reads the event stream until `needle` arrives.
+fn read_until(stream: &mut impl Read, needle: &str) {
     let mut seen = Vec::new();
     let mut chunk = [0u8; 4096];
     while !String::from_utf8_lossy(&seen).contains(needle) {
@@ -101,7 +94,7 @@ fn read_until(stream: &mut TcpStream, needle: &str) {
 
 #[test]
 fn no_call_routes_on_a_name_whose_change_was_announced() {
-    let hangar = Hangar::start(CONFIG);
+    let hangar = Hangar::start(&config(WORDS));
     assert_eq!(upstream_tool_names(&hangar), ["add", "echo"]);
     routes_to(&hangar, "add", json!({"a": 1, "b": 2}), "math");
     routes_to(&hangar, "echo", json!({"x": 1}), "words");
@@ -122,14 +115,14 @@ fn no_call_routes_on_a_name_whose_change_was_announced() {
 
 #[test]
 fn a_reload_changes_the_names_before_it_answers() {
-    let hangar = Hangar::start(CONFIG);
+    let hangar = Hangar::start(&config(WORDS));
     routes_to(&hangar, "add", json!({"a": 1, "b": 2}), "math");
     let mut changes = listen_for_tool_changes(&hangar);
     std::fs::write(hangar.path("shift"), "").unwrap();
     read_until(&mut changes, "notifications/tools/list_changed");
     routes_to(&hangar, "words__echo", json!({}), "words");
 
-    let yaml = RELOADED
+    let yaml = config(FRESH)
         .replace("{fake}", &hangar_tests::bin("hangar-upstream-fake").display().to_string())
         .replace("{dir}", &hangar.dir.path().display().to_string());
     std::fs::write(hangar.path("hangar.yaml"), yaml).unwrap();
