@@ -6,7 +6,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped};
+use hangar_core::ipc::{
+    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target,
+};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 pub use hangar_runtime::client::Readiness;
@@ -108,8 +110,7 @@ impl dyn Supervisor {
         timeout_ms: Option<u64>,
     ) -> Result<Value, IpcError> {
         let request = Request::Call {
-            mcp_server: mcp_server.into(),
-            tool: tool.into(),
+            target: Target::tool(mcp_server, tool),
             arguments,
             timeout_ms,
             relay: Relay::default(),
@@ -121,27 +122,20 @@ impl dyn Supervisor {
         }
     }
 
-    /// The front door's `tools/call`, the upstream's own result verbatim: `extra` carries the
+    /// The front door's `tools/call`, to a tool by its front-door name (the supervisor resolves
+    /// it) or by server and name, the upstream's own result verbatim: `extra` carries the
     /// client's other params (its `_meta`, `requestState`, `inputResponses`...) to the upstream;
     /// the upstream's progress and log notifications about the call arrive on the receiver
     /// meanwhile, as far as `relay` asks for them (none by default). Dropping the future cancels
     /// the call.
     pub fn call_relayed(
         &self,
-        mcp_server: &str,
-        tool: &str,
+        target: Target,
         arguments: Value,
         extra: Option<Value>,
         relay: Relay,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::Call {
-            mcp_server: mcp_server.into(),
-            tool: tool.into(),
-            arguments,
-            timeout_ms: None,
-            relay,
-            extra,
-        };
+        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra };
         let (notices, reply) = self.request_relayed(request);
         let result = async move {
             match reply.await? {
@@ -152,11 +146,28 @@ impl dyn Supervisor {
         (notices, Box::pin(result))
     }
 
+    /// Where a front-door tool name leads (`ErrorKind::UnknownTool` if nowhere), as a call by
+    /// that name would go.
+    pub async fn resolve(&self, name: &str) -> Result<Target, IpcError> {
+        match self.request(Request::Resolve { name: name.into() }).await? {
+            Reply::Resolved { mcp_server, tool } => Ok(Target::Tool { mcp_server, tool }),
+            _ => Err(unexpected("resolve")),
+        }
+    }
+
     /// Every server's declared tools, and whether the front door is on.
     pub async fn catalog(&self) -> Result<Catalog, IpcError> {
         match self.request(Request::Catalog).await? {
             Reply::Catalog(catalog) => Ok(catalog),
             _ => Err(unexpected("catalog")),
+        }
+    }
+
+    /// Whether the front door is on, and its servers' ids: the catalog without its tools.
+    pub async fn front_door(&self) -> Result<FrontDoor, IpcError> {
+        match self.request(Request::FrontDoor).await? {
+            Reply::FrontDoor(front_door) => Ok(front_door),
+            _ => Err(unexpected("front_door")),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request as HttpRequest, StatusCode};
-use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped};
+use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped, Target};
 use hangar_core::lifecycle::{DeadReason, RevivedBy, State, StopReason};
 use hangar_core::metrics::{Histogram, MetricsSnapshot, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, ServerSummary, ToolInfo, ToolRecord};
@@ -129,13 +129,22 @@ impl FakeSupervisor {
                 };
                 Ok(Reply::Logs((0..lines.min(3)).map(line).collect()))
             }
-            Request::Call { mcp_server, tool, arguments, .. } => self.call(mcp_server, tool, arguments).await,
+            Request::Call { target: Target::Tool { mcp_server, tool }, arguments, .. } => {
+                self.call(mcp_server, tool, arguments).await
+            }
+            // Egress mode: no front-door name leads anywhere.
+            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name } => {
+                Err(IpcError::new(ErrorKind::UnknownTool, format!("Unknown tool: {name}")))
+            }
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
             // Egress mode: the front door is off, so nothing is forwarded.
             Request::Catalog => {
                 Ok(Reply::Catalog(hangar_core::ipc::Catalog { front_door: false, servers: Vec::new() }))
+            }
+            Request::FrontDoor => {
+                Ok(Reply::FrontDoor(hangar_core::ipc::FrontDoor { front_door: false, servers: Vec::new() }))
             }
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),

@@ -67,12 +67,53 @@ pub fn resolve(exposed: &[Exposed], server_ids: &[&str], requested: &str) -> Opt
     if let Some(hit) = exposed.iter().find(|e| e.exposed == requested) {
         return Some((hit.mcp_server.clone(), hit.name.clone()));
     }
-    // The qualified form always works; server ids never contain the separator's characters
-    // at their start, so split at the first separator after a known id.
-    server_ids.iter().find_map(|id| {
+    split_qualified(server_ids.iter().copied(), requested)
+        .map(|(at, name)| (server_ids[at].to_owned(), name.to_owned()))
+}
+
+/// The qualified form, which always works: the position of the server id `requested` starts
+/// with (followed by the separator and a name), and that name. Server ids never contain the
+/// separator's characters at their start, so split at the first separator after a known id.
+fn split_qualified<'a, 'r>(server_ids: impl Iterator<Item = &'a str>, requested: &'r str) -> Option<(usize, &'r str)> {
+    server_ids.enumerate().find_map(|(at, id)| {
         let name = requested.strip_prefix(id)?.strip_prefix(SEPARATOR)?;
-        (!name.is_empty()).then(|| ((*id).to_owned(), name.to_owned()))
+        (!name.is_empty()).then_some((at, name))
     })
+}
+
+/// The exposed names of one set of servers, looked up in one step: what [`resolve`] answers,
+/// built once for as long as no server's names change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Index {
+    /// Exposed name → (the server's position, its own name).
+    by_name: HashMap<String, (usize, String)>,
+    server_ids: Vec<String>,
+}
+
+impl Index {
+    /// Indexes `(server, names)` pairs, in order, under the rule above.
+    pub fn new<'a>(servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Index {
+        let servers: Vec<(&str, Vec<&str>)> = servers.into_iter().collect();
+        let server_ids: Vec<String> = servers.iter().map(|(id, _)| (*id).to_owned()).collect();
+        let position = |id: &str| server_ids.iter().position(|s| s == id).unwrap_or_default();
+        let by_name = expose(servers.iter().map(|(id, names)| (*id, names.clone())))
+            .into_iter()
+            .map(|e| {
+                let at = position(&e.mcp_server);
+                (e.exposed, (at, e.name))
+            })
+            .collect();
+        Index { by_name, server_ids }
+    }
+
+    /// Where `requested` leads: the position of its server (in the order given to [`Index::new`])
+    /// and the server's own name for it.
+    pub fn resolve<'r>(&'r self, requested: &'r str) -> Option<(usize, &'r str)> {
+        if let Some((at, name)) = self.by_name.get(requested) {
+            return Some((*at, name.as_str()));
+        }
+        split_qualified(self.server_ids.iter().map(String::as_str), requested)
+    }
 }
 
 /// Whether a resource URI matches an RFC 6570 level-1 template such as `test://template/{id}/data`.
@@ -116,6 +157,34 @@ mod tests {
         assert_eq!(resolve(&exposed, &ids, "math__add"), Some(("math".into(), "add".into())), "qualified always works");
         assert_eq!(resolve(&exposed, &ids, "nope__add"), None);
         assert_eq!(resolve(&exposed, &ids, "math__"), None);
+    }
+
+    #[test]
+    fn the_index_resolves_as_resolve_does() {
+        let servers =
+            || [("math", vec!["add", "echo"]), ("words", vec!["echo", "shout"]), ("odd", vec!["hangar_list"])];
+        let exposed = expose(servers());
+        let index = Index::new(servers());
+        let ids = ["math", "words", "odd"];
+        for requested in [
+            "add",
+            "echo",
+            "math__echo",
+            "words__echo",
+            "shout",
+            "odd__hangar_list",
+            "hangar_list",
+            "math__add",
+            "math__nope",
+            "nope__add",
+            "math__",
+            "",
+        ] {
+            let by_index = index.resolve(requested).map(|(at, name)| (ids[at].to_owned(), name.to_owned()));
+            assert_eq!(by_index, resolve(&exposed, &ids, requested), "{requested}");
+        }
+        assert_eq!(index.resolve("words__echo"), Some((1, "echo")));
+        assert_eq!(Index::default().resolve("add"), None, "no servers, no names");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -72,8 +72,7 @@ pub enum Request {
     },
     /// `tools/call` on the upstream; starts a cold server first.
     Call {
-        mcp_server: String,
-        tool: String,
+        target: Target,
         arguments: Value,
         timeout_ms: Option<u64>,
         /// With relay on, the upstream's progress and log notifications for this call come back
@@ -105,6 +104,14 @@ pub enum Request {
     /// Every server's tools as it declared them, for the front door. In front-door mode, servers
     /// never started yet are started once to learn them.
     Catalog,
+    /// Whether the front door is on, and the servers it serves, in config order: the catalog
+    /// without the tool declarations (servers never started are started the same way).
+    FrontDoor,
+    /// Where a front-door tool name leads, as a call by that name would go: answers
+    /// [`Reply::Resolved`], or [`ErrorKind::UnknownTool`].
+    Resolve {
+        name: String,
+    },
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
@@ -117,11 +124,35 @@ pub enum Request {
     },
 }
 
+/// What a call names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A server's tool by its own name (`hangar_call`, REST).
+    Tool { mcp_server: String, tool: String },
+    /// A front-door name (`hangar_core::front_door`), which the supervisor resolves against the
+    /// tool lists it holds; [`ErrorKind::UnknownTool`] if it leads nowhere or the front door is off.
+    Exposed { name: String },
+}
+
+impl Target {
+    pub fn tool(mcp_server: impl Into<String>, tool: impl Into<String>) -> Self {
+        Target::Tool { mcp_server: mcp_server.into(), tool: tool.into() }
+    }
+}
+
 /// What the front door serves: whether it is on, and each server's tools as declared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
     pub front_door: bool,
     pub servers: Vec<CatalogServer>,
+}
+
+/// The answer to [`Request::FrontDoor`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontDoor {
+    pub front_door: bool,
+    pub servers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,9 +257,15 @@ pub enum Reply {
     },
     Metrics(Box<crate::metrics::MetricsSnapshot>),
     Catalog(Catalog),
+    FrontDoor(FrontDoor),
     /// An upstream's result for a `Forward`.
     Forwarded(Value),
     Reloaded(Reloaded),
+    /// Where a [`Request::Resolve`] name leads.
+    Resolved {
+        mcp_server: String,
+        tool: String,
+    },
 }
 
 /// What a reload did, by server id.
@@ -290,6 +327,8 @@ impl IpcError {
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     NotFound,
+    /// No front-door tool has this name (or the front door is off).
+    UnknownTool,
     InvalidArgument,
     /// The server did not come up: its process exited or its handshake failed.
     StartFailed,
@@ -325,6 +364,7 @@ impl ErrorKind {
     pub fn rest_code(self) -> &'static str {
         match self {
             ErrorKind::NotFound => "McpServerNotFound",
+            ErrorKind::UnknownTool => "UnknownTool",
             ErrorKind::InvalidArgument => "InvalidArgument",
             ErrorKind::StartFailed => "StartFailed",
             ErrorKind::PortHeld => "PortHeld",
@@ -346,7 +386,7 @@ impl ErrorKind {
     /// The HTTP status of the REST envelope.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorKind::NotFound => 404,
+            ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
             ErrorKind::InvalidArgument => 400,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
@@ -383,14 +423,14 @@ mod tests {
             ClientFrame::Request {
                 id: 8,
                 op: Request::Call {
-                    mcp_server: "math".into(),
-                    tool: "add".into(),
+                    target: Target::tool("math", "add"),
                     arguments: serde_json::json!({"a": "x\ny"}),
                     timeout_ms: Some(5),
                     relay: Relay { progress: true, logs: false },
                     extra: Some(serde_json::json!({"requestState": "s"})),
                 },
             },
+            ClientFrame::Request { id: 9, op: Request::Resolve { name: "math__add".into() } },
             ClientFrame::Cancel { id: 8 },
         ];
         for frame in frames {
@@ -403,8 +443,7 @@ mod tests {
     #[test]
     fn a_call_without_relay_keeps_the_old_shape() {
         let call = Request::Call {
-            mcp_server: "m".into(),
-            tool: "t".into(),
+            target: Target::Exposed { name: "t".into() },
             arguments: serde_json::json!({}),
             timeout_ms: None,
             relay: Relay::default(),

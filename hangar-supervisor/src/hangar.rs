@@ -1,12 +1,17 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
+mod exposed;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use hangar_core::config::{Config, ToolAccessMode};
-use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request};
+use hangar_core::echo::bounded;
+use hangar_core::ipc::{
+    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
+};
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
@@ -14,6 +19,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
+use self::exposed::ExposedNames;
 use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 
@@ -25,6 +31,8 @@ pub struct Hangar {
     servers: RwLock<IndexMap<String, Arc<Server>>>,
     shared: Arc<Shared>,
     front_door: AtomicBool,
+    /// The front door's names, resolved here (one round trip per call, like `hangar_call`).
+    exposed: ExposedNames,
     config_path: Option<PathBuf>,
     /// One reload at a time.
     reloading: tokio::sync::Mutex<()>,
@@ -36,7 +44,12 @@ impl Hangar {
     pub fn new(config: &Config, config_path: Option<PathBuf>) -> Arc<Hangar> {
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
-        let shared = Arc::new(Shared { events, tool_changes, shutting_down: Default::default() });
+        let shared = Arc::new(Shared {
+            events,
+            tool_changes,
+            tools_generation: Default::default(),
+            shutting_down: Default::default(),
+        });
         let servers = config
             .mcp_servers
             .iter()
@@ -47,6 +60,7 @@ impl Hangar {
             servers: RwLock::new(servers),
             shared,
             front_door,
+            exposed: ExposedNames::default(),
             config_path,
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
@@ -108,8 +122,11 @@ impl Hangar {
             Request::Stop { mcp_server } => {
                 Reply::Stopped(self.server(&mcp_server)?.stop(StopReason::UserRequest).await)
             }
-            Request::Call { mcp_server, tool, arguments, timeout_ms, relay, extra } => {
-                let server = self.server(&mcp_server)?;
+            Request::Call { target, arguments, timeout_ms, relay, extra } => {
+                let (server, tool) = match target {
+                    Target::Tool { mcp_server, tool } => (self.server(&mcp_server)?, tool),
+                    Target::Exposed { name } => self.resolve(&name).await?,
+                };
                 if !arguments.is_object() && !arguments.is_null() {
                     return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
                 }
@@ -135,6 +152,17 @@ impl Hangar {
                 }))
             }
             Request::Catalog => Reply::Catalog(self.catalog().await),
+            Request::FrontDoor => {
+                let front_door = self.discover().await;
+                Reply::FrontDoor(FrontDoor {
+                    front_door,
+                    servers: self.all().iter().map(|s| s.id().to_owned()).collect(),
+                })
+            }
+            Request::Resolve { name } => {
+                let (server, tool) = self.resolve(&name).await?;
+                Reply::Resolved { mcp_server: server.id().to_owned(), tool }
+            }
             Request::Reload => Reply::Reloaded(self.reload().await?),
             Request::Forward { mcp_server, method, params, timeout_ms } => {
                 let server = self.server(&mcp_server)?;
@@ -145,9 +173,9 @@ impl Hangar {
         })
     }
 
-    /// Every server's declared tools. In front-door mode a server never started is started once,
-    /// all at the same time, to learn its tools; one that fails to start simply has none.
-    async fn catalog(&self) -> Catalog {
+    /// In front-door mode, starts every server never started yet, all at the same time, to learn
+    /// its tools; one that fails to start simply has none. Answers whether the front door is on.
+    async fn discover(&self) -> bool {
         let front_door = self.front_door.load(Ordering::SeqCst);
         if front_door {
             let discoveries: Vec<_> = self
@@ -160,6 +188,12 @@ impl Hangar {
                 let _ = discovery.await;
             }
         }
+        front_door
+    }
+
+    /// Every server's declared tools, after [`Hangar::discover`].
+    async fn catalog(&self) -> Catalog {
+        let front_door = self.discover().await;
         Catalog {
             front_door,
             servers: self
@@ -168,6 +202,22 @@ impl Hangar {
                 .map(|s| CatalogServer { mcp_server: s.id().to_owned(), tools: s.declared_tools() })
                 .collect(),
         }
+    }
+
+    /// The server and tool a front-door name leads to, as `tools/list` exposes them. Servers never
+    /// started are discovered first, as the catalog does, so a cold server's tool is found and
+    /// a name that discovery makes ambiguous is not guessed.
+    async fn resolve(&self, name: &str) -> Result<(Arc<Server>, String), IpcError> {
+        let unknown = || IpcError::new(ErrorKind::UnknownTool, format!("Unknown tool: {}", bounded(name)));
+        if !self.front_door.load(Ordering::SeqCst) {
+            return Err(unknown());
+        }
+        let mut names = self.exposed.current(&self.shared, || self.all());
+        if !names.discovered {
+            self.discover().await;
+            names = self.exposed.rebuilt(&self.shared, self.all());
+        }
+        names.resolve(name).ok_or_else(unknown)
     }
 
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
@@ -219,6 +269,8 @@ impl Hangar {
             }
         }
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
+        // Servers came and went: the front door's names follow before the reload answers.
+        self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);
         if &config.limits != self.limiter.read().unwrap_or_else(|p| p.into_inner()).limits() {
             *self.limiter.write().unwrap_or_else(|p| p.into_inner()) = hangar_limiter(&config);
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed};
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay};
+use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Target};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
@@ -19,7 +19,7 @@ use crate::supervisor::Supervisor;
 
 /// Whether the front door is on (asks the supervisor; cheap once servers are discovered).
 pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
-    supervisor.catalog().await.is_ok_and(|c| c.front_door)
+    supervisor.front_door().await.is_ok_and(|f| f.front_door)
 }
 
 /// The capabilities `server/discover` and `initialize` declare.
@@ -60,25 +60,33 @@ pub async fn tools_list(supervisor: &Arc<dyn Supervisor>) -> Result<Vec<Value>, 
 }
 
 /// Where a `tools/call` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     /// One of the `hangar_*` tools.
     Hangar,
-    /// An upstream's tool, by its own name.
-    Upstream { server: String, tool: String },
+    /// (Front door) an upstream's tool by its exposed name, which the supervisor resolves: it
+    /// holds the tool lists, so no name is stale once a change has been announced.
+    Exposed,
 }
 
-/// Resolves a tool name: a hangar tool, or (front door) an upstream's tool by its exposed name.
-pub async fn route(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Route, RpcError> {
-    if name.starts_with(front_door::RESERVED_PREFIX) {
-        return Ok(Route::Hangar);
+/// Whether a tool name is the hangar's own or a front-door name.
+pub fn route(name: &str) -> Route {
+    if name.starts_with(front_door::RESERVED_PREFIX) { Route::Hangar } else { Route::Exposed }
+}
+
+/// Where a front-door name leads, asked before a call that must know it is routable before it
+/// answers (an event stream, once started, cannot turn into an error response).
+pub async fn resolve(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Target, RpcError> {
+    supervisor.resolve(name).await.map_err(|err| refused(name, err))
+}
+
+/// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, as a
+/// JSON-RPC error. A supervisor that does not answer is an internal error.
+fn refused(name: &str, err: IpcError) -> RpcError {
+    match err.kind {
+        ErrorKind::UnknownTool => RpcError::invalid_params(format!("Unknown tool: {}", bounded(name))),
+        _ => internal(err),
     }
-    let unknown = || RpcError::invalid_params(format!("Unknown tool: {}", bounded(name)));
-    let catalog = supervisor.catalog().await.map_err(internal)?;
-    if !catalog.front_door {
-        return Err(unknown());
-    }
-    let (server, tool) = front_door::resolve(&exposed_tools(&catalog), &ids(&catalog), name).ok_or_else(unknown)?;
-    Ok(Route::Upstream { server, tool })
 }
 
 /// An upstream tool's arguments: an object (absent means empty).
@@ -98,13 +106,24 @@ pub async fn tools_call(
     arguments: Option<Value>,
     extra: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    match route(supervisor, name).await? {
-        Route::Hangar => tools::call(supervisor, name, arguments).await,
-        Route::Upstream { server, tool } => {
-            let arguments = upstream_arguments(arguments)?;
-            let (_, reply) = supervisor.call_relayed(&server, &tool, arguments, pass_on(extra), Relay::default());
-            reply.await.or_else(upstream_failure)
+    if route(name) == Route::Hangar {
+        return tools::call(supervisor, name, arguments).await;
+    }
+    let arguments = match upstream_arguments(arguments) {
+        Ok(arguments) => arguments,
+        Err(bad) => {
+            // An unknown name is reported before bad arguments.
+            resolve(supervisor, name).await?;
+            return Err(bad);
         }
+    };
+    let target = Target::Exposed { name: name.to_owned() };
+    let (_, reply) = supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default());
+    match reply.await {
+        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
+            Err(refused(name, err))
+        }
+        outcome => outcome.or_else(upstream_failure),
     }
 }
 
@@ -117,19 +136,19 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
 pub async fn list(supervisor: &Arc<dyn Supervisor>, method: &str, key: &str) -> Result<Value, RpcError> {
-    let catalog = front_door_catalog(supervisor, method).await?;
-    let per_server = gather(supervisor, &catalog, method, key).await;
+    let servers = front_door_servers(supervisor, method).await?;
+    let per_server = gather(supervisor, &servers, method, key).await;
     Ok(json!({ key: rename(&per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
 pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let catalog = front_door_catalog(supervisor, "prompts/get").await?;
+    let servers = front_door_servers(supervisor, "prompts/get").await?;
     let mut params = object(params)?;
     let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
     let name = name.ok_or_else(|| RpcError::invalid_params("Invalid params: prompts/get needs a string `name`"))?;
-    let per_server = gather(supervisor, &catalog, "prompts/list", "prompts").await;
-    let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&catalog), &name)
+    let per_server = gather(supervisor, &servers, "prompts/list", "prompts").await;
+    let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&servers), &name)
         .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {}", bounded(&name))))?;
     params.insert("name".into(), json!(original));
     strip_protocol_meta(&mut params);
@@ -138,11 +157,11 @@ pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>
 
 /// `resources/read` by URI: the server that lists it, else the first whose template matches.
 pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let catalog = front_door_catalog(supervisor, "resources/read").await?;
+    let servers = front_door_servers(supervisor, "resources/read").await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
-    let target = resource_owner(supervisor, &catalog, &uri, true).await;
+    let target = resource_owner(supervisor, &servers, &uri, true).await;
     let Some((server, original)) = target else {
         let uri = bounded(&uri);
         return Err(RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})));
@@ -155,17 +174,17 @@ pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Val
 /// Each server's items of one list method; a server that serves none (or is down) has none.
 async fn gather(
     supervisor: &Arc<dyn Supervisor>,
-    catalog: &Catalog,
+    servers: &[String],
     method: &str,
     key: &str,
 ) -> Vec<(String, Vec<Value>)> {
     let mut per_server = Vec::new();
-    for server in &catalog.servers {
-        let items = match supervisor.forward(&server.mcp_server, method, json!({})).await {
+    for server in servers {
+        let items = match supervisor.forward(server, method, json!({})).await {
             Ok(result) => result.get(key).and_then(Value::as_array).cloned().unwrap_or_default(),
             Err(_) => Vec::new(),
         };
-        per_server.push((server.mcp_server.clone(), items));
+        per_server.push((server.clone(), items));
     }
     per_server
 }
@@ -178,8 +197,8 @@ fn field_of(key: &str) -> &'static str {
     }
 }
 
-fn ids(catalog: &Catalog) -> Vec<&str> {
-    catalog.servers.iter().map(|s| s.mcp_server.as_str()).collect()
+fn ids(servers: &[String]) -> Vec<&str> {
+    servers.iter().map(String::as_str).collect()
 }
 
 fn exposed_of(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> {
@@ -191,21 +210,21 @@ fn exposed_of(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> 
 /// `completion/complete`: to the server whose prompt (by exposed name) or resource (by URI or
 /// template) the reference names.
 pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let catalog = front_door_catalog(supervisor, "completion/complete").await?;
+    let servers = front_door_servers(supervisor, "completion/complete").await?;
     let mut params = object(params)?;
     let reference = params.get("ref").cloned().unwrap_or(Value::Null);
     let kind = reference.get("type").and_then(Value::as_str).unwrap_or_default();
     let (server, field, original) = match kind {
         "ref/prompt" => {
             let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-            let per_server = gather(supervisor, &catalog, "prompts/list", "prompts").await;
-            let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&catalog), name)
+            let per_server = gather(supervisor, &servers, "prompts/list", "prompts").await;
+            let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&servers), name)
                 .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {}", bounded(name))))?;
             (server, "name", original)
         }
         "ref/resource" => {
             let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let (server, original) = resource_owner(supervisor, &catalog, &uri, true)
+            let (server, original) = resource_owner(supervisor, &servers, &uri, true)
                 .await
                 .ok_or_else(|| RpcError::invalid_params(format!("Unknown resource: {}", bounded(&uri))))?;
             (server, "uri", original)
@@ -223,10 +242,10 @@ pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -
 
 /// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
 pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
-    let catalog = front_door_catalog(supervisor, method).await?;
+    let servers = front_door_servers(supervisor, method).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let (server, original) = resource_owner(supervisor, &catalog, &uri, true)
+    let (server, original) = resource_owner(supervisor, &servers, &uri, true)
         .await
         .ok_or_else(|| RpcError::invalid_params(format!("Resource not found: {}", bounded(&uri))))?;
     params.insert("uri".into(), json!(original));
@@ -235,11 +254,11 @@ pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Opti
 
 /// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
 pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let catalog = front_door_catalog(supervisor, "logging/setLevel").await?;
+    let servers = front_door_servers(supervisor, "logging/setLevel").await?;
     let params = Value::Object(object(params)?);
-    for server in &catalog.servers {
+    for server in &servers {
         // A server without logging simply says so; that is no failure of the client's request.
-        let _ = supervisor.forward(&server.mcp_server, "logging/setLevel", params.clone()).await;
+        let _ = supervisor.forward(server, "logging/setLevel", params.clone()).await;
     }
     Ok(json!({}))
 }
@@ -248,27 +267,29 @@ pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) 
 /// matches it (when `templates`).
 async fn resource_owner(
     supervisor: &Arc<dyn Supervisor>,
-    catalog: &Catalog,
+    servers: &[String],
     uri: &str,
     templates: bool,
 ) -> Option<(String, String)> {
-    let resources = gather(supervisor, catalog, "resources/list", "resources").await;
-    if let Some(found) = front_door::resolve(&exposed_of(&resources, "uri"), &ids(catalog), uri) {
+    let resources = gather(supervisor, servers, "resources/list", "resources").await;
+    if let Some(found) = front_door::resolve(&exposed_of(&resources, "uri"), &ids(servers), uri) {
         return Some(found);
     }
     if !templates {
         return None;
     }
-    let listed = gather(supervisor, catalog, "resources/templates/list", "resourceTemplates").await;
+    let listed = gather(supervisor, servers, "resources/templates/list", "resourceTemplates").await;
     exposed_of(&listed, "uriTemplate")
         .into_iter()
         .find(|e| front_door::template_matches(&e.name, uri))
         .map(|e| (e.mcp_server, uri.to_owned()))
 }
 
-async fn front_door_catalog(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<Catalog, RpcError> {
-    let catalog = supervisor.catalog().await.map_err(internal)?;
-    if catalog.front_door { Ok(catalog) } else { Err(RpcError::method_not_found(method)) }
+/// The front door's servers (their ids, in config order), or `method` is not found: the
+/// front door is off.
+async fn front_door_servers(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<Vec<String>, RpcError> {
+    let front_door = supervisor.front_door().await.map_err(internal)?;
+    if front_door.front_door { Ok(front_door.servers) } else { Err(RpcError::method_not_found(method)) }
 }
 
 fn exposed_tools(catalog: &Catalog) -> Vec<Exposed> {

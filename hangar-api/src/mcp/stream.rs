@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use hangar_core::ipc::Relay;
+use hangar_core::ipc::{Relay, Target};
 use hangar_core::jsonrpc::RpcError;
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -26,8 +26,7 @@ use crate::supervisor::Supervisor;
 
 /// One upstream tool call: which tool, its arguments, and the client's other params to pass on.
 pub struct UpstreamCall {
-    pub server: String,
-    pub tool: String,
+    pub target: Target,
     pub arguments: Value,
     pub extra: Option<Value>,
 }
@@ -100,8 +99,8 @@ pub fn relayed_call(
 ) -> McpReply {
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
-        let UpstreamCall { server, tool, arguments, extra } = call;
-        let (mut notices, reply) = supervisor.call_relayed(&server, &tool, arguments, extra, relay(&wanted));
+        let UpstreamCall { target, arguments, extra } = call;
+        let (mut notices, reply) = supervisor.call_relayed(target, arguments, extra, relay(&wanted));
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
@@ -137,11 +136,14 @@ pub async fn front_door_call(
     wanted: Wanted,
     era: &'static Era,
 ) -> Result<Option<McpReply>, RpcError> {
-    let front_door::Route::Upstream { server, tool } = front_door::route(&app.supervisor, &call.name).await? else {
+    if front_door::route(&call.name) == front_door::Route::Hangar {
         return Ok(None);
-    };
+    }
+    // Resolved first: an unknown name is a plain JSON answer, and an event stream, once started,
+    // cannot turn into one.
+    let target = front_door::resolve(&app.supervisor, &call.name).await?;
     let arguments = front_door::upstream_arguments(call.arguments.clone())?;
-    let call = UpstreamCall { server, tool, arguments, extra: front_door::pass_on(call.extra.clone()) };
+    let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()) };
     Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
 }
 

@@ -128,8 +128,7 @@ async fn hangar_call_reports_the_batch() {
     assert!(report["batch_id"].is_string() && report["elapsed_ms"].is_u64());
     let forwarded = fake.requests.lock().unwrap().clone();
     assert!(forwarded.contains(&hangar_core::ipc::Request::Call {
-        mcp_server: "math".into(),
-        tool: "add".into(),
+        target: hangar_core::ipc::Target::tool("math", "add"),
         arguments: json!({"a": 1}),
         timeout_ms: Some(3000),
         relay: Default::default(),

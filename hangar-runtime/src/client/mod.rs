@@ -325,8 +325,7 @@ mod tests {
         let call = |timeout_ms| Request::Call {
             relay: Default::default(),
             extra: None,
-            mcp_server: "m".into(),
-            tool: "t".into(),
+            target: hangar_core::ipc::Target::tool("m", "t"),
             arguments: serde_json::json!({}),
             timeout_ms,
         };

@@ -157,9 +157,8 @@ impl Server {
             return;
         }
         tracing::info!(mcp_server = %self.id, tools = tools.infos.len(), "tool list changed");
-        let _ = self.shared.tool_changes.send(self.id.clone());
         let blocked = self.unexpected_tools(&mut inner, &tools.infos);
-        inner.tools = tools;
+        self.set_tools(&mut inner, tools);
         if let Some(unexpected) = blocked
             && self.transition(&mut inner, Event::CapabilityBlocked)
         {

@@ -23,7 +23,7 @@ mod start;
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -53,6 +53,9 @@ pub struct Shared {
     pub events: broadcast::Sender<StateChange>,
     /// Ids of servers whose tool list just changed.
     pub tool_changes: broadcast::Sender<String>,
+    /// Bumped whenever any server's tool list changes, before the change is announced on
+    /// `tool_changes`: the front door's index is rebuilt when it no longer matches.
+    pub tools_generation: AtomicU64,
     pub shutting_down: AtomicBool,
 }
 
@@ -311,6 +314,23 @@ impl Server {
         self.lock().tools.raw.clone()
     }
 
+    /// The names of its tools, in the order it declared them, for the front door's index.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.lock().tools.infos.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// Takes a new tool list: the one place a server's tools change. The front door's index is
+    /// marked stale before subscribers hear of the change, so no call made after the
+    /// announcement routes on an old name.
+    fn set_tools(&self, inner: &mut Inner, tools: Tools) {
+        if inner.tools == tools {
+            return;
+        }
+        inner.tools = tools;
+        self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);
+        let _ = self.shared.tool_changes.send(self.id.clone());
+    }
+
     /// Whether this server has never been started (so its tools are unknown).
     pub fn never_started(&self) -> bool {
         self.lock().counters.starts == 0
@@ -332,6 +352,20 @@ impl Server {
             timeout_ms: millis(self.config.probe_timeout()),
             due_in_ms: millis(due_in),
         })
+    }
+}
+
+#[cfg(test)]
+impl Server {
+    /// Gives the server a tool list as if its upstream had just declared it.
+    pub fn declare_for_test(&self, names: &[&str]) {
+        let mut tools = Tools::default();
+        for name in names {
+            tools.infos.push(ToolInfo { name: (*name).into(), description: None, input_schema: serde_json::json!({}) });
+            tools.raw.push(serde_json::json!({"name": name}));
+        }
+        let mut inner = self.lock();
+        self.set_tools(&mut inner, tools);
     }
 }
 

@@ -235,10 +235,7 @@ impl Server {
         if let Some(blocked) = self.unexpected_tools(&mut inner, &tools.infos) {
             return Err(StartFailure::Blocked(blocked));
         }
-        if inner.tools != tools {
-            let _ = self.shared.tool_changes.send(self.id.clone());
-        }
-        inner.tools = tools;
+        self.set_tools(&mut inner, tools);
         inner.meta.protocol_era = Some(
             match handshake.era {
                 Era::Modern => "modern",

@@ -20,6 +20,7 @@ mod dead_reasons;
 mod echo_bounds;
 mod eras;
 mod front_door;
+mod front_door_routing;
 mod garbage;
 mod handshake_timeout;
 mod health;

@@ -1,0 +1,136 @@
+//! The front door's names, resolved where the tool lists live: an index of every exposed name
+//! (`hangar_core::front_door`), rebuilt on the first lookup after any server's tool list, or the
+//! set of servers, changed.
+//!
+//! Staleness: `Shared::tools_generation` is bumped by the one function that changes a server's
+//! tools (`Server::set_tools`) before it announces the change, and by a reload before it
+//! returns. An index is kept only while the generation it was built at is current, so a call
+//! made after an announcement never routes on the name it replaced.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+
+use hangar_core::front_door::Index;
+
+use crate::server::{Server, Shared};
+
+/// The index last built, shared by every lookup until the tool lists change.
+#[derive(Default)]
+pub struct ExposedNames {
+    built: RwLock<Option<Arc<Built>>>,
+}
+
+/// One index and the servers its positions refer to.
+pub struct Built {
+    generation: u64,
+    index: Index,
+    servers: Vec<Arc<Server>>,
+    /// Every server had been started at least once when this was built (so its tools are known).
+    pub discovered: bool,
+}
+
+impl Built {
+    /// The server `name` leads to, and that server's own name for the tool.
+    pub fn resolve(&self, name: &str) -> Option<(Arc<Server>, String)> {
+        let (at, tool) = self.index.resolve(name)?;
+        Some((self.servers.get(at)?.clone(), tool.to_owned()))
+    }
+}
+
+impl ExposedNames {
+    /// The index for the current tool lists of `servers` (in config order): the one built
+    /// before if nothing changed since, else a new one.
+    pub fn current(&self, shared: &Shared, servers: impl FnOnce() -> Vec<Arc<Server>>) -> Arc<Built> {
+        let generation = shared.tools_generation.load(Ordering::SeqCst);
+        if let Some(built) = self.built.read().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && built.generation == generation
+        {
+            return built.clone();
+        }
+        self.rebuild(generation, servers())
+    }
+
+    /// Builds the index anew, whatever the generation says (after servers were started to learn
+    /// their tools, which may have changed none of them).
+    pub fn rebuilt(&self, shared: &Shared, servers: Vec<Arc<Server>>) -> Arc<Built> {
+        self.rebuild(shared.tools_generation.load(Ordering::SeqCst), servers)
+    }
+
+    /// The generation is read before the tool lists: a change racing this build bumps it past
+    /// the one recorded here, so the next lookup builds again.
+    fn rebuild(&self, generation: u64, servers: Vec<Arc<Server>>) -> Arc<Built> {
+        let names: Vec<Vec<String>> = servers.iter().map(|s| s.tool_names()).collect();
+        let index = Index::new(
+            servers.iter().zip(&names).map(|(server, names)| (server.id(), names.iter().map(String::as_str).collect())),
+        );
+        let discovered = servers.iter().all(|s| !s.never_started());
+        let built = Arc::new(Built { generation, index, servers, discovered });
+        *self.built.write().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
+        built
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::config::Config;
+    use tokio::sync::broadcast;
+
+    fn servers(ids: &[&str]) -> (Arc<Shared>, Vec<Arc<Server>>) {
+        let yaml: String = ids.iter().map(|id| format!("  {id}:\n    command: [\"true\"]\n")).collect();
+        let config = Config::parse(&format!("mcp_servers:\n{yaml}")).unwrap();
+        let shared = Arc::new(Shared {
+            events: broadcast::channel(8).0,
+            tool_changes: broadcast::channel(8).0,
+            tools_generation: Default::default(),
+            shutting_down: Default::default(),
+        });
+        let servers = config
+            .mcp_servers
+            .iter()
+            .map(|(id, server)| Server::new(id.clone(), server.clone(), &config.recovery, shared.clone()))
+            .collect();
+        (shared, servers)
+    }
+
+    fn lookup(names: &ExposedNames, shared: &Shared, servers: &[Arc<Server>], name: &str) -> Option<(String, String)> {
+        let built = names.current(shared, || servers.to_vec());
+        built.resolve(name).map(|(server, tool)| (server.id().to_owned(), tool))
+    }
+
+    #[test]
+    fn a_changed_tool_list_is_resolved_anew_before_it_is_announced() {
+        let (shared, servers) = servers(&["math", "words"]);
+        let names = ExposedNames::default();
+        servers[0].declare_for_test(&["add", "echo"]);
+        servers[1].declare_for_test(&["shout"]);
+        assert_eq!(lookup(&names, &shared, &servers, "add"), Some(("math".into(), "add".into())));
+        assert_eq!(lookup(&names, &shared, &servers, "echo"), Some(("math".into(), "echo".into())));
+
+        let mut announced = shared.tool_changes.subscribe();
+        servers[0].declare_for_test(&["sum", "echo"]);
+        assert_eq!(announced.try_recv().ok().as_deref(), Some("math"), "the change is announced");
+        assert_eq!(lookup(&names, &shared, &servers, "add"), None, "the old name is gone once announced");
+        assert_eq!(lookup(&names, &shared, &servers, "sum"), Some(("math".into(), "sum".into())));
+
+        // A new collision: both sides become qualified, and each leads to its own server.
+        servers[1].declare_for_test(&["shout", "echo"]);
+        assert_eq!(announced.try_recv().ok().as_deref(), Some("words"));
+        assert_eq!(lookup(&names, &shared, &servers, "echo"), None, "an ambiguous name is not guessed");
+        assert_eq!(lookup(&names, &shared, &servers, "math__echo"), Some(("math".into(), "echo".into())));
+        assert_eq!(lookup(&names, &shared, &servers, "words__echo"), Some(("words".into(), "echo".into())));
+    }
+
+    #[test]
+    fn an_unchanged_list_keeps_the_index_and_announces_nothing() {
+        let (shared, servers) = servers(&["math"]);
+        let names = ExposedNames::default();
+        servers[0].declare_for_test(&["add"]);
+        let first = names.current(&shared, || servers.clone());
+        let mut announced = shared.tool_changes.subscribe();
+        servers[0].declare_for_test(&["add"]);
+        assert!(announced.try_recv().is_err(), "nothing changed, nothing announced");
+        assert!(Arc::ptr_eq(&first, &names.current(&shared, || panic!("no rebuild while nothing changed"))));
+        assert!(!first.discovered, "servers never started are not discovered yet");
+    }
+}
