@@ -4,6 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::Duration;
 
+use hangar_core::ipc::PROTOCOL_VERSION;
 use hangar_tests::serde_json::json;
 use hangar_tests::{Hangar, poll};
 
@@ -45,18 +46,10 @@ fn the_control_socket_is_private_and_refuses_other_users() {
     // credentials.
     std::fs::set_permissions(hangar.dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     std::fs::set_permissions(&hangar.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let client = r#"
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
-try:
-    s.sendall(json.dumps({"hello": {"protocol": 1, "role": "intruder", "version": "0"}}).encode() + b"\n")
-    print("answered" if s.recv(4096) else "closed")
-except (BrokenPipeError, ConnectionResetError):
-    print("closed")
-"#;
     let output = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", client])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", HELLO_CLIENT])
         .arg(&hangar.socket)
+        .arg(PROTOCOL_VERSION.to_string())
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&output.stdout);
@@ -65,12 +58,14 @@ except (BrokenPipeError, ConnectionResetError):
     assert_eq!(hangar.get("/health/ready").status, 200, "the hangar's own API is unaffected");
 }
 
-/// A Python client that says hello as another user and prints whether it was answered.
+/// A Python client that says hello (in the control protocol of `argv[2]`) as whatever user runs
+/// it, and prints whether it was answered.
 const HELLO_CLIENT: &str = r#"
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
 try:
-    s.sendall(json.dumps({"hello": {"protocol": 1, "role": "operator", "version": "0"}}).encode() + b"\n")
+    hello = {"hello": {"protocol": int(sys.argv[2]), "role": "operator", "version": "0"}}
+    s.sendall(json.dumps(hello).encode() + b"\n")
     print("answered" if s.recv(4096) else "closed")
 except (BrokenPipeError, ConnectionResetError):
     print("closed")
@@ -98,6 +93,7 @@ fn a_socket_group_admits_its_members_and_no_one_else() {
         let output = Command::new("setpriv")
             .args(["--reuid=65534", &format!("--regid={gid}"), groups, python, "-c", HELLO_CLIENT])
             .arg(&hangar.socket)
+            .arg(PROTOCOL_VERSION.to_string())
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&output.stdout).trim().to_owned();
