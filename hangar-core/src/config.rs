@@ -11,12 +11,19 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+use crate::access::{AuthConfig, Profiles};
 use crate::limits::Limits;
 
 /// A loaded, validated config.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Who may call (named keys, OAuth); empty: no authentication, loopback only.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// What each profile sees and may do (see `access.rs`).
+    #[serde(default)]
+    pub profiles: Profiles,
     #[serde(default)]
     pub tool_access: ToolAccess,
     /// Defaults for every server's recovery; a server may override any key.
@@ -245,6 +252,8 @@ impl Config {
         let mut config: Config = if text.trim().is_empty() {
             // An empty file is a hangar with no servers, not a parse error.
             Config {
+                auth: AuthConfig::default(),
+                profiles: Profiles::default(),
                 tool_access: ToolAccess::default(),
                 recovery: Recovery::default(),
                 limits: Limits::default(),

@@ -25,6 +25,7 @@
 //! everything in it is testable without processes.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod backoff;
 pub mod config;
 pub mod echo;
