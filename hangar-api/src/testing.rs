@@ -133,19 +133,24 @@ impl FakeSupervisor {
                 self.call(mcp_server, tool, arguments).await
             }
             // Egress mode: no front-door name leads anywhere.
-            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name } => {
-                Err(IpcError::new(ErrorKind::UnknownTool, format!("Unknown tool: {name}")))
-            }
+            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name } => Err(IpcError::new(
+                ErrorKind::UnknownTool,
+                hangar_core::front_door::Unknown::default().message("tool", &name),
+            )),
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
             // Egress mode: the front door is off, so nothing is forwarded.
-            Request::Catalog => {
-                Ok(Reply::Catalog(hangar_core::ipc::Catalog { front_door: false, servers: Vec::new() }))
-            }
-            Request::FrontDoor => {
-                Ok(Reply::FrontDoor(hangar_core::ipc::FrontDoor { front_door: false, servers: Vec::new() }))
-            }
+            Request::Catalog => Ok(Reply::Catalog(hangar_core::ipc::Catalog {
+                front_door: false,
+                servers: Vec::new(),
+                naming: Default::default(),
+            })),
+            Request::FrontDoor => Ok(Reply::FrontDoor(hangar_core::ipc::FrontDoor {
+                front_door: false,
+                servers: Vec::new(),
+                naming: Default::default(),
+            })),
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             // The prober's requests: the API never sends them.

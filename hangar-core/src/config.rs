@@ -12,6 +12,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{AuthConfig, Profiles};
+use crate::front_door::{Names, Naming};
 use crate::limits::Limits;
 
 /// A loaded, validated config.
@@ -42,6 +43,9 @@ pub struct Config {
 pub struct ToolAccess {
     #[serde(default)]
     pub mode: ToolAccessMode,
+    /// How the front door names upstream tools, prompts and resources (`hangar_core::front_door`).
+    #[serde(default)]
+    pub names: Names,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -140,6 +144,8 @@ pub struct ServerConfig {
     /// Admission limits for this server alone.
     #[serde(default)]
     pub limits: Limits,
+    /// The prefix of this server's qualified front-door names, instead of its id.
+    pub expose_as: Option<String>,
 }
 
 mod defaults {
@@ -284,6 +290,18 @@ impl Config {
         Ok(config)
     }
 
+    /// The front door's naming settings: `tool_access.names` and every server's `expose_as`.
+    pub fn naming(&self) -> Naming {
+        Naming {
+            names: self.tool_access.names,
+            expose_as: self
+                .mcp_servers
+                .iter()
+                .filter_map(|(id, server)| Some((id.clone(), server.expose_as.clone()?)))
+                .collect(),
+        }
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_recovery("recovery", &self.recovery)?;
         check_limits("limits", &self.limits)?;
@@ -363,8 +381,34 @@ impl Config {
             check_recovery(&at("recovery"), &server.recovery)?;
             check_limits(&at("limits"), &server.limits)?;
         }
-        Ok(())
+        check_expose_as(&self.mcp_servers)
     }
+}
+
+/// Every `expose_as` reads like a server id, and no two servers' front-door prefixes (their
+/// `expose_as`, else their id) are the same: a qualified name leads to one server only.
+fn check_expose_as(servers: &IndexMap<String, ServerConfig>) -> Result<(), KeyError> {
+    let mut prefixes: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    // Ids used as prefixes first, so a clash is reported at the `expose_as` that made it.
+    let by_id = servers.iter().filter(|(_, s)| s.expose_as.is_none()).map(|(id, _)| (id, id));
+    let chosen = servers.iter().filter_map(|(id, s)| Some((id, s.expose_as.as_ref()?)));
+    for (id, prefix) in by_id.chain(chosen) {
+        let key = || format!("mcp_servers.{id}.expose_as");
+        if !valid_server_id(prefix) {
+            return Err(KeyError {
+                key: key(),
+                message: "a front-door prefix follows the rules of a server id: 1 to 64 characters of letters, digits, '_', '-' and '.', starting with a letter or digit".into(),
+            });
+        }
+        if let Some(other) = prefixes.insert(prefix, id) {
+            let whose = if servers[other].expose_as.is_some() { "`expose_as`" } else { "id" };
+            return Err(KeyError {
+                key: key(),
+                message: format!("`{prefix}` is already the front-door prefix of server `{other}` (its {whose})"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Set while a read of the config runs on its thread; one that never returns (a hung file
@@ -698,6 +742,49 @@ mcp_servers:
         let err = Config::parse(&format!("mcp_servers:\n  {}: {{command: [x]}}\n", "k".repeat(1 << 20))).unwrap_err();
         assert!(err.key.len() <= MAX_ERROR_KEY_BYTES + 32, "{} bytes", err.key.len());
         assert!(err.message.len() <= MAX_ERROR_MESSAGE_BYTES + 32, "{} bytes", err.message.len());
+    }
+
+    #[test]
+    fn front_door_names_and_prefixes_load_and_default_to_today() {
+        let config = Config::parse("mcp_servers:\n  m: {command: [x]}\n").unwrap();
+        assert_eq!(config.tool_access.names, Names::BareWhenUnique);
+        assert_eq!(config.naming(), Naming::default());
+        let config = Config::parse(
+            "tool_access: {mode: front_door, names: always_qualified}\nmcp_servers:\n  time-a: {command: [x], expose_as: clock}\n  time-b: {command: [x]}\n",
+        )
+        .unwrap();
+        let naming = config.naming();
+        assert_eq!(naming.names, Names::AlwaysQualified);
+        assert_eq!((naming.prefix("time-a"), naming.prefix("time-b")), ("clock", "time-b"));
+        let err = Config::parse("tool_access: {names: sometimes}\n").unwrap_err();
+        assert_eq!(err.key, "tool_access.names");
+    }
+
+    #[test]
+    fn a_prefix_is_shaped_like_an_id_and_leads_to_one_server() {
+        for (yaml, key, says) in [
+            ("  a: {command: [x], expose_as: \"c/d\"}\n", "mcp_servers.a.expose_as", "rules of a server id"),
+            ("  a: {command: [x], expose_as: \"\"}\n", "mcp_servers.a.expose_as", "rules of a server id"),
+            (
+                "  a: {command: [x], expose_as: c}\n  b: {command: [x], expose_as: c}\n",
+                "mcp_servers.b.expose_as",
+                "`c` is already the front-door prefix of server `a` (its `expose_as`)",
+            ),
+            (
+                "  a: {command: [x], expose_as: b}\n  b: {command: [x]}\n",
+                "mcp_servers.a.expose_as",
+                "`b` is already the front-door prefix of server `b` (its id)",
+            ),
+        ] {
+            let err = Config::parse(&format!("mcp_servers:\n{yaml}")).unwrap_err();
+            assert_eq!(err.key, key, "{yaml}");
+            assert!(err.message.contains(says), "{yaml}: {}", err.message);
+        }
+        // An id freed by its own `expose_as` may be another's prefix; a server may name its own id.
+        let ok = Config::parse(
+            "mcp_servers:\n  a: {command: [x], expose_as: b}\n  b: {command: [x], expose_as: a}\n  c: {command: [x], expose_as: c}\n",
+        );
+        assert!(ok.is_ok(), "{ok:?}");
     }
 
     #[test]

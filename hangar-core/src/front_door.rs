@@ -1,23 +1,68 @@
-//! The front door's naming rule: how upstream tools and prompts are exposed under one endpoint.
+//! The front door's naming rule: how upstream tools, prompts and resources are exposed under one
+//! endpoint.
 //!
 //! The rule, in full (also in the README):
-//! - a name that exactly one upstream declares, and that does not start with `hangar_`, is
-//!   exposed as it is;
-//! - a name that several upstreams declare is exposed once per upstream as `<server>__<name>`,
-//!   so nothing is dropped and nobody's name wins by accident;
-//! - a name starting with `hangar_` (the hangar's own tools) is always exposed as
-//!   `<server>__<name>`;
-//! - `<server>__<name>` also resolves for every upstream name, listed or not, so a client may
-//!   always use the qualified form.
+//! - each server has a prefix: its `expose_as` if it sets one, else its id; a qualified name is
+//!   `<prefix>__<name>`;
+//! - `names: bare_when_unique` (the default): a name that exactly one upstream declares, and that
+//!   does not start with `hangar_`, is exposed as it is; a name that several upstreams declare
+//!   is exposed once per upstream, qualified, so nothing is dropped and nobody's name wins by
+//!   accident. Adding a server can therefore qualify a name that was bare;
+//! - `names: always_qualified`: every name is exposed qualified, so adding a server never
+//!   renames anything;
+//! - a name starting with `hangar_` (the hangar's own tools) is always exposed qualified;
+//! - the qualified form also resolves for every upstream name, listed or not, so a client may
+//!   always use it;
+//! - a name that leads nowhere but that some upstreams declare (it became ambiguous, or the
+//!   names are always qualified) is refused with the qualified names it is exposed as.
 //!
 //! The order is deterministic: servers in config order, each server's names in its own order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// The separator between a server id and a name in a qualified name.
+use serde::{Deserialize, Serialize};
+
+use crate::echo::bounded;
+
+/// The separator between a server's prefix and a name in a qualified name.
 pub const SEPARATOR: &str = "__";
 /// Names reserved for the hangar's own tools.
 pub const RESERVED_PREFIX: &str = "hangar_";
+/// The most qualified names a refusal lists (a name many servers declare stays a short answer).
+pub const MAX_LISTED: usize = 8;
+
+/// Which names are exposed bare (`tool_access.names`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Names {
+    /// A name only one upstream declares is bare; a collision qualifies it on every side.
+    #[default]
+    BareWhenUnique,
+    /// Every name is qualified: a name never changes when servers are added.
+    AlwaysQualified,
+}
+
+/// The naming settings of one set of servers: the rule, and the prefixes servers chose.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Naming {
+    #[serde(default)]
+    pub names: Names,
+    /// Server id → the prefix its qualified names use instead of the id (`expose_as`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub expose_as: BTreeMap<String, String>,
+}
+
+impl Naming {
+    /// The prefix of `server`'s qualified names.
+    pub fn prefix<'a>(&'a self, server: &'a str) -> &'a str {
+        self.expose_as.get(server).map_or(server, String::as_str)
+    }
+
+    /// `<prefix>__<name>` for `server`'s `name`.
+    pub fn qualified(&self, server: &str, name: &str) -> String {
+        format!("{}{SEPARATOR}{name}", self.prefix(server))
+    }
+}
 
 /// One exposed name and where it leads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,11 +73,11 @@ pub struct Exposed {
 }
 
 /// Exposes `(server, names)` pairs, in order, under the rule above.
-pub fn expose<'a>(servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Vec<Exposed> {
+pub fn expose<'a>(naming: &Naming, servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Vec<Exposed> {
     let servers: Vec<(&str, Vec<&str>)> = servers.into_iter().collect();
     let mut declared_by: HashMap<&str, usize> = HashMap::new();
     for (_, names) in &servers {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         for name in names {
             if seen.insert(*name) {
                 *declared_by.entry(*name).or_default() += 1;
@@ -41,14 +86,16 @@ pub fn expose<'a>(servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) ->
     }
     let mut exposed = Vec::new();
     for (server, names) in &servers {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         for name in names {
             if !seen.insert(*name) {
                 continue; // an upstream listing a name twice gets it once
             }
-            let plain = declared_by.get(name) == Some(&1) && !name.starts_with(RESERVED_PREFIX);
+            let bare = naming.names == Names::BareWhenUnique
+                && declared_by.get(name) == Some(&1)
+                && !name.starts_with(RESERVED_PREFIX);
             exposed.push(Exposed {
-                exposed: if plain { (*name).to_owned() } else { qualified(server, name) },
+                exposed: if bare { (*name).to_owned() } else { naming.qualified(server, name) },
                 mcp_server: (*server).to_owned(),
                 name: (*name).to_owned(),
             });
@@ -57,62 +104,101 @@ pub fn expose<'a>(servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) ->
     exposed
 }
 
-/// `<server>__<name>`.
-pub fn qualified(server: &str, name: &str) -> String {
-    format!("{server}{SEPARATOR}{name}")
+/// A requested name that leads nowhere, and the qualified names that carry it as their own:
+/// several when it became ambiguous, one when it is exposed only qualified, none when no
+/// upstream declares it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unknown {
+    pub exposed_as: Vec<String>,
 }
 
-/// Where an exposed (or qualified) name leads, given what [`expose`] produced and the server ids.
-pub fn resolve(exposed: &[Exposed], server_ids: &[&str], requested: &str) -> Option<(String, String)> {
-    if let Some(hit) = exposed.iter().find(|e| e.exposed == requested) {
-        return Some((hit.mcp_server.clone(), hit.name.clone()));
+impl Unknown {
+    /// The refusal, in the hangar's words: `Unknown tool: get_current_time; it is now
+    /// ambiguous: time__get_current_time, clock__get_current_time`. `what` is `tool`, `prompt`,
+    /// ...; every quote of the client's name is bounded, and at most [`MAX_LISTED`] are listed.
+    pub fn message(&self, what: &str, requested: &str) -> String {
+        let head = format!("Unknown {what}: {}", bounded(requested));
+        let listed: Vec<_> = self.exposed_as.iter().take(MAX_LISTED).map(|name| bounded(name)).collect();
+        let more = match self.exposed_as.len().saturating_sub(MAX_LISTED) {
+            0 => String::new(),
+            more => format!(" and {more} more"),
+        };
+        match self.exposed_as.len() {
+            0 => head,
+            1 => format!("{head}; it is exposed as {}", listed.join(", ")),
+            _ => format!("{head}; it is now ambiguous: {}{more}", listed.join(", ")),
+        }
     }
-    split_qualified(server_ids.iter().copied(), requested)
-        .map(|(at, name)| (server_ids[at].to_owned(), name.to_owned()))
 }
 
-/// The qualified form, which always works: the position of the server id `requested` starts
-/// with (followed by the separator and a name), and that name. Server ids never contain the
-/// separator's characters at their start, so split at the first separator after a known id.
-fn split_qualified<'a, 'r>(server_ids: impl Iterator<Item = &'a str>, requested: &'r str) -> Option<(usize, &'r str)> {
-    server_ids.enumerate().find_map(|(at, id)| {
-        let name = requested.strip_prefix(id)?.strip_prefix(SEPARATOR)?;
-        (!name.is_empty()).then_some((at, name))
-    })
-}
-
-/// The exposed names of one set of servers, looked up in one step: what [`resolve`] answers,
-/// built once for as long as no server's names change.
+/// The exposed names of one set of servers, looked up in one step, built once for as long as no
+/// server's names change.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Index {
     /// Exposed name → (the server's position, its own name).
     by_name: HashMap<String, (usize, String)>,
-    server_ids: Vec<String>,
+    /// Each server's prefix, by position.
+    prefixes: Vec<String>,
+    /// The length of the longest exposed name: no longer request can be one.
+    longest: usize,
 }
 
 impl Index {
     /// Indexes `(server, names)` pairs, in order, under the rule above.
-    pub fn new<'a>(servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Index {
+    pub fn new<'a>(naming: &Naming, servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Index {
         let servers: Vec<(&str, Vec<&str>)> = servers.into_iter().collect();
-        let server_ids: Vec<String> = servers.iter().map(|(id, _)| (*id).to_owned()).collect();
-        let position = |id: &str| server_ids.iter().position(|s| s == id).unwrap_or_default();
-        let by_name = expose(servers.iter().map(|(id, names)| (*id, names.clone())))
-            .into_iter()
-            .map(|e| {
-                let at = position(&e.mcp_server);
-                (e.exposed, (at, e.name))
-            })
-            .collect();
-        Index { by_name, server_ids }
+        let position: HashMap<&str, usize> = servers.iter().enumerate().map(|(at, (id, _))| (*id, at)).collect();
+        let by_name: HashMap<String, (usize, String)> =
+            expose(naming, servers.iter().map(|(id, names)| (*id, names.clone())))
+                .into_iter()
+                .map(|e| {
+                    let at = position.get(e.mcp_server.as_str()).copied().unwrap_or_default();
+                    (e.exposed, (at, e.name))
+                })
+                .collect();
+        let prefixes = servers.iter().map(|(id, _)| naming.prefix(id).to_owned()).collect();
+        let longest = by_name.keys().map(String::len).max().unwrap_or_default();
+        Index { by_name, prefixes, longest }
     }
 
     /// Where `requested` leads: the position of its server (in the order given to [`Index::new`])
-    /// and the server's own name for it.
-    pub fn resolve<'r>(&'r self, requested: &'r str) -> Option<(usize, &'r str)> {
+    /// and the server's own name for it; else the qualified names it is exposed as.
+    pub fn resolve<'r>(&'r self, requested: &'r str) -> Result<(usize, &'r str), Unknown> {
         if let Some((at, name)) = self.by_name.get(requested) {
-            return Some((*at, name.as_str()));
+            return Ok((*at, name.as_str()));
         }
-        split_qualified(self.server_ids.iter().map(String::as_str), requested)
+        self.split_qualified(requested).ok_or_else(|| self.unknown(requested))
+    }
+
+    /// The qualified form, which always works: the server whose prefix `requested` starts with
+    /// (followed by the separator and a name), and that name. Prefixes may themselves hold the
+    /// separator (`my__srv`), so the longest that fits wins.
+    fn split_qualified<'r>(&self, requested: &'r str) -> Option<(usize, &'r str)> {
+        self.prefixes
+            .iter()
+            .enumerate()
+            .filter_map(|(at, prefix)| {
+                let name = requested.strip_prefix(prefix.as_str())?.strip_prefix(SEPARATOR)?;
+                (!name.is_empty()).then_some((at, prefix.len(), name))
+            })
+            .max_by_key(|(_, len, _)| *len)
+            .map(|(at, _, name)| (at, name))
+    }
+
+    /// The exposed names that carry `requested` as their server's own name, in config order.
+    fn unknown(&self, requested: &str) -> Unknown {
+        let exposed_as = self
+            .prefixes
+            .iter()
+            .enumerate()
+            .filter(|(_, prefix)| prefix.len() + SEPARATOR.len() + requested.len() <= self.longest)
+            .map(|(at, prefix)| (at, format!("{prefix}{SEPARATOR}{requested}")))
+            .filter(|(at, qualified)| {
+                self.by_name.get(qualified).is_some_and(|(owner, name)| owner == at && name == requested)
+            })
+            .map(|(_, qualified)| qualified)
+            .collect();
+        Unknown { exposed_as }
     }
 }
 
@@ -145,59 +231,140 @@ mod tests {
         exposed.iter().map(|e| e.exposed.as_str()).collect()
     }
 
+    fn naming(names: Names, expose_as: &[(&str, &str)]) -> Naming {
+        Naming { names, expose_as: expose_as.iter().map(|(id, p)| ((*id).to_owned(), (*p).to_owned())).collect() }
+    }
+
+    fn bare() -> Naming {
+        Naming::default()
+    }
+
+    /// `resolve` by server id instead of position.
+    fn resolve(index: &Index, ids: &[&str], requested: &str) -> Result<(String, String), Vec<String>> {
+        index.resolve(requested).map(|(at, name)| (ids[at].to_owned(), name.to_owned())).map_err(|u| u.exposed_as)
+    }
+
+    fn found(server: &str, name: &str) -> Result<(String, String), Vec<String>> {
+        Ok((server.to_owned(), name.to_owned()))
+    }
+
+    fn three() -> [(&'static str, Vec<&'static str>); 3] {
+        [("math", vec!["add", "echo"]), ("words", vec!["echo", "shout"]), ("odd", vec!["hangar_list"])]
+    }
+    const IDS: [&str; 3] = ["math", "words", "odd"];
+
     #[test]
-    fn unique_names_stay_collisions_are_qualified_and_nothing_is_dropped() {
-        let exposed =
-            expose([("math", vec!["add", "echo"]), ("words", vec!["echo", "shout"]), ("odd", vec!["hangar_list"])]);
+    fn bare_when_unique_keeps_unique_names_and_qualifies_collisions_dropping_nothing() {
+        assert_eq!(Names::default(), Names::BareWhenUnique, "today's rule stays the default");
+        let exposed = expose(&bare(), three());
         assert_eq!(names(&exposed), ["add", "math__echo", "words__echo", "shout", "odd__hangar_list"]);
-        let ids = ["math", "words", "odd"];
-        assert_eq!(resolve(&exposed, &ids, "add"), Some(("math".into(), "add".into())));
-        assert_eq!(resolve(&exposed, &ids, "words__echo"), Some(("words".into(), "echo".into())));
-        assert_eq!(resolve(&exposed, &ids, "echo"), None, "an ambiguous plain name resolves to nobody");
-        assert_eq!(resolve(&exposed, &ids, "math__add"), Some(("math".into(), "add".into())), "qualified always works");
-        assert_eq!(resolve(&exposed, &ids, "nope__add"), None);
-        assert_eq!(resolve(&exposed, &ids, "math__"), None);
+        let index = Index::new(&bare(), three());
+        assert_eq!(resolve(&index, &IDS, "add"), found("math", "add"));
+        assert_eq!(resolve(&index, &IDS, "words__echo"), found("words", "echo"));
+        assert_eq!(resolve(&index, &IDS, "math__add"), found("math", "add"), "qualified always works");
+        assert_eq!(resolve(&index, &IDS, "math__nope"), found("math", "nope"), "even unlisted: the upstream says");
+        assert_eq!(resolve(&index, &IDS, "nope__add"), Err(vec![]));
+        assert_eq!(resolve(&index, &IDS, "math__"), Err(vec![]));
+        assert_eq!(resolve(&index, &IDS, ""), Err(vec![]));
+        assert_eq!(Index::default().resolve("add"), Err(Unknown::default()), "no servers, no names");
     }
 
     #[test]
-    fn the_index_resolves_as_resolve_does() {
-        let servers =
-            || [("math", vec!["add", "echo"]), ("words", vec!["echo", "shout"]), ("odd", vec!["hangar_list"])];
-        let exposed = expose(servers());
-        let index = Index::new(servers());
-        let ids = ["math", "words", "odd"];
-        for requested in [
-            "add",
-            "echo",
-            "math__echo",
-            "words__echo",
-            "shout",
-            "odd__hangar_list",
-            "hangar_list",
-            "math__add",
-            "math__nope",
-            "nope__add",
-            "math__",
-            "",
-        ] {
-            let by_index = index.resolve(requested).map(|(at, name)| (ids[at].to_owned(), name.to_owned()));
-            assert_eq!(by_index, resolve(&exposed, &ids, requested), "{requested}");
+    fn an_ambiguous_name_is_refused_with_the_qualified_names_that_exist() {
+        let index = Index::new(&bare(), three());
+        assert_eq!(resolve(&index, &IDS, "echo"), Err(vec!["math__echo".into(), "words__echo".into()]));
+        let unknown = index.resolve("echo").unwrap_err();
+        assert_eq!(unknown.message("tool", "echo"), "Unknown tool: echo; it is now ambiguous: math__echo, words__echo");
+        // A reserved name is only ever qualified: the one name it has is named.
+        let unknown = index.resolve("hangar_list").unwrap_err();
+        assert_eq!(
+            unknown.message("prompt", "hangar_list"),
+            "Unknown prompt: hangar_list; it is exposed as odd__hangar_list"
+        );
+        assert_eq!(index.resolve("nope").unwrap_err().message("tool", "nope"), "Unknown tool: nope");
+    }
+
+    #[test]
+    fn always_qualified_names_never_change_when_a_server_is_added() {
+        let one = naming(Names::AlwaysQualified, &[]);
+        let before = expose(&one, [("time", vec!["get_current_time", "hangar_x"])]);
+        assert_eq!(names(&before), ["time__get_current_time", "time__hangar_x"]);
+        let after = expose(&one, [("time", vec!["get_current_time", "hangar_x"]), ("clock", vec!["get_current_time"])]);
+        assert_eq!(names(&after), ["time__get_current_time", "time__hangar_x", "clock__get_current_time"]);
+        assert_eq!(after[..2], before[..], "the first server's names are untouched");
+
+        let index = Index::new(&one, [("time", vec!["get_current_time"])]);
+        assert_eq!(resolve(&index, &["time"], "time__get_current_time"), found("time", "get_current_time"));
+        let unknown = index.resolve("get_current_time").unwrap_err();
+        assert_eq!(unknown.exposed_as, ["time__get_current_time"], "a bare name is never exposed");
+        assert_eq!(
+            unknown.message("tool", "get_current_time"),
+            "Unknown tool: get_current_time; it is exposed as time__get_current_time"
+        );
+    }
+
+    #[test]
+    fn expose_as_replaces_the_id_as_prefix_in_both_modes() {
+        let servers = || [("time-a", vec!["get_current_time"]), ("time-b", vec!["get_current_time", "tz"])];
+        let ids = ["time-a", "time-b"];
+        for names_mode in [Names::BareWhenUnique, Names::AlwaysQualified] {
+            let chosen = naming(names_mode, &[("time-a", "clock")]);
+            let exposed = expose(&chosen, servers());
+            let tz = if names_mode == Names::BareWhenUnique { "tz" } else { "time-b__tz" };
+            assert_eq!(names(&exposed), ["clock__get_current_time", "time-b__get_current_time", tz], "{names_mode:?}");
+            let index = Index::new(&chosen, servers());
+            assert_eq!(resolve(&index, &ids, "clock__get_current_time"), found("time-a", "get_current_time"));
+            assert_eq!(resolve(&index, &ids, "clock__other"), found("time-a", "other"), "qualified always works");
+            assert_eq!(resolve(&index, &ids, "time-a__get_current_time"), Err(vec![]), "the id is no prefix any more");
+            assert_eq!(
+                index.resolve("get_current_time").unwrap_err().message("tool", "get_current_time"),
+                "Unknown tool: get_current_time; it is now ambiguous: clock__get_current_time, time-b__get_current_time"
+            );
         }
-        assert_eq!(index.resolve("words__echo"), Some((1, "echo")));
-        assert_eq!(Index::default().resolve("add"), None, "no servers, no names");
     }
 
     #[test]
     fn the_order_follows_the_config_and_duplicates_within_one_server_collapse() {
-        let exposed = expose([("b", vec!["z", "a", "z"]), ("a", vec!["m"])]);
+        let exposed = expose(&bare(), [("b", vec!["z", "a", "z"]), ("a", vec!["m"])]);
         assert_eq!(names(&exposed), ["z", "a", "m"]);
+        let exposed = expose(&naming(Names::AlwaysQualified, &[]), [("b", vec!["z", "z"])]);
+        assert_eq!(names(&exposed), ["b__z"]);
     }
 
     #[test]
-    fn server_ids_with_separators_still_resolve() {
-        let exposed = expose([("my__srv", vec!["t"]), ("other", vec!["t"])]);
-        assert_eq!(names(&exposed), ["my__srv__t", "other__t"]);
-        assert_eq!(resolve(&exposed, &["my__srv", "other"], "my__srv__t"), Some(("my__srv".into(), "t".into())));
+    fn prefixes_with_separators_still_resolve_to_the_longest_that_fits() {
+        let servers = || [("my__srv", vec!["t"]), ("other", vec!["t"]), ("my", vec!["srv__u"])];
+        let ids = ["my__srv", "other", "my"];
+        let exposed = expose(&bare(), servers());
+        assert_eq!(names(&exposed), ["my__srv__t", "other__t", "srv__u"]);
+        let index = Index::new(&bare(), servers());
+        assert_eq!(resolve(&index, &ids, "my__srv__t"), found("my__srv", "t"));
+        assert_eq!(resolve(&index, &ids, "my__srv__x"), found("my__srv", "x"), "unlisted: the longer prefix");
+        assert_eq!(resolve(&index, &ids, "my__other"), found("my", "other"));
+    }
+
+    #[test]
+    fn a_refusal_stays_short_however_long_the_name_or_many_the_servers() {
+        let long = "n".repeat(100_000);
+        let servers: Vec<String> = (0..50).map(|i| format!("s{i}")).collect();
+        let index = Index::new(&bare(), servers.iter().map(|s| (s.as_str(), vec![long.as_str()])));
+        let unknown = index.resolve(&long).unwrap_err();
+        assert_eq!(unknown.exposed_as.len(), 50);
+        let message = unknown.message("tool", &long);
+        assert!(message.len() < 4096, "{} bytes", message.len());
+        assert!(message.ends_with(" and 42 more"), "{}", &message[message.len() - 40..]);
+        assert!(message.contains("(100000 bytes)") && message.contains("(100004 bytes)"), "quotes are bounded");
+        // A name longer than any exposed one costs no lookups per server.
+        assert_eq!(index.resolve(&"m".repeat(200_000)).unwrap_err(), Unknown::default());
+    }
+
+    #[test]
+    fn naming_travels_as_json_and_defaults_when_absent() {
+        let chosen = naming(Names::AlwaysQualified, &[("time-a", "clock")]);
+        let json = serde_json::to_value(&chosen).unwrap();
+        assert_eq!(json, serde_json::json!({"names": "always_qualified", "expose_as": {"time-a": "clock"}}));
+        assert_eq!(serde_json::from_value::<Naming>(json).unwrap(), chosen);
+        assert_eq!(serde_json::from_value::<Naming>(serde_json::json!({})).unwrap(), Naming::default());
     }
 
     #[test]

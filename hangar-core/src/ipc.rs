@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::front_door::Naming;
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 
@@ -146,6 +147,9 @@ impl Target {
 pub struct Catalog {
     pub front_door: bool,
     pub servers: Vec<CatalogServer>,
+    /// How the front door names what the servers declare.
+    #[serde(default)]
+    pub naming: Naming,
 }
 
 /// The answer to [`Request::FrontDoor`].
@@ -153,6 +157,9 @@ pub struct Catalog {
 pub struct FrontDoor {
     pub front_door: bool,
     pub servers: Vec<String>,
+    /// How the front door names what the servers declare.
+    #[serde(default)]
+    pub naming: Naming,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use hangar_core::config::{Config, ToolAccessMode};
-use hangar_core::echo::bounded;
+use hangar_core::front_door::{Naming, Unknown};
 use hangar_core::ipc::{
     Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
 };
@@ -31,6 +31,8 @@ pub struct Hangar {
     servers: RwLock<IndexMap<String, Arc<Server>>>,
     shared: Arc<Shared>,
     front_door: AtomicBool,
+    /// How the front door names upstream tools (`tool_access.names`, `expose_as`); replaced by a reload.
+    naming: RwLock<Arc<Naming>>,
     /// The front door's names, resolved here (one round trip per call, like `hangar_call`).
     exposed: ExposedNames,
     config_path: Option<PathBuf>,
@@ -60,6 +62,7 @@ impl Hangar {
             servers: RwLock::new(servers),
             shared,
             front_door,
+            naming: RwLock::new(Arc::new(config.naming())),
             exposed: ExposedNames::default(),
             config_path,
             reloading: tokio::sync::Mutex::new(()),
@@ -157,6 +160,7 @@ impl Hangar {
                 Reply::FrontDoor(FrontDoor {
                     front_door,
                     servers: self.all().iter().map(|s| s.id().to_owned()).collect(),
+                    naming: self.naming().as_ref().clone(),
                 })
             }
             Request::Resolve { name } => {
@@ -201,23 +205,30 @@ impl Hangar {
                 .iter()
                 .map(|s| CatalogServer { mcp_server: s.id().to_owned(), tools: s.declared_tools() })
                 .collect(),
+            naming: self.naming().as_ref().clone(),
         }
+    }
+
+    /// The front door's naming settings, as of the last load or reload.
+    fn naming(&self) -> Arc<Naming> {
+        self.naming.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The server and tool a front-door name leads to, as `tools/list` exposes them. Servers never
     /// started are discovered first, as the catalog does, so a cold server's tool is found and
-    /// a name that discovery makes ambiguous is not guessed.
+    /// a name that discovery makes ambiguous is not guessed. A name that leads nowhere is
+    /// refused with the qualified names it is exposed as, if any (it became ambiguous).
     async fn resolve(&self, name: &str) -> Result<(Arc<Server>, String), IpcError> {
-        let unknown = || IpcError::new(ErrorKind::UnknownTool, format!("Unknown tool: {}", bounded(name)));
+        let unknown = |unknown: Unknown| IpcError::new(ErrorKind::UnknownTool, unknown.message("tool", name));
         if !self.front_door.load(Ordering::SeqCst) {
-            return Err(unknown());
+            return Err(unknown(Unknown::default()));
         }
-        let mut names = self.exposed.current(&self.shared, || self.all());
+        let mut names = self.exposed.current(&self.shared, &self.naming(), || self.all());
         if !names.discovered {
             self.discover().await;
-            names = self.exposed.rebuilt(&self.shared, self.all());
+            names = self.exposed.rebuilt(&self.shared, &self.naming(), self.all());
         }
-        names.resolve(name).ok_or_else(unknown)
+        names.resolve(name).map_err(unknown)
     }
 
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
@@ -268,6 +279,8 @@ impl Hangar {
                 to_stop.push(server.clone());
             }
         }
+        // Before the generation moves on, so no index is built at the new one with the old names.
+        *self.naming.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config.naming());
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
         // Servers came and went: the front door's names follow before the reload answers.
         self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);

@@ -1,15 +1,15 @@
 //! The front door: the upstreams' own tools, prompts and resources, served at `/mcp` beside the
 //! `hangar_*` tools, so an ordinary MCP client uses them without knowing about `hangar_call`.
 //!
-//! Names follow `hangar_core::front_door` (unique names as they are, collisions as
-//! `<server>__<name>`). Declarations and results pass through untouched; only a JSON-RPC error
+//! Names follow `hangar_core::front_door` (`tool_access.names` and each server's `expose_as`,
+//! which the supervisor sends with its catalog). Declarations and results pass through untouched; only a JSON-RPC error
 //! is re-worded, keeping its code: the upstream's own text stays in its log.
 
 use std::sync::Arc;
 
 use hangar_core::echo::bounded;
-use hangar_core::front_door::{self, Exposed};
-use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Target};
+use hangar_core::front_door::{self, Exposed, Index, Naming};
+use hangar_core::ipc::{Catalog, ErrorKind, FrontDoor, IpcError, Relay, Target};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
@@ -77,14 +77,16 @@ pub fn route(name: &str) -> Route {
 /// Where a front-door name leads, asked before a call that must know it is routable before it
 /// answers (an event stream, once started, cannot turn into an error response).
 pub async fn resolve(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Target, RpcError> {
-    supervisor.resolve(name).await.map_err(|err| refused(name, err))
+    supervisor.resolve(name).await.map_err(refused)
 }
 
-/// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, as a
-/// JSON-RPC error. A supervisor that does not answer is an internal error.
-fn refused(name: &str, err: IpcError) -> RpcError {
+/// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, in the
+/// words the supervisor rendered (`front_door::Unknown::message`: bounded, and naming the
+/// qualified names an ambiguous name now has), as a JSON-RPC error. A supervisor that does not
+/// answer is an internal error.
+fn refused(err: IpcError) -> RpcError {
     match err.kind {
-        ErrorKind::UnknownTool => RpcError::invalid_params(format!("Unknown tool: {}", bounded(name))),
+        ErrorKind::UnknownTool => RpcError::invalid_params(err.message),
         _ => internal(err),
     }
 }
@@ -120,9 +122,7 @@ pub async fn tools_call(
     let target = Target::Exposed { name: name.to_owned() };
     let (_, reply) = supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default());
     match reply.await {
-        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
-            Err(refused(name, err))
-        }
+        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => Err(refused(err)),
         outcome => outcome.or_else(upstream_failure),
     }
 }
@@ -136,20 +136,18 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
 pub async fn list(supervisor: &Arc<dyn Supervisor>, method: &str, key: &str) -> Result<Value, RpcError> {
-    let servers = front_door_servers(supervisor, method).await?;
-    let per_server = gather(supervisor, &servers, method, key).await;
-    Ok(json!({ key: rename(&per_server, field_of(key)) }))
+    let front_door = front_door_servers(supervisor, method).await?;
+    let per_server = gather(supervisor, &front_door.servers, method, key).await;
+    Ok(json!({ key: rename(&front_door.naming, &per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
 pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let servers = front_door_servers(supervisor, "prompts/get").await?;
+    let front_door = front_door_servers(supervisor, "prompts/get").await?;
     let mut params = object(params)?;
     let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
     let name = name.ok_or_else(|| RpcError::invalid_params("Invalid params: prompts/get needs a string `name`"))?;
-    let per_server = gather(supervisor, &servers, "prompts/list", "prompts").await;
-    let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&servers), &name)
-        .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {}", bounded(&name))))?;
+    let (server, original) = prompt_owner(supervisor, &front_door, &name).await?;
     params.insert("name".into(), json!(original));
     strip_protocol_meta(&mut params);
     supervisor.forward(&server, "prompts/get", Value::Object(params)).await.or_else(upstream_failure)
@@ -157,11 +155,11 @@ pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>
 
 /// `resources/read` by URI: the server that lists it, else the first whose template matches.
 pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let servers = front_door_servers(supervisor, "resources/read").await?;
+    let front_door = front_door_servers(supervisor, "resources/read").await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
-    let target = resource_owner(supervisor, &servers, &uri, true).await;
+    let target = resource_owner(supervisor, &front_door, &uri).await;
     let Some((server, original)) = target else {
         let uri = bounded(&uri);
         return Err(RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})));
@@ -197,34 +195,60 @@ fn field_of(key: &str) -> &'static str {
     }
 }
 
-fn ids(servers: &[String]) -> Vec<&str> {
-    servers.iter().map(String::as_str).collect()
+/// Each server and the names (or URIs) of its items, as the naming rule takes them.
+fn names_of<'a>(
+    per_server: &'a [(String, Vec<Value>)],
+    field: &'a str,
+) -> impl Iterator<Item = (&'a str, Vec<&'a str>)> {
+    per_server.iter().map(move |(server, items)| {
+        (server.as_str(), items.iter().filter_map(|i| i.get(field).and_then(Value::as_str)).collect())
+    })
 }
 
-fn exposed_of(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> {
-    front_door::expose(per_server.iter().map(|(server, items)| {
-        (server.as_str(), items.iter().filter_map(|i| i.get(field).and_then(Value::as_str)).collect())
-    }))
+fn exposed_of(naming: &Naming, per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> {
+    front_door::expose(naming, names_of(per_server, field))
+}
+
+/// Where an exposed name among `per_server`'s items leads: the server and its own name.
+fn lookup(
+    naming: &Naming,
+    per_server: &[(String, Vec<Value>)],
+    field: &str,
+    requested: &str,
+) -> Result<(String, String), front_door::Unknown> {
+    let index = Index::new(naming, names_of(per_server, field));
+    let (at, original) = index.resolve(requested)?;
+    Ok((per_server[at].0.clone(), original.to_owned()))
+}
+
+/// The server whose prompt a front-door prompt name is, and its own name for it; else `Unknown
+/// prompt`, naming the qualified names an ambiguous one now has.
+async fn prompt_owner(
+    supervisor: &Arc<dyn Supervisor>,
+    front_door: &FrontDoor,
+    name: &str,
+) -> Result<(String, String), RpcError> {
+    let per_server = gather(supervisor, &front_door.servers, "prompts/list", "prompts").await;
+    lookup(&front_door.naming, &per_server, "name", name)
+        .map_err(|unknown| RpcError::invalid_params(unknown.message("prompt", name)))
 }
 
 /// `completion/complete`: to the server whose prompt (by exposed name) or resource (by URI or
 /// template) the reference names.
 pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let servers = front_door_servers(supervisor, "completion/complete").await?;
+    let front_door = front_door_servers(supervisor, "completion/complete").await?;
     let mut params = object(params)?;
     let reference = params.get("ref").cloned().unwrap_or(Value::Null);
     let kind = reference.get("type").and_then(Value::as_str).unwrap_or_default();
     let (server, field, original) = match kind {
         "ref/prompt" => {
             let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-            let per_server = gather(supervisor, &servers, "prompts/list", "prompts").await;
-            let (server, original) = front_door::resolve(&exposed_of(&per_server, "name"), &ids(&servers), name)
-                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {}", bounded(name))))?;
+            let (server, original) = prompt_owner(supervisor, &front_door, name).await?;
             (server, "name", original)
         }
         "ref/resource" => {
             let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let (server, original) = resource_owner(supervisor, &servers, &uri, true)
+            let (server, original) = resource_owner(supervisor, &front_door, &uri)
                 .await
                 .ok_or_else(|| RpcError::invalid_params(format!("Unknown resource: {}", bounded(&uri))))?;
             (server, "uri", original)
@@ -242,10 +266,10 @@ pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -
 
 /// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
 pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
-    let servers = front_door_servers(supervisor, method).await?;
+    let front_door = front_door_servers(supervisor, method).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let (server, original) = resource_owner(supervisor, &servers, &uri, true)
+    let (server, original) = resource_owner(supervisor, &front_door, &uri)
         .await
         .ok_or_else(|| RpcError::invalid_params(format!("Resource not found: {}", bounded(&uri))))?;
     params.insert("uri".into(), json!(original));
@@ -254,54 +278,55 @@ pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Opti
 
 /// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
 pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
-    let servers = front_door_servers(supervisor, "logging/setLevel").await?;
+    let front_door = front_door_servers(supervisor, "logging/setLevel").await?;
     let params = Value::Object(object(params)?);
-    for server in &servers {
+    for server in &front_door.servers {
         // A server without logging simply says so; that is no failure of the client's request.
         let _ = supervisor.forward(server, "logging/setLevel", params.clone()).await;
     }
     Ok(json!({}))
 }
 
-/// The server that lists `uri` (exposed name → original), else the first whose template
-/// matches it (when `templates`).
+/// The server that lists `uri` (exposed name → original; a qualified URI leads to its server
+/// whether listed or not), else the first whose template, exposed as it is, matches it. A
+/// template exposed only qualified (a collision, or `always_qualified`) matches only the
+/// qualified URI, as a listed name would.
 async fn resource_owner(
     supervisor: &Arc<dyn Supervisor>,
-    servers: &[String],
+    front_door: &FrontDoor,
     uri: &str,
-    templates: bool,
 ) -> Option<(String, String)> {
-    let resources = gather(supervisor, servers, "resources/list", "resources").await;
-    if let Some(found) = front_door::resolve(&exposed_of(&resources, "uri"), &ids(servers), uri) {
+    let resources = gather(supervisor, &front_door.servers, "resources/list", "resources").await;
+    if let Ok(found) = lookup(&front_door.naming, &resources, "uri", uri) {
         return Some(found);
     }
-    if !templates {
-        return None;
-    }
-    let listed = gather(supervisor, servers, "resources/templates/list", "resourceTemplates").await;
-    exposed_of(&listed, "uriTemplate")
+    let listed = gather(supervisor, &front_door.servers, "resources/templates/list", "resourceTemplates").await;
+    exposed_of(&front_door.naming, &listed, "uriTemplate")
         .into_iter()
-        .find(|e| front_door::template_matches(&e.name, uri))
+        .find(|e| e.exposed == e.name && front_door::template_matches(&e.name, uri))
         .map(|e| (e.mcp_server, uri.to_owned()))
 }
 
-/// The front door's servers (their ids, in config order), or `method` is not found: the
-/// front door is off.
-async fn front_door_servers(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<Vec<String>, RpcError> {
+/// The front door's servers (their ids, in config order) and naming, or `method` is not found:
+/// the front door is off.
+async fn front_door_servers(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<FrontDoor, RpcError> {
     let front_door = supervisor.front_door().await.map_err(internal)?;
-    if front_door.front_door { Ok(front_door.servers) } else { Err(RpcError::method_not_found(method)) }
+    if front_door.front_door { Ok(front_door) } else { Err(RpcError::method_not_found(method)) }
 }
 
 fn exposed_tools(catalog: &Catalog) -> Vec<Exposed> {
-    front_door::expose(catalog.servers.iter().map(|s| {
-        let names = s.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
-        (s.mcp_server.as_str(), names)
-    }))
+    front_door::expose(
+        &catalog.naming,
+        catalog.servers.iter().map(|s| {
+            let names = s.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+            (s.mcp_server.as_str(), names)
+        }),
+    )
 }
 
 /// Names each item by the rule, keeping every other field as the upstream declared it.
-fn rename(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Value> {
-    let exposed = exposed_of(per_server, field);
+fn rename(naming: &Naming, per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Value> {
+    let exposed = exposed_of(naming, per_server, field);
     let mut out = Vec::new();
     for (server, items) in per_server {
         for item in items {

@@ -10,7 +10,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 
-use hangar_core::front_door::Index;
+use hangar_core::front_door::{Index, Naming, Unknown};
 
 use crate::server::{Server, Shared};
 
@@ -30,37 +30,40 @@ pub struct Built {
 }
 
 impl Built {
-    /// The server `name` leads to, and that server's own name for the tool.
-    pub fn resolve(&self, name: &str) -> Option<(Arc<Server>, String)> {
+    /// The server `name` leads to, and that server's own name for the tool; else the qualified
+    /// names it is exposed as.
+    pub fn resolve(&self, name: &str) -> Result<(Arc<Server>, String), Unknown> {
         let (at, tool) = self.index.resolve(name)?;
-        Some((self.servers.get(at)?.clone(), tool.to_owned()))
+        Ok((self.servers.get(at).ok_or_else(Unknown::default)?.clone(), tool.to_owned()))
     }
 }
 
 impl ExposedNames {
-    /// The index for the current tool lists of `servers` (in config order): the one built
-    /// before if nothing changed since, else a new one.
-    pub fn current(&self, shared: &Shared, servers: impl FnOnce() -> Vec<Arc<Server>>) -> Arc<Built> {
+    /// The index for the current tool lists of `servers` (in config order), named by `naming`:
+    /// the one built before if nothing changed since, else a new one. (`naming` changes only
+    /// with a reload, which moves the generation on.)
+    pub fn current(&self, shared: &Shared, naming: &Naming, servers: impl FnOnce() -> Vec<Arc<Server>>) -> Arc<Built> {
         let generation = shared.tools_generation.load(Ordering::SeqCst);
         if let Some(built) = self.built.read().unwrap_or_else(|p| p.into_inner()).as_ref()
             && built.generation == generation
         {
             return built.clone();
         }
-        self.rebuild(generation, servers())
+        self.rebuild(generation, naming, servers())
     }
 
     /// Builds the index anew, whatever the generation says (after servers were started to learn
     /// their tools, which may have changed none of them).
-    pub fn rebuilt(&self, shared: &Shared, servers: Vec<Arc<Server>>) -> Arc<Built> {
-        self.rebuild(shared.tools_generation.load(Ordering::SeqCst), servers)
+    pub fn rebuilt(&self, shared: &Shared, naming: &Naming, servers: Vec<Arc<Server>>) -> Arc<Built> {
+        self.rebuild(shared.tools_generation.load(Ordering::SeqCst), naming, servers)
     }
 
     /// The generation is read before the tool lists: a change racing this build bumps it past
     /// the one recorded here, so the next lookup builds again.
-    fn rebuild(&self, generation: u64, servers: Vec<Arc<Server>>) -> Arc<Built> {
+    fn rebuild(&self, generation: u64, naming: &Naming, servers: Vec<Arc<Server>>) -> Arc<Built> {
         let names: Vec<Vec<String>> = servers.iter().map(|s| s.tool_names()).collect();
         let index = Index::new(
+            naming,
             servers.iter().zip(&names).map(|(server, names)| (server.id(), names.iter().map(String::as_str).collect())),
         );
         let discovered = servers.iter().all(|s| !s.never_started());
@@ -94,8 +97,8 @@ mod tests {
     }
 
     fn lookup(names: &ExposedNames, shared: &Shared, servers: &[Arc<Server>], name: &str) -> Option<(String, String)> {
-        let built = names.current(shared, || servers.to_vec());
-        built.resolve(name).map(|(server, tool)| (server.id().to_owned(), tool))
+        let built = names.current(shared, &Naming::default(), || servers.to_vec());
+        built.resolve(name).ok().map(|(server, tool)| (server.id().to_owned(), tool))
     }
 
     #[test]
@@ -126,11 +129,12 @@ mod tests {
         let (shared, servers) = servers(&["math"]);
         let names = ExposedNames::default();
         servers[0].declare_for_test(&["add"]);
-        let first = names.current(&shared, || servers.clone());
+        let first = names.current(&shared, &Naming::default(), || servers.clone());
         let mut announced = shared.tool_changes.subscribe();
         servers[0].declare_for_test(&["add"]);
         assert!(announced.try_recv().is_err(), "nothing changed, nothing announced");
-        assert!(Arc::ptr_eq(&first, &names.current(&shared, || panic!("no rebuild while nothing changed"))));
+        let again = names.current(&shared, &Naming::default(), || panic!("no rebuild while nothing changed"));
+        assert!(Arc::ptr_eq(&first, &again));
         assert!(!first.discovered, "servers never started are not discovered yet");
     }
 }

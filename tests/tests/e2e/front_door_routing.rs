@@ -1,7 +1,7 @@
 //! The front door routes on the names as they are now: once a tool-list change has been
 //! announced (`notifications/tools/list_changed`) or a reload has answered, the old name is
 //! refused, the new one routes, and a name that became ambiguous is qualified on both sides,
-//! each leading to its own server.
+//! each leading to its own server (the bare name is refused with the qualified ones).
 
 use std::io::Read;
 use std::time::Duration;
@@ -52,10 +52,15 @@ fn routes_to(hangar: &Hangar, name: &str, arguments: Value, server: &str) -> Val
 /// Calls `name` and asserts the hangar itself refused it as unknown, as it refuses any name
 /// that leads nowhere.
 fn refused(hangar: &Hangar, name: &str) {
+    refused_with(hangar, name, &format!("Unknown tool: {name}"));
+}
+
+/// Calls `name` and asserts the hangar refused it as unknown with `message`.
+fn refused_with(hangar: &Hangar, name: &str, message: &str) {
     let called = hangar.mcp("tools/call", json!({"name": name, "arguments": {}}));
     assert_eq!(called.status, 200, "{}", called.text);
     assert_eq!(called.body["error"]["code"], -32602, "{name}: {}", called.text);
-    assert_eq!(called.body["error"]["message"], format!("Unknown tool: {name}"), "{}", called.text);
+    assert_eq!(called.body["error"]["message"], message, "{}", called.text);
 }
 
 /// A 2026-07-28 `subscriptions/listen` asking for tool-list changes, read up to its
@@ -106,7 +111,7 @@ fn no_call_routes_on_a_name_whose_change_was_announced() {
     // Right after the announcement, with no wait: the names are already the new ones.
     refused(&hangar, "add");
     routes_to(&hangar, "sleep", json!({"ms": 0}), "math");
-    refused(&hangar, "echo");
+    refused_with(&hangar, "echo", "Unknown tool: echo; it is now ambiguous: math__echo, words__echo");
     let echoed = routes_to(&hangar, "math__echo", json!({"from": "math"}), "math");
     assert_eq!(echoed["structuredContent"], json!({"from": "math"}));
     routes_to(&hangar, "words__echo", json!({"from": "words"}), "words");

@@ -43,5 +43,6 @@ mod reload;
 mod scaling;
 mod security;
 mod shutdown;
+mod stable_names;
 mod starts;
 mod systemd;
