@@ -56,32 +56,34 @@ fn reload(hangar: &Hangar, yaml: &str) {
     assert_eq!(reloaded.status, 200, "{}", reloaded.text);
 }
 
-const QUALIFIED: &str = r#"
-tool_access: {mode: front_door, names: always_qualified}
+/// `time` serves `echo` and `add`; `{names}` sets (or leaves out) `tool_access.names`, and
+/// `{second}` is the server beside `time`.
+const CONFIG: &str = r#"
+tool_access: {mode: front_door{names}}
 mcp_servers:
   time:
     command: ["{fake}", "--tools", "echo,add"]
-"#;
+{second}"#;
 
-/// `clock` serves the same `echo`, under a prefix of its own.
-const QUALIFIED_WITH_CLOCK: &str = r#"
-tool_access: {mode: front_door, names: always_qualified}
-mcp_servers:
-  time:
-    command: ["{fake}", "--tools", "echo,add"]
-  clock:
+/// Serves the same `echo` as `time`, under a prefix of its own.
+const CLOCK: &str = r#"  clock:
     command: ["{fake}", "--tools", "echo"]
     expose_as: tick
 "#;
 
+fn config(names: Option<&str>, second: &str) -> String {
+    let names = names.map(|n| format!(", names: {n}")).unwrap_or_default();
+    CONFIG.replace("{names}", &names).replace("{second}", second)
+}
+
 #[test]
 fn always_qualified_names_stay_the_same_when_a_colliding_server_is_added() {
-    let hangar = Hangar::start(QUALIFIED);
+    let hangar = Hangar::start(&config(Some("always_qualified"), ""));
     assert_eq!(tool_names(&hangar), ["time__echo", "time__add"], "even a unique name is qualified");
     routes_to(&hangar, "time__echo", "time");
     tool_refused(&hangar, "echo", "Unknown tool: echo; it is exposed as time__echo");
 
-    reload(&hangar, QUALIFIED_WITH_CLOCK);
+    reload(&hangar, &config(Some("always_qualified"), CLOCK));
     assert_eq!(tool_names(&hangar), ["time__echo", "time__add", "tick__echo"]);
     routes_to(&hangar, "time__echo", "time");
     routes_to(&hangar, "tick__echo", "clock");
@@ -89,30 +91,13 @@ fn always_qualified_names_stay_the_same_when_a_colliding_server_is_added() {
     tool_refused(&hangar, "clock__echo", "Unknown tool: clock__echo");
 }
 
-const BARE: &str = r#"
-tool_access: {mode: front_door}
-mcp_servers:
-  time:
-    command: ["{fake}", "--tools", "echo,add"]
-"#;
-
-const BARE_WITH_CLOCK: &str = r#"
-tool_access: {mode: front_door, names: bare_when_unique}
-mcp_servers:
-  time:
-    command: ["{fake}", "--tools", "echo,add"]
-  clock:
-    command: ["{fake}", "--tools", "echo"]
-    expose_as: tick
-"#;
-
 #[test]
 fn a_bare_name_made_ambiguous_is_refused_with_the_qualified_names_that_now_exist() {
-    let hangar = Hangar::start(BARE);
+    let hangar = Hangar::start(&config(None, ""));
     assert_eq!(tool_names(&hangar), ["echo", "add"]);
     routes_to(&hangar, "echo", "time");
 
-    reload(&hangar, BARE_WITH_CLOCK);
+    reload(&hangar, &config(Some("bare_when_unique"), CLOCK));
     tool_refused(&hangar, "echo", "Unknown tool: echo; it is now ambiguous: time__echo, tick__echo");
     assert_eq!(tool_names(&hangar), ["time__echo", "add", "tick__echo"]);
     routes_to(&hangar, "time__echo", "time");
