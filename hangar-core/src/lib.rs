@@ -13,6 +13,7 @@
 //!   sharing one pipe.
 //! - [`mcp`]: MCP's revisions, error codes, `_meta` keys and headers.
 //! - [`paths`]: where the control socket lives by default.
+//! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
 //! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
@@ -38,6 +39,7 @@ pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod paths;
+pub mod pin_edit;
 pub mod preflight;
 pub mod record;
 pub mod small_file;
