@@ -90,10 +90,16 @@ struct Node {
 
 enum Kind {
     /// A plain, untagged, unanchored scalar, or any other (`plain: false`).
-    Scalar { value: String, plain: bool },
+    Scalar {
+        value: String,
+        plain: bool,
+    },
     /// An alias, an anchored or tagged node: an edit through it could reach elsewhere.
     Opaque,
-    Map { flow: bool, entries: Vec<(Node, Node)> },
+    Map {
+        flow: bool,
+        entries: Vec<(Node, Node)>,
+    },
     Seq,
 }
 
@@ -249,7 +255,10 @@ fn block_value(keys: &[&str], pins: &IndexMap<String, String>, indent: usize) ->
     match keys.split_first() {
         Some((key, rest)) => format!("\n{}{key}:{}", " ".repeat(indent), block_value(rest, pins, indent + 2)),
         None if pins.is_empty() => format!("\n{}{{}}", " ".repeat(indent)),
-        None => pins.iter().map(|(name, digest)| format!("\n{}{}: \"{digest}\"", " ".repeat(indent), yaml_key(name))).collect(),
+        None => pins
+            .iter()
+            .map(|(name, digest)| format!("\n{}{}: \"{digest}\"", " ".repeat(indent), yaml_key(name)))
+            .collect(),
     }
 }
 
@@ -258,7 +267,8 @@ fn flow_value(keys: &[&str], pins: &IndexMap<String, String>) -> String {
     match keys.split_first() {
         Some((key, rest)) => format!("{{{key}: {}}}", flow_value(rest, pins)),
         None => {
-            let items: Vec<String> = pins.iter().map(|(name, digest)| format!("{}: \"{digest}\"", yaml_key(name))).collect();
+            let items: Vec<String> =
+                pins.iter().map(|(name, digest)| format!("{}: \"{digest}\"", yaml_key(name))).collect();
             format!("{{{}}}", items.join(", "))
         }
     }
@@ -269,7 +279,10 @@ fn flow_value(keys: &[&str], pins: &IndexMap<String, String>) -> String {
 fn yaml_key(name: &str) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        && !matches!(name.to_ascii_lowercase().as_str(), "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n");
+        && !matches!(
+            name.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+        );
     if plain { name.to_owned() } else { serde_json::Value::from(name).to_string() }
 }
 
@@ -344,7 +357,13 @@ mod tests {
     fn edits_flow_style_tools_in_place() {
         let text = "mcp_servers:\n  math:\n    command: [x]\n    capabilities:\n      tools: {expected_tools: [add]}  # keep\n";
         let edited = with_pins(text, "math", &pins(&[("add", 'd')])).unwrap();
-        assert!(edited.contains(&format!("tools: {{expected_tools: [add], pinned: {{add: \"sha256:{}\"}}}}  # keep\n", "d".repeat(64))), "{edited}");
+        assert!(
+            edited.contains(&format!(
+                "tools: {{expected_tools: [add], pinned: {{add: \"sha256:{}\"}}}}  # keep\n",
+                "d".repeat(64)
+            )),
+            "{edited}"
+        );
         let again = with_pins(&edited, "math", &pins(&[("add", 'e')])).unwrap();
         assert_eq!(pinned_of(&again, "math"), Some(pins(&[("add", 'e')])));
         assert!(again.contains("  # keep\n"));
@@ -355,14 +374,20 @@ mod tests {
         let text = "mcp_servers:\n  m:\n    command: [x]\n    capabilities:\n      tools:\n";
         let edited = with_pins(text, "m", &pins(&[("true", 'a'), ("a b", 'b'), ("ok_name-2", 'c')])).unwrap();
         assert_eq!(pinned_of(&edited, "m"), Some(pins(&[("true", 'a'), ("a b", 'b'), ("ok_name-2", 'c')])));
-        assert!(edited.contains("\"true\": ") && edited.contains("\"a b\": ") && edited.contains(" ok_name-2: "), "{edited}");
+        assert!(
+            edited.contains("\"true\": ") && edited.contains("\"a b\": ") && edited.contains(" ok_name-2: "),
+            "{edited}"
+        );
     }
 
     #[test]
     fn a_file_without_a_final_newline_and_an_empty_pin_set() {
         let text = "mcp_servers:\n  m:\n    command: [x]";
         let edited = with_pins(text, "m", &IndexMap::new()).unwrap();
-        assert_eq!(edited, "mcp_servers:\n  m:\n    command: [x]\n    capabilities:\n      tools:\n        pinned:\n          {}\n");
+        assert_eq!(
+            edited,
+            "mcp_servers:\n  m:\n    command: [x]\n    capabilities:\n      tools:\n        pinned:\n          {}\n"
+        );
         assert_eq!(pinned_of(&edited, "m"), Some(IndexMap::new()));
     }
 
@@ -370,7 +395,9 @@ mod tests {
     fn refuses_what_it_cannot_edit_safely_and_names_the_reason() {
         let p = pins(&[("add", 'a')]);
         let flow_server = "mcp_servers:\n  m: {command: [x]}\n";
-        assert!(matches!(with_pins(flow_server, "m", &p), Err(PinEditError::Unsafe(why)) if why.contains("`mcp_servers.m` is not a block mapping")));
+        assert!(
+            matches!(with_pins(flow_server, "m", &p), Err(PinEditError::Unsafe(why)) if why.contains("`mcp_servers.m` is not a block mapping"))
+        );
         let shared = "mcp_servers:\n  a:\n    command: [x]\n    capabilities: &caps\n      tools: {expected_tools: [add]}\n  b:\n    command: [y]\n    capabilities: *caps\n";
         for server in ["a", "b"] {
             assert!(matches!(with_pins(shared, server, &p), Err(PinEditError::Unsafe(_))), "{server}");
@@ -392,12 +419,16 @@ mod tests {
         assert!(edited.contains("      - --flag   # why\n    capabilities:\n"), "{edited}");
         assert_eq!(pinned_of(&edited, "m"), Some(pins(&[("add", 'a')])));
         let crlf = text.replace('\n', "\r\n");
-        assert_eq!(pinned_of(&with_pins(&crlf, "n", &pins(&[("add", 'b')])).unwrap(), "n"), Some(pins(&[("add", 'b')])));
+        assert_eq!(
+            pinned_of(&with_pins(&crlf, "n", &pins(&[("add", 'b')])).unwrap(), "n"),
+            Some(pins(&[("add", 'b')]))
+        );
     }
 
     #[test]
     fn a_merge_key_on_the_way_is_refused() {
-        let text = "mcp_servers:\n  a: &base\n    command: [x]\n  b:\n    <<: *base\n    capabilities:\n      tools: {}\n";
+        let text =
+            "mcp_servers:\n  a: &base\n    command: [x]\n  b:\n    <<: *base\n    capabilities:\n      tools: {}\n";
         match with_pins(text, "b", &pins(&[("add", 'a')])) {
             Err(PinEditError::Unsafe(_)) | Err(PinEditError::Invalid { .. }) => {}
             other => panic!("{other:?}"),
