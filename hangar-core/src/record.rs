@@ -113,7 +113,8 @@ pub struct ToolInfo {
     pub input_schema: Value,
 }
 
-/// A tool with the digest of its declaration, so drift is easy to spot.
+/// A tool with the digest of its declaration (`crate::tool_digest`), the value a pin in
+/// `capabilities.tools.pinned` must match.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolRecord {
     #[serde(flatten)]
