@@ -177,6 +177,7 @@ impl FakeSupervisor {
             health_checks_failed: 1,
             capability_violations: 0,
             messages_skipped: 0,
+            tool_drifts: 0,
             refused: Default::default(),
         };
         MetricsSnapshot { servers: self.servers.iter().map(server).collect(), refused: Default::default() }

@@ -1,5 +1,7 @@
 //! The command line: global flags and one subcommand.
 
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand};
 
 /// The hangar's command-line client: status, logs and lifecycle of its MCP servers.
@@ -45,4 +47,16 @@ pub enum Command {
     Restart { name: String },
     /// Ask the hangar to reload its config.
     Reload,
+    /// Print the `pinned:` block (capabilities.tools.pinned) of a running server's current tools,
+    /// ready to paste; with --write, put it into the config file in place, comments kept.
+    Pin {
+        /// The server's name.
+        name: String,
+        /// Write the pins into the file given by --config (then `hangar reload` applies them).
+        #[arg(long, requires = "config")]
+        write: bool,
+        /// The hangar's config file, for --write (the API does not know where it is).
+        #[arg(long, value_name = "PATH", requires = "write")]
+        config: Option<PathBuf>,
+    },
 }

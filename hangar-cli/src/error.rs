@@ -1,6 +1,9 @@
 //! Every way a command fails, and the exit code (sysexits) each one means.
 
-use hangar_runtime::exit::{EX_IOERR, EX_PROTOCOL, EX_UNAVAILABLE, Sysexit};
+use std::path::PathBuf;
+
+use hangar_core::pin_edit::PinEditError;
+use hangar_runtime::exit::{EX_CANTCREAT, EX_CONFIG, EX_DATAERR, EX_IOERR, EX_PROTOCOL, EX_UNAVAILABLE, Sysexit};
 use thiserror::Error;
 
 /// An operation the API refused (not a sysexits code: the command worked, the answer was no).
@@ -22,6 +25,15 @@ pub enum CliError {
     ReloadUnsupported,
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
+    /// `hangar pin` needs the server's current tools, so it must be serving.
+    #[error("`{name}` is {state}: start it first, so its current tools are known")]
+    NotServing { name: String, state: String },
+    #[error("{path}: {reason}")]
+    ConfigRead { path: PathBuf, reason: String },
+    #[error("{path}: {source}")]
+    ConfigEdit { path: PathBuf, source: PinEditError },
+    #[error("{path}: cannot write the config: {reason}")]
+    ConfigWrite { path: PathBuf, reason: String },
 }
 
 /// 69 when the API is unreachable or cannot serve (503), 76 for an answer of the wrong shape.
@@ -34,6 +46,11 @@ impl Sysexit for CliError {
             CliError::Protocol { .. } => EX_PROTOCOL,
             // E.g. stdout closed under `hangar logs -f | head`.
             CliError::Output(_) => EX_IOERR,
+            CliError::NotServing { .. } => EX_UNAVAILABLE,
+            CliError::ConfigRead { .. } => EX_CONFIG,
+            CliError::ConfigEdit { source: PinEditError::Unsafe(_), .. } => EX_DATAERR,
+            CliError::ConfigEdit { .. } => EX_CONFIG,
+            CliError::ConfigWrite { .. } => EX_CANTCREAT,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! hangar: the operators' command-line client of the hangar's REST API.
 //!
-//! Exit codes (sysexits): 0 done, 1 the API refused the operation, 64 usage, 69 the API is
-//! unreachable (or answered 503), 74 the output could not be written, 76 an answer of the
-//! wrong shape.
+//! Exit codes (sysexits): 0 done, 1 the API refused the operation, 64 usage, 65 a config
+//! `pin --write` cannot edit safely, 69 the API is unreachable (or answered 503, or the server
+//! to pin is not running), 73 the config could not be written, 74 the output could not be
+//! written, 76 an answer of the wrong shape, 78 a config that cannot be read or is invalid.
 #![forbid(unsafe_code)]
 
 mod actions;
@@ -10,6 +11,7 @@ mod args;
 mod client;
 mod error;
 mod logs;
+mod pin;
 mod status;
 
 use std::io::Write;
@@ -55,6 +57,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             outcome(json, &actions::start(&api, name)?, |b| actions::started(name, b))
         }
         Command::Reload => outcome(json, &actions::reload(&api)?, actions::reloaded),
+        Command::Pin { name, config, .. } => pin::run(&api, name, config.as_deref(), json),
     }
 }
 

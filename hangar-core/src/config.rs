@@ -196,6 +196,10 @@ pub struct Capabilities {
 pub struct ToolCapabilities {
     /// `None`: any tool is allowed.
     pub expected_tools: Option<Vec<String>>,
+    /// Tool name to the digest of its reviewed declaration (`crate::tool_digest`); a pinned
+    /// tool whose declaration changes, or that disappears, has drifted. `None`: nothing pinned.
+    #[serde(default)]
+    pub pinned: Option<IndexMap<String, String>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -380,6 +384,7 @@ impl Config {
             }
             check_recovery(&at("recovery"), &server.recovery)?;
             check_limits(&at("limits"), &server.limits)?;
+            check_pins(&at("capabilities.tools.pinned"), &server.capabilities.tools)?;
         }
         check_expose_as(&self.mcp_servers)
     }
@@ -526,6 +531,20 @@ fn check_limits(at: &str, limits: &Limits) -> Result<(), KeyError> {
         Some((key, message)) => Err(KeyError { key: format!("{at}.{key}"), message }),
         None => Ok(()),
     }
+}
+
+/// Each pin is `sha256:` and 64 lowercase hex digits, the form `GET .../tools` reports.
+fn check_pins(at: &str, tools: &ToolCapabilities) -> Result<(), KeyError> {
+    for (tool, digest) in tools.pinned.iter().flatten() {
+        if !crate::tool_digest::is_digest(digest) {
+            return Err(KeyError {
+                key: format!("{at}.{tool}"),
+                message: "expected a tool digest, `sha256:` and 64 lowercase hex digits (`hangar pin` prints them)"
+                    .into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn check_recovery(at: &str, recovery: &Recovery) -> Result<(), KeyError> {
@@ -794,5 +813,23 @@ mcp_servers:
         {
             assert!(Config::parse(text).is_err(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn pins_are_read_and_a_malformed_one_names_its_key_path() {
+        let digest = format!("sha256:{}", "0a".repeat(32));
+        let text = format!(
+            "mcp_servers:\n  m:\n    command: [x]\n    capabilities:\n      tools:\n        pinned: {{add: \"{digest}\"}}\n"
+        );
+        let config = Config::parse(&text).unwrap();
+        let pinned = config.mcp_servers["m"].capabilities.tools.pinned.as_ref().unwrap();
+        assert_eq!(pinned.get("add"), Some(&digest));
+        for bad in ["add", "sha256:0a", "sha1:00", "SHA256:00"] {
+            let err = Config::parse(&text.replace(&digest, bad)).unwrap_err();
+            assert_eq!(err.key, "mcp_servers.m.capabilities.tools.pinned.add", "{bad}");
+            assert!(err.message.contains("sha256:"), "{}", err.message);
+        }
+        let err = Config::parse(&text.replace(&format!("\"{digest}\""), "[1]")).unwrap_err();
+        assert!(err.key.starts_with("mcp_servers.m.capabilities.tools.pinned"), "{}", err.key);
     }
 }

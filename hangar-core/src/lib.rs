@@ -13,8 +13,10 @@
 //!   sharing one pipe.
 //! - [`mcp`]: MCP's revisions, error codes, `_meta` keys and headers.
 //! - [`paths`]: where the control socket lives by default.
+//! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
+//! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
 //! - [`wire_name`]: the serde name of an enum variant, for logs, labels and messages.
 //! - [`yaml_keys`]: finding a key given twice in the YAML, with both lines.
 //!
@@ -37,9 +39,11 @@ pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod paths;
+pub mod pin_edit;
 pub mod preflight;
 pub mod record;
 pub mod small_file;
 pub mod time;
+pub mod tool_digest;
 pub mod wire_name;
 pub mod yaml_keys;

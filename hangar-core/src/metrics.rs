@@ -46,6 +46,9 @@ pub struct ServerMetrics {
     /// Messages from the server over the size limit, skipped unread (each one failure).
     #[serde(default)]
     pub messages_skipped: u64,
+    /// Pinned tools found changed or missing (`capabilities.tools.pinned`), in either mode.
+    #[serde(default)]
+    pub tool_drifts: u64,
     /// Requests refused by this server's own limits.
     #[serde(default)]
     pub refused: Refused,
@@ -173,6 +176,13 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
         "Messages from a server over the size limit, skipped unread; each counts as one failure.",
         |s| s.messages_skipped,
     );
+    counter(
+        &mut out,
+        servers,
+        "hangar_tool_drift_total",
+        "Times a pinned tool's declaration was found changed or missing.",
+        |s| s.tool_drifts,
+    );
     family(
         &mut out,
         "hangar_requests_refused_total",
@@ -238,6 +248,7 @@ mod tests {
             health_checks_failed: 5,
             capability_violations: 0,
             messages_skipped: 0,
+            tool_drifts: 3,
             refused: Refused { max_concurrent_calls: 0, rate_limit: 7 },
         }
     }
@@ -258,6 +269,8 @@ mod tests {
         assert!(text.contains("hangar_tool_call_duration_seconds_bucket{mcp_server=\"math\",le=\"0.5\"} 2\n"));
         assert!(text.contains("hangar_tool_call_duration_seconds_bucket{mcp_server=\"math\",le=\"+Inf\"} 3\n"));
         assert!(text.contains("hangar_health_checks_total{mcp_server=\"web\",result=\"failed\"} 5\n"));
+        assert!(text.contains("# TYPE hangar_tool_drift_total counter\n"), "{text}");
+        assert!(text.contains("hangar_tool_drift_total{mcp_server=\"web\"} 3\n"), "{text}");
         assert!(text.contains("hangar_requests_refused_total{limit=\"max_concurrent_calls\"} 2\n"), "{text}");
         assert!(text.contains("hangar_mcp_server_requests_refused_total{mcp_server=\"web\",limit=\"rate_limit\"} 7\n"));
         for family in ["state", "up", "starts_total", "stops_total"] {

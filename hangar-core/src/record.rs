@@ -113,12 +113,45 @@ pub struct ToolInfo {
     pub input_schema: Value,
 }
 
-/// A tool with the digest of its declaration, so drift is easy to spot.
+/// A tool with the digest of its declaration (`crate::tool_digest`), the value a pin in
+/// `capabilities.tools.pinned` must match.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolRecord {
     #[serde(flatten)]
     pub tool: ToolInfo,
     pub digest: String,
+}
+
+/// Pinned tools (`capabilities.tools.pinned`) whose declaration no longer matches its pin. The
+/// names are the config's own keys, so the rendering below names them in the hangar's words; the
+/// declarations themselves go to the server's logs only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolDrift {
+    /// Declared with another digest than the pinned one.
+    pub changed: Vec<String>,
+    /// Pinned but no longer declared.
+    pub missing: Vec<String>,
+}
+
+impl ToolDrift {
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.missing.is_empty()
+    }
+
+    /// Every tool that drifted, changed ones first.
+    pub fn tools(&self) -> impl Iterator<Item = &str> {
+        self.changed.iter().chain(&self.missing).map(String::as_str)
+    }
+
+    /// The dead record's `detail` of a server blocked for drift (and the refusal of its start):
+    /// `pinned tools drifted: `add` changed, `sub` missing; the definitions are in its logs`.
+    pub fn detail(&self) -> String {
+        let changed = self.changed.iter().map(|t| format!("`{t}` changed"));
+        let missing = self.missing.iter().map(|t| format!("`{t}` missing"));
+        let list: Vec<String> = changed.chain(missing).collect();
+        let noun = if list.len() == 1 { "tool" } else { "tools" };
+        format!("pinned {noun} drifted: {}; the definitions are in its logs", list.join(", "))
+    }
 }
 
 /// Counters a server accumulates while it runs.
@@ -363,6 +396,32 @@ mod tests {
         assert_eq!(
             value,
             serde_json::json!({"name": "add", "description": "Adds", "inputSchema": {"type": "object"}, "digest": "sha256:00"})
+        );
+    }
+
+    #[test]
+    fn a_drift_detail_names_each_tool_and_reads_the_same_in_every_rendering() {
+        let one = ToolDrift { changed: vec!["add".into()], missing: vec![] };
+        assert_eq!(one.detail(), "pinned tool drifted: `add` changed; the definitions are in its logs");
+        let two = ToolDrift { changed: vec!["add".into()], missing: vec!["sub".into()] };
+        assert_eq!(two.detail(), "pinned tools drifted: `add` changed, `sub` missing; the definitions are in its logs");
+        assert_eq!(two.tools().collect::<Vec<_>>(), ["add", "sub"]);
+        assert!(ToolDrift::default().is_empty() && !one.is_empty());
+        let dead = Dead {
+            reason: DeadReason::CapabilityBlocked,
+            since: at(0),
+            retry_allowed_at: None,
+            detail: Some(one.detail()),
+        };
+        let record = DeadRecord::from(&dead);
+        assert_eq!(
+            record.short(),
+            "capability_blocked, start to revive; pinned tool drifted: `add` changed; the definitions are in its logs"
+        );
+        assert_eq!(
+            record.note(),
+            "Failed (capability_blocked): revived only by an explicit start; pinned tool drifted: `add` changed; \
+             the definitions are in its logs"
         );
     }
 }

@@ -11,6 +11,9 @@ use std::process::ExitCode;
 
 /// The command line was wrong.
 pub const EX_USAGE: u8 = 64;
+/// Input data it was given is wrong, or cannot be handled safely (a config `hangar pin --write`
+/// cannot edit without risk).
+pub const EX_DATAERR: u8 = 65;
 /// A service it needs is unavailable (a port or socket held by another, an API that does not
 /// answer, a kill mode that cannot be had).
 pub const EX_UNAVAILABLE: u8 = 69;

@@ -65,6 +65,10 @@ pub struct Args {
     /// Flag file switching to --alt-tools; changes send notifications/tools/list_changed (stdio only).
     #[arg(long, value_name = "FILE", requires = "alt_tools")]
     pub alt_tools_flag: Option<PathBuf>,
+    /// While --alt-tools-flag exists, the alternate tools declare this description instead of
+    /// their own (a changed definition under the same name: tool poisoning).
+    #[arg(long, value_name = "TEXT", requires = "alt_tools_flag")]
+    pub alt_description: Option<String>,
     /// Write our pid to FILE at start (atomically).
     #[arg(long, value_name = "FILE")]
     pub pid_file: Option<PathBuf>,

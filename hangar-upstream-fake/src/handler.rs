@@ -41,6 +41,8 @@ impl Mode {
 pub struct AltTools {
     pub tools: Vec<String>,
     pub flag: PathBuf,
+    /// Declared instead of each alternate tool's own description.
+    pub description: Option<String>,
 }
 
 #[derive(Debug)]
@@ -79,6 +81,18 @@ impl State {
             Some(alt) if alt.flag.exists() => &alt.tools,
             _ => &self.tools,
         }
+    }
+
+    /// The `tools/list` entry of a tool in force, with the alternate description while it applies.
+    pub fn declare(&self, name: &str) -> Value {
+        let mut spec = tools::spec(name);
+        if let Some(alt) = &self.alt
+            && let Some(description) = &alt.description
+            && alt.flag.exists()
+        {
+            spec["description"] = description.as_str().into();
+        }
+        spec
     }
 
     /// True while nothing at all may be answered.
@@ -148,7 +162,7 @@ pub fn handle(state: &State, msg: &Value) -> Option<Value> {
         "initialize" => ok(initialize(state, params)),
         "ping" => ok(json!({})),
         "tools/list" => {
-            let tools: Vec<Value> = state.active_tools().iter().map(|t| tools::spec(t)).collect();
+            let tools: Vec<Value> = state.active_tools().iter().map(|t| state.declare(t)).collect();
             ok(state.finish(json!({"tools": tools}), true))
         }
         "tools/call" => Some(call(state, id, params)),

@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     state.exit_after_handshake = args.exit_after_handshake;
     state.handshake_delay = args.handshake_delay_ms.map(Duration::from_millis);
     if let (Some(tools), Some(flag)) = (args.alt_tools, args.alt_tools_flag) {
-        state.alt = Some(AltTools { tools: tool_names(tools), flag });
+        state.alt = Some(AltTools { tools: tool_names(tools), flag, description: args.alt_description });
     }
     let state = Arc::new(state);
     let out = Arc::new(Output::new(Faults {

@@ -9,12 +9,14 @@ use hangar_core::backoff;
 use hangar_core::config::EnforcementMode;
 use hangar_core::ipc::{CheckOutcome, ErrorKind, IpcError, Verdict};
 use hangar_core::lifecycle::{Event, State, StopReason};
-use hangar_core::record::ToolInfo;
+use hangar_core::record::{ToolDrift, ToolInfo};
 use hangar_core::time::rfc3339_millis;
+use hangar_core::tool_digest;
 
 use super::process::terminate;
 use super::start::list_tools;
 use super::{Cause, Inner, Server, Tools, jitter_draw, millis};
+use crate::logs::Stream;
 
 impl Server {
     /// Sends the upstream a `tools/list` with `timeout`; a changed tool list is applied.
@@ -158,15 +160,75 @@ impl Server {
         }
         tracing::info!(mcp_server = %self.id, tools = tools.infos.len(), "tool list changed");
         let blocked = self.unexpected_tools(&mut inner, &tools.infos);
+        if let Some(drift) = self.drifted_tools(&mut inner, &tools) {
+            // The drifted declarations are not taken: nothing serves or lists them.
+            inner.blocked_because = Some(drift.detail());
+            if self.transition(&mut inner, Event::CapabilityBlocked) {
+                tracing::warn!(mcp_server = %self.id, drifted = ?drift.tools().collect::<Vec<_>>(), "blocked: pinned tool definitions drifted");
+                self.end_blocked(&mut inner);
+            }
+            return;
+        }
         self.set_tools(&mut inner, tools);
         if let Some(unexpected) = blocked
             && self.transition(&mut inner, Event::CapabilityBlocked)
         {
             tracing::warn!(mcp_server = %self.id, unexpected = ?unexpected, "blocked: its tool list now includes tools outside expected_tools");
-            inner.generation += 1;
-            if let Some(process) = inner.process.take() {
-                inner.meta.pid = None;
-                tokio::spawn(terminate(process, Duration::ZERO));
+            self.end_blocked(&mut inner);
+        }
+    }
+
+    /// Ends the process of a server just blocked; whatever it does next is no longer its.
+    fn end_blocked(&self, inner: &mut Inner) {
+        inner.generation += 1;
+        if let Some(process) = inner.process.take() {
+            inner.meta.pid = None;
+            tokio::spawn(terminate(process, Duration::ZERO));
+        }
+    }
+
+    /// Pinned tools whose declaration no longer has its pinned digest, or that are no longer
+    /// declared, if the server must be blocked for them. Either way each drift is counted, and
+    /// the pinned digest with the old (when known) and new declarations goes to the server's
+    /// logs, never to the hangar's own surfaces. In alert mode the server keeps serving.
+    pub(super) fn drifted_tools(&self, inner: &mut Inner, tools: &Tools) -> Option<ToolDrift> {
+        let pinned = self.config.capabilities.tools.pinned.as_ref()?;
+        let mut drift = ToolDrift::default();
+        for (name, pin) in pinned {
+            let declared = |list: &Tools| {
+                list.infos.iter().zip(&list.raw).find(|(info, _)| &info.name == name).map(|(_, raw)| raw.clone())
+            };
+            let Some(now) = declared(tools) else {
+                self.log.push(
+                    Stream::Stdout,
+                    format!("[hangar] pinned tool `{name}` ({pin}) is no longer declared").as_bytes(),
+                );
+                drift.missing.push(name.clone());
+                continue;
+            };
+            let digest = tool_digest::digest(&now);
+            if &digest == pin {
+                continue;
+            }
+            let mut lines = vec![format!("[hangar] pinned tool `{name}` drifted: pinned {pin}, declared now {digest}")];
+            if let Some(before) = declared(&inner.tools) {
+                lines.push(format!("[hangar] `{name}` as declared before: {before}"));
+            }
+            lines.push(format!("[hangar] `{name}` as declared now: {now}"));
+            for line in lines {
+                self.log.push(Stream::Stdout, line.as_bytes());
+            }
+            drift.changed.push(name.clone());
+        }
+        if drift.is_empty() {
+            return None;
+        }
+        inner.counters.tool_drifts += (drift.changed.len() + drift.missing.len()) as u64;
+        match self.config.capabilities.enforcement_mode {
+            EnforcementMode::Block => Some(drift),
+            EnforcementMode::Alert => {
+                tracing::warn!(mcp_server = %self.id, drifted = ?drift.tools().collect::<Vec<_>>(), "pinned tool definitions drifted (alert mode); the definitions are in its logs, and it keeps running");
+                None
             }
         }
     }

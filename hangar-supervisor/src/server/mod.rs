@@ -35,7 +35,7 @@ use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
 use hangar_core::metrics::{Histogram, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord};
 use hangar_core::time::rfc3339_millis;
-use sha2::{Digest, Sha256};
+use hangar_core::tool_digest;
 use tokio::sync::broadcast;
 
 use crate::limits::{Limiter, Scope};
@@ -94,6 +94,9 @@ struct Inner {
     /// How the current generation's process ended, once it has: the `detail` of the dead record
     /// a failure then renders.
     ended: Option<String>,
+    /// Why the block about to be applied happened, for its dead record's `detail` (taken by the
+    /// next transition, so it never outlives that one).
+    blocked_because: Option<String>,
     /// Why the last stop ran, for the start it overtook to say so.
     last_stop: Option<StopReason>,
 }
@@ -120,6 +123,8 @@ struct Counters {
     capability_violations: u64,
     /// Messages over the size limit, skipped unread.
     messages_skipped: u64,
+    /// Pinned tools found changed or missing.
+    tool_drifts: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +174,7 @@ impl Server {
                 failure_streak: 0,
                 recovering: false,
                 ended: None,
+                blocked_because: None,
                 last_stop: None,
             }),
             starting: Mutex::new(None),
@@ -213,6 +219,7 @@ impl Server {
             _ => None,
         };
         let starting = event == Event::Start;
+        let blocked_because = inner.blocked_because.take();
         match inner.lifecycle.apply(event, now) {
             Ok(from) => {
                 let to = inner.lifecycle.state();
@@ -221,6 +228,9 @@ impl Server {
                 }
                 if let Some(how) = inner.ended.clone() {
                     inner.lifecycle.explain(format!("its process {how}"));
+                }
+                if let Some(why) = blocked_because {
+                    inner.lifecycle.explain(why);
                 }
                 let dead = inner.lifecycle.dead().map(DeadRecord::from);
                 match (&dead, stop_reason) {
@@ -286,7 +296,9 @@ impl Server {
     }
 
     pub fn tools(&self) -> Vec<ToolRecord> {
-        self.lock().tools.infos.iter().map(|tool| ToolRecord { tool: tool.clone(), digest: digest(tool) }).collect()
+        let inner = self.lock();
+        let declarations = inner.tools.infos.iter().zip(&inner.tools.raw);
+        declarations.map(|(tool, raw)| ToolRecord { tool: tool.clone(), digest: tool_digest::digest(raw) }).collect()
     }
 
     pub fn metrics(&self) -> ServerMetrics {
@@ -305,6 +317,7 @@ impl Server {
             health_checks_failed: c.checks_failed,
             capability_violations: c.capability_violations,
             messages_skipped: c.messages_skipped,
+            tool_drifts: c.tool_drifts,
             refused: self.limiter.refused(),
         }
     }
@@ -387,13 +400,6 @@ fn health_status(state: State, consecutive_failures: u32) -> &'static str {
         State::Degraded | State::Dead => "unhealthy",
         State::Cold | State::Initializing => "unknown",
     }
-}
-
-fn digest(tool: &ToolInfo) -> String {
-    let bytes = serde_json::to_vec(tool).unwrap_or_default();
-    let hash = Sha256::digest(&bytes);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
 }
 
 /// A draw in [0, 1) for backoff jitter. Randomly keyed hashing of the clock is random enough to

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hangar_core::ipc::{ErrorKind, IpcError, Started};
 use hangar_core::lifecycle::{Event, RevivedBy, State, StopReason};
-use hangar_core::record::{DeadRecord, ToolInfo};
+use hangar_core::record::{DeadRecord, ToolDrift, ToolInfo};
 use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -32,6 +32,8 @@ pub(super) enum StartFailure {
     Exited(String),
     Handshake(String),
     Blocked(Vec<String>),
+    /// Pinned tools drifted, in block mode.
+    Drifted(ToolDrift),
     Stopped,
 }
 
@@ -235,6 +237,9 @@ impl Server {
         if let Some(blocked) = self.unexpected_tools(&mut inner, &tools.infos) {
             return Err(StartFailure::Blocked(blocked));
         }
+        if let Some(drift) = self.drifted_tools(&mut inner, &tools) {
+            return Err(StartFailure::Drifted(drift));
+        }
         self.set_tools(&mut inner, tools);
         inner.meta.protocol_era = Some(
             match handshake.era {
@@ -414,6 +419,11 @@ impl Server {
                 ErrorKind::CapabilityBlocked,
                 format!("it serves tools outside capabilities.tools.expected_tools: {}", tools.join(", ")),
             ),
+            StartFailure::Drifted(drift) => {
+                // The same words as the dead record's detail.
+                inner.blocked_because = Some(drift.detail());
+                (ErrorKind::CapabilityBlocked, drift.detail())
+            }
             StartFailure::Stopped => (ErrorKind::Stopped, stopped_while_starting(inner.last_stop)),
             StartFailure::Spawn(why) | StartFailure::Handshake(why) => (ErrorKind::StartFailed, why.clone()),
             StartFailure::PortHeld(why) => (ErrorKind::PortHeld, why.clone()),
@@ -423,7 +433,7 @@ impl Server {
         };
         if current && inner.lifecycle.state() == State::Initializing {
             let event = match (&failure, cause) {
-                (StartFailure::Blocked(_), _) => Event::CapabilityBlocked,
+                (StartFailure::Blocked(_) | StartFailure::Drifted(_), _) => Event::CapabilityBlocked,
                 (_, Cause::Recovery { last: false }) => Event::ThresholdReached,
                 (_, Cause::Recovery { last: true }) => {
                     Event::GaveUp { retry_allowed_at: Some(self.next_retry(&mut inner)) }

@@ -17,7 +17,7 @@ mcp_servers:
 
 /// Runs `hangar --url URL args...` to completion (every subcommand used here returns promptly;
 /// the client's own timeouts bound it).
-fn cli(url: &str, args: &[&str]) -> Output {
+pub(crate) fn cli(url: &str, args: &[&str]) -> Output {
     Command::new(bin("hangar"))
         .arg("--url")
         .arg(url)
@@ -37,7 +37,7 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn ok(output: Output) -> String {
+pub(crate) fn ok(output: Output) -> String {
     assert!(output.status.success(), "hangar failed: {:?}\n{}", output.status, stderr(&output));
     stdout(&output)
 }

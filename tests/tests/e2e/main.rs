@@ -35,6 +35,7 @@ mod metrics;
 mod one_dispatcher;
 mod oversize;
 mod paths;
+mod pins;
 mod preflight;
 mod readiness;
 mod real_clients;

@@ -29,7 +29,7 @@ mcp_servers:
 
 /// The families `shared/surfaces.md` lists for `GET /metrics` (state gauge, up, starts, stops by
 /// reason, tool calls, call latency histogram, health checks), with the ones the hangar adds.
-const FAMILIES: [(&str, &str); 10] = [
+const FAMILIES: [(&str, &str); 11] = [
     ("hangar_mcp_server_state", "gauge"),
     ("hangar_mcp_server_up", "gauge"),
     ("hangar_mcp_server_starts_total", "counter"),
@@ -40,6 +40,7 @@ const FAMILIES: [(&str, &str); 10] = [
     ("hangar_mcp_server_deaths_total", "counter"),
     ("hangar_tool_call_errors_total", "counter"),
     ("hangar_capability_violations_total", "counter"),
+    ("hangar_tool_drift_total", "counter"),
 ];
 
 #[test]
