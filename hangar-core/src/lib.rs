@@ -37,6 +37,7 @@ pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod paths;
+pub mod policy;
 pub mod preflight;
 pub mod record;
 pub mod small_file;
