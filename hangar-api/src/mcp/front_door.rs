@@ -5,7 +5,6 @@
 //! `<server>__<name>`). Declarations and results pass through untouched; only a JSON-RPC error
 //! is re-worded, keeping its code: the upstream's own text stays in its log.
 
-use std::sync::Arc;
 
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed};
@@ -15,15 +14,15 @@ use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCO
 use serde_json::{Map, Value, json};
 
 use super::tools;
-use crate::supervisor::Supervisor;
+use crate::supervisor::AsCaller;
 
 /// Whether the front door is on (asks the supervisor; cheap once servers are discovered).
-pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
+pub async fn enabled(supervisor: &AsCaller) -> bool {
     supervisor.front_door().await.is_ok_and(|f| f.front_door)
 }
 
 /// The capabilities `server/discover` and `initialize` declare.
-pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
+pub async fn capabilities(supervisor: &AsCaller) -> Value {
     if enabled(supervisor).await {
         json!({
             "tools": {"listChanged": true},
@@ -38,7 +37,7 @@ pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
 }
 
 /// `tools/list`: the hangar's tools, then every exposed upstream tool, declared as upstream did.
-pub async fn tools_list(supervisor: &Arc<dyn Supervisor>) -> Result<Vec<Value>, RpcError> {
+pub async fn tools_list(supervisor: &AsCaller) -> Result<Vec<Value>, RpcError> {
     let mut list = tools::definitions();
     let catalog = supervisor.catalog().await.map_err(internal)?;
     if !catalog.front_door {
@@ -76,7 +75,7 @@ pub fn route(name: &str) -> Route {
 
 /// Where a front-door name leads, asked before a call that must know it is routable before it
 /// answers (an event stream, once started, cannot turn into an error response).
-pub async fn resolve(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Target, RpcError> {
+pub async fn resolve(supervisor: &AsCaller, name: &str) -> Result<Target, RpcError> {
     supervisor.resolve(name).await.map_err(|err| refused(name, err))
 }
 
@@ -101,7 +100,7 @@ pub fn upstream_arguments(arguments: Option<Value>) -> Result<Value, RpcError> {
 /// `tools/call`: a hangar tool, or an upstream's tool by its exposed name. `extra` is the rest
 /// of the client's params, passed on to an upstream.
 pub async fn tools_call(
-    supervisor: &Arc<dyn Supervisor>,
+    supervisor: &AsCaller,
     name: &str,
     arguments: Option<Value>,
     extra: Map<String, Value>,
@@ -135,14 +134,14 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 }
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
-pub async fn list(supervisor: &Arc<dyn Supervisor>, method: &str, key: &str) -> Result<Value, RpcError> {
+pub async fn list(supervisor: &AsCaller, method: &str, key: &str) -> Result<Value, RpcError> {
     let servers = front_door_servers(supervisor, method).await?;
     let per_server = gather(supervisor, &servers, method, key).await;
     Ok(json!({ key: rename(&per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
-pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn prompts_get(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let servers = front_door_servers(supervisor, "prompts/get").await?;
     let mut params = object(params)?;
     let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
@@ -156,7 +155,7 @@ pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>
 }
 
 /// `resources/read` by URI: the server that lists it, else the first whose template matches.
-pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn resources_read(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let servers = front_door_servers(supervisor, "resources/read").await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
@@ -173,7 +172,7 @@ pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Val
 
 /// Each server's items of one list method; a server that serves none (or is down) has none.
 async fn gather(
-    supervisor: &Arc<dyn Supervisor>,
+    supervisor: &AsCaller,
     servers: &[String],
     method: &str,
     key: &str,
@@ -209,7 +208,7 @@ fn exposed_of(per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Exposed> 
 
 /// `completion/complete`: to the server whose prompt (by exposed name) or resource (by URI or
 /// template) the reference names.
-pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn complete(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let servers = front_door_servers(supervisor, "completion/complete").await?;
     let mut params = object(params)?;
     let reference = params.get("ref").cloned().unwrap_or(Value::Null);
@@ -241,7 +240,7 @@ pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -
 }
 
 /// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
-pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn by_uri(supervisor: &AsCaller, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
     let servers = front_door_servers(supervisor, method).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -253,7 +252,7 @@ pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Opti
 }
 
 /// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
-pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn set_level(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let servers = front_door_servers(supervisor, "logging/setLevel").await?;
     let params = Value::Object(object(params)?);
     for server in &servers {
@@ -266,7 +265,7 @@ pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) 
 /// The server that lists `uri` (exposed name → original), else the first whose template
 /// matches it (when `templates`).
 async fn resource_owner(
-    supervisor: &Arc<dyn Supervisor>,
+    supervisor: &AsCaller,
     servers: &[String],
     uri: &str,
     templates: bool,
@@ -287,7 +286,7 @@ async fn resource_owner(
 
 /// The front door's servers (their ids, in config order), or `method` is not found: the
 /// front door is off.
-async fn front_door_servers(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<Vec<String>, RpcError> {
+async fn front_door_servers(supervisor: &AsCaller, method: &str) -> Result<Vec<String>, RpcError> {
     let front_door = supervisor.front_door().await.map_err(internal)?;
     if front_door.front_door { Ok(front_door.servers) } else { Err(RpcError::method_not_found(method)) }
 }
