@@ -36,6 +36,7 @@ mod one_dispatcher;
 mod oversize;
 mod paths;
 mod preflight;
+mod profiles;
 mod readiness;
 mod real_clients;
 mod redaction;
