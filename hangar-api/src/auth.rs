@@ -228,7 +228,8 @@ fn parse(text: &str) -> Result<Vec<Key>, (usize, Option<String>)> {
         let name = match name {
             Some(name) if valid_key_name(name) => name.to_owned(),
             Some(_) => {
-                let message = "a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@', and not `anonymous` or `hangar`";
+                let message =
+                    "a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@', and not `anonymous` or `hangar`";
                 return Err((n + 1, Some(message.into())));
             }
             None => format!("sha256:{}", hash.get(7..7 + HASH_PREFIX_DIGITS).unwrap_or_default()),
@@ -285,7 +286,8 @@ mod tests {
 
     #[test]
     fn parses_hashes_and_names_the_bad_line() {
-        let keys = parse("# ops\n\nsha256:9e1ea4e8d2e5b1bbcd8b3a8ed2a7b1c1bf2fce40c9a2bbc0c53e0d3e9a0d8e1c # alice\n").unwrap();
+        let keys = parse("# ops\n\nsha256:9e1ea4e8d2e5b1bbcd8b3a8ed2a7b1c1bf2fce40c9a2bbc0c53e0d3e9a0d8e1c # alice\n")
+            .unwrap();
         assert_eq!(keys[0].name, "sha256:9e1ea4e8d2e5", "a key without a name is named by its hash prefix");
         assert_eq!(parse("sha256:abc\n").unwrap_err(), (1, None));
         assert_eq!(parse("# x\nplain-key\n").unwrap_err(), (2, None), "a plain key is refused: only hashes");
@@ -307,7 +309,10 @@ mod tests {
     fn accepts_exactly_the_keys_whose_hash_is_configured_and_names_the_caller() {
         let auth = Auth::with_file_keys(parse(&format!("sha256:{}\n", hex_of("secret-key"))).unwrap());
         let caller = auth.authenticate(&headers("x-api-key", "secret-key")).unwrap();
-        assert_eq!((caller.identity.as_str(), caller.profile), (&*format!("sha256:{}", &hex_of("secret-key")[..12]), None));
+        assert_eq!(
+            (caller.identity.as_str(), caller.profile),
+            (&*format!("sha256:{}", &hex_of("secret-key")[..12]), None)
+        );
         assert_eq!(auth.authenticate(&headers("x-api-key", "secret-kez")), Err(Refusal::Invalid));
         assert_eq!(auth.authenticate(&headers("authorization", "Bearer ")), Err(Refusal::Invalid));
         assert_eq!(auth.authenticate(&HeaderMap::new()), Err(Refusal::Missing));

@@ -156,7 +156,11 @@ async fn learn_auth(client: &Client, auth: &Auth) {
         match client.request(&Caller::hangar(), Request::Auth).await {
             Ok(Reply::Auth(config)) => {
                 auth.learn(&config);
-                tracing::debug!(keys = config.api_keys.len(), oauth = config.oauth.is_some(), "learned the auth settings");
+                tracing::debug!(
+                    keys = config.api_keys.len(),
+                    oauth = config.oauth.is_some(),
+                    "learned the auth settings"
+                );
                 return;
             }
             Ok(_) => tracing::warn!("the supervisor answered `auth` with an unexpected reply"),

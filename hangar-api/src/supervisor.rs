@@ -84,7 +84,10 @@ impl AsCaller {
         self.supervisor.request(&self.caller, request)
     }
 
-    fn request_relayed(&self, request: Request) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+    fn request_relayed(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
         self.supervisor.request_relayed(&self.caller, request)
     }
 }

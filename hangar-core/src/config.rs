@@ -384,12 +384,17 @@ impl Config {
                 });
             }
             if let Some(first) = names.insert(key.name.as_str(), n) {
-                return Err(KeyError { key: at("name"), message: format!("`{}` already names auth.api_keys[{first}]", key.name) });
+                return Err(KeyError {
+                    key: at("name"),
+                    message: format!("`{}` already names auth.api_keys[{first}]", key.name),
+                });
             }
             let Some(digest) = crate::access::parse_key_hash(&key.hash) else {
                 return Err(KeyError {
                     key: at("hash"),
-                    message: "expected `sha256:<64 hex digits>` (the hash of the key, e.g. from `printf %s KEY | sha256sum`)".into(),
+                    message:
+                        "expected `sha256:<64 hex digits>` (the hash of the key, e.g. from `printf %s KEY | sha256sum`)"
+                            .into(),
                 });
             };
             if let Some(first) = hashes.insert(digest, n) {
@@ -756,7 +761,10 @@ mcp_servers:
         let other = format!("sha256:{}", "cd".repeat(32));
         let profiles = "profiles:\n  ci: {servers: [math], tools: {allow: [add]}}\n";
         let with = |keys: &str| Config::parse(&format!("{profiles}auth:\n  api_keys:\n{keys}"));
-        let ok = with(&format!("    - {{name: ci-bot, hash: \"{hash}\", profile: ci}}\n    - {{name: alice, hash: \"{other}\"}}\n")).unwrap();
+        let ok = with(&format!(
+            "    - {{name: ci-bot, hash: \"{hash}\", profile: ci}}\n    - {{name: alice, hash: \"{other}\"}}\n"
+        ))
+        .unwrap();
         assert_eq!(ok.auth.api_keys.len(), 2);
         let refused = |keys: String| with(&keys).unwrap_err();
         let err = refused(format!("    - {{name: ci-bot, hash: \"{hash}\", profile: nope}}\n"));
@@ -767,7 +775,10 @@ mcp_servers:
         assert_eq!(refused(format!("    - {{name: \"\", hash: \"{hash}\"}}\n")).key, "auth.api_keys[0].name");
         assert_eq!(refused(format!("    - {{name: anonymous, hash: \"{hash}\"}}\n")).key, "auth.api_keys[0].name");
         let twice = refused(format!("    - {{name: a, hash: \"{hash}\"}}\n    - {{name: a, hash: \"{other}\"}}\n"));
-        assert_eq!((twice.key.as_str(), twice.message.as_str()), ("auth.api_keys[1].name", "`a` already names auth.api_keys[0]"));
+        assert_eq!(
+            (twice.key.as_str(), twice.message.as_str()),
+            ("auth.api_keys[1].name", "`a` already names auth.api_keys[0]")
+        );
         let same = refused(format!("    - {{name: a, hash: \"{hash}\"}}\n    - {{name: b, hash: \"{hash}\"}}\n"));
         assert_eq!(same.key, "auth.api_keys[1].hash");
     }

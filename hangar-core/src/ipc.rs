@@ -451,7 +451,11 @@ mod tests {
                     extra: Some(serde_json::json!({"requestState": "s"})),
                 },
             },
-            ClientFrame::Request { id: 9, op: Request::Resolve { name: "math__add".into() }, caller: Caller::anonymous() },
+            ClientFrame::Request {
+                id: 9,
+                op: Request::Resolve { name: "math__add".into() },
+                caller: Caller::anonymous(),
+            },
             ClientFrame::Cancel { id: 8 },
         ];
         for frame in frames {
@@ -472,7 +476,10 @@ mod tests {
         };
         let line = encode(&ClientFrame::Request { id: 1, op: call.clone(), caller: Caller::hangar() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));
-        assert_eq!(decode::<ClientFrame>(&line).unwrap(), ClientFrame::Request { id: 1, op: call, caller: Caller::hangar() });
+        assert_eq!(
+            decode::<ClientFrame>(&line).unwrap(),
+            ClientFrame::Request { id: 1, op: call, caller: Caller::hangar() }
+        );
     }
 
     #[test]

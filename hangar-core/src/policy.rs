@@ -55,10 +55,9 @@ impl Policy {
     pub fn view(&self, caller: &Caller) -> View {
         match &caller.profile {
             None => View::All,
-            Some(name) => View::Profile {
-                name: name.clone(),
-                rules: self.profiles.get(name).cloned().unwrap_or_default(),
-            },
+            Some(name) => {
+                View::Profile { name: name.clone(), rules: self.profiles.get(name).cloned().unwrap_or_default() }
+            }
         }
     }
 }
@@ -66,8 +65,10 @@ impl Policy {
 fn glob_set(at: &str, globs: &[String]) -> Result<GlobSet, KeyError> {
     let mut set = GlobSetBuilder::new();
     for (n, glob) in globs.iter().enumerate() {
-        let glob = Glob::new(glob)
-            .map_err(|err| KeyError { key: format!("{at}[{n}]"), message: format!("not a valid glob: {}", err.kind()) })?;
+        let glob = Glob::new(glob).map_err(|err| KeyError {
+            key: format!("{at}[{n}]"),
+            message: format!("not a valid glob: {}", err.kind()),
+        })?;
         set.add(glob);
     }
     set.build().map_err(|err| KeyError { key: at.to_owned(), message: format!("the globs do not compile: {err}") })

@@ -5,7 +5,6 @@
 //! `<server>__<name>`). Declarations and results pass through untouched; only a JSON-RPC error
 //! is re-worded, keeping its code: the upstream's own text stays in its log.
 
-
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed};
 use hangar_core::ipc::{Catalog, ErrorKind, IpcError, Relay, Target};
@@ -171,12 +170,7 @@ pub async fn resources_read(supervisor: &AsCaller, params: Option<Value>) -> Res
 }
 
 /// Each server's items of one list method; a server that serves none (or is down) has none.
-async fn gather(
-    supervisor: &AsCaller,
-    servers: &[String],
-    method: &str,
-    key: &str,
-) -> Vec<(String, Vec<Value>)> {
+async fn gather(supervisor: &AsCaller, servers: &[String], method: &str, key: &str) -> Vec<(String, Vec<Value>)> {
     let mut per_server = Vec::new();
     for server in servers {
         let items = match supervisor.forward(server, method, json!({})).await {

@@ -5,7 +5,6 @@
 //! `progressToken`, or a `logLevel` in `_meta`). If the client closes the stream, the call is
 //! dropped, which cancels it at the supervisor and, from there, upstream.
 
-
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::ipc::{Relay, Target};
@@ -89,13 +88,7 @@ impl Serialize for ParamsWithToken<'_> {
 }
 
 /// Starts the call and answers with its event stream; the final result is shaped by `era`.
-pub fn relayed_call(
-    supervisor: AsCaller,
-    id: Id,
-    call: UpstreamCall,
-    wanted: Wanted,
-    era: &'static Era,
-) -> McpReply {
+pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wanted, era: &'static Era) -> McpReply {
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
         let UpstreamCall { target, arguments, extra } = call;

@@ -1,6 +1,5 @@
 //! The `hangar_*` tools served at `/mcp`: their declarations and what each one does.
 
-
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::RpcError;

@@ -156,7 +156,8 @@ async fn heartbeat(shared: &Shared, writer: mpsc::Sender<Vec<u8>>) {
     // Checked twice per heartbeat, so silence is noticed within one and a half of them.
     let mut tick = tokio::time::interval(HEARTBEAT / 2);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let ping = ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Ping, caller: Caller::hangar() });
+    let ping =
+        ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Ping, caller: Caller::hangar() });
     loop {
         tick.tick().await;
         if shared.silent_for() < HEARTBEAT {

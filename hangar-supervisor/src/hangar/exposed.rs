@@ -178,7 +178,10 @@ mod tests {
         let (shared, servers) = servers(&["math", "words"]);
         servers[0].declare_for_test(&["add", "echo"]);
         servers[1].declare_for_test(&["echo"]);
-        let config = Config::parse("profiles:\n  mathy: {servers: [math]}\n  no-echo: {servers: [\"*\"], tools: {deny: [echo]}}\n").unwrap();
+        let config = Config::parse(
+            "profiles:\n  mathy: {servers: [math]}\n  no-echo: {servers: [\"*\"], tools: {deny: [echo]}}\n",
+        )
+        .unwrap();
         let policy = hangar_core::policy::Policy::compile(&config.profiles).unwrap();
         let by_view = ByView::default();
         let as_profile = |name: &str| {

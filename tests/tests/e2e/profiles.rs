@@ -132,7 +132,8 @@ impl As<'_> {
 
     /// One `hangar_call`'s outcome: Ok(result) or Err((error_type, error)).
     fn hangar_call(&self, server: &str, tool: &str) -> Result<Value, (String, String)> {
-        let batch = self.hangar_tool("hangar_call", json!({"calls": [{"mcp_server": server, "tool": tool, "arguments": {}}]}));
+        let batch =
+            self.hangar_tool("hangar_call", json!({"calls": [{"mcp_server": server, "tool": tool, "arguments": {}}]}));
         let result = &batch["results"][0];
         if result["success"] == true {
             Ok(result["result"].clone())
@@ -229,10 +230,7 @@ fn each_key_sees_only_its_view_on_every_surface() {
 
     // The decisions are recorded with who asked, never with the key.
     let log = hangar.log();
-    assert!(
-        log.lines().any(|l| l.contains("hangar::audit") && l.contains("ci-bot") && l.contains("refused")),
-        "{log}"
-    );
+    assert!(log.lines().any(|l| l.contains("hangar::audit") && l.contains("ci-bot") && l.contains("refused")), "{log}");
     for key in [DEV, CI, ADMIN] {
         assert!(!log.contains(key), "a key reached the logs");
     }
@@ -380,9 +378,18 @@ fn a_bad_key_or_profile_is_refused_at_start_naming_the_key_path() {
     let dir = tempfile::tempdir().unwrap();
     let good = hash(CI);
     for (yaml, key) in [
-        (format!("auth:\n  api_keys:\n    - {{name: ci, hash: \"{good}\", profile: nope}}\n"), "auth.api_keys[0].profile"),
+        (
+            format!("auth:\n  api_keys:\n    - {{name: ci, hash: \"{good}\", profile: nope}}\n"),
+            "auth.api_keys[0].profile",
+        ),
         ("auth:\n  api_keys:\n    - {name: ci, hash: \"sha256:1234\"}\n".to_owned(), "auth.api_keys[0].hash"),
-        (format!("auth:\n  api_keys:\n    - {{name: ci, hash: \"{good}\"}}\n    - {{name: ci, hash: \"{}\"}}\n", hash(DEV)), "auth.api_keys[1].name"),
+        (
+            format!(
+                "auth:\n  api_keys:\n    - {{name: ci, hash: \"{good}\"}}\n    - {{name: ci, hash: \"{}\"}}\n",
+                hash(DEV)
+            ),
+            "auth.api_keys[1].name",
+        ),
         ("profiles:\n  dev: {servers: [\"[oops\"]}\n".to_owned(), "profiles.dev.servers[0]"),
         ("profiles:\n  dev: {tools: {deny: [\"a{b\"]}}\n".to_owned(), "profiles.dev.tools.deny[0]"),
     ] {
