@@ -180,6 +180,11 @@ fn each_key_sees_only_its_view_on_every_surface() {
     assert_eq!(ids(&ci.hangar_tool("hangar_list", json!({}))["mcp_servers"], "mcp_server_id"), ["math"]);
     assert_eq!(ids(&dev.hangar_tool("hangar_status", json!({}))["mcp_servers"], "id"), ["math", "github"]);
 
+    let (status, metrics) = ci.get("/metrics");
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    assert_eq!(status, 200);
+    assert!(metrics.contains("mcp_server=\"math\"") && !metrics.contains("secret"), "{metrics}");
+
     // Per-view front-door names: `add` collides only with `secret`, `echo` with `github`.
     assert_eq!(ci.front_door_names(), ["add"], "ci sees math's `add` alone, bare");
     assert_eq!(dev.front_door_names(), ["add", "math__echo", "github__echo"], "delete_repo is denied");
