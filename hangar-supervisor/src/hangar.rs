@@ -496,3 +496,6 @@ async fn futures_join_all(handles: Vec<tokio::task::JoinHandle<hangar_core::ipc:
         let _ = handle.await;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -406,3 +406,29 @@ fn a_bad_key_or_profile_is_refused_at_start_naming_the_key_path() {
         assert!(!stderr.contains(CI), "the key leaked: {stderr}");
     }
 }
+
+#[test]
+fn prompts_and_resources_follow_the_view() {
+    let yaml = format!(
+        "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: ci-bot, hash: \"{}\", profile: ci}}\n    - {{name: alice, hash: \"{}\"}}\n\
+         profiles:\n  ci: {{servers: [math]}}\nmcp_servers:\n  math: {{command: [\"{{fake}}\", \"--tools\", \"add\"]}}\n  \
+         conf: {{command: [\"{{fake}}\", \"--conformance\"]}}\n",
+        hash(CI),
+        hash(ADMIN)
+    );
+    let hangar = Hangar::start(&yaml);
+    let (ci, admin) = (with_key(&hangar, CI), with_key(&hangar, ADMIN));
+    let listed = |who: &As, method: &str, key: &str| {
+        let (status, body) = who.mcp(method, json!({}));
+        assert_eq!(status, 200, "{method}: {body}");
+        body["result"][key].as_array().map_or(0, Vec::len)
+    };
+    assert!(listed(&admin, "prompts/list", "prompts") > 0, "the conformance fixtures serve prompts");
+    assert!(listed(&admin, "resources/list", "resources") > 0, "and resources");
+    assert_eq!(listed(&ci, "prompts/list", "prompts"), 0, "ci cannot see conf");
+    assert_eq!(listed(&ci, "resources/list", "resources"), 0);
+    let (_, got) = ci.mcp("prompts/get", json!({"name": "test_simple_prompt"}));
+    assert!(got.get("error").is_some(), "a prompt of an unseen server is not found: {got}");
+    let (_, got) = admin.mcp("prompts/get", json!({"name": "test_simple_prompt"}));
+    assert!(got.get("result").is_some(), "{got}");
+}
