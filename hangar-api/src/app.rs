@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::{body, error, mcp, metrics, rest};
 
 pub fn router(state: AppState) -> Router {
-    let keys = state.keys.clone();
+    let auth = state.auth.clone();
     let guard = state.guard.clone();
     Router::new()
         .merge(rest::routes())
@@ -24,7 +24,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         // Every body read whole, at most BODY_LIMIT, before any handler or extractor sees it.
         .layer(middleware::from_fn(body::bounded_body))
-        .layer(middleware::from_fn_with_state(keys, crate::auth::require_key))
+        .layer(middleware::from_fn_with_state(auth, crate::auth::authenticate))
         // Outside the key check: a valid key exempts nothing from it.
         .layer(middleware::from_fn_with_state(guard, crate::guard::refuse_cross_site))
         .layer(middleware::from_fn(log_request))

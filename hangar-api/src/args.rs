@@ -23,8 +23,9 @@ pub struct Args {
     /// Log format on stderr.
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
-    /// A file of API key hashes (`sha256:<hex>` a line); every route but /health/* then needs a
-    /// key (`X-API-Key` or `Authorization: Bearer`).
+    /// A file of API key hashes (`sha256:<hex>` or `NAME:sha256:<hex>` a line), merged with the
+    /// config's `auth.api_keys`; every route but /health/* then needs a key (`X-API-Key` or
+    /// `Authorization: Bearer`).
     #[arg(long, value_name = "FILE", env = "HANGAR_API_KEYS_FILE")]
     pub api_keys: Option<PathBuf>,
     /// Serve beyond loopback without API keys. Without this, that is refused.

@@ -1,17 +1,26 @@
-//! API keys: every route but the health probes needs one, when keys are configured.
+//! Authentication: who is calling. Every route but the health probes needs a credential once
+//! any is configured; the request then carries its [`Caller`] (an axum extension) to the
+//! handlers, which send it to the supervisor with every request. What that caller may see and
+//! do is the supervisor's decision, never this file's.
 //!
-//! Keys are configured as SHA-256 hashes (`--api-keys FILE`, one `sha256:<hex>` a line, `#`
-//! comments), so the file holds nothing a reader could use. A client sends its key as
-//! `X-API-Key: <key>` or `Authorization: Bearer <key>`. Keys are never logged.
+//! Keys come from two places, merged: `auth.api_keys` in the config, which the supervisor hands
+//! to every API instance on each connection and after each reload (so a second instance is
+//! identical), and `--api-keys FILE`, one `sha256:<hex>` or `NAME:sha256:<hex>` a line (`#`
+//! comments). A key's name is the caller's identity; a file key without one is named by its
+//! hash prefix (`sha256:9e1ea4e8d2e5`). Only hashes are configured, so neither place holds
+//! anything a reader could use. A client sends its key as `X-API-Key: <key>` or
+//! `Authorization: Bearer <key>`. Keys are never logged.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hangar_core::access::{AuthConfig, Caller, parse_key_hash, valid_key_name};
 use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 use sha2::{Digest, Sha256};
 
@@ -19,11 +28,41 @@ use crate::error::ApiError;
 
 /// The largest keys file read: some thousands of keys.
 const MAX_KEYS_FILE_BYTES: u64 = 1 << 20;
+/// How many hex digits of its hash name a key the file does not name.
+const HASH_PREFIX_DIGITS: usize = 12;
 
-/// The hashes of the keys that may use the API.
+/// One key the API accepts.
+#[derive(Debug, Clone)]
+struct Key {
+    /// The caller's identity.
+    name: String,
+    digest: [u8; 32],
+    /// `None`: sees and does everything.
+    profile: Option<String>,
+}
+
+/// The keys this API accepts: those of `--api-keys` (fixed at start) and those of the config
+/// (as the supervisor last told them). Cheap to clone; every clone sees what the supervisor
+/// says next.
 #[derive(Debug, Clone, Default)]
-pub struct ApiKeys {
-    hashes: Arc<Vec<[u8; 32]>>,
+pub struct Auth {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    file: Vec<Key>,
+    config: RwLock<Learned>,
+    /// The supervisor told this API its `auth:` block on the current connection.
+    learned: AtomicBool,
+}
+
+/// The config's `auth:` block as the supervisor last told it.
+#[derive(Debug, Default)]
+struct Learned {
+    keys: Arc<Vec<Key>>,
+    /// OAuth is configured (then nothing is anonymous either).
+    oauth: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -31,9 +70,11 @@ pub enum KeysError {
     #[error("{path}: cannot read the API keys: {source}")]
     Read { path: String, source: hangar_core::small_file::SmallFileError },
     #[error(
-        "{path}:{line}: expected `sha256:<64 hex digits>` (the hash of a key, e.g. from `printf %s KEY | sha256sum`)"
+        "{path}:{line}: expected `sha256:<64 hex digits>` or `NAME:sha256:<64 hex digits>` (the hash of a key, e.g. from `printf %s KEY | sha256sum`)"
     )]
     Malformed { path: String, line: usize },
+    #[error("{path}:{line}: {message}")]
+    Invalid { path: String, line: usize, message: String },
 }
 
 /// A key file that cannot be used is a configuration mistake.
@@ -43,99 +84,258 @@ impl Sysexit for KeysError {
     }
 }
 
-impl ApiKeys {
-    pub fn load(path: &Path) -> Result<ApiKeys, KeysError> {
+/// Why a request is not served (401).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Missing,
+    Invalid,
+}
+
+impl Refusal {
+    fn message(self) -> &'static str {
+        match self {
+            Refusal::Missing => "an API key is required: send it as X-API-Key or Authorization: Bearer",
+            Refusal::Invalid => "the API key is not valid",
+        }
+    }
+}
+
+/// A credential as the request presents it.
+enum Credential<'a> {
+    /// `X-API-Key`: only ever a key.
+    Key(&'a str),
+    /// `Authorization: Bearer`: a key, or (with OAuth) an access token.
+    Bearer(&'a str),
+}
+
+impl Auth {
+    /// The keys of `--api-keys FILE`.
+    pub fn load(path: &Path) -> Result<Auth, KeysError> {
         let shown = path.display().to_string();
         // A regular file only: `/dev/zero` filled the memory, a FIFO held the start for good.
         let text = hangar_core::small_file::read_regular(path, MAX_KEYS_FILE_BYTES)
             .map_err(|source| KeysError::Read { path: shown.clone(), source })?;
-        ApiKeys::parse(&text).map_err(|line| KeysError::Malformed { path: shown, line })
+        let file = parse(&text).map_err(|(line, message)| match message {
+            None => KeysError::Malformed { path: shown.clone(), line },
+            Some(message) => KeysError::Invalid { path: shown.clone(), line, message },
+        })?;
+        Ok(Auth::with_file_keys(file))
     }
 
-    /// Parses the file's text; `Err(line number)` on a bad line.
-    fn parse(text: &str) -> Result<ApiKeys, usize> {
-        let mut hashes = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or_default().trim();
-            if line.is_empty() {
-                continue;
-            }
-            let hex = line.strip_prefix("sha256:").ok_or(n + 1)?;
-            hashes.push(decode_hex(hex).ok_or(n + 1)?);
+    fn with_file_keys(file: Vec<Key>) -> Auth {
+        Auth { inner: Arc::new(Inner { file, ..Inner::default() }) }
+    }
+
+    /// No keys at all, and the supervisor's settings taken as known (tests).
+    #[cfg(test)]
+    pub fn none_learned() -> Auth {
+        let auth = Auth::default();
+        auth.learn(&AuthConfig::default());
+        auth
+    }
+
+    /// Whether `--api-keys` named any key (the exposure rule counts these).
+    pub fn has_file_keys(&self) -> bool {
+        !self.inner.file.is_empty()
+    }
+
+    /// Takes the config's `auth:` block, as the supervisor tells it.
+    pub fn learn(&self, config: &AuthConfig) {
+        let keys = config
+            .api_keys
+            .iter()
+            .filter_map(|key| {
+                // The supervisor validated the config; a hash that does not parse is skipped.
+                let digest = parse_key_hash(&key.hash)?;
+                Some(Key { name: key.name.clone(), digest, profile: key.profile.clone() })
+            })
+            .collect();
+        *self.inner.config.write().unwrap_or_else(|p| p.into_inner()) =
+            Learned { keys: Arc::new(keys), oauth: config.oauth.is_some() };
+        self.inner.learned.store(true, Ordering::SeqCst);
+    }
+
+    /// The connection is gone: what comes next must be learned again (the keys stay meanwhile,
+    /// and no request reaches the supervisor anyway).
+    pub fn unlearn(&self) {
+        self.inner.learned.store(false, Ordering::SeqCst);
+    }
+
+    /// The supervisor has told this API its `auth:` block on the current connection.
+    pub fn learned(&self) -> bool {
+        self.inner.learned.load(Ordering::SeqCst)
+    }
+
+    /// Who the request comes from. With nothing configured, everyone is [`Caller::anonymous`]
+    /// (loopback only, by the exposure rule). Before the supervisor's settings are known only
+    /// the file's keys count; an anonymous caller is then refused by the supervisor itself if
+    /// its config does configure authentication.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
+        let (config_keys, oauth) = (learned.keys.clone(), learned.oauth);
+        drop(learned);
+        if self.inner.file.is_empty() && config_keys.is_empty() && !oauth {
+            return Ok(Caller::anonymous());
         }
-        Ok(ApiKeys { hashes: Arc::new(hashes) })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty()
-    }
-
-    fn accepts(&self, key: &str) -> bool {
-        let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        // Every configured hash is compared in full, so timing says nothing about which matched.
-        self.hashes.iter().fold(false, |found, known| found | constant_time_eq(known, &hash))
+        let credential = presented(headers).ok_or(Refusal::Missing)?;
+        let secret = match credential {
+            Credential::Key(secret) | Credential::Bearer(secret) => secret,
+        };
+        if let Some(key) = find(config_keys.iter().chain(&self.inner.file), secret) {
+            return Ok(Caller { identity: key.name.clone(), profile: key.profile.clone() });
+        }
+        match credential {
+            // OAuth (issue 13, part 2) plugs in here: a bearer token that is no key is an access
+            // token, validated against the issuer and mapped to a `Caller` (its subject, the
+            // profile its groups name), or refused with the right `WWW-Authenticate`.
+            Credential::Bearer(_) | Credential::Key(_) => Err(Refusal::Invalid),
+        }
     }
 }
 
-fn decode_hex(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
+/// The credential a request presents: `X-API-Key`, else `Authorization: Bearer`.
+fn presented(headers: &HeaderMap) -> Option<Credential<'_>> {
+    if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(Credential::Key(key.trim()));
     }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    let bearer = headers.get(AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")?;
+    Some(Credential::Bearer(bearer.trim()))
+}
+
+/// The first key whose hash is `secret`'s. Every hash is compared in full, and the scan never
+/// stops early, so timing says nothing about which key matched, or where.
+fn find<'k>(keys: impl Iterator<Item = &'k Key>, secret: &str) -> Option<&'k Key> {
+    let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+    keys.fold(None, |found, key| {
+        let matches = constant_time_eq(&key.digest, &digest);
+        if found.is_none() && matches { Some(key) } else { found }
+    })
+}
+
+/// Parses a keys file; `Err((line, message))` on a bad line (`None`: malformed).
+fn parse(text: &str) -> Result<Vec<Key>, (usize, Option<String>)> {
+    let mut keys: Vec<Key> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (name, hash) = match line.split_once(":sha256:") {
+            Some((name, hex)) => (Some(name), format!("sha256:{hex}")),
+            None => (None, line.to_owned()),
+        };
+        let digest = parse_key_hash(&hash).ok_or((n + 1, None))?;
+        let name = match name {
+            Some(name) if valid_key_name(name) => name.to_owned(),
+            Some(_) => {
+                let message =
+                    "a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@', and not `anonymous` or `hangar`";
+                return Err((n + 1, Some(message.into())));
+            }
+            None => format!("sha256:{}", hash.get(7..7 + HASH_PREFIX_DIGITS).unwrap_or_default()),
+        };
+        if keys.iter().any(|k| k.name == name) {
+            return Err((n + 1, Some(format!("`{name}` names an earlier key too"))));
+        }
+        keys.push(Key { name, digest, profile: None });
     }
-    Some(out)
+    Ok(keys)
 }
 
 fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
-/// Refuses a request without a valid key (401, the error envelope). Health probes stay open,
-/// so load balancers and systemd need no key.
-pub async fn require_key(State(keys): State<ApiKeys>, request: Request, next: Next) -> Response {
+/// Names the request's caller for the handlers (an `Extension<Caller>`), or refuses it (401,
+/// the error envelope). Health probes stay open and carry no caller, so load balancers and
+/// systemd need no key.
+pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if keys.is_empty() || path == "/health/live" || path == "/health/ready" {
+    if path == "/health/live" || path == "/health/ready" {
         return next.run(request).await;
     }
-    let headers = request.headers();
-    let presented = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())?.strip_prefix("Bearer "))
-        .map(str::trim);
-    let refusal = match presented {
-        Some(key) if keys.accepts(key) => return next.run(request).await,
-        Some(_) => "the API key is not valid",
-        None => "an API key is required: send it as X-API-Key or Authorization: Bearer",
-    };
-    let response = ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal).into_response();
-    crate::body::refuse_unread(request, response).await
+    match auth.authenticate(request.headers()) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            let response = ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal.message()).into_response();
+            crate::body::refuse_unread(request, response).await
+        }
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use hangar_core::access::NamedKey;
+
     use super::*;
 
-    #[test]
-    fn parses_hashes_and_names_the_bad_line() {
-        let keys = ApiKeys::parse(
-            "# ops\n\nsha256:9e1ea4e8d2e5b1bbcd8b3a8ed2a7b1c1bf2fce40c9a2bbc0c53e0d3e9a0d8e1c # alice\n",
-        )
-        .unwrap();
-        assert!(!keys.is_empty());
-        assert_eq!(ApiKeys::parse("sha256:abc\n").unwrap_err(), 1);
-        assert_eq!(ApiKeys::parse("# x\nplain-key\n").unwrap_err(), 2, "a plain key is refused: only hashes");
+    fn hex_of(key: &str) -> String {
+        let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        hash.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn headers(name: &str, value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+        headers
     }
 
     #[test]
-    fn accepts_exactly_the_keys_whose_hash_is_configured() {
-        let hash: [u8; 32] = Sha256::digest(b"secret-key").into();
-        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-        let keys = ApiKeys::parse(&format!("sha256:{hex}\n")).unwrap();
-        assert!(keys.accepts("secret-key"));
-        assert!(!keys.accepts("secret-kez"));
-        assert!(!keys.accepts(""));
+    fn parses_hashes_and_names_the_bad_line() {
+        let keys = parse("# ops\n\nsha256:9e1ea4e8d2e5b1bbcd8b3a8ed2a7b1c1bf2fce40c9a2bbc0c53e0d3e9a0d8e1c # alice\n")
+            .unwrap();
+        assert_eq!(keys[0].name, "sha256:9e1ea4e8d2e5", "a key without a name is named by its hash prefix");
+        assert_eq!(parse("sha256:abc\n").unwrap_err(), (1, None));
+        assert_eq!(parse("# x\nplain-key\n").unwrap_err(), (2, None), "a plain key is refused: only hashes");
+    }
+
+    #[test]
+    fn a_line_may_name_its_key() {
+        let text = format!("ci-bot:sha256:{}\nsha256:{}\n", hex_of("one"), hex_of("two"));
+        let keys = parse(&text).unwrap();
+        assert_eq!(keys[0].name, "ci-bot");
+        assert_eq!(keys[1].name, format!("sha256:{}", &hex_of("two")[..12]));
+        let twice = format!("a:sha256:{}\na:sha256:{}\n", hex_of("one"), hex_of("two"));
+        assert!(parse(&twice).unwrap_err().1.unwrap().contains("`a` names an earlier key"));
+        assert!(parse(&format!("anonymous:sha256:{}\n", hex_of("one"))).unwrap_err().1.is_some());
+        assert!(parse(&format!("bad name:sha256:{}\n", hex_of("one"))).unwrap_err().1.is_some());
+    }
+
+    #[test]
+    fn accepts_exactly_the_keys_whose_hash_is_configured_and_names_the_caller() {
+        let auth = Auth::with_file_keys(parse(&format!("sha256:{}\n", hex_of("secret-key"))).unwrap());
+        let caller = auth.authenticate(&headers("x-api-key", "secret-key")).unwrap();
+        assert_eq!(
+            (caller.identity.as_str(), caller.profile),
+            (&*format!("sha256:{}", &hex_of("secret-key")[..12]), None)
+        );
+        assert_eq!(auth.authenticate(&headers("x-api-key", "secret-kez")), Err(Refusal::Invalid));
+        assert_eq!(auth.authenticate(&headers("authorization", "Bearer ")), Err(Refusal::Invalid));
+        assert_eq!(auth.authenticate(&HeaderMap::new()), Err(Refusal::Missing));
+    }
+
+    #[test]
+    fn config_keys_learned_from_the_supervisor_carry_their_profile() {
+        let auth = Auth::default();
+        assert_eq!(auth.authenticate(&HeaderMap::new()), Ok(Caller::anonymous()), "nothing configured");
+        assert!(!auth.learned());
+        auth.learn(&AuthConfig {
+            api_keys: vec![NamedKey {
+                name: "ci-bot".into(),
+                hash: format!("sha256:{}", hex_of("ci")),
+                profile: Some("ci".into()),
+            }],
+            oauth: None,
+        });
+        assert!(auth.learned());
+        let caller = auth.authenticate(&headers("authorization", "Bearer ci")).unwrap();
+        assert_eq!(caller, Caller { identity: "ci-bot".into(), profile: Some("ci".into()) });
+        assert_eq!(auth.authenticate(&HeaderMap::new()), Err(Refusal::Missing), "configured: nothing is anonymous");
+        auth.learn(&AuthConfig::default());
+        assert_eq!(auth.authenticate(&HeaderMap::new()), Ok(Caller::anonymous()), "a reload removed every key");
     }
 }

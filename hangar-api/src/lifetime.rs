@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hangar_core::access::Caller;
+use hangar_core::ipc::{Reply, Request};
 use hangar_runtime::client::{Client, Link};
 use hangar_runtime::exit::{EX_SOFTWARE, EX_UNAVAILABLE, Exit};
 use hangar_runtime::signals::Signals;
@@ -15,7 +17,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::app;
 use crate::args::Args;
-use crate::auth::ApiKeys;
+use crate::auth::Auth;
 use crate::exposure::{self, Listening, Reach};
 use crate::state::{AppState, ListChanged};
 use crate::{guard, listen, serve};
@@ -49,21 +51,21 @@ pub fn connection_limits(args: &Args) -> serve::Limits {
 pub async fn run(
     args: Args,
     inherited: Option<std::net::TcpListener>,
-    keys: ApiKeys,
+    auth: Auth,
     limits: serve::Limits,
 ) -> Result<(), Exit> {
     let mut signals = Signals::stop()?;
     let activated = inherited.is_some();
-    let (listener, local) = listener(&args, inherited, &keys).await?;
+    let (listener, local) = listener(&args, inherited, &auth).await?;
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = broadcast::channel(64);
-    tokio::spawn(relay_list_changes(links, changes.clone()));
+    tokio::spawn(follow(client.clone(), links, changes.clone(), auth.clone()));
     let state = AppState {
         supervisor: Arc::new(client),
         guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
         changes,
-        keys,
+        auth,
     };
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
@@ -103,9 +105,10 @@ pub async fn run(
 async fn listener(
     args: &Args,
     inherited: Option<std::net::TcpListener>,
-    keys: &ApiKeys,
+    auth: &Auth,
 ) -> Result<(TcpListener, SocketAddr), Exit> {
-    let allowed = |listening| exposure::check(listening, !keys.is_empty(), args.unsafe_no_auth);
+    // Only `--api-keys` counts: the config's keys are not known before the supervisor answers.
+    let allowed = |listening| exposure::check(listening, auth.has_file_keys(), args.unsafe_no_auth);
     match inherited {
         // systemd owns the socket (and its port): no preflight, `--listen` does not apply.
         Some(listener) => {
@@ -126,12 +129,44 @@ async fn listener(
     }
 }
 
-/// Turns the supervisor's news into the list changes MCP clients follow.
-async fn relay_list_changes(mut links: mpsc::UnboundedReceiver<Link>, changes: broadcast::Sender<ListChanged>) {
+/// Follows the supervisor: its tool-list news become the list changes MCP clients follow, and
+/// on every connection and after every reload the API learns the config's `auth:` block again.
+async fn follow(
+    client: Client,
+    mut links: mpsc::UnboundedReceiver<Link>,
+    changes: broadcast::Sender<ListChanged>,
+    auth: Auth,
+) {
     while let Some(link) = links.recv().await {
-        if let Link::ToolsChanged(_) = link {
-            let _ = changes.send(ListChanged::Tools);
+        match link {
+            Link::ToolsChanged(mcp_server) => {
+                let _ = changes.send(ListChanged::Tools(mcp_server));
+            }
+            Link::Up | Link::AuthChanged => learn_auth(&client, &auth).await,
+            Link::Down => auth.unlearn(),
+            Link::Changed(_) => {}
         }
+    }
+}
+
+/// Asks the supervisor for the config's `auth:` block; until it answers, `/health/ready` says
+/// not ready. A few tries: the link may drop meanwhile, and then `Up` comes again.
+async fn learn_auth(client: &Client, auth: &Auth) {
+    for _ in 0..5 {
+        match client.request(&Caller::hangar(), Request::Auth).await {
+            Ok(Reply::Auth(config)) => {
+                auth.learn(&config);
+                tracing::debug!(
+                    keys = config.api_keys.len(),
+                    oauth = config.oauth.is_some(),
+                    "learned the auth settings"
+                );
+                return;
+            }
+            Ok(_) => tracing::warn!("the supervisor answered `auth` with an unexpected reply"),
+            Err(err) => tracing::warn!(error = %err, "could not learn the auth settings; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

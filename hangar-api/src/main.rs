@@ -37,7 +37,7 @@ use hangar_runtime::exit::run_main;
 use hangar_runtime::logging;
 
 use crate::args::Args;
-use crate::auth::ApiKeys;
+use crate::auth::Auth;
 
 /// jemalloc, with its background purging thread, gives freed pages back to the system on its
 /// own: with glibc's malloc the memory of a flood of connections stayed resident after they
@@ -52,9 +52,9 @@ fn main() -> ExitCode {
         let inherited = listen::from_systemd()?;
         logging::init(args.log_format);
         let limits = lifetime::connection_limits(&args);
-        let keys = args.api_keys.as_deref().map(ApiKeys::load).transpose()?.unwrap_or_default();
+        let auth = args.api_keys.as_deref().map(Auth::load).transpose()?.unwrap_or_default();
         let runtime = hangar_runtime::runtime::start()?;
-        let outcome = runtime.block_on(lifetime::run(args, inherited, keys, limits));
+        let outcome = runtime.block_on(lifetime::run(args, inherited, auth, limits));
         // A resolver thread may still be parked; do not let it hold up the exit.
         runtime.shutdown_timeout(Duration::from_secs(1));
         outcome

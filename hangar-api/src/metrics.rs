@@ -5,13 +5,12 @@
 //! guard applies as on every route: a rebound page must not read the counters either.
 
 use axum::Router;
-use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Calling};
 
 /// The Prometheus text exposition format, version 0.0.4.
 pub const CONTENT_TYPE_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -20,7 +19,7 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/metrics", get(metrics))
 }
 
-async fn metrics(State(app): State<AppState>) -> Result<Response, ApiError> {
+async fn metrics(app: Calling) -> Result<Response, ApiError> {
     let snapshot = app.supervisor.metrics().await?;
     Ok(([(CONTENT_TYPE, CONTENT_TYPE_TEXT)], hangar_core::metrics::render(&snapshot)).into_response())
 }

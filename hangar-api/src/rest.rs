@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::shapes::{LogList, ServerList, ToolList};
-use crate::state::AppState;
+use crate::state::{AppState, Calling};
 use crate::supervisor::Readiness;
 
 const DEFAULT_LOG_LINES: usize = 100;
@@ -40,39 +40,39 @@ fn server_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiErr
     path.map(|Path(id)| id).map_err(|rejection| ApiError::invalid_argument(bounded(&rejection.body_text())))
 }
 
-async fn list(State(app): State<AppState>) -> ApiResult {
+async fn list(app: Calling) -> ApiResult {
     let mcp_servers = app.supervisor.list().await?;
     Ok(Json(ServerList { mcp_servers }).into_response())
 }
 
-async fn details(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+async fn details(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     Ok(Json(app.supervisor.get(&id).await?).into_response())
 }
 
-async fn start(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+async fn start(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     Ok(Json(app.supervisor.start(&id).await?).into_response())
 }
 
 /// Re-reads the supervisor's config file, as SIGHUP does; a bad one is refused (400).
-async fn reload(State(app): State<AppState>) -> ApiResult {
+async fn reload(app: Calling) -> ApiResult {
     Ok(Json(app.supervisor.reload().await?).into_response())
 }
 
-async fn stop(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+async fn stop(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     Ok(Json(app.supervisor.stop(&id).await?).into_response())
 }
 
-async fn tools(State(app): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult {
+async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     let tools = app.supervisor.tools(&id).await?;
     Ok(Json(ToolList { tools }).into_response())
 }
 
 async fn logs(
-    State(app): State<AppState>,
+    app: Calling,
     path: Result<Path<String>, PathRejection>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> ApiResult {
@@ -100,10 +100,12 @@ async fn live() -> Response {
     Json(json!({"status": "alive"})).into_response()
 }
 
-/// Ready while the supervisor answers: connected, and heard from recently (a stopped or stuck
-/// supervisor keeps its socket open but answers nothing).
+/// Ready while the supervisor answers: connected, heard from recently (a stopped or stuck
+/// supervisor keeps its socket open but answers nothing), and it told us its auth settings.
 async fn ready(State(app): State<AppState>) -> Response {
     let reason = match app.supervisor.readiness() {
+        // Until the supervisor has said who may call, a request with a config key would be refused.
+        Readiness::Answering if !app.auth.learned() => "waiting for the supervisor's auth settings".to_owned(),
         Readiness::Answering => return Json(json!({"status": "ready"})).into_response(),
         Readiness::Unreachable => "supervisor unreachable".to_owned(),
         Readiness::Silent(silent) => format!("supervisor has not answered for {} s", silent.as_secs()),

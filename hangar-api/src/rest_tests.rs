@@ -153,3 +153,38 @@ async fn a_chunked_body_over_the_limit_is_refused_before_the_handler_runs() {
     assert_envelope(&body, "PayloadTooLarge");
     assert!(fake.requests.lock().unwrap().is_empty(), "the start never reached the supervisor");
 }
+
+#[tokio::test]
+async fn every_request_names_the_caller_its_key_authenticated() {
+    use hangar_core::access::{AuthConfig, Caller, NamedKey};
+    use sha2::{Digest, Sha256};
+    let fake = FakeSupervisor::new();
+    let mut state = crate::state::AppState::new(fake.clone());
+    state.auth = crate::auth::Auth::default();
+    let hex: String = Sha256::digest(b"ci-key").iter().map(|b| format!("{b:02x}")).collect();
+    state.auth.learn(&AuthConfig {
+        api_keys: vec![NamedKey { name: "ci-bot".into(), hash: format!("sha256:{hex}"), profile: Some("ci".into()) }],
+        oauth: None,
+    });
+    let app = crate::app::router(state);
+    let (status, _, _) = send(&app, get("/api/mcp_servers")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(fake.callers.lock().unwrap().is_empty(), "a refused request never reaches the supervisor");
+    let keyed = HttpRequest::get("/api/mcp_servers").header("x-api-key", "ci-key").body(Body::empty()).unwrap();
+    let (status, _, _) = send(&app, keyed).await;
+    assert_eq!(status, StatusCode::OK);
+    let callers = fake.callers.lock().unwrap().clone();
+    assert_eq!(callers, [Caller { identity: "ci-bot".into(), profile: Some("ci".into()) }]);
+}
+
+#[tokio::test]
+async fn not_ready_until_the_supervisor_said_who_may_call() {
+    let mut state = crate::state::AppState::new(FakeSupervisor::new());
+    state.auth = crate::auth::Auth::default();
+    let app = crate::app::router(state.clone());
+    let (status, _, body) = send(&app, get("/health/ready")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(json_of(&body)["reason"], "waiting for the supervisor's auth settings");
+    state.auth.learn(&Default::default());
+    assert_eq!(send(&app, get("/health/ready")).await.0, StatusCode::OK);
+}

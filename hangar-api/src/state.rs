@@ -2,11 +2,17 @@
 
 use std::sync::Arc;
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use hangar_core::ipc::{ErrorKind, IpcError};
 use tokio::sync::broadcast;
 
-use crate::auth::ApiKeys;
+use hangar_core::access::Caller;
+
+use crate::auth::Auth;
+use crate::error::ApiError;
 use crate::guard::Guard;
-use crate::supervisor::Supervisor;
+use crate::supervisor::{AsCaller, Supervisor};
 
 /// Everything a handler may use. Holds no state a second API instance would lack.
 #[derive(Clone)]
@@ -16,14 +22,15 @@ pub struct AppState {
     pub guard: Guard,
     /// "Some list changed" news from the supervisor, for event streams that asked for it.
     pub changes: broadcast::Sender<ListChanged>,
-    /// Empty: no key needed (allowed on loopback only, unless `--unsafe-no-auth`).
-    pub keys: ApiKeys,
+    /// Who may call: the keys of `--api-keys` and of the config (as the supervisor says).
+    pub auth: Auth,
 }
 
 /// A list an MCP client may follow changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListChanged {
-    Tools,
+    /// This server's tools.
+    Tools(String),
 }
 
 impl AppState {
@@ -34,7 +41,40 @@ impl AppState {
             supervisor,
             guard: Guard { loopback_only: true, allowed_origins: Arc::from([]) },
             changes: broadcast::channel(16).0,
-            keys: Default::default(),
+            auth: Auth::none_learned(),
         }
+    }
+
+    /// The supervisor as the request's caller (the `Caller` the auth middleware set).
+    pub fn as_caller(&self, caller: Caller) -> AsCaller {
+        AsCaller::new(self.supervisor.clone(), caller)
+    }
+}
+
+/// What a handler of an authenticated route uses: the supervisor as the request's caller (the
+/// `Caller` the auth middleware set), and the change news. Extracted per request.
+#[derive(Clone)]
+pub struct Calling {
+    pub supervisor: AsCaller,
+    pub changes: broadcast::Sender<ListChanged>,
+}
+
+impl FromRequestParts<AppState> for Calling {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Calling, ApiError> {
+        // Every route but the health probes is behind the auth middleware, which sets it.
+        let caller = parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
+            ApiError::from(IpcError::new(ErrorKind::Internal, "this route was reached without authentication"))
+        })?;
+        Ok(Calling { supervisor: app.as_caller(caller), changes: app.changes.clone() })
+    }
+}
+
+impl Calling {
+    /// As the anonymous caller (tests).
+    #[cfg(test)]
+    pub fn anonymous(app: &AppState) -> Calling {
+        Calling { supervisor: app.as_caller(Caller::anonymous()), changes: app.changes.clone() }
     }
 }

@@ -1,11 +1,15 @@
 //! What the handlers need from the supervisor, as a small trait.
 //!
 //! The real implementation is [`hangar_runtime::client::Client`]; tests use an
-//! in-memory fake, so no handler needs a socket to be tested.
+//! in-memory fake, so no handler needs a socket to be tested. Every request names its caller
+//! (the supervisor answers within that caller's view): handlers hold an [`AsCaller`], the
+//! supervisor bound to the request's authenticated caller, and never a bare `Supervisor`.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
+use hangar_core::access::Caller;
 use hangar_core::ipc::{
     Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target,
 };
@@ -19,15 +23,16 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One request/reply exchange with the supervisor.
 pub trait Supervisor: Send + Sync + 'static {
-    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>>;
+    fn request(&self, caller: &Caller, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>>;
 
     /// A request whose notices (see `ipc::Relay`) arrive on the receiver while it runs.
     /// Dropping the future cancels it at the supervisor. By default nothing is relayed.
     fn request_relayed(
         &self,
+        caller: &Caller,
         request: Request,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
-        (mpsc::unbounded_channel().1, self.request(request))
+        (mpsc::unbounded_channel().1, self.request(caller, request))
     }
 
     /// Whether the supervisor answers (readiness): connected, and heard from recently.
@@ -35,15 +40,17 @@ pub trait Supervisor: Send + Sync + 'static {
 }
 
 impl Supervisor for hangar_runtime::client::Client {
-    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
-        Box::pin(hangar_runtime::client::Client::request(self, request))
+    fn request(&self, caller: &Caller, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+        let caller = caller.clone();
+        Box::pin(async move { hangar_runtime::client::Client::request(self, &caller, request).await })
     }
 
     fn request_relayed(
         &self,
+        caller: &Caller,
         request: Request,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
-        let (notices, reply) = hangar_runtime::client::Client::request_relayed(self, request);
+        let (notices, reply) = hangar_runtime::client::Client::request_relayed(self, caller, request);
         (notices, Box::pin(reply))
     }
 
@@ -57,8 +64,36 @@ fn unexpected(op: &str) -> IpcError {
     IpcError::new(ErrorKind::Internal, format!("the supervisor answered `{op}` with an unexpected reply"))
 }
 
+/// The supervisor as one caller: every request it makes names that caller.
+#[derive(Clone)]
+pub struct AsCaller {
+    supervisor: Arc<dyn Supervisor>,
+    caller: Caller,
+}
+
+impl AsCaller {
+    pub fn new(supervisor: Arc<dyn Supervisor>, caller: Caller) -> AsCaller {
+        AsCaller { supervisor, caller }
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+        self.supervisor.request(&self.caller, request)
+    }
+
+    fn request_relayed(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+        self.supervisor.request_relayed(&self.caller, request)
+    }
+}
+
 /// Typed calls, so handlers never match on [`Reply`] themselves.
-impl dyn Supervisor {
+impl AsCaller {
     pub async fn list(&self) -> Result<Vec<ServerSummary>, IpcError> {
         match self.request(Request::List).await? {
             Reply::Servers(servers) => Ok(servers),

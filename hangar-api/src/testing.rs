@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request as HttpRequest, StatusCode};
+use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped, Target};
 use hangar_core::lifecycle::{DeadReason, RevivedBy, State, StopReason};
 use hangar_core::metrics::{Histogram, MetricsSnapshot, ServerMetrics};
@@ -16,8 +17,8 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::app::router;
-use crate::state::AppState;
-use crate::supervisor::{BoxFuture, Readiness, Supervisor};
+use crate::state::{AppState, Calling};
+use crate::supervisor::{AsCaller, BoxFuture, Readiness, Supervisor};
 
 pub struct FakeSupervisor {
     pub servers: Vec<ServerSummary>,
@@ -28,6 +29,8 @@ pub struct FakeSupervisor {
     pub started_calls: Mutex<Vec<String>>,
     /// Every request received, for asserting what was forwarded.
     pub requests: Mutex<Vec<Request>>,
+    /// Who each request named.
+    pub callers: Mutex<Vec<Caller>>,
 }
 
 pub fn summary(id: &str, state: State) -> ServerSummary {
@@ -67,6 +70,7 @@ impl FakeSupervisor {
             peak_in_flight: AtomicUsize::new(0),
             started_calls: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
+            callers: Mutex::new(Vec::new()),
         })
     }
 
@@ -153,6 +157,7 @@ impl FakeSupervisor {
             })),
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
+            Request::Auth => Ok(Reply::Auth(Default::default())),
             // The prober's requests: the API never sends them.
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))
@@ -204,7 +209,8 @@ fn tool_info(name: &str) -> ToolInfo {
 }
 
 impl Supervisor for FakeSupervisor {
-    fn request(&self, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+    fn request(&self, caller: &Caller, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+        self.callers.lock().unwrap_or_else(|p| p.into_inner()).push(caller.clone());
         Box::pin(self.answer(request))
     }
 
@@ -215,6 +221,16 @@ impl Supervisor for FakeSupervisor {
 
 pub fn app_with(fake: Arc<FakeSupervisor>) -> Router {
     router(AppState::new(fake))
+}
+
+/// The fake as the anonymous caller, for handlers tested without the router.
+pub fn as_anonymous(fake: &Arc<FakeSupervisor>) -> AsCaller {
+    AsCaller::new(fake.clone(), Caller::anonymous())
+}
+
+/// What an MCP handler gets for an anonymous request to the fake.
+pub fn calling(fake: Arc<FakeSupervisor>) -> Calling {
+    Calling::anonymous(&AppState::new(fake))
 }
 
 /// Sends one request through the whole router; gives back status, headers and body text. A

@@ -20,11 +20,22 @@ pub struct Caller {
 
 /// The identity of every caller when no `auth` is configured (loopback only).
 pub const ANONYMOUS: &str = "anonymous";
+/// The identity of the hangar's own clients (the prober, the API asking for its settings).
+pub const HANGAR: &str = "hangar";
+/// Identities no key may take.
+pub const RESERVED_IDENTITIES: [&str; 2] = [ANONYMOUS, HANGAR];
 
 impl Caller {
     /// The caller when no `auth` is configured: sees everything, may do everything.
     pub fn anonymous() -> Caller {
         Caller { identity: ANONYMOUS.into(), profile: None }
+    }
+
+    /// The hangar's own clients (the prober, the API's own requests): they see everything.
+    /// Only peers of the control socket can send it, and that socket admits only the
+    /// supervisor's user (and `--socket-group`).
+    pub fn hangar() -> Caller {
+        Caller { identity: HANGAR.into(), profile: None }
     }
 }
 
@@ -57,6 +68,27 @@ pub struct NamedKey {
     /// `None`: sees and does everything, as every key did before profiles.
     #[serde(default)]
     pub profile: Option<String>,
+}
+
+/// The digest of a key's hash as written in the config or a keys file: `sha256:<64 hex digits>`.
+pub fn parse_key_hash(hash: &str) -> Option<[u8; 32]> {
+    let hex = hash.strip_prefix("sha256:")?;
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Whether `name` may name a key: 1 to 64 letters, digits, `_`, `-`, `.` and `@`, not reserved.
+/// (No `:`, so a keys-file line `NAME:sha256:<hex>` splits one way only.)
+pub fn valid_key_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'))
+        && !RESERVED_IDENTITIES.contains(&name)
 }
 
 /// `auth.oauth`: the hangar as an OAuth 2.1 resource server (MCP authorization, 2026-07-28).

@@ -307,6 +307,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), KeyError> {
+        self.check_keys_and_profiles()?;
         check_recovery("recovery", &self.recovery)?;
         check_limits("limits", &self.limits)?;
         for (name, server) in &self.mcp_servers {
@@ -414,6 +415,51 @@ fn check_expose_as(servers: &IndexMap<String, ServerConfig>) -> Result<(), KeyEr
         }
     }
     Ok(())
+}
+
+impl Config {
+    /// `auth.api_keys` and `profiles:`: every profile's globs compile; every key has a valid,
+    /// unique name, a `sha256:<64 hex>` hash no other key has, and a profile that exists.
+    fn check_keys_and_profiles(&self) -> Result<(), KeyError> {
+        crate::policy::Policy::compile(&self.profiles)?;
+        let mut names = std::collections::HashMap::new();
+        let mut hashes = std::collections::HashMap::new();
+        for (n, key) in self.auth.api_keys.iter().enumerate() {
+            let at = |field: &str| format!("auth.api_keys[{n}].{field}");
+            if !crate::access::valid_key_name(&key.name) {
+                return Err(KeyError {
+                    key: at("name"),
+                    message: "a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@', and not `anonymous` or `hangar`".into(),
+                });
+            }
+            if let Some(first) = names.insert(key.name.as_str(), n) {
+                return Err(KeyError {
+                    key: at("name"),
+                    message: format!("`{}` already names auth.api_keys[{first}]", key.name),
+                });
+            }
+            let Some(digest) = crate::access::parse_key_hash(&key.hash) else {
+                return Err(KeyError {
+                    key: at("hash"),
+                    message:
+                        "expected `sha256:<64 hex digits>` (the hash of the key, e.g. from `printf %s KEY | sha256sum`)"
+                            .into(),
+                });
+            };
+            if let Some(first) = hashes.insert(digest, n) {
+                return Err(KeyError { key: at("hash"), message: format!("the same key as auth.api_keys[{first}]") });
+            }
+            if let Some(profile) = &key.profile
+                && !self.profiles.contains_key(profile)
+            {
+                return Err(KeyError {
+                    key: at("profile"),
+                    message: format!("no profile `{}` is configured under `profiles:`", crate::echo::bounded(profile)),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Set while a read of the config runs on its thread; one that never returns (a hung file
@@ -831,5 +877,33 @@ mcp_servers:
         }
         let err = Config::parse(&text.replace(&format!("\"{digest}\""), "[1]")).unwrap_err();
         assert!(err.key.starts_with("mcp_servers.m.capabilities.tools.pinned"), "{}", err.key);
+    }
+
+    #[test]
+    fn keys_and_profiles_are_checked_at_their_key_paths() {
+        let hash = format!("sha256:{}", "ab".repeat(32));
+        let other = format!("sha256:{}", "cd".repeat(32));
+        let profiles = "profiles:\n  ci: {servers: [math], tools: {allow: [add]}}\n";
+        let with = |keys: &str| Config::parse(&format!("{profiles}auth:\n  api_keys:\n{keys}"));
+        let ok = with(&format!(
+            "    - {{name: ci-bot, hash: \"{hash}\", profile: ci}}\n    - {{name: alice, hash: \"{other}\"}}\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.auth.api_keys.len(), 2);
+        let refused = |keys: String| with(&keys).unwrap_err();
+        let err = refused(format!("    - {{name: ci-bot, hash: \"{hash}\", profile: nope}}\n"));
+        assert_eq!(err.key, "auth.api_keys[0].profile");
+        assert!(err.message.contains("no profile `nope`"), "{}", err.message);
+        assert_eq!(refused("    - {name: a, hash: \"sha256:abc\"}\n".into()).key, "auth.api_keys[0].hash");
+        assert_eq!(refused(format!("    - {{name: a, hash: \"{}\"}}\n", "ab".repeat(32))).key, "auth.api_keys[0].hash");
+        assert_eq!(refused(format!("    - {{name: \"\", hash: \"{hash}\"}}\n")).key, "auth.api_keys[0].name");
+        assert_eq!(refused(format!("    - {{name: anonymous, hash: \"{hash}\"}}\n")).key, "auth.api_keys[0].name");
+        let twice = refused(format!("    - {{name: a, hash: \"{hash}\"}}\n    - {{name: a, hash: \"{other}\"}}\n"));
+        assert_eq!(
+            (twice.key.as_str(), twice.message.as_str()),
+            ("auth.api_keys[1].name", "`a` already names auth.api_keys[0]")
+        );
+        let same = refused(format!("    - {{name: a, hash: \"{hash}\"}}\n    - {{name: b, hash: \"{hash}\"}}\n"));
+        assert_eq!(same.key, "auth.api_keys[1].hash");
     }
 }

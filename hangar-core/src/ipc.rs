@@ -9,12 +9,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::access::{AuthConfig, Caller};
 use crate::front_door::Naming;
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -40,9 +41,12 @@ impl Hello {
 #[serde(rename_all = "snake_case")]
 pub enum ClientFrame {
     Hello(Hello),
+    /// `caller`: who asks, as the API authenticated them ([`Caller::hangar`] for the hangar's
+    /// own clients); the supervisor answers within that caller's view.
     Request {
         id: u64,
         op: Request,
+        caller: Caller,
     },
     /// The caller gave up on request `id` (its own client went away): stop it, and cancel the
     /// upstream call it made.
@@ -115,6 +119,10 @@ pub enum Request {
     },
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
+    /// The `auth:` block of the running config, so every API instance authenticates with the
+    /// same keys (asked on every connection and after [`ServerFrame::AuthChanged`]). Only for
+    /// the all-seeing caller.
+    Auth,
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
     /// is started first if it is cold. Answers the upstream's result.
     Forward {
@@ -229,6 +237,8 @@ pub enum ServerFrame {
     ToolsChanged {
         mcp_server_id: String,
     },
+    /// The config was reloaded: its `auth:` block may have changed (to subscribers).
+    AuthChanged,
     /// An upstream notification about request `id` (see [`Relay`]), sent before its reply.
     Notice {
         id: u64,
@@ -268,6 +278,7 @@ pub enum Reply {
     /// An upstream's result for a `Forward`.
     Forwarded(Value),
     Reloaded(Reloaded),
+    Auth(AuthConfig),
     /// Where a [`Request::Resolve`] name leads.
     Resolved {
         mcp_server: String,
@@ -321,6 +332,11 @@ impl IpcError {
         self
     }
 
+    /// A caller outside its view, or not an admin.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        IpcError::new(ErrorKind::Forbidden, message)
+    }
+
     pub fn not_found(mcp_server: &str) -> Self {
         IpcError::new(
             ErrorKind::NotFound,
@@ -337,6 +353,8 @@ pub enum ErrorKind {
     /// No front-door tool has this name (or the front door is off).
     UnknownTool,
     InvalidArgument,
+    /// The caller's profile does not allow it (a tool outside its view, an admin action).
+    Forbidden,
     /// The server did not come up: its process exited or its handshake failed.
     StartFailed,
     /// A managed HTTP server's endpoint was already taken by another process.
@@ -373,6 +391,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "McpServerNotFound",
             ErrorKind::UnknownTool => "UnknownTool",
             ErrorKind::InvalidArgument => "InvalidArgument",
+            ErrorKind::Forbidden => "Forbidden",
             ErrorKind::StartFailed => "StartFailed",
             ErrorKind::PortHeld => "PortHeld",
             ErrorKind::RetryLater => "RetryLater",
@@ -395,6 +414,7 @@ impl ErrorKind {
         match self {
             ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
             ErrorKind::InvalidArgument => 400,
+            ErrorKind::Forbidden => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
             ErrorKind::RateLimited | ErrorKind::ConcurrencyLimited => 429,
@@ -426,9 +446,10 @@ mod tests {
     fn frames_round_trip_as_single_lines() {
         let frames = [
             ClientFrame::Hello(Hello::new("api")),
-            ClientFrame::Request { id: 7, op: Request::List },
+            ClientFrame::Request { id: 7, op: Request::List, caller: Caller::hangar() },
             ClientFrame::Request {
                 id: 8,
+                caller: Caller { identity: "ci-bot".into(), profile: Some("ci".into()) },
                 op: Request::Call {
                     target: Target::tool("math", "add"),
                     arguments: serde_json::json!({"a": "x\ny"}),
@@ -437,7 +458,11 @@ mod tests {
                     extra: Some(serde_json::json!({"requestState": "s"})),
                 },
             },
-            ClientFrame::Request { id: 9, op: Request::Resolve { name: "math__add".into() } },
+            ClientFrame::Request {
+                id: 9,
+                op: Request::Resolve { name: "math__add".into() },
+                caller: Caller::anonymous(),
+            },
             ClientFrame::Cancel { id: 8 },
         ];
         for frame in frames {
@@ -456,17 +481,24 @@ mod tests {
             relay: Relay::default(),
             extra: None,
         };
-        let line = encode(&ClientFrame::Request { id: 1, op: call.clone() });
+        let line = encode(&ClientFrame::Request { id: 1, op: call.clone(), caller: Caller::hangar() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));
-        assert_eq!(decode::<ClientFrame>(&line).unwrap(), ClientFrame::Request { id: 1, op: call });
+        assert_eq!(
+            decode::<ClientFrame>(&line).unwrap(),
+            ClientFrame::Request { id: 1, op: call, caller: Caller::hangar() }
+        );
     }
 
     #[test]
     fn wire_shape_is_stable() {
-        let line = encode(&ClientFrame::Request { id: 1, op: Request::Get { mcp_server: "m".into() } });
+        let line = encode(&ClientFrame::Request {
+            id: 1,
+            op: Request::Get { mcp_server: "m".into() },
+            caller: Caller { identity: "alice".into(), profile: Some("dev".into()) },
+        });
         assert_eq!(
             std::str::from_utf8(&line).unwrap(),
-            "{\"request\":{\"id\":1,\"op\":{\"get\":{\"mcp_server\":\"m\"}}}}\n"
+            "{\"request\":{\"id\":1,\"op\":{\"get\":{\"mcp_server\":\"m\"}},\"caller\":{\"identity\":\"alice\",\"profile\":\"dev\"}}}\n"
         );
         let reply = encode(&ServerFrame::Reply { id: 1, outcome: Outcome::Err(IpcError::not_found("m")) });
         let value: Value = serde_json::from_slice(&reply).unwrap();
@@ -479,6 +511,8 @@ mod tests {
             &b"not json"[..],
             b"{\"request\":{\"id\":-1,\"op\":\"list\"}}",
             b"{\"request\":{\"id\":1,\"op\":\"explode\"}}",
+            // A request without its caller is refused, never taken as all-seeing.
+            b"{\"request\":{\"id\":1,\"op\":\"list\"}}",
             b"[]",
         ] {
             assert!(decode::<ClientFrame>(line).is_err());
@@ -491,5 +525,6 @@ mod tests {
             assert!((400..600).contains(&kind.http_status()));
         }
         assert_eq!(ErrorKind::NotFound.rest_code(), "McpServerNotFound");
+        assert_eq!((ErrorKind::Forbidden.as_str(), ErrorKind::Forbidden.http_status()), ("forbidden", 403));
     }
 }

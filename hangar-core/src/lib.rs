@@ -40,6 +40,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod paths;
 pub mod pin_edit;
+pub mod policy;
 pub mod preflight;
 pub mod record;
 pub mod small_file;

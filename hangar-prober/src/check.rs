@@ -1,5 +1,6 @@
 //! One health check: ask the supervisor to check a server, judge the outcome, send the verdict.
 
+use hangar_core::access::Caller;
 use hangar_core::ipc::{CheckOutcome, ErrorKind, IpcError, Reply, Request, Verdict};
 use hangar_runtime::client::Client;
 
@@ -12,17 +13,18 @@ pub fn judge(outcome: &CheckOutcome) -> bool {
 /// Runs one check of `mcp_server` to its end. A check the supervisor could not run (the link is
 /// down, the server is gone) yields no verdict: only a real outcome may count as a failure.
 pub async fn run(client: Client, mcp_server: String, timeout_ms: u64) {
-    let outcome = match client.request(Request::Check { mcp_server: mcp_server.clone(), timeout_ms }).await {
-        Ok(Reply::Checked(outcome)) => outcome,
-        Ok(_) => {
-            tracing::warn!(mcp_server, "the supervisor answered a health check with an unexpected reply");
-            return;
-        }
-        Err(err) => {
-            log_not_run(&mcp_server, "health check not run", &err);
-            return;
-        }
-    };
+    let outcome =
+        match client.request(&Caller::hangar(), Request::Check { mcp_server: mcp_server.clone(), timeout_ms }).await {
+            Ok(Reply::Checked(outcome)) => outcome,
+            Ok(_) => {
+                tracing::warn!(mcp_server, "the supervisor answered a health check with an unexpected reply");
+                return;
+            }
+            Err(err) => {
+                log_not_run(&mcp_server, "health check not run", &err);
+                return;
+            }
+        };
     let healthy = judge(&outcome);
     let verdict = Verdict {
         mcp_server: mcp_server.clone(),
@@ -31,7 +33,7 @@ pub async fn run(client: Client, mcp_server: String, timeout_ms: u64) {
         duration_ms: outcome.duration_ms,
         error_type: outcome.error_type.clone(),
     };
-    let state = match client.request(Request::Verdict(verdict)).await {
+    let state = match client.request(&Caller::hangar(), Request::Verdict(verdict)).await {
         Ok(Reply::Applied { state }) => state.as_str(),
         Ok(_) => {
             tracing::warn!(mcp_server, "the supervisor answered a verdict with an unexpected reply");

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use hangar_core::access::Caller;
 use hangar_core::ipc::{IpcError, ProbeTarget, Reply, Request};
 use hangar_runtime::client::{Client, Link};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -90,8 +91,8 @@ impl Checker {
                 tracing::debug!(mcp_server = %change.mcp_server_id, from = change.from.as_str(), to = change.to.as_str(), "state change");
                 self.stale = true;
             }
-            // The schedule does not depend on which tools a server has.
-            Link::ToolsChanged(_) => {}
+            // The schedule depends neither on which tools a server has nor on who may call.
+            Link::ToolsChanged(_) | Link::AuthChanged => {}
             Link::Down => {
                 tracing::info!("lost the supervisor; health checks paused until it is back");
                 self.connected = false;
@@ -171,7 +172,7 @@ impl Checker {
 }
 
 async fn targets(client: Client) -> Fetched {
-    match client.request(Request::Targets).await? {
+    match client.request(&Caller::hangar(), Request::Targets).await? {
         Reply::Targets(targets) => Ok(targets),
         _ => Err(IpcError::new(
             hangar_core::ipc::ErrorKind::Internal,

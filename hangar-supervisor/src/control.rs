@@ -329,15 +329,16 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
         match line {
             Ok(Line::Complete) if buf.is_empty() => {}
             Ok(Line::Complete) => match ipc::decode::<ClientFrame>(&buf) {
-                Ok(ClientFrame::Request { id, op: Request::Subscribe }) => {
-                    forwarders.push(tokio::spawn(forward_events(hangar.subscribe(), out.clone())));
+                Ok(ClientFrame::Request { id, op: Request::Subscribe, caller }) => {
+                    let events = forward_events(hangar.clone(), caller, hangar.subscribe(), out.clone());
+                    forwarders.push(tokio::spawn(events));
                     send(&out, &ServerFrame::Reply { id, outcome: Outcome::Ok(Reply::Subscribed) });
                 }
-                Ok(ClientFrame::Request { id, op }) => {
+                Ok(ClientFrame::Request { id, op, caller }) => {
                     let (hangar, out) = (hangar.clone(), out.clone());
                     let (notices, forwarder) = relay_notices(id, &op, &out).unzip();
                     in_flight.spawn(id, async move {
-                        let outcome = hangar.handle(op, notices).await;
+                        let outcome = hangar.handle(&caller, op, notices).await;
                         // Every notice goes out before the reply: the forwarder ends once the
                         // call's senders are gone, having sent what they queued.
                         if let Some(forwarder) = forwarder {
@@ -513,14 +514,19 @@ fn send(out: &mpsc::UnboundedSender<Vec<u8>>, frame: &ServerFrame) {
     let _ = out.send(ipc::encode(frame));
 }
 
+/// Pushes what a subscriber may hear: state and tool-list changes of the servers its caller's
+/// view sees (judged at each event, so a reload's new profiles apply at once), and reloads.
 async fn forward_events(
-    (mut states, mut tools): (broadcast::Receiver<hangar_core::record::StateChange>, broadcast::Receiver<String>),
+    hangar: Arc<Hangar>,
+    caller: hangar_core::access::Caller,
+    mut subscription: crate::hangar::Subscription,
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     loop {
         let frame = tokio::select! {
-            change = states.recv() => match change {
-                Ok(change) => ServerFrame::Event(change),
+            change = subscription.states.recv() => match change {
+                Ok(change) if hangar.view(&caller).sees_server(&change.mcp_server_id) => ServerFrame::Event(change),
+                Ok(_) => continue,
                 // A slow subscriber missed some; it reads current state with `list` when it needs to.
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::warn!(missed, "a subscriber fell behind");
@@ -528,9 +534,13 @@ async fn forward_events(
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            changed = tools.recv() => match changed {
-                Ok(mcp_server_id) => ServerFrame::ToolsChanged { mcp_server_id },
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            changed = subscription.tools.recv() => match changed {
+                Ok(mcp_server_id) if hangar.view(&caller).sees_server(&mcp_server_id) => ServerFrame::ToolsChanged { mcp_server_id },
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            reloaded = subscription.reloads.recv() => match reloaded {
+                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => ServerFrame::AuthChanged,
                 Err(broadcast::error::RecvError::Closed) => return,
             },
         };

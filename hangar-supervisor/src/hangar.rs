@@ -1,5 +1,6 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
+mod audit;
 mod exposed;
 
 use std::path::PathBuf;
@@ -7,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::{Naming, Unknown};
 use hangar_core::ipc::{
@@ -15,11 +17,13 @@ use hangar_core::ipc::{
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
+use hangar_core::policy::{Policy, View};
 use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use self::exposed::ExposedNames;
+use self::audit::{Decision, Shown};
+use self::exposed::ByView;
 use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 
@@ -33,8 +37,13 @@ pub struct Hangar {
     front_door: AtomicBool,
     /// How the front door names upstream tools (`tool_access.names`, `expose_as`); replaced by a reload.
     naming: RwLock<Arc<Naming>>,
-    /// The front door's names, resolved here (one round trip per call, like `hangar_call`).
-    exposed: ExposedNames,
+    /// The front door's names per view, resolved here (one round trip per call, like `hangar_call`).
+    exposed: ByView,
+    /// Who may call (handed to the API instances) and what each profile sees; replaced by a
+    /// reload.
+    access: RwLock<Arc<Access>>,
+    /// Told after every reload, so each API instance asks for the `auth:` block again.
+    auth_changes: broadcast::Sender<()>,
     config_path: Option<PathBuf>,
     /// One reload at a time.
     reloading: tokio::sync::Mutex<()>,
@@ -63,7 +72,9 @@ impl Hangar {
             shared,
             front_door,
             naming: RwLock::new(Arc::new(config.naming())),
-            exposed: ExposedNames::default(),
+            exposed: ByView::default(),
+            access: RwLock::new(Arc::new(Access::of(config))),
+            auth_changes: broadcast::channel(16).0,
             config_path,
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
@@ -75,8 +86,18 @@ impl Hangar {
         self.servers.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
-    pub fn subscribe(&self) -> (broadcast::Receiver<hangar_core::record::StateChange>, broadcast::Receiver<String>) {
-        (self.shared.events.subscribe(), self.shared.tool_changes.subscribe())
+    /// State changes, tool-list changes and reloads, each as it happens.
+    pub fn subscribe(&self) -> Subscription {
+        Subscription {
+            states: self.shared.events.subscribe(),
+            tools: self.shared.tool_changes.subscribe(),
+            reloads: self.auth_changes.subscribe(),
+        }
+    }
+
+    /// What `caller` sees, under the current profiles.
+    pub fn view(&self, caller: &Caller) -> View {
+        self.access.read().unwrap_or_else(|p| p.into_inner()).policy.view(caller)
     }
 
     pub fn len(&self) -> usize {
@@ -93,42 +114,100 @@ impl Hangar {
         self.servers.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned().ok_or_else(|| IpcError::not_found(id))
     }
 
-    /// Answers one request. `Subscribe` is the connection's business and is answered there.
-    /// `notices` carries an upstream's notifications about a relayed call back to its caller.
-    pub async fn handle(&self, request: Request, notices: Option<mpsc::UnboundedSender<Value>>) -> Outcome {
-        match self.answer(request, notices).await {
+    /// A server `view` sees; one it does not see does not exist for it (the same answer as an
+    /// unknown id, so a view leaks nothing).
+    fn visible(&self, view: &View, id: &str) -> Result<Arc<Server>, IpcError> {
+        if !view.sees_server(id) {
+            return Err(IpcError::not_found(id));
+        }
+        self.server(id)
+    }
+
+    /// Every server `view` sees, in config order.
+    fn all_visible(&self, view: &View) -> Vec<Arc<Server>> {
+        self.all().into_iter().filter(|s| view.sees_server(s.id())).collect()
+    }
+
+    /// Answers one request on behalf of `caller`, within its view. `Subscribe` is the
+    /// connection's business and is answered there. `notices` carries an upstream's
+    /// notifications about a relayed call back to its caller.
+    pub async fn handle(
+        &self,
+        caller: &Caller,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Outcome {
+        let outcome = match self.admit_caller(caller) {
+            Ok(view) => self.answer(caller, &view, request, notices).await,
+            Err(refused) => Err(refused),
+        };
+        match outcome {
             Ok(reply) => Outcome::Ok(reply),
             Err(error) => Outcome::Err(error),
         }
     }
 
-    async fn answer(&self, request: Request, notices: Option<mpsc::UnboundedSender<Value>>) -> Result<Reply, IpcError> {
+    /// The caller's view. Once `auth` is configured nothing is anonymous: an anonymous caller is
+    /// an API instance that has not learned the keys yet, and is refused.
+    fn admit_caller(&self, caller: &Caller) -> Result<View, IpcError> {
+        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        if caller.identity == hangar_core::access::ANONYMOUS && access.auth.is_configured() {
+            return Err(IpcError::forbidden(
+                "authentication is configured and this request names no one (the API has not learned the keys yet; retry)",
+            ));
+        }
+        Ok(access.policy.view(caller))
+    }
+
+    async fn answer(
+        &self,
+        caller: &Caller,
+        view: &View,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
         if self.shared.shutting_down.load(Ordering::SeqCst)
             && matches!(request, Request::Start { .. } | Request::Call { .. })
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
+        let decide = Decision::by(caller, view);
         Ok(match request {
-            Request::List => Reply::Servers(self.all().iter().map(|s| s.summary()).collect()),
-            Request::Get { mcp_server } => Reply::Server(Box::new(self.server(&mcp_server)?.details())),
-            Request::Tools { mcp_server } => Reply::Tools(self.server(&mcp_server)?.tools()),
+            Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
+            Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
+            Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
             Request::Logs { mcp_server, lines } => {
+                let server = decide.admin("logs", &mcp_server, self.visible(view, &mcp_server))?;
                 if !(1..=MAX_LOG_LINES).contains(&lines) {
                     return Err(IpcError::new(
                         ErrorKind::InvalidArgument,
                         format!("lines must be from 1 to {MAX_LOG_LINES}, got {lines}"),
                     ));
                 }
-                Reply::Logs(self.server(&mcp_server)?.log().tail(lines))
+                Reply::Logs(server.log().tail(lines))
             }
-            Request::Start { mcp_server } => Reply::Started(self.server(&mcp_server)?.start(Cause::Explicit).await?),
+            Request::Start { mcp_server } => {
+                let server = decide.admin("start", &mcp_server, self.visible(view, &mcp_server))?;
+                Reply::Started(server.start(Cause::Explicit).await?)
+            }
             Request::Stop { mcp_server } => {
-                Reply::Stopped(self.server(&mcp_server)?.stop(StopReason::UserRequest).await)
+                let server = decide.admin("stop", &mcp_server, self.visible(view, &mcp_server))?;
+                Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
             Request::Call { target, arguments, timeout_ms, relay, extra } => {
                 let (server, tool) = match target {
-                    Target::Tool { mcp_server, tool } => (self.server(&mcp_server)?, tool),
-                    Target::Exposed { name } => self.resolve(&name).await?,
+                    Target::Tool { mcp_server, tool } => {
+                        let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
+                        decide.call(&mcp_server, &tool, found)?
+                    }
+                    Target::Exposed { name } => {
+                        let found = self.resolve(view, &name).await;
+                        let (server, tool) = match &found {
+                            Ok((server, tool)) => (server.id().to_owned(), tool.clone()),
+                            Err(_) => (String::new(), name.clone()),
+                        };
+                        decide.call(&server, &tool, found)?
+                    }
                 };
                 if !arguments.is_object() && !arguments.is_null() {
                     return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
@@ -141,35 +220,54 @@ impl Hangar {
             }
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
-            Request::Targets => Reply::Targets(self.all().iter().filter_map(|s| s.probe_target()).collect()),
+            // The prober's business: the hangar's own clients only.
+            Request::Targets => {
+                hangar_only(view)?;
+                Reply::Targets(self.all().iter().filter_map(|s| s.probe_target()).collect())
+            }
             Request::Check { mcp_server, timeout_ms } => {
+                hangar_only(view)?;
                 let timeout = Duration::from_millis(timeout_ms).min(MAX_CALL_TIMEOUT);
                 Reply::Checked(self.server(&mcp_server)?.check(timeout).await?)
             }
-            Request::Verdict(verdict) => Reply::Applied { state: self.server(&verdict.mcp_server)?.verdict(&verdict) },
+            Request::Verdict(verdict) => {
+                hangar_only(view)?;
+                Reply::Applied { state: self.server(&verdict.mcp_server)?.verdict(&verdict) }
+            }
+            Request::Auth => {
+                hangar_only(view)?;
+                Reply::Auth(self.access.read().unwrap_or_else(|p| p.into_inner()).auth.clone())
+            }
             Request::Metrics => {
                 let refused = self.limiter.read().unwrap_or_else(|p| p.into_inner()).refused();
                 Reply::Metrics(Box::new(MetricsSnapshot {
-                    servers: self.all().iter().map(|s| s.metrics()).collect(),
+                    servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
                     refused,
                 }))
             }
-            Request::Catalog => Reply::Catalog(self.catalog().await),
+            Request::Catalog => Reply::Catalog(self.catalog(view).await),
             Request::FrontDoor => {
-                let front_door = self.discover().await;
+                let front_door = self.discover(view).await;
                 Reply::FrontDoor(FrontDoor {
                     front_door,
-                    servers: self.all().iter().map(|s| s.id().to_owned()).collect(),
+                    servers: self.all_visible(view).iter().map(|s| s.id().to_owned()).collect(),
                     naming: self.naming().as_ref().clone(),
                 })
             }
             Request::Resolve { name } => {
-                let (server, tool) = self.resolve(&name).await?;
+                let (server, tool) = self.resolve(view, &name).await?;
+                if !view.allows_tool(&tool) {
+                    return Err(audit::tool_forbidden(server.id(), &tool));
+                }
                 Reply::Resolved { mcp_server: server.id().to_owned(), tool }
             }
-            Request::Reload => Reply::Reloaded(self.reload().await?),
+            Request::Reload => {
+                decide.admin("reload", "", Ok(()))?;
+                Reply::Reloaded(self.reload().await?)
+            }
             Request::Forward { mcp_server, method, params, timeout_ms } => {
-                let server = self.server(&mcp_server)?;
+                let found = self.visible(view, &mcp_server);
+                let server = decide.forward(&mcp_server, &method, &params, found)?;
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
                 let _permit = self.admit(&server)?;
                 Reply::Forwarded(server.forward(&method, params, timeout).await?)
@@ -177,13 +275,14 @@ impl Hangar {
         })
     }
 
-    /// In front-door mode, starts every server never started yet, all at the same time, to learn
-    /// its tools; one that fails to start simply has none. Answers whether the front door is on.
-    async fn discover(&self) -> bool {
+    /// In front-door mode, starts every server `view` sees that was never started yet, all at
+    /// the same time, to learn its tools; one that fails to start simply has none. Answers
+    /// whether the front door is on.
+    async fn discover(&self, view: &View) -> bool {
         let front_door = self.front_door.load(Ordering::SeqCst);
         if front_door {
             let discoveries: Vec<_> = self
-                .all()
+                .all_visible(view)
                 .into_iter()
                 .filter(|s| s.never_started())
                 .map(|server| tokio::spawn(async move { server.start(Cause::Call).await }))
@@ -195,15 +294,16 @@ impl Hangar {
         front_door
     }
 
-    /// Every server's declared tools, after [`Hangar::discover`].
-    async fn catalog(&self) -> Catalog {
-        let front_door = self.discover().await;
+    /// The declared tools of every server `view` sees, as far as it allows them, after
+    /// [`Hangar::discover`].
+    async fn catalog(&self, view: &View) -> Catalog {
+        let front_door = self.discover(view).await;
         Catalog {
             front_door,
             servers: self
-                .all()
+                .all_visible(view)
                 .iter()
-                .map(|s| CatalogServer { mcp_server: s.id().to_owned(), tools: s.declared_tools() })
+                .map(|s| CatalogServer { mcp_server: s.id().to_owned(), tools: view.declared_tools(s) })
                 .collect(),
             naming: self.naming().as_ref().clone(),
         }
@@ -217,18 +317,33 @@ impl Hangar {
     /// The server and tool a front-door name leads to, as `tools/list` exposes them. Servers never
     /// started are discovered first, as the catalog does, so a cold server's tool is found and
     /// a name that discovery makes ambiguous is not guessed. A name that leads nowhere is
-    /// refused with the qualified names it is exposed as, if any (it became ambiguous).
-    async fn resolve(&self, name: &str) -> Result<(Arc<Server>, String), IpcError> {
+    /// refused with the qualified names it is exposed as in the view, if any (it became
+    /// ambiguous).
+    ///
+    /// Names are computed over what `view` sees. A name that leads nowhere in the view but is a
+    /// tool the view denies on a server it sees is `forbidden`, not unknown; the caller then
+    /// checks the tool a qualified name leads to.
+    async fn resolve(&self, view: &View, name: &str) -> Result<(Arc<Server>, String), IpcError> {
         let unknown = |unknown: Unknown| IpcError::new(ErrorKind::UnknownTool, unknown.message("tool", name));
         if !self.front_door.load(Ordering::SeqCst) {
             return Err(unknown(Unknown::default()));
         }
-        let mut names = self.exposed.current(&self.shared, &self.naming(), || self.all());
+        let exposed = self.exposed.of(view);
+        let mut names = exposed.current(&self.shared, &self.naming(), || self.all());
         if !names.discovered {
-            self.discover().await;
-            names = self.exposed.rebuilt(&self.shared, &self.naming(), self.all());
+            self.discover(view).await;
+            names = exposed.rebuilt(&self.shared, &self.naming(), self.all());
         }
-        names.resolve(name).map_err(unknown)
+        let missing = match names.resolve(name) {
+            Ok(found) => return Ok(found),
+            Err(missing) => missing,
+        };
+        // Only a denied name: an allowed one missing from the index is ambiguous, never guessed.
+        let denied_here = |s: &Arc<Server>| !view.allows_tool(name) && s.tool_names().iter().any(|t| t == name);
+        match self.all_visible(view).into_iter().find(denied_here) {
+            Some(server) => Ok((server, name.to_owned())),
+            None => Err(unknown(missing)),
+        }
     }
 
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
@@ -282,7 +397,10 @@ impl Hangar {
         // Before the generation moves on, so no index is built at the new one with the old names.
         *self.naming.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config.naming());
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
-        // Servers came and went: the front door's names follow before the reload answers.
+        *self.access.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Access::of(&config));
+        // Servers came and went, profiles may have changed: the front door's names follow
+        // before the reload answers.
+        self.exposed.clear();
         self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);
         if &config.limits != self.limiter.read().unwrap_or_else(|p| p.into_inner()).limits() {
             *self.limiter.write().unwrap_or_else(|p| p.into_inner()) = hangar_limiter(&config);
@@ -296,6 +414,8 @@ impl Hangar {
             let _ = server.start(Cause::Explicit).await;
         }
         tracing::info!(added = ?report.added, removed = ?report.removed, changed = ?report.changed, "config reloaded");
+        // Every API instance asks for the `auth:` block again.
+        let _ = self.auth_changes.send(());
         Ok(report)
     }
 
@@ -341,6 +461,38 @@ impl Hangar {
     }
 }
 
+/// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.
+pub struct Subscription {
+    pub states: broadcast::Receiver<hangar_core::record::StateChange>,
+    pub tools: broadcast::Receiver<String>,
+    pub reloads: broadcast::Receiver<()>,
+}
+
+/// The `auth:` block and the compiled profiles of one config.
+struct Access {
+    auth: AuthConfig,
+    policy: Policy,
+}
+
+impl Access {
+    fn of(config: &Config) -> Access {
+        // A loaded config's profiles compiled already (`Config::parse` checks them).
+        let policy = Policy::compile(&config.profiles).unwrap_or_else(|err| {
+            tracing::error!(%err, "profiles did not compile; every profile sees nothing");
+            Policy::default()
+        });
+        Access { auth: config.auth.clone(), policy }
+    }
+}
+
+/// Requests only the hangar's own clients (the all-seeing view) make.
+fn hangar_only(view: &View) -> Result<(), IpcError> {
+    match view {
+        View::All => Ok(()),
+        View::Profile { .. } => Err(IpcError::forbidden("this request is for the hangar's own clients")),
+    }
+}
+
 /// Reads and parses the config on a blocking thread: a slow or hung file system delays only
 /// this reload (`Config::load` gives up after its timeout), never the requests being served.
 async fn load_off_the_event_loop(path: PathBuf) -> Result<Config, String> {
@@ -359,3 +511,6 @@ async fn futures_join_all(handles: Vec<tokio::task::JoinHandle<hangar_core::ipc:
         let _ = handle.await;
     }
 }
+
+#[cfg(test)]
+mod tests;

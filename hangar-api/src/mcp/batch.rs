@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use super::args::Arguments;
 use super::errors::ToolFailure;
 use crate::random;
-use crate::supervisor::Supervisor;
+use crate::supervisor::AsCaller;
 
 pub const MAX_CALLS: usize = 100;
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -117,7 +117,7 @@ fn invalid_params(message: &str) -> RpcError {
 
 /// Runs every call, at most `max_concurrency` at a time, starting them in index order. With
 /// `fail_fast`, calls not yet started when one fails are reported as cancelled.
-pub async fn run(supervisor: Arc<dyn Supervisor>, mut spec: BatchSpec) -> BatchReport {
+pub async fn run(supervisor: AsCaller, mut spec: BatchSpec) -> BatchReport {
     let started = Instant::now();
     let total = spec.calls.len();
     if total == 1
@@ -125,7 +125,7 @@ pub async fn run(supervisor: Arc<dyn Supervisor>, mut spec: BatchSpec) -> BatchR
     {
         // The common case, one call: run it here rather than in a task of its own (a task hop
         // costs a wake-up and an allocation per call); dropping this future still cancels it.
-        return report(started, vec![run_one(supervisor.as_ref(), 0, call).await]);
+        return report(started, vec![run_one(&supervisor, 0, call).await]);
     }
     let permits = Arc::new(Semaphore::new(spec.max_concurrency.max(1)));
     let failed = Arc::new(AtomicBool::new(false));
@@ -143,7 +143,7 @@ pub async fn run(supervisor: Arc<dyn Supervisor>, mut spec: BatchSpec) -> BatchR
         let supervisor = supervisor.clone();
         let failed = failed.clone();
         tasks.spawn(async move {
-            let report = run_one(supervisor.as_ref(), index, call).await;
+            let report = run_one(&supervisor, index, call).await;
             if !report.success {
                 failed.store(true, Ordering::SeqCst);
             }
@@ -198,7 +198,7 @@ fn store(slots: &mut [Option<CallReport>], report: CallReport) {
     }
 }
 
-async fn run_one(supervisor: &dyn Supervisor, index: usize, call: CallSpec) -> CallReport {
+async fn run_one(supervisor: &AsCaller, index: usize, call: CallSpec) -> CallReport {
     let call_id = random::hex(8);
     let started = Instant::now();
     let outcome = supervisor.call(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms)).await;

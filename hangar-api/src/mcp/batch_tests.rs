@@ -26,7 +26,7 @@ fn parsed(args: Value) -> Result<BatchSpec, ToolFailure> {
 async fn results_come_back_in_index_order_whatever_finishes_first() {
     let fake = FakeSupervisor::new();
     let calls = vec![call("slow", 60), call("fast", 0), call("fail", 20), call("mid", 30)];
-    let report = run(fake.clone(), spec(calls, 8, false)).await;
+    let report = run(crate::testing::as_anonymous(&fake), spec(calls, 8, false)).await;
     let indexes: Vec<usize> = report.results.iter().map(|r| r.index).collect();
     assert_eq!(indexes, [0, 1, 2, 3]);
     assert_eq!((report.total, report.succeeded, report.failed, report.success), (4, 3, 1, false));
@@ -41,7 +41,7 @@ async fn results_come_back_in_index_order_whatever_finishes_first() {
 async fn concurrency_is_capped_and_calls_start_in_order() {
     let fake = FakeSupervisor::new();
     let calls: Vec<CallSpec> = (0..9).map(|i| call(&format!("t{i}"), 15)).collect();
-    let report = run(fake.clone(), spec(calls, 3, false)).await;
+    let report = run(crate::testing::as_anonymous(&fake), spec(calls, 3, false)).await;
     assert!(report.success);
     assert_eq!(fake.peak_in_flight.load(Ordering::SeqCst), 3);
     let started = fake.started_calls.lock().unwrap().clone();
@@ -52,7 +52,7 @@ async fn concurrency_is_capped_and_calls_start_in_order() {
 async fn fail_fast_cancels_the_calls_not_yet_started() {
     let fake = FakeSupervisor::new();
     let calls = vec![call("fail", 0), call("a", 0), call("b", 0), call("c", 0)];
-    let report = run(fake.clone(), spec(calls, 1, true)).await;
+    let report = run(crate::testing::as_anonymous(&fake), spec(calls, 1, true)).await;
     let types: Vec<Option<&str>> = report.results.iter().map(|r| r.error_type).collect();
     assert_eq!(types, [Some("upstream_error"), Some("cancelled"), Some("cancelled"), Some("cancelled")]);
     assert_eq!((report.succeeded, report.failed), (0, 4));
@@ -64,7 +64,7 @@ async fn fail_fast_cancels_the_calls_not_yet_started() {
 #[tokio::test]
 async fn without_fail_fast_every_call_runs() {
     let fake = FakeSupervisor::new();
-    let report = run(fake.clone(), spec(vec![call("fail", 0), call("a", 0)], 1, false)).await;
+    let report = run(crate::testing::as_anonymous(&fake), spec(vec![call("fail", 0), call("a", 0)], 1, false)).await;
     assert_eq!((report.succeeded, report.failed), (1, 1));
     assert_eq!(fake.started_calls.lock().unwrap().len(), 2);
 }
@@ -121,7 +121,7 @@ fn too_many_calls_is_the_tools_invalid_argument() {
 async fn into_value_is_to_value_without_the_copies() {
     let fake = FakeSupervisor::new();
     for calls in [vec![call("a", 0)], vec![call("fail", 0), call("b", 0)]] {
-        let report = run(fake.clone(), spec(calls, 1, true)).await;
+        let report = run(crate::testing::as_anonymous(&fake), spec(calls, 1, true)).await;
         let derived = serde_json::to_value(&report).unwrap();
         assert_eq!(report.into_value(), derived);
     }

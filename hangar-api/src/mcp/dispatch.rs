@@ -12,7 +12,7 @@ use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
 use super::{front_door, stream, subscriptions};
-use crate::state::AppState;
+use crate::state::Calling;
 
 /// A request its era's checks let through.
 pub struct Request {
@@ -29,7 +29,7 @@ enum Answer {
     Reply(McpReply),
 }
 
-pub async fn dispatch(app: &AppState, headers: &HeaderMap, era: &'static Era, mut request: Request) -> McpReply {
+pub async fn dispatch(app: &Calling, headers: &HeaderMap, era: &'static Era, mut request: Request) -> McpReply {
     let answer = if era.serves(&request.method) {
         handle(app, headers, era, &mut request).await
     } else {
@@ -45,7 +45,7 @@ pub async fn dispatch(app: &AppState, headers: &HeaderMap, era: &'static Era, mu
 
 /// Runs the request's method; takes its params (and progress token) out of it.
 async fn handle(
-    app: &AppState,
+    app: &Calling,
     headers: &HeaderMap,
     era: &'static Era,
     request: &mut Request,

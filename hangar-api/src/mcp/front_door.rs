@@ -5,8 +5,6 @@
 //! which the supervisor sends with its catalog). Declarations and results pass through untouched; only a JSON-RPC error
 //! is re-worded, keeping its code: the upstream's own text stays in its log.
 
-use std::sync::Arc;
-
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
 use hangar_core::ipc::{Catalog, ErrorKind, FrontDoor, IpcError, Relay, Target};
@@ -15,15 +13,15 @@ use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCO
 use serde_json::{Map, Value, json};
 
 use super::tools;
-use crate::supervisor::Supervisor;
+use crate::supervisor::AsCaller;
 
 /// Whether the front door is on (asks the supervisor; cheap once servers are discovered).
-pub async fn enabled(supervisor: &Arc<dyn Supervisor>) -> bool {
+pub async fn enabled(supervisor: &AsCaller) -> bool {
     supervisor.front_door().await.is_ok_and(|f| f.front_door)
 }
 
 /// The capabilities `server/discover` and `initialize` declare.
-pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
+pub async fn capabilities(supervisor: &AsCaller) -> Value {
     if enabled(supervisor).await {
         json!({
             "tools": {"listChanged": true},
@@ -38,7 +36,7 @@ pub async fn capabilities(supervisor: &Arc<dyn Supervisor>) -> Value {
 }
 
 /// `tools/list`: the hangar's tools, then every exposed upstream tool, declared as upstream did.
-pub async fn tools_list(supervisor: &Arc<dyn Supervisor>) -> Result<Vec<Value>, RpcError> {
+pub async fn tools_list(supervisor: &AsCaller) -> Result<Vec<Value>, RpcError> {
     let mut list = tools::definitions();
     let catalog = supervisor.catalog().await.map_err(internal)?;
     if !catalog.front_door {
@@ -76,7 +74,7 @@ pub fn route(name: &str) -> Route {
 
 /// Where a front-door name leads, asked before a call that must know it is routable before it
 /// answers (an event stream, once started, cannot turn into an error response).
-pub async fn resolve(supervisor: &Arc<dyn Supervisor>, name: &str) -> Result<Target, RpcError> {
+pub async fn resolve(supervisor: &AsCaller, name: &str) -> Result<Target, RpcError> {
     supervisor.resolve(name).await.map_err(refused)
 }
 
@@ -103,7 +101,7 @@ pub fn upstream_arguments(arguments: Option<Value>) -> Result<Value, RpcError> {
 /// `tools/call`: a hangar tool, or an upstream's tool by its exposed name. `extra` is the rest
 /// of the client's params, passed on to an upstream.
 pub async fn tools_call(
-    supervisor: &Arc<dyn Supervisor>,
+    supervisor: &AsCaller,
     name: &str,
     arguments: Option<Value>,
     extra: Map<String, Value>,
@@ -135,14 +133,14 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 }
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
-pub async fn list(supervisor: &Arc<dyn Supervisor>, method: &str, key: &str) -> Result<Value, RpcError> {
+pub async fn list(supervisor: &AsCaller, method: &str, key: &str) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, method).await?;
     let per_server = gather(supervisor, &front_door.servers, method, key).await;
     Ok(json!({ key: rename(&front_door.naming, &per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
-pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn prompts_get(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, "prompts/get").await?;
     let mut params = object(params)?;
     let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
@@ -154,7 +152,7 @@ pub async fn prompts_get(supervisor: &Arc<dyn Supervisor>, params: Option<Value>
 }
 
 /// `resources/read` by URI: the server that lists it, else the first whose template matches.
-pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn resources_read(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, "resources/read").await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
@@ -170,12 +168,7 @@ pub async fn resources_read(supervisor: &Arc<dyn Supervisor>, params: Option<Val
 }
 
 /// Each server's items of one list method; a server that serves none (or is down) has none.
-async fn gather(
-    supervisor: &Arc<dyn Supervisor>,
-    servers: &[String],
-    method: &str,
-    key: &str,
-) -> Vec<(String, Vec<Value>)> {
+async fn gather(supervisor: &AsCaller, servers: &[String], method: &str, key: &str) -> Vec<(String, Vec<Value>)> {
     let mut per_server = Vec::new();
     for server in servers {
         let items = match supervisor.forward(server, method, json!({})).await {
@@ -223,11 +216,7 @@ fn lookup(
 
 /// The server whose prompt a front-door prompt name is, and its own name for it; else `Unknown
 /// prompt`, naming the qualified names an ambiguous one now has.
-async fn prompt_owner(
-    supervisor: &Arc<dyn Supervisor>,
-    front_door: &FrontDoor,
-    name: &str,
-) -> Result<(String, String), RpcError> {
+async fn prompt_owner(supervisor: &AsCaller, front_door: &FrontDoor, name: &str) -> Result<(String, String), RpcError> {
     let per_server = gather(supervisor, &front_door.servers, "prompts/list", "prompts").await;
     lookup(&front_door.naming, &per_server, "name", name)
         .map_err(|unknown| RpcError::invalid_params(unknown.message("prompt", name)))
@@ -235,7 +224,7 @@ async fn prompt_owner(
 
 /// `completion/complete`: to the server whose prompt (by exposed name) or resource (by URI or
 /// template) the reference names.
-pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn complete(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, "completion/complete").await?;
     let mut params = object(params)?;
     let reference = params.get("ref").cloned().unwrap_or(Value::Null);
@@ -265,7 +254,7 @@ pub async fn complete(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -
 }
 
 /// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
-pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn by_uri(supervisor: &AsCaller, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, method).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -277,7 +266,7 @@ pub async fn by_uri(supervisor: &Arc<dyn Supervisor>, method: &str, params: Opti
 }
 
 /// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
-pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn set_level(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, "logging/setLevel").await?;
     let params = Value::Object(object(params)?);
     for server in &front_door.servers {
@@ -291,11 +280,7 @@ pub async fn set_level(supervisor: &Arc<dyn Supervisor>, params: Option<Value>) 
 /// whether listed or not), else the first whose template, exposed as it is, matches it. A
 /// template exposed only qualified (a collision, or `always_qualified`) matches only the
 /// qualified URI, as a listed name would.
-async fn resource_owner(
-    supervisor: &Arc<dyn Supervisor>,
-    front_door: &FrontDoor,
-    uri: &str,
-) -> Option<(String, String)> {
+async fn resource_owner(supervisor: &AsCaller, front_door: &FrontDoor, uri: &str) -> Option<(String, String)> {
     let resources = gather(supervisor, &front_door.servers, "resources/list", "resources").await;
     if let Ok(found) = lookup(&front_door.naming, &resources, "uri", uri) {
         return Some(found);
@@ -309,7 +294,7 @@ async fn resource_owner(
 
 /// The front door's servers (their ids, in config order) and naming, or `method` is not found:
 /// the front door is off.
-async fn front_door_servers(supervisor: &Arc<dyn Supervisor>, method: &str) -> Result<FrontDoor, RpcError> {
+async fn front_door_servers(supervisor: &AsCaller, method: &str) -> Result<FrontDoor, RpcError> {
     let front_door = supervisor.front_door().await.map_err(internal)?;
     if front_door.front_door { Ok(front_door) } else { Err(RpcError::method_not_found(method)) }
 }

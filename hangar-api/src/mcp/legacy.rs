@@ -19,7 +19,7 @@ use super::headers::single;
 use super::id::{Id, Incoming};
 use super::reply::McpReply;
 use super::{front_door, session};
-use crate::state::AppState;
+use crate::state::Calling;
 
 /// What only a session serves (beyond `initialize`); 2026-07-28 removed them.
 const OWN_METHODS: [&str; 4] = ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
@@ -27,7 +27,7 @@ const OWN_METHODS: [&str; 4] = ["ping", "logging/setLevel", "resources/subscribe
 /// Results lose the 2026-07-28 fields; every error is carried by a 200.
 static LEGACY: Era = Era { own_methods: &OWN_METHODS, finish: to_legacy, error_status: |_| StatusCode::OK };
 
-pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpReply {
+pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpReply {
     let bad = StatusCode::BAD_REQUEST;
     let message = match jsonrpc::classify(body.body, body.id) {
         Ok(message) => message,
@@ -62,7 +62,7 @@ pub async fn handle(app: &AppState, headers: &HeaderMap, body: Incoming) -> McpR
 }
 
 /// Negotiates: the client's version if we speak it, else our latest; mints the session.
-async fn initialize(app: &AppState, id: &Id, params: Option<&Value>) -> McpReply {
+async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply {
     let mut capabilities = front_door::capabilities(&app.supervisor).await;
     // Legacy resource subscriptions are routed to the upstream that has the resource.
     if let Some(resources) = capabilities.get_mut("resources") {

@@ -6,8 +6,8 @@ use serde_json::json;
 use super::*;
 use crate::testing::FakeSupervisor;
 
-fn app() -> AppState {
-    AppState::new(FakeSupervisor::new())
+fn app() -> Calling {
+    crate::testing::calling(FakeSupervisor::new())
 }
 
 fn with_session(id: &str) -> HeaderMap {

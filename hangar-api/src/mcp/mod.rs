@@ -27,7 +27,6 @@ mod tools;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, StatusCode};
@@ -38,7 +37,7 @@ use serde_json::Value;
 
 use self::errors::session_not_found;
 use self::reply::McpReply;
-use crate::state::AppState;
+use crate::state::{AppState, Calling};
 
 pub fn routes() -> Router<AppState> {
     let endpoint =
@@ -46,7 +45,7 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/mcp", endpoint()).route("/mcp/", endpoint())
 }
 
-async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
+async fn post_mcp(app: Calling, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
     // Content-Type: application/json is already required by the cross-site guard.
     if !accepts_json(&headers) {
         let err = RpcError::invalid_request("Not Acceptable: Accept must allow application/json or text/event-stream");
@@ -73,7 +72,7 @@ async fn post_mcp(State(app): State<AppState>, headers: HeaderMap, body: Result<
 
 /// A legacy session's server-to-client stream (`notifications/tools/list_changed`); 2026-07-28
 /// has none (`subscriptions/listen` replaces it), so a GET without a session is not allowed.
-async fn get_mcp(State(app): State<AppState>, headers: HeaderMap) -> McpReply {
+async fn get_mcp(app: Calling, headers: HeaderMap) -> McpReply {
     match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(Some(id)) if session::parse(&id).is_some() => subscriptions::legacy_stream(&app),
         Ok(Some(_)) => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),

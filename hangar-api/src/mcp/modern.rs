@@ -17,7 +17,7 @@ use super::errors::header_mismatch;
 use super::headers::{single, unwrap_encoded};
 use super::id::{Id, Incoming};
 use super::reply::McpReply;
-use crate::state::AppState;
+use crate::state::Calling;
 
 /// Versions served on this path.
 const SUPPORTED: [&str; 1] = [MODERN_REVISION];
@@ -130,7 +130,7 @@ fn check_mirrors(headers: &HeaderMap, method: &str, params: Option<&Value>) -> R
     }
 }
 
-pub async fn handle(app: &AppState, headers: &HeaderMap, mut body: Incoming) -> McpReply {
+pub async fn handle(app: &Calling, headers: &HeaderMap, mut body: Incoming) -> McpReply {
     let progress_token = body.progress_token.take();
     match validate(headers, body) {
         Ok(Checked::Request { id, method, params }) => {

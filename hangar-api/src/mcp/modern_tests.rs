@@ -187,8 +187,8 @@ fn era_is_chosen_by_meta_or_header() {
     assert!(!is_modern(&HeaderMap::new(), &json!([1, 2])));
 }
 
-fn app() -> AppState {
-    AppState::new(FakeSupervisor::new())
+fn app() -> Calling {
+    crate::testing::calling(FakeSupervisor::new())
 }
 
 #[tokio::test]

@@ -5,8 +5,6 @@
 //! `progressToken`, or a `logLevel` in `_meta`). If the client closes the stream, the call is
 //! dropped, which cancels it at the supervisor and, from there, upstream.
 
-use std::sync::Arc;
-
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::ipc::{Relay, Target};
@@ -21,8 +19,8 @@ use super::front_door::{self, upstream_failure};
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
-use crate::state::AppState;
-use crate::supervisor::Supervisor;
+use crate::state::Calling;
+use crate::supervisor::AsCaller;
 
 /// One upstream tool call: which tool, its arguments, and the client's other params to pass on.
 pub struct UpstreamCall {
@@ -90,13 +88,7 @@ impl Serialize for ParamsWithToken<'_> {
 }
 
 /// Starts the call and answers with its event stream; the final result is shaped by `era`.
-pub fn relayed_call(
-    supervisor: Arc<dyn Supervisor>,
-    id: Id,
-    call: UpstreamCall,
-    wanted: Wanted,
-    era: &'static Era,
-) -> McpReply {
+pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wanted, era: &'static Era) -> McpReply {
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
         let UpstreamCall { target, arguments, extra } = call;
@@ -130,7 +122,7 @@ pub fn relayed_call(
 /// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
 /// JSON).
 pub async fn front_door_call(
-    app: &AppState,
+    app: &Calling,
     id: &Id,
     call: &ToolCall,
     wanted: Wanted,

@@ -16,7 +16,8 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::id::Id;
 use super::reply::{McpReply, sse_event};
-use crate::state::{AppState, ListChanged};
+use crate::state::{Calling, ListChanged};
+use crate::supervisor::AsCaller;
 
 /// How often an idle stream says it is alive, so dead clients are noticed and proxies keep it.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -51,7 +52,7 @@ impl Serialize for SubscriptionMeta<'_> {
 }
 
 /// `subscriptions/listen`: acknowledges the filter it honours, then streams what was asked for.
-pub fn listen(app: &AppState, id: &Id, params: Option<&Value>, front_door: bool) -> McpReply {
+pub fn listen(app: &Calling, id: &Id, params: Option<&Value>, front_door: bool) -> McpReply {
     let asked = params.and_then(|p| p.get("notifications"));
     let tools = front_door && asked.and_then(|n| n.get("toolsListChanged")).and_then(Value::as_bool) == Some(true);
     let honoured = json!({
@@ -67,17 +68,22 @@ pub fn listen(app: &AppState, id: &Id, params: Option<&Value>, front_door: bool)
     };
     let acknowledged = sse_event(&notification("notifications/subscriptions/acknowledged", Some(honoured)));
     let changed = sse_event(&notification("notifications/tools/list_changed", None));
-    stream(app.changes.subscribe(), Some(acknowledged), tools.then_some(changed))
+    stream(app, Some(acknowledged), tools.then_some(changed))
 }
 
 /// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change.
-pub fn legacy_stream(app: &AppState) -> McpReply {
+pub fn legacy_stream(app: &Calling) -> McpReply {
     let changed = sse_event(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-    stream(app.changes.subscribe(), None, Some(changed))
+    stream(app, None, Some(changed))
 }
 
-/// `first`, then `on_tools` whenever tools change: each one whole SSE event, encoded once.
-fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpReply {
+/// `first`, then `on_tools` whenever the tools of a server the caller sees change: each one
+/// whole SSE event, encoded once. Whether the caller sees the server is the supervisor's answer
+/// (a caller with a profile asks for it; one without sees every server), so a caller is not
+/// told about servers outside its view.
+fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpReply {
+    let mut changes = app.changes.subscribe();
+    let supervisor = app.supervisor.clone();
     let (events, receiver) = mpsc::channel(16);
     tokio::spawn(async move {
         if let Some(first) = first
@@ -88,7 +94,13 @@ fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Bytes>, o
         loop {
             let event = tokio::select! {
                 change = changes.recv() => match (change, &on_tools) {
-                    (Ok(ListChanged::Tools) | Err(broadcast::error::RecvError::Lagged(_)), Some(notification)) => notification.clone(),
+                    (Ok(ListChanged::Tools(mcp_server)), Some(notification)) => {
+                        if !sees(&supervisor, &mcp_server).await {
+                            continue;
+                        }
+                        notification.clone()
+                    }
+                    (Err(broadcast::error::RecvError::Lagged(_)), Some(notification)) => notification.clone(),
                     (Err(broadcast::error::RecvError::Closed), _) => return,
                     _ => continue,
                 },
@@ -103,6 +115,11 @@ fn stream(mut changes: broadcast::Receiver<ListChanged>, first: Option<Bytes>, o
     McpReply::events(receiver)
 }
 
+/// Whether the caller sees `mcp_server` (the supervisor answers an unseen server as unknown).
+async fn sees(supervisor: &AsCaller, mcp_server: &str) -> bool {
+    supervisor.caller().profile.is_none() || supervisor.get(mcp_server).await.is_ok()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -111,7 +128,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_subscription_is_named_by_the_request_id_as_written() {
-        let app = AppState::new(FakeSupervisor::new());
+        let app = Calling::anonymous(&crate::state::AppState::new(FakeSupervisor::new()));
         let id = super::super::id::Incoming::decode(br#"{"id": 18446744073709551616}"#).unwrap().id.unwrap();
         let mut reply = listen(&app, &id, None, true);
         let first = reply.events.as_mut().unwrap().recv().await.unwrap();

@@ -1,7 +1,5 @@
 //! The `hangar_*` tools served at `/mcp`: their declarations and what each one does.
 
-use std::sync::Arc;
-
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::RpcError;
@@ -14,7 +12,7 @@ use super::batch;
 use super::errors::ToolFailure;
 use crate::json::object;
 use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
-use crate::supervisor::Supervisor;
+use crate::supervisor::AsCaller;
 
 type Outcome = Result<Value, ToolFailure>;
 
@@ -105,7 +103,7 @@ pub fn definitions() -> Vec<Value> {
 
 /// Runs tool `name`. `Ok` is a `tools/call` result (possibly with `isError: true`); `Err` is a
 /// JSON-RPC error (unknown tool, bad arguments).
-pub async fn call(supervisor: &Arc<dyn Supervisor>, name: &str, arguments: Option<Value>) -> Result<Value, RpcError> {
+pub async fn call(supervisor: &AsCaller, name: &str, arguments: Option<Value>) -> Result<Value, RpcError> {
     let unknown = || RpcError::invalid_params(format!("Unknown tool: {}", bounded(name)));
     if !TOOL_NAMES.contains(&name) {
         return Err(unknown());
@@ -146,7 +144,7 @@ fn to_json<T: Serialize>(value: &T) -> Outcome {
         .map_err(|err| IpcError::new(ErrorKind::Internal, format!("could not render the result: {err}")).into())
 }
 
-async fn list(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+async fn list(supervisor: &AsCaller, args: Arguments) -> Outcome {
     let filter = match args.optional_str("state_filter")? {
         None => None,
         Some(name) => Some(serde_json::from_value::<State>(Value::String(name.clone())).map_err(|_| {
@@ -163,11 +161,11 @@ async fn list(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
     to_json(&ServerList { mcp_servers })
 }
 
-async fn status(supervisor: &Arc<dyn Supervisor>) -> Outcome {
+async fn status(supervisor: &AsCaller) -> Outcome {
     to_json(&StatusReport::of(&supervisor.list().await?))
 }
 
-async fn health(supervisor: &Arc<dyn Supervisor>) -> Outcome {
+async fn health(supervisor: &AsCaller) -> Outcome {
     match supervisor.list().await {
         Ok(servers) => to_json(&HealthReport::of(&servers)),
         // Health is exactly the question to answer when the supervisor is away.
@@ -178,24 +176,24 @@ async fn health(supervisor: &Arc<dyn Supervisor>) -> Outcome {
     }
 }
 
-async fn details(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+async fn details(supervisor: &AsCaller, args: Arguments) -> Outcome {
     to_json(&supervisor.get(&args.required_str("mcp_server")?).await?)
 }
 
-async fn tools(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+async fn tools(supervisor: &AsCaller, args: Arguments) -> Outcome {
     let tools = supervisor.tools(&args.required_str("mcp_server")?).await?;
     to_json(&ToolList { tools })
 }
 
-async fn start(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+async fn start(supervisor: &AsCaller, args: Arguments) -> Outcome {
     to_json(&supervisor.start(&args.required_str("mcp_server")?).await?)
 }
 
-async fn stop(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+async fn stop(supervisor: &AsCaller, args: Arguments) -> Outcome {
     to_json(&supervisor.stop(&args.required_str("mcp_server")?).await?)
 }
 
-async fn hangar_call(supervisor: &Arc<dyn Supervisor>, args: Arguments) -> Outcome {
+async fn hangar_call(supervisor: &AsCaller, args: Arguments) -> Outcome {
     let spec = batch::parse(args)?;
     Ok(batch::run(supervisor.clone(), spec).await.into_value())
 }

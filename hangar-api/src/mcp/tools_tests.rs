@@ -5,9 +5,8 @@ use hangar_core::record::StatusEntry;
 use super::*;
 use crate::testing::{FakeSupervisor, summary};
 
-async fn run(fake: &Arc<FakeSupervisor>, name: &str, arguments: Value) -> Result<Value, RpcError> {
-    let supervisor: Arc<dyn Supervisor> = fake.clone();
-    call(&supervisor, name, Some(arguments)).await
+async fn run(fake: &std::sync::Arc<FakeSupervisor>, name: &str, arguments: Value) -> Result<Value, RpcError> {
+    call(&crate::testing::as_anonymous(fake), name, Some(arguments)).await
 }
 
 #[test]

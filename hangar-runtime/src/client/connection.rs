@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hangar_core::access::Caller;
 use hangar_core::ipc::{
     self, ClientFrame, ErrorKind, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, ServerFrame,
 };
@@ -84,7 +85,11 @@ async fn session(shared: &Shared) -> Ended {
     let (tx, rx) = mpsc::channel(WRITE_QUEUE);
     if shared.follow.is_some() {
         // Nobody waits for its reply; what matters is the events that follow it.
-        let _ = tx.try_send(ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Subscribe }));
+        let _ = tx.try_send(ipc::encode(&ClientFrame::Request {
+            id: UNAWAITED_ID,
+            op: ipc::Request::Subscribe,
+            caller: Caller::hangar(),
+        }));
     }
     let pings = tx.clone();
     shared.link_up(tx);
@@ -151,7 +156,8 @@ async fn heartbeat(shared: &Shared, writer: mpsc::Sender<Vec<u8>>) {
     // Checked twice per heartbeat, so silence is noticed within one and a half of them.
     let mut tick = tokio::time::interval(HEARTBEAT / 2);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let ping = ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Ping });
+    let ping =
+        ipc::encode(&ClientFrame::Request { id: UNAWAITED_ID, op: ipc::Request::Ping, caller: Caller::hangar() });
     loop {
         tick.tick().await;
         if shared.silent_for() < HEARTBEAT {
@@ -196,6 +202,7 @@ fn route(shared: &Shared, line: &[u8]) {
         Ok(ServerFrame::Event(change)) => shared.tell(Link::Changed(change)),
         Ok(ServerFrame::Notice { id, message }) => shared.relay(id, message),
         Ok(ServerFrame::ToolsChanged { mcp_server_id }) => shared.tell(Link::ToolsChanged(mcp_server_id)),
+        Ok(ServerFrame::AuthChanged) => shared.tell(Link::AuthChanged),
         Ok(ServerFrame::Hello(_)) => {}
         Err(err) => {
             // Likely a reply of a kind this build does not know: fail its waiter now rather than

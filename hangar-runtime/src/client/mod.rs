@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use hangar_core::access::Caller;
 use hangar_core::ipc::{self, ClientFrame, ErrorKind, IpcError, Reply, Request};
 use hangar_core::record::StateChange;
 use tokio::sync::{mpsc, oneshot};
@@ -48,6 +49,8 @@ pub enum Link {
     Changed(StateChange),
     /// A server's tool list changed.
     ToolsChanged(String),
+    /// The config was reloaded: its `auth:` block may have changed.
+    AuthChanged,
     /// The connection is gone; the client is reconnecting.
     Down,
 }
@@ -133,33 +136,35 @@ impl Client {
         Client { inner: Arc::new(Handle { shared, task }) }
     }
 
-    pub async fn request(&self, request: Request) -> Result<Reply, IpcError> {
+    /// `request` on behalf of `caller`: the supervisor answers within the caller's view.
+    pub async fn request(&self, caller: &Caller, request: Request) -> Result<Reply, IpcError> {
         let id = self.inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        self.exchange(id, request).await
+        self.exchange(id, caller, request).await
     }
 
     /// Like [`Client::request`], and the supervisor's notices about it (see `ipc::Relay`) arrive
     /// on the receiver while it runs. Dropping the future cancels the request at the supervisor.
     pub fn request_relayed(
         &self,
+        caller: &Caller,
         request: Request,
     ) -> (mpsc::UnboundedReceiver<serde_json::Value>, impl Future<Output = Result<Reply, IpcError>> + Send + 'static)
     {
         let id = self.inner.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         self.inner.shared.lock().relays.insert(id, tx);
-        let client = self.clone();
-        (rx, async move { client.exchange(id, request).await })
+        let (client, caller) = (self.clone(), caller.clone());
+        (rx, async move { client.exchange(id, &caller, request).await })
     }
 
-    async fn exchange(&self, id: u64, request: Request) -> Result<Reply, IpcError> {
+    async fn exchange(&self, id: u64, caller: &Caller, request: Request) -> Result<Reply, IpcError> {
         let shared = &self.inner.shared;
         let budget = budget_for(&request);
         // Dropping the request (the HTTP client went away) must not leave its waiter behind.
         let _guard = PendingGuard { shared, id };
         let (tx, rx) = oneshot::channel();
         let writer = shared.register(id, tx)?;
-        let line = ipc::encode(&ClientFrame::Request { id, op: request });
+        let line = ipc::encode(&ClientFrame::Request { id, op: request, caller: caller.clone() });
         // The budget covers queueing too: a supervisor that stops reading must not hold callers.
         let exchange = async {
             if writer.send(line).await.is_err() {
@@ -314,7 +319,7 @@ mod tests {
     #[tokio::test]
     async fn fails_at_once_while_disconnected() {
         let client = Client::spawn(PathBuf::from("/nonexistent/hangar-test.sock"), "api");
-        let err = client.request(Request::List).await.unwrap_err();
+        let err = client.request(&Caller::hangar(), Request::List).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::SupervisorUnavailable);
         assert_eq!(err.message, "the supervisor is not reachable at /nonexistent/hangar-test.sock");
         assert!(!client.is_connected());

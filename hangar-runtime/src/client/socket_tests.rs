@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hangar_core::access::Caller;
 use hangar_core::ipc::{self, ClientFrame, ErrorKind, Hello, Outcome, Reply, Request, ServerFrame};
 use hangar_core::record::LogLine;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -50,7 +51,7 @@ impl Peer {
         loop {
             match self.read().await {
                 ClientFrame::Request { op: Request::Ping, .. } => continue,
-                ClientFrame::Request { id, op } => return (id, op),
+                ClientFrame::Request { id, op, .. } => return (id, op),
                 other => panic!("expected a request, got {other:?}"),
             }
         }
@@ -98,9 +99,15 @@ async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects()
 
     // Two requests in flight; answered in reverse order, each reaches its own caller.
     let (a, b) = (client.clone(), client.clone());
-    let first = tokio::spawn(async move { a.request(Request::Logs { mcp_server: "m".into(), lines: 1 }).await });
+    let first =
+        tokio::spawn(
+            async move { a.request(&Caller::hangar(), Request::Logs { mcp_server: "m".into(), lines: 1 }).await },
+        );
     let (id1, _) = peer.read_request().await;
-    let second = tokio::spawn(async move { b.request(Request::Logs { mcp_server: "m".into(), lines: 2 }).await });
+    let second =
+        tokio::spawn(
+            async move { b.request(&Caller::hangar(), Request::Logs { mcp_server: "m".into(), lines: 2 }).await },
+        );
     let (id2, _) = peer.read_request().await;
     assert_ne!(id1, id2);
     peer.reply(id2, logs_reply(2)).await;
@@ -110,7 +117,7 @@ async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects()
 
     // An unreadable reply fails its waiter at once instead of leaving it to time out.
     let c = client.clone();
-    let odd = tokio::spawn(async move { c.request(Request::List).await });
+    let odd = tokio::spawn(async move { c.request(&Caller::hangar(), Request::List).await });
     let (id, _) = peer.read_request().await;
     peer.writer
         .write_all(format!("{{\"reply\":{{\"id\":{id},\"outcome\":{{\"ok\":{{\"novel\":1}}}}}}}}\n").as_bytes())
@@ -120,7 +127,7 @@ async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects()
 
     // The connection drops with a request pending: it fails as unavailable.
     let c = client.clone();
-    let pending = tokio::spawn(async move { c.request(Request::List).await });
+    let pending = tokio::spawn(async move { c.request(&Caller::hangar(), Request::List).await });
     let _ = peer.read_request().await;
     drop(peer);
     let err = pending.await.unwrap().unwrap_err();
@@ -131,7 +138,7 @@ async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects()
     let mut peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION).await;
     until_connected(&client, true).await;
     let c = client.clone();
-    let again = tokio::spawn(async move { c.request(Request::List).await });
+    let again = tokio::spawn(async move { c.request(&Caller::hangar(), Request::List).await });
     let (id, op) = peer.read_request().await;
     assert_eq!(op, Request::List);
     peer.reply(id, Reply::Servers(vec![])).await;
@@ -147,7 +154,7 @@ async fn a_protocol_mismatch_is_reported_as_such() {
     let _peer = Peer::accept(&listener, ipc::PROTOCOL_VERSION + 1).await;
     let mut kind = None;
     for _ in 0..200 {
-        let err = client.request(Request::List).await.unwrap_err();
+        let err = client.request(&Caller::hangar(), Request::List).await.unwrap_err();
         if err.kind == ErrorKind::ProtocolMismatch {
             kind = Some(err.kind);
             break;
@@ -168,7 +175,7 @@ async fn a_silent_or_garbage_peer_is_not_a_connection() {
     stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!client.is_connected());
-    assert!(client.request(Request::List).await.is_err());
+    assert!(client.request(&Caller::hangar(), Request::List).await.is_err());
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
 
@@ -214,7 +221,7 @@ async fn a_connected_supervisor_that_stops_answering_is_not_ready_until_it_answe
 
     // Quiet: the client pings; the peer reads the pings but answers none.
     let ping = match tokio::time::timeout(Duration::from_secs(10), peer.read()).await.unwrap() {
-        ClientFrame::Request { id, op: Request::Ping } => id,
+        ClientFrame::Request { id, op: Request::Ping, .. } => id,
         other => panic!("expected a heartbeat, got {other:?}"),
     };
     let silent = tokio::time::timeout(Duration::from_secs(10), async {

@@ -1,23 +1,55 @@
 //! The front door's names, resolved where the tool lists live: an index of every exposed name
 //! (`hangar_core::front_door`), rebuilt on the first lookup after any server's tool list, or the
-//! set of servers, changed.
+//! set of servers, changed. There is one index per view ([`ByView`]), built over the servers
+//! and tools that view sees, so a collision a caller cannot see does not rename its tools.
 //!
 //! Staleness: `Shared::tools_generation` is bumped by the one function that changes a server's
 //! tools (`Server::set_tools`) before it announces the change, and by a reload before it
 //! returns. An index is kept only while the generation it was built at is current, so a call
 //! made after an announcement never routes on the name it replaced.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 
 use hangar_core::front_door::{Index, Naming, Unknown};
+use hangar_core::policy::View;
 
 use crate::server::{Server, Shared};
 
-/// The index last built, shared by every lookup until the tool lists change.
+/// One [`ExposedNames`] per profile (and one for the all-seeing view), cleared by a reload
+/// (profiles may have changed).
 #[derive(Default)]
+pub struct ByView {
+    views: RwLock<HashMap<Option<String>, Arc<ExposedNames>>>,
+}
+
+impl ByView {
+    /// The names as `view` sees them.
+    pub fn of(&self, view: &View) -> Arc<ExposedNames> {
+        let key = view.profile().map(str::to_owned);
+        if let Some(names) = self.views.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return names.clone();
+        }
+        let mut views = self.views.write().unwrap_or_else(|p| p.into_inner());
+        views.entry(key).or_insert_with(|| Arc::new(ExposedNames::new(view.clone()))).clone()
+    }
+
+    pub fn clear(&self) {
+        self.views.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// The index last built for one view, shared by every lookup until the tool lists change.
 pub struct ExposedNames {
+    view: View,
     built: RwLock<Option<Arc<Built>>>,
+}
+
+impl Default for ExposedNames {
+    fn default() -> Self {
+        ExposedNames::new(View::All)
+    }
 }
 
 /// One index and the servers its positions refer to.
@@ -39,6 +71,10 @@ impl Built {
 }
 
 impl ExposedNames {
+    pub fn new(view: View) -> Self {
+        ExposedNames { view, built: RwLock::new(None) }
+    }
+
     /// The index for the current tool lists of `servers` (in config order), named by `naming`:
     /// the one built before if nothing changed since, else a new one. (`naming` changes only
     /// with a reload, which moves the generation on.)
@@ -61,7 +97,10 @@ impl ExposedNames {
     /// The generation is read before the tool lists: a change racing this build bumps it past
     /// the one recorded here, so the next lookup builds again.
     fn rebuild(&self, generation: u64, naming: &Naming, servers: Vec<Arc<Server>>) -> Arc<Built> {
-        let names: Vec<Vec<String>> = servers.iter().map(|s| s.tool_names()).collect();
+        let view = &self.view;
+        let servers: Vec<Arc<Server>> = servers.into_iter().filter(|s| view.sees_server(s.id())).collect();
+        let names: Vec<Vec<String>> =
+            servers.iter().map(|s| s.tool_names().into_iter().filter(|t| view.allows_tool(t)).collect()).collect();
         let index = Index::new(
             naming,
             servers.iter().zip(&names).map(|(server, names)| (server.id(), names.iter().map(String::as_str).collect())),
@@ -136,5 +175,28 @@ mod tests {
         let again = names.current(&shared, &Naming::default(), || panic!("no rebuild while nothing changed"));
         assert!(Arc::ptr_eq(&first, &again));
         assert!(!first.discovered, "servers never started are not discovered yet");
+    }
+
+    #[test]
+    fn each_view_names_only_what_it_sees() {
+        let (shared, servers) = servers(&["math", "words"]);
+        servers[0].declare_for_test(&["add", "echo"]);
+        servers[1].declare_for_test(&["echo"]);
+        let config = Config::parse(
+            "profiles:\n  mathy: {servers: [math]}\n  no-echo: {servers: [\"*\"], tools: {deny: [echo]}}\n",
+        )
+        .unwrap();
+        let policy = hangar_core::policy::Policy::compile(&config.profiles).unwrap();
+        let by_view = ByView::default();
+        let as_profile = |name: &str| {
+            by_view.of(&policy.view(&hangar_core::access::Caller { identity: "k".into(), profile: Some(name.into()) }))
+        };
+        // The collision on `echo` is invisible to `mathy`: its `echo` stays bare.
+        assert_eq!(lookup(&as_profile("mathy"), &shared, &servers, "echo"), Some(("math".into(), "echo".into())));
+        assert_eq!(lookup(&as_profile("mathy"), &shared, &servers, "words__echo"), None, "an unseen server");
+        assert_eq!(lookup(&by_view.of(&View::All), &shared, &servers, "echo"), None, "ambiguous for the all-seeing");
+        // A denied tool takes no part in naming and leads nowhere.
+        assert_eq!(lookup(&as_profile("no-echo"), &shared, &servers, "add"), Some(("math".into(), "add".into())));
+        assert_eq!(lookup(&as_profile("no-echo"), &shared, &servers, "echo"), None);
     }
 }

@@ -37,6 +37,7 @@ mod oversize;
 mod paths;
 mod pins;
 mod preflight;
+mod profiles;
 mod readiness;
 mod real_clients;
 mod redaction;
