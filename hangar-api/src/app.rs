@@ -10,21 +10,22 @@ use axum::response::Response;
 use hangar_core::echo::bounded;
 
 use crate::state::AppState;
-use crate::{body, error, mcp, metrics, rest};
+use crate::{body, error, mcp, metrics, oauth, rest};
 
 pub fn router(state: AppState) -> Router {
-    let keys = state.keys.clone();
+    let gate = crate::auth::Gate { keys: state.keys.clone(), oauth: state.oauth.clone() };
     let guard = state.guard.clone();
     Router::new()
         .merge(rest::routes())
         .merge(metrics::routes())
         .merge(mcp::routes())
+        .merge(oauth::routes())
         .fallback(error::not_found)
         // Must follow the routes: it applies to those registered so far.
         .method_not_allowed_fallback(error::method_not_allowed)
         // Every body read whole, at most BODY_LIMIT, before any handler or extractor sees it.
         .layer(middleware::from_fn(body::bounded_body))
-        .layer(middleware::from_fn_with_state(keys, crate::auth::require_key))
+        .layer(middleware::from_fn_with_state(gate, crate::auth::require_key))
         // Outside the key check: a valid key exempts nothing from it.
         .layer(middleware::from_fn_with_state(guard, crate::guard::refuse_cross_site))
         .layer(middleware::from_fn(log_request))

@@ -92,25 +92,70 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
-/// Refuses a request without a valid key (401, the error envelope). Health probes stay open,
-/// so load balancers and systemd need no key.
-pub async fn require_key(State(keys): State<ApiKeys>, request: Request, next: Next) -> Response {
+/// What the key check needs: the keys, and `auth.oauth` (asked of the supervisor).
+#[derive(Clone)]
+pub struct Gate {
+    pub keys: ApiKeys,
+    pub oauth: crate::oauth::Settings,
+}
+
+/// Refuses a request without a valid key or, with `auth.oauth`, a valid token (401 or 403, the
+/// error envelope; with OAuth a `WWW-Authenticate` challenge). Health probes and the
+/// protected-resource metadata stay open, so load balancers, systemd and OAuth clients need no
+/// credential. A token's caller goes into the request's extensions.
+pub async fn require_key(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if keys.is_empty() || path == "/health/live" || path == "/health/ready" {
+    let open = path == "/health/live"
+        || path == "/health/ready"
+        || path == crate::oauth::METADATA_PATH
+        || path == crate::oauth::METADATA_PATH_MCP;
+    if open {
         return next.run(request).await;
     }
     let headers = request.headers();
-    let presented = headers
-        .get("x-api-key")
+    let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim);
+    let bearer = headers
+        .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .or_else(|| headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())?.strip_prefix("Bearer "))
+        .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let refusal = match presented {
-        Some(key) if keys.accepts(key) => return next.run(request).await,
-        Some(_) => "the API key is not valid",
-        None => "an API key is required: send it as X-API-Key or Authorization: Bearer",
+    if !gate.keys.is_empty() && api_key.or(bearer).is_some_and(|key| gate.keys.accepts(key)) {
+        return next.run(request).await;
+    }
+    let oauth = match gate.oauth.get().await {
+        Ok(oauth) => oauth,
+        // With keys configured, refuse as before; with none, nothing says who may call yet.
+        Err(_) if !gate.keys.is_empty() => None,
+        Err(_) => return crate::body::refuse_unread(request, crate::oauth::unknown_settings()).await,
     };
-    let response = ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal).into_response();
+    let response = match oauth {
+        None if gate.keys.is_empty() => return next.run(request).await,
+        None => {
+            let refusal = match api_key.or(bearer) {
+                Some(_) => "the API key is not valid",
+                None => "an API key is required: send it as X-API-Key or Authorization: Bearer",
+            };
+            ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal).into_response()
+        }
+        Some(oauth) => {
+            let outcome = match bearer {
+                Some(token) => oauth.authenticate(token).await,
+                None => Err(crate::oauth::Refusal::Missing),
+            };
+            match outcome {
+                Ok(caller) => {
+                    tracing::debug!(identity = %caller.identity, profile = ?caller.profile, "token accepted");
+                    request.extensions_mut().insert(caller);
+                    return next.run(request).await;
+                }
+                Err(refusal) => {
+                    // The class of the refusal only: nothing that would help forge a token.
+                    tracing::info!(?refusal, "token refused");
+                    crate::oauth::challenge(&oauth, refusal)
+                }
+            }
+        }
+    };
     crate::body::refuse_unread(request, response).await
 }
 

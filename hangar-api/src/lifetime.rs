@@ -59,8 +59,10 @@ pub async fn run(
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = broadcast::channel(64);
     tokio::spawn(relay_list_changes(links, changes.clone()));
+    let supervisor: Arc<dyn crate::supervisor::Supervisor> = Arc::new(client);
     let state = AppState {
-        supervisor: Arc::new(client),
+        oauth: crate::oauth::Settings::new(supervisor.clone(), format!("http://{local}/mcp")),
+        supervisor,
         guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
         changes,
         keys,

@@ -20,6 +20,7 @@ mod json;
 mod lifetime;
 mod listen;
 mod mcp;
+mod oauth;
 mod metrics;
 mod random;
 mod rest;

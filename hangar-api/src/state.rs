@@ -18,6 +18,8 @@ pub struct AppState {
     pub changes: broadcast::Sender<ListChanged>,
     /// Empty: no key needed (allowed on loopback only, unless `--unsafe-no-auth`).
     pub keys: ApiKeys,
+    /// `auth.oauth`, as the supervisor's config says (asked on first use).
+    pub oauth: crate::oauth::Settings,
 }
 
 /// A list an MCP client may follow changed.
@@ -31,10 +33,11 @@ impl AppState {
     #[cfg(test)]
     pub fn new(supervisor: Arc<dyn Supervisor>) -> AppState {
         AppState {
-            supervisor,
+            supervisor: supervisor.clone(),
             guard: Guard { loopback_only: true, allowed_origins: Arc::from([]) },
             changes: broadcast::channel(16).0,
             keys: Default::default(),
+            oauth: crate::oauth::Settings::new(supervisor.clone(), "http://127.0.0.1:8000/mcp".into()),
         }
     }
 }

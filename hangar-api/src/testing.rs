@@ -148,6 +148,7 @@ impl FakeSupervisor {
             }
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
+            Request::AuthSettings => Ok(Reply::AuthSettings(Default::default())),
             // The prober's requests: the API never sends them.
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))

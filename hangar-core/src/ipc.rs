@@ -122,6 +122,9 @@ pub enum Request {
         params: Value,
         timeout_ms: Option<u64>,
     },
+    /// The config's `auth:` block, so the API authenticates as the config says (as loaded at
+    /// start; a reload does not change it yet).
+    AuthSettings,
 }
 
 /// What a call names.
@@ -266,6 +269,7 @@ pub enum Reply {
         mcp_server: String,
         tool: String,
     },
+    AuthSettings(Box<crate::access::AuthConfig>),
 }
 
 /// What a reload did, by server id.

@@ -38,6 +38,8 @@ pub struct Hangar {
     reloading: tokio::sync::Mutex<()>,
     /// The hangar-wide limits; replaced by a reload (requests admitted before keep their place).
     limiter: RwLock<Arc<Limiter>>,
+    /// The config's `auth:` block as loaded at start, for the API (`Request::AuthSettings`).
+    auth: hangar_core::access::AuthConfig,
 }
 
 impl Hangar {
@@ -64,6 +66,7 @@ impl Hangar {
             config_path,
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
+            auth: config.auth.clone(),
         })
     }
 
@@ -164,6 +167,7 @@ impl Hangar {
                 Reply::Resolved { mcp_server: server.id().to_owned(), tool }
             }
             Request::Reload => Reply::Reloaded(self.reload().await?),
+            Request::AuthSettings => Reply::AuthSettings(Box::new(self.auth.clone())),
             Request::Forward { mcp_server, method, params, timeout_ms } => {
                 let server = self.server(&mcp_server)?;
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
