@@ -15,7 +15,7 @@ mod metadata;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use hangar_core::access::{AuthConfig, Caller, OAuthConfig};
+use hangar_core::access::{Caller, OAuthConfig};
 use hangar_core::ipc::{Reply, Request};
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
@@ -188,8 +188,8 @@ impl Settings {
             .get_or_try_init(|| async {
                 let auth = match self.supervisor.request(Request::AuthSettings).await {
                     Ok(Reply::AuthSettings(auth)) => auth,
-                    Ok(_) => Box::new(AuthConfig::default()),
-                    Err(_) => return Err(SettingsUnknown),
+                    // A reply of another kind is a bug; let no one in on it.
+                    Ok(_) | Err(_) => return Err(SettingsUnknown),
                 };
                 let Some(config) = auth.oauth else { return Ok(None) };
                 let oauth = OAuth::new(config, &self.default_resource).map_err(|err| {
