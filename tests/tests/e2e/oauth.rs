@@ -44,6 +44,12 @@ impl Idp {
         agent().get(&format!("{}/_mint?{query}", self.url)).call().unwrap().into_body().read_to_string().unwrap()
     }
 
+    /// How many times the key set was fetched so far.
+    fn jwks_fetches(&self) -> u64 {
+        let body: Value = agent().get(&format!("{}/_stats", self.url)).call().unwrap().into_body().read_json().unwrap();
+        body["jwks"].as_u64().unwrap()
+    }
+
     /// A new signing key replaces the published one.
     fn rotate(&self) {
         let response = agent().post(&format!("{}/_rotate", self.url)).send_empty().unwrap();
@@ -159,6 +165,15 @@ fn tokens_from_the_issuer_are_checked_and_refused_with_the_right_challenge() {
     // Signed by a key the issuer never published.
     let forged = idp.mint(&format!("aud={resource}&key=unpublished"));
     assert!(refused(&forged, 401, "invalid_token").contains("key the issuer publishes"));
+    // A flood of tokens naming keys nobody publishes: each refused, and the keys fetched again
+    // at most once for all of them (the refetch is rate-limited), so the IdP is not hammered.
+    let fetched = idp.jwks_fetches();
+    for n in 0..20 {
+        let header = base64(&format!(r#"{{"alg":"RS256","kid":"flood-{n}"}}"#));
+        let header = header.trim_end_matches('=').replace('+', "-").replace('/', "_");
+        refused(&format!("{header}.{}.c2ln", good.split('.').nth(1).unwrap()), 401, "invalid_token");
+    }
+    assert!(idp.jwks_fetches() <= fetched + 1, "{} fetches for 20 unknown kids", idp.jwks_fetches() - fetched);
     // Garbage, and a token with the right claims but no signature.
     refused("not-a-jwt", 401, "invalid_token");
     let good_claims = good.split('.').nth(1).unwrap();
