@@ -114,11 +114,8 @@ pub async fn require_key(State(gate): State<Gate>, mut request: Request, next: N
     }
     let headers = request.headers();
     let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim);
-    let bearer = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+    let bearer =
+        headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
     if !gate.keys.is_empty() && api_key.or(bearer).is_some_and(|key| gate.keys.accepts(key)) {
         return next.run(request).await;
     }
@@ -126,7 +123,7 @@ pub async fn require_key(State(gate): State<Gate>, mut request: Request, next: N
         Ok(oauth) => oauth,
         // With keys configured, refuse as before; with none, nothing says who may call yet.
         Err(_) if !gate.keys.is_empty() => None,
-        Err(_) => return crate::body::refuse_unread(request, crate::oauth::unknown_settings()).await,
+        Err(unknown) => return crate::body::refuse_unread(request, crate::oauth::unknown_settings(unknown)).await,
     };
     let response = match oauth {
         None if gate.keys.is_empty() => return next.run(request).await,

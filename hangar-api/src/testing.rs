@@ -81,7 +81,10 @@ impl FakeSupervisor {
     }
 
     async fn answer(&self, request: Request) -> Result<Reply, IpcError> {
-        self.requests.lock().unwrap().push(request.clone());
+        // How the API authenticates is not asked on any caller's behalf: not on the record.
+        if request != Request::AuthSettings {
+            self.requests.lock().unwrap().push(request.clone());
+        }
         if !self.connected.load(Ordering::SeqCst) {
             return Err(IpcError::new(
                 ErrorKind::SupervisorUnavailable,

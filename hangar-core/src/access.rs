@@ -226,7 +226,9 @@ mod tests {
         assert!(validate_oauth(&oauth("http://127.0.0.1:4000"), &none).is_ok());
         assert!(validate_oauth(&oauth("http://localhost:4000/realm"), &none).is_ok());
         assert!(validate_oauth(&oauth("http://[::1]:4000"), &none).is_ok());
-        for bad in ["http://idp.example.com", "idp.example.com", "ftp://idp", "https://", "http://127.0.0.1.example.com"] {
+        for bad in
+            ["http://idp.example.com", "idp.example.com", "ftp://idp", "https://", "http://127.0.0.1.example.com"]
+        {
             assert_eq!(validate_oauth(&oauth(bad), &none).unwrap_err().key, "auth.oauth.issuer", "{bad}");
         }
     }

@@ -33,11 +33,11 @@ pub enum KeyLookup {
 }
 
 /// A public key the issuer publishes.
-struct Key {
+pub struct Key {
     kid: Option<String>,
     /// The key's own `alg`, when it names one: a token must then use exactly that.
     alg: Option<Algorithm>,
-    decoding: DecodingKey,
+    pub decoding: DecodingKey,
     /// Which token algorithms this kind of key can check.
     fits: fn(Algorithm) -> bool,
 }
@@ -51,7 +51,7 @@ struct Metadata {
 #[derive(Default)]
 struct Known {
     /// The `issuer` the metadata names (what tokens carry as `iss`).
-    issuer: Option<String>,
+    issuer: Option<Arc<str>>,
     jwks_uri: Option<String>,
     keys: Vec<Arc<Key>>,
     /// When the last fetch started (successful or not).
@@ -69,16 +69,14 @@ pub struct Issuer {
 impl Issuer {
     /// Fails only if no HTTP client can be made (no TLS roots could be loaded, say).
     pub fn new(configured: String) -> Result<Issuer, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let http =
+            reqwest::Client::builder().timeout(FETCH_TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
         Ok(Issuer { configured, http, known: RwLock::new(Known::default()), fetching: tokio::sync::Mutex::new(()) })
     }
 
     /// The key that checks a token signed with `alg` under `kid`; fetches the keys again (rate
     /// limited) when none fits.
-    pub async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<(DecodingKey, String), KeyLookup> {
+    pub async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<(Arc<Key>, Arc<str>), KeyLookup> {
         if let Some(found) = self.cached(kid, alg) {
             return Ok(found);
         }
@@ -95,9 +93,8 @@ impl Issuer {
         if due {
             self.refresh().await;
         }
-        self.cached(kid, alg).ok_or_else(|| {
-            if self.read().issuer.is_some() { KeyLookup::Unknown } else { KeyLookup::Unavailable }
-        })
+        self.cached(kid, alg)
+            .ok_or_else(|| if self.read().issuer.is_some() { KeyLookup::Unknown } else { KeyLookup::Unavailable })
     }
 
     /// Discovers the metadata (if not yet known) and fetches the keys; on failure keeps what is
@@ -111,7 +108,7 @@ impl Issuer {
                 None => {
                     let metadata = self.discover().await?;
                     let mut known = self.write();
-                    known.issuer = Some(metadata.issuer);
+                    known.issuer = Some(metadata.issuer.into());
                     known.jwks_uri = Some(metadata.jwks_uri.clone());
                     metadata.jwks_uri
                 }
@@ -182,7 +179,7 @@ impl Issuer {
         serde_json::from_slice(&body).map_err(|e| format!("{url}: not the expected JSON: {e}"))
     }
 
-    fn cached(&self, kid: Option<&str>, alg: Algorithm) -> Option<(DecodingKey, String)> {
+    fn cached(&self, kid: Option<&str>, alg: Algorithm) -> Option<(Arc<Key>, Arc<str>)> {
         let known = self.read();
         let issuer = known.issuer.clone()?;
         let fitting = |key: &&Arc<Key>| (key.fits)(alg) && key.alg.is_none_or(|own| own == alg);
@@ -194,7 +191,7 @@ impl Issuer {
                 fit.next().filter(|_| fit.next().is_none())
             }
         }?;
-        Some((key.decoding.clone(), issuer))
+        Some((key.clone(), issuer))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Known> {

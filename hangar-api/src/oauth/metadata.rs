@@ -27,7 +27,7 @@ async fn protected_resource(State(state): State<AppState>, method: Method, uri: 
         Ok(Some(oauth)) => axum::Json(document(&oauth)).into_response(),
         // No OAuth configured: as if the route did not exist.
         Ok(None) => crate::error::not_found(method, uri).await.into_response(),
-        Err(_) => unknown_settings(),
+        Err(unknown) => unknown_settings(unknown),
     }
 }
 
@@ -65,11 +65,9 @@ pub fn challenge(oauth: &OAuth, refusal: Refusal) -> Response {
         Refusal::InvalidToken(why) => {
             (StatusCode::UNAUTHORIZED, Some("invalid_token"), format!("the bearer token is not valid: {why}"))
         }
-        Refusal::InsufficientScope => (
-            StatusCode::FORBIDDEN,
-            Some("insufficient_scope"),
-            "the bearer token lacks a required scope".to_owned(),
-        ),
+        Refusal::InsufficientScope => {
+            (StatusCode::FORBIDDEN, Some("insufficient_scope"), "the bearer token lacks a required scope".to_owned())
+        }
         Refusal::NoProfile => (
             StatusCode::FORBIDDEN,
             None,
@@ -101,14 +99,10 @@ pub fn challenge(oauth: &OAuth, refusal: Refusal) -> Response {
     response
 }
 
-/// 503: the supervisor has not said how callers are authenticated, so none is let in.
-pub fn unknown_settings() -> Response {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Service Unavailable",
-        "the supervisor is not answering, so callers cannot be authenticated yet",
-    )
-    .into_response()
+/// The supervisor has not said how callers are authenticated, so none is let in: its error
+/// (503 `SupervisorUnavailable` when it does not answer, as any route would say).
+pub fn unknown_settings(unknown: super::SettingsUnknown) -> Response {
+    ApiError::from(unknown.0).into_response()
 }
 
 #[cfg(test)]
@@ -121,6 +115,9 @@ mod tests {
             metadata_url("https://hangar.example.com/mcp"),
             "https://hangar.example.com/.well-known/oauth-protected-resource/mcp"
         );
-        assert_eq!(metadata_url("http://127.0.0.1:8000/"), "http://127.0.0.1:8000/.well-known/oauth-protected-resource");
+        assert_eq!(
+            metadata_url("http://127.0.0.1:8000/"),
+            "http://127.0.0.1:8000/.well-known/oauth-protected-resource"
+        );
     }
 }

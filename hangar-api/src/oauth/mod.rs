@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use hangar_core::access::{Caller, OAuthConfig};
-use hangar_core::ipc::{Reply, Request};
+use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request};
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
@@ -83,15 +83,15 @@ impl OAuth {
         if !issuer::asymmetric(header.alg) {
             return Err(Refusal::InvalidToken("algorithm not accepted"));
         }
-        let (key, iss) = self.inner.issuer.key(header.kid.as_deref(), header.alg).await.map_err(|lookup| {
-            match lookup {
+        let (key, iss) =
+            self.inner.issuer.key(header.kid.as_deref(), header.alg).await.map_err(|lookup| match lookup {
                 KeyLookup::Unknown => Refusal::InvalidToken("not signed by a key the issuer publishes"),
                 KeyLookup::Unavailable => Refusal::IssuerUnavailable,
-            }
-        })?;
-        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &self.validation(header.alg, &iss))
-            .map_err(|err| Refusal::InvalidToken(failed_check(err.kind())))?
-            .claims;
+            })?;
+        let claims =
+            jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &self.validation(header.alg, &iss))
+                .map_err(|err| Refusal::InvalidToken(failed_check(err.kind())))?
+                .claims;
         self.caller(&claims)
     }
 
@@ -172,9 +172,9 @@ pub struct Settings {
     default_resource: Arc<str>,
 }
 
-/// The supervisor did not say (yet) how callers are authenticated.
-#[derive(Debug, Clone, Copy)]
-pub struct SettingsUnknown;
+/// The supervisor did not say (yet) how callers are authenticated: why.
+#[derive(Debug, Clone)]
+pub struct SettingsUnknown(pub IpcError);
 
 impl Settings {
     pub fn new(supervisor: Arc<dyn Supervisor>, default_resource: String) -> Settings {
@@ -189,14 +189,23 @@ impl Settings {
                 let auth = match self.supervisor.request(Request::AuthSettings).await {
                     Ok(Reply::AuthSettings(auth)) => auth,
                     // A reply of another kind is a bug; let no one in on it.
-                    Ok(_) | Err(_) => return Err(SettingsUnknown),
+                    Ok(_) => {
+                        return Err(SettingsUnknown(IpcError::new(
+                            ErrorKind::Internal,
+                            "the supervisor answered `auth_settings` with an unexpected reply",
+                        )));
+                    }
+                    Err(err) => return Err(SettingsUnknown(err)),
                 };
                 let Some(config) = auth.oauth else { return Ok(None) };
                 let oauth = OAuth::new(config, &self.default_resource).map_err(|err| {
                     tracing::error!(error = %err, "cannot make an HTTP client for the authorization server");
-                    SettingsUnknown
+                    SettingsUnknown(IpcError::new(ErrorKind::Internal, "cannot make an HTTP client for the authorization server"))
                 })?;
                 tracing::info!(issuer = %oauth.config().issuer, resource = %oauth.resource(), "OAuth: tokens from this issuer, for this resource, are accepted");
+                if oauth.config().introspection_endpoint.is_some() {
+                    tracing::warn!("auth.oauth.introspection_endpoint is not used yet: only JWT access tokens are accepted");
+                }
                 let warming = oauth.clone();
                 tokio::spawn(async move { warming.warm_up().await });
                 Ok(Some(oauth))
@@ -231,10 +240,11 @@ mod tests {
     #[test]
     fn the_first_matching_group_in_config_order_names_the_profile() {
         let oauth = oauth(&[("ops", "admin"), ("developers", "dev")], None);
-        let caller =
-            oauth.caller(&claims(serde_json::json!({"sub": "alice", "scope": "mcp x", "groups": ["developers", "ops"]})));
+        let caller = oauth
+            .caller(&claims(serde_json::json!({"sub": "alice", "scope": "mcp x", "groups": ["developers", "ops"]})));
         assert_eq!(caller, Ok(Caller { identity: "alice".into(), profile: Some("admin".into()) }));
-        let caller = oauth.caller(&claims(serde_json::json!({"client_id": "bot", "scp": ["mcp"], "groups": "developers"})));
+        let caller =
+            oauth.caller(&claims(serde_json::json!({"client_id": "bot", "scp": ["mcp"], "groups": "developers"})));
         assert_eq!(caller, Ok(Caller { identity: "bot".into(), profile: Some("dev".into()) }));
         assert_eq!(
             oauth.caller(&claims(serde_json::json!({"sub": "eve", "scope": "mcp", "groups": ["guests"]}))),
@@ -244,7 +254,10 @@ mod tests {
             oauth.caller(&claims(serde_json::json!({"sub": "eve", "scope": "other", "groups": ["ops"]}))),
             Err(Refusal::InsufficientScope)
         );
-        assert_eq!(oauth.caller(&claims(serde_json::json!({"scope": "mcp"}))), Err(Refusal::InvalidToken("names no subject")));
+        assert_eq!(
+            oauth.caller(&claims(serde_json::json!({"scope": "mcp"}))),
+            Err(Refusal::InvalidToken("names no subject"))
+        );
     }
 
     #[test]
@@ -261,7 +274,8 @@ mod tests {
         let none = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.";
         assert_eq!(oauth.authenticate(none).await, Err(Refusal::InvalidToken("malformed")));
         let key = jsonwebtoken::EncodingKey::from_secret(b"secret");
-        let hs = jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
+        let hs =
+            jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
         assert_eq!(oauth.authenticate(&hs).await, Err(Refusal::InvalidToken("algorithm not accepted")));
         assert_eq!(oauth.authenticate("not a token").await, Err(Refusal::InvalidToken("malformed")));
     }

@@ -233,6 +233,7 @@ fn an_idp_down_at_start_is_found_once_it_comes_up() {
     let (status, _, body) = get_with(&hangar, "/api/mcp_servers", Some(unverifiable));
     assert_eq!(status, 503, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("authorization server"), "{body}");
+    assert!(hangar.log().contains("cannot fetch the authorization server's metadata or keys"), "{}", hangar.log());
     // Health and the metadata stay up meanwhile.
     assert_eq!(hangar.get("/health/ready").status, 200);
     assert_eq!(get_with(&hangar, "/.well-known/oauth-protected-resource", None).0, 200);
