@@ -245,21 +245,33 @@ fn an_idp_down_at_start_is_found_once_it_comes_up() {
     });
 }
 
+/// The TypeScript SDK's client-credentials provider: 401, protected-resource metadata,
+/// authorization-server metadata, token, call. The call reaches an upstream (`witness`, which
+/// remembers every header it was sent) that never sees the caller's token: no passthrough.
 #[test]
-fn a_real_mcp_client_goes_through_the_whole_dance() {
+fn a_real_mcp_client_goes_through_the_whole_dance_and_its_token_stays_at_the_hangar() {
     let idp = Idp::start(free_port());
-    let hangar = Hangar::start(&config(&idp.url));
+    let witness_script = repo_root().join("tests/fixtures/idp_witness.mjs");
+    let port = free_port();
+    let _witness =
+        Background::start(&node(), &[&witness_script.display().to_string(), &port.to_string()], "witness listening");
+    let witness_url = format!("http://127.0.0.1:{port}/mcp");
+    let hangar =
+        Hangar::start(&format!("{}  witness:\n    mode: remote\n    endpoint: {witness_url}\n", config(&idp.url)));
     let script = repo_root().join("tests/fixtures/idp_client.mjs");
     let output = std::process::Command::new(node())
         .arg(&script)
         .arg(format!("{}/mcp", hangar.base))
-        .args(["admin-bot", "admin-bot-secret", "hangar_list"])
+        .args(["admin-bot", "admin-bot-secret", "hangar_call"])
+        .arg(r#"{"calls": [{"mcp_server": "witness", "tool": "seen_headers"}]}"#)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("tools: ") && stdout.contains("hangar_list"), "{stdout}");
-    assert!(stdout.contains("result: ") && stdout.contains("math"), "{stdout}");
+    assert!(stdout.contains("tools: ") && stdout.contains("hangar_call"), "{stdout}");
+    // The witness answered with the headers it was sent: real ones, and no Authorization.
+    assert!(stdout.contains("content-type"), "{stdout}");
+    assert!(!stdout.to_ascii_lowercase().contains("authorization"), "a token reached an upstream: {stdout}");
 }
 
 #[test]
