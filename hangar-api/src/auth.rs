@@ -146,8 +146,8 @@ pub async fn require_key(State(gate): State<Gate>, mut request: Request, next: N
                     return next.run(request).await;
                 }
                 Err(refusal) => {
-                    // The class of the refusal only: nothing that would help forge a token.
-                    tracing::info!(?refusal, "token refused");
+                    // The class of the refusal only, at debug (a flood of bad tokens must not flood the log).
+                    tracing::debug!(?refusal, "token refused");
                     crate::oauth::challenge(&oauth, refusal)
                 }
             }
