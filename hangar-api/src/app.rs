@@ -10,7 +10,7 @@ use axum::response::Response;
 use hangar_core::echo::bounded;
 
 use crate::state::AppState;
-use crate::{body, error, mcp, metrics, rest};
+use crate::{body, error, mcp, metrics, oauth, rest};
 
 pub fn router(state: AppState) -> Router {
     let auth = state.auth.clone();
@@ -19,6 +19,7 @@ pub fn router(state: AppState) -> Router {
         .merge(rest::routes())
         .merge(metrics::routes())
         .merge(mcp::routes())
+        .merge(oauth::routes())
         .fallback(error::not_found)
         // Must follow the routes: it applies to those registered so far.
         .method_not_allowed_fallback(error::method_not_allowed)

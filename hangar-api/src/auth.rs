@@ -13,7 +13,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
@@ -25,6 +25,7 @@ use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::oauth::OAuth;
 
 /// The largest keys file read: some thousands of keys.
 const MAX_KEYS_FILE_BYTES: u64 = 1 << 20;
@@ -49,20 +50,31 @@ pub struct Auth {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Inner {
     file: Vec<Key>,
     config: RwLock<Learned>,
     /// The supervisor told this API its `auth:` block on the current connection.
     learned: AtomicBool,
+    /// The MCP endpoint's URL: the resource tokens are for, unless `auth.oauth.resource` says.
+    mcp_url: OnceLock<String>,
 }
 
 /// The config's `auth:` block as the supervisor last told it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Learned {
     keys: Arc<Vec<Key>>,
     /// OAuth is configured (then nothing is anonymous either).
     oauth: bool,
+    /// Its validator (kept across reloads that leave `auth.oauth` as it was, with its cached
+    /// keys); `None` while OAuth is configured only if no HTTP client could be made.
+    validator: Option<OAuth>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth").field("file_keys", &self.file.len()).finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,11 +96,13 @@ impl Sysexit for KeysError {
     }
 }
 
-/// Why a request is not served (401).
+/// Why a request is not served: 401 for a key, or an OAuth refusal with its challenge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     Missing,
     Invalid,
+    /// With `auth.oauth`: no credential, or a bearer token that is no key and not a valid token.
+    Token(crate::oauth::Refusal),
 }
 
 impl Refusal {
@@ -96,6 +110,7 @@ impl Refusal {
         match self {
             Refusal::Missing => "an API key is required: send it as X-API-Key or Authorization: Bearer",
             Refusal::Invalid => "the API key is not valid",
+            Refusal::Token(_) => "the bearer token is not valid",
         }
     }
 }
@@ -139,8 +154,46 @@ impl Auth {
         !self.inner.file.is_empty()
     }
 
+    /// The MCP endpoint's URL, once the listener is bound: the resource tokens must be minted
+    /// for when `auth.oauth.resource` names none.
+    pub fn serve_at(&self, mcp_url: String) {
+        let _ = self.inner.mcp_url.set(mcp_url);
+    }
+
+    /// The OAuth validator, when the config sets `auth.oauth` (as last learned).
+    pub fn oauth(&self) -> Option<OAuth> {
+        self.inner.config.read().unwrap_or_else(|p| p.into_inner()).validator.clone()
+    }
+
+    /// The validator for `config`: the current one if nothing it depends on changed (its
+    /// cached keys kept), else a new one, warmed up at once.
+    fn validator_for(&self, config: &AuthConfig) -> Option<OAuth> {
+        let wanted = config.oauth.as_ref()?;
+        if let Some(current) = self.oauth().filter(|current| current.config() == wanted) {
+            return Some(current);
+        }
+        let mcp_url = self.inner.mcp_url.get().map_or("http://127.0.0.1:8000/mcp", String::as_str);
+        let oauth = match OAuth::new(wanted.clone(), mcp_url) {
+            Ok(oauth) => oauth,
+            Err(err) => {
+                tracing::error!(error = %err, "cannot make an HTTP client for the authorization server; tokens are refused");
+                return None;
+            }
+        };
+        tracing::info!(issuer = %wanted.issuer, resource = %oauth.resource(), "OAuth: tokens from this issuer, for this resource, are accepted");
+        if wanted.introspection_endpoint.is_some() {
+            tracing::warn!("auth.oauth.introspection_endpoint is not used yet: only JWT access tokens are accepted");
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let warming = oauth.clone();
+            runtime.spawn(async move { warming.warm_up().await });
+        }
+        Some(oauth)
+    }
+
     /// Takes the config's `auth:` block, as the supervisor tells it.
     pub fn learn(&self, config: &AuthConfig) {
+        let validator = self.validator_for(config);
         let keys = config
             .api_keys
             .iter()
@@ -151,7 +204,7 @@ impl Auth {
             })
             .collect();
         *self.inner.config.write().unwrap_or_else(|p| p.into_inner()) =
-            Learned { keys: Arc::new(keys), oauth: config.oauth.is_some() };
+            Learned { keys: Arc::new(keys), oauth: config.oauth.is_some(), validator };
         self.inner.learned.store(true, Ordering::SeqCst);
     }
 
@@ -170,25 +223,29 @@ impl Auth {
     /// (loopback only, by the exposure rule). Before the supervisor's settings are known only
     /// the file's keys count; an anonymous caller is then refused by the supervisor itself if
     /// its config does configure authentication.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
-        let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
-        let (config_keys, oauth) = (learned.keys.clone(), learned.oauth);
-        drop(learned);
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        let (config_keys, oauth, validator) = {
+            let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
+            (learned.keys.clone(), learned.oauth, learned.validator.clone())
+        };
         if self.inner.file.is_empty() && config_keys.is_empty() && !oauth {
             return Ok(Caller::anonymous());
         }
-        let credential = presented(headers).ok_or(Refusal::Missing)?;
+        let missing = if oauth { Refusal::Token(crate::oauth::Refusal::Missing) } else { Refusal::Missing };
+        let credential = presented(headers).ok_or(missing)?;
         let secret = match credential {
             Credential::Key(secret) | Credential::Bearer(secret) => secret,
         };
         if let Some(key) = find(config_keys.iter().chain(&self.inner.file), secret) {
             return Ok(Caller { identity: key.name.clone(), profile: key.profile.clone() });
         }
-        match credential {
-            // OAuth (issue 13, part 2) plugs in here: a bearer token that is no key is an access
-            // token, validated against the issuer and mapped to a `Caller` (its subject, the
-            // profile its groups name), or refused with the right `WWW-Authenticate`.
-            Credential::Bearer(_) | Credential::Key(_) => Err(Refusal::Invalid),
+        match (credential, validator) {
+            // With OAuth, a bearer token that is no key is an access token.
+            (Credential::Bearer(token), Some(validator)) if oauth => {
+                validator.authenticate(token).await.map_err(Refusal::Token)
+            }
+            (Credential::Bearer(_), None) if oauth => Err(Refusal::Token(crate::oauth::Refusal::IssuerUnavailable)),
+            _ => Err(Refusal::Invalid),
         }
     }
 }
@@ -247,20 +304,36 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 /// Names the request's caller for the handlers (an `Extension<Caller>`), or refuses it (401,
-/// the error envelope). Health probes stay open and carry no caller, so load balancers and
-/// systemd need no key.
+/// the error envelope; with OAuth, 401 or 403 with a `WWW-Authenticate` challenge). Health
+/// probes and the protected-resource metadata stay open and carry no caller, so load
+/// balancers, systemd and OAuth clients need no credential.
 pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if path == "/health/live" || path == "/health/ready" {
+    let open = matches!(
+        path,
+        "/health/live" | "/health/ready" | crate::oauth::METADATA_PATH | crate::oauth::METADATA_PATH_MCP
+    );
+    if open {
         return next.run(request).await;
     }
-    match auth.authenticate(request.headers()) {
+    match auth.authenticate(request.headers()).await {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Err(refusal) => {
-            let response = ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal.message()).into_response();
+            let response = match (refusal, auth.oauth()) {
+                (Refusal::Token(refused), Some(oauth)) => {
+                    // The class of the refusal only, at debug: a flood of bad tokens must not
+                    // flood the log, and nothing of a token is ever logged.
+                    tracing::debug!(?refused, "token refused");
+                    crate::oauth::challenge(&oauth, refused)
+                }
+                (Refusal::Token(_), None) => crate::oauth::issuer_unavailable(),
+                (refusal, _) => {
+                    ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", refusal.message()).into_response()
+                }
+            };
             crate::body::refuse_unread(request, response).await
         }
     }
@@ -305,23 +378,23 @@ mod tests {
         assert!(parse(&format!("bad name:sha256:{}\n", hex_of("one"))).unwrap_err().1.is_some());
     }
 
-    #[test]
-    fn accepts_exactly_the_keys_whose_hash_is_configured_and_names_the_caller() {
+    #[tokio::test]
+    async fn accepts_exactly_the_keys_whose_hash_is_configured_and_names_the_caller() {
         let auth = Auth::with_file_keys(parse(&format!("sha256:{}\n", hex_of("secret-key"))).unwrap());
-        let caller = auth.authenticate(&headers("x-api-key", "secret-key")).unwrap();
+        let caller = auth.authenticate(&headers("x-api-key", "secret-key")).await.unwrap();
         assert_eq!(
             (caller.identity.as_str(), caller.profile),
             (&*format!("sha256:{}", &hex_of("secret-key")[..12]), None)
         );
-        assert_eq!(auth.authenticate(&headers("x-api-key", "secret-kez")), Err(Refusal::Invalid));
-        assert_eq!(auth.authenticate(&headers("authorization", "Bearer ")), Err(Refusal::Invalid));
-        assert_eq!(auth.authenticate(&HeaderMap::new()), Err(Refusal::Missing));
+        assert_eq!(auth.authenticate(&headers("x-api-key", "secret-kez")).await, Err(Refusal::Invalid));
+        assert_eq!(auth.authenticate(&headers("authorization", "Bearer ")).await, Err(Refusal::Invalid));
+        assert_eq!(auth.authenticate(&HeaderMap::new()).await, Err(Refusal::Missing));
     }
 
-    #[test]
-    fn config_keys_learned_from_the_supervisor_carry_their_profile() {
+    #[tokio::test]
+    async fn config_keys_learned_from_the_supervisor_carry_their_profile() {
         let auth = Auth::default();
-        assert_eq!(auth.authenticate(&HeaderMap::new()), Ok(Caller::anonymous()), "nothing configured");
+        assert_eq!(auth.authenticate(&HeaderMap::new()).await, Ok(Caller::anonymous()), "nothing configured");
         assert!(!auth.learned());
         auth.learn(&AuthConfig {
             api_keys: vec![NamedKey {
@@ -332,10 +405,14 @@ mod tests {
             oauth: None,
         });
         assert!(auth.learned());
-        let caller = auth.authenticate(&headers("authorization", "Bearer ci")).unwrap();
+        let caller = auth.authenticate(&headers("authorization", "Bearer ci")).await.unwrap();
         assert_eq!(caller, Caller { identity: "ci-bot".into(), profile: Some("ci".into()) });
-        assert_eq!(auth.authenticate(&HeaderMap::new()), Err(Refusal::Missing), "configured: nothing is anonymous");
+        assert_eq!(
+            auth.authenticate(&HeaderMap::new()).await,
+            Err(Refusal::Missing),
+            "configured: nothing is anonymous"
+        );
         auth.learn(&AuthConfig::default());
-        assert_eq!(auth.authenticate(&HeaderMap::new()), Ok(Caller::anonymous()), "a reload removed every key");
+        assert_eq!(auth.authenticate(&HeaderMap::new()).await, Ok(Caller::anonymous()), "a reload removed every key");
     }
 }

@@ -57,6 +57,8 @@ pub async fn run(
     let mut signals = Signals::stop()?;
     let activated = inherited.is_some();
     let (listener, local) = listener(&args, inherited, &auth).await?;
+    // Before the first `auth:` block is learned: the resource tokens are for, by default.
+    auth.serve_at(format!("http://{local}/mcp"));
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = broadcast::channel(64);

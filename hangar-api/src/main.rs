@@ -21,6 +21,7 @@ mod lifetime;
 mod listen;
 mod mcp;
 mod metrics;
+mod oauth;
 mod random;
 mod rest;
 mod serve;

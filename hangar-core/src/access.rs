@@ -164,3 +164,125 @@ impl Default for ToolRules {
 
 /// The `profiles:` block, in config order.
 pub type Profiles = IndexMap<String, Profile>;
+
+/// A key of `auth.oauth` that cannot be used: its dotted path and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidKey {
+    pub key: String,
+    pub message: String,
+}
+
+/// Checks `auth.oauth` against itself and `profiles`: the issuer is https (plain http only on a
+/// loopback host, for local IdPs and tests), the resource an absolute URL without a fragment, and
+/// every profile it names exists.
+pub fn validate_oauth(oauth: &OAuthConfig, profiles: &Profiles) -> Result<(), InvalidKey> {
+    let invalid = |key: &str, message: String| InvalidKey { key: format!("auth.oauth.{key}"), message };
+    match url::Url::parse(&oauth.issuer) {
+        Ok(issuer) if issuer.scheme() == "https" && issuer.host().is_some() => {}
+        Ok(issuer) if issuer.scheme() == "http" && issuer.host().is_some_and(|host| is_loopback(&host)) => {}
+        _ => {
+            return Err(invalid(
+                "issuer",
+                "expected an https:// URL (http:// only on a loopback host such as 127.0.0.1), e.g. https://idp.example.com".into(),
+            ));
+        }
+    }
+    if let Some(resource) = &oauth.resource {
+        let parsed = url::Url::parse(resource);
+        if !parsed.is_ok_and(|url| url.has_host() && url.fragment().is_none()) {
+            return Err(invalid(
+                "resource",
+                "expected an absolute URL without a fragment, e.g. https://hangar.example.com/mcp".into(),
+            ));
+        }
+    }
+    if let Some(introspection) = &oauth.introspection_endpoint
+        && !url::Url::parse(introspection).is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+    {
+        return Err(invalid("introspection_endpoint", "expected an http:// or https:// URL".into()));
+    }
+    for (group, profile) in &oauth.profiles {
+        if !profiles.contains_key(profile) {
+            return Err(invalid(&format!("profiles.{group}"), unknown_profile(profile, profiles)));
+        }
+    }
+    if let Some(profile) = &oauth.default_profile
+        && !profiles.contains_key(profile)
+    {
+        return Err(invalid("default_profile", unknown_profile(profile, profiles)));
+    }
+    if oauth.profile_claim.is_empty() {
+        return Err(invalid("profile_claim", "expected the name of a claim, e.g. groups".into()));
+    }
+    Ok(())
+}
+
+fn is_loopback(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    }
+}
+
+fn unknown_profile(profile: &str, profiles: &Profiles) -> String {
+    let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
+    if known.is_empty() {
+        format!("no profile `{profile}`: `profiles:` defines none")
+    } else {
+        format!("no profile `{profile}` (profiles: {})", known.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oauth(issuer: &str) -> OAuthConfig {
+        OAuthConfig {
+            issuer: issuer.into(),
+            resource: None,
+            scopes_supported: Vec::new(),
+            required_scopes: Vec::new(),
+            profile_claim: OAuthConfig::default_profile_claim(),
+            profiles: IndexMap::new(),
+            default_profile: None,
+            introspection_endpoint: None,
+        }
+    }
+
+    #[test]
+    fn the_issuer_is_https_or_loopback_http() {
+        let none = Profiles::default();
+        assert!(validate_oauth(&oauth("https://idp.example.com"), &none).is_ok());
+        assert!(validate_oauth(&oauth("http://127.0.0.1:4000"), &none).is_ok());
+        assert!(validate_oauth(&oauth("http://localhost:4000/realm"), &none).is_ok());
+        assert!(validate_oauth(&oauth("http://[::1]:4000"), &none).is_ok());
+        for bad in
+            ["http://idp.example.com", "idp.example.com", "ftp://idp", "https://", "http://127.0.0.1.example.com"]
+        {
+            assert_eq!(validate_oauth(&oauth(bad), &none).unwrap_err().key, "auth.oauth.issuer", "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_resource_is_absolute_without_fragment_and_profiles_exist() {
+        let mut profiles = Profiles::default();
+        profiles.insert("dev".into(), Profile::default());
+        let mut config = oauth("https://idp.example.com");
+        config.resource = Some("https://hangar.example.com/mcp#x".into());
+        assert_eq!(validate_oauth(&config, &profiles).unwrap_err().key, "auth.oauth.resource");
+        config.resource = Some("/mcp".into());
+        assert_eq!(validate_oauth(&config, &profiles).unwrap_err().key, "auth.oauth.resource");
+        config.resource = Some("https://hangar.example.com/mcp".into());
+        config.profiles.insert("developers".into(), "dev".into());
+        assert!(validate_oauth(&config, &profiles).is_ok());
+        config.profiles.insert("ops".into(), "admin".into());
+        let err = validate_oauth(&config, &profiles).unwrap_err();
+        assert_eq!(err.key, "auth.oauth.profiles.ops");
+        assert!(err.message.contains("admin") && err.message.contains("dev"), "{}", err.message);
+        config.profiles.shift_remove("ops");
+        config.default_profile = Some("nobody".into());
+        assert_eq!(validate_oauth(&config, &profiles).unwrap_err().key, "auth.oauth.default_profile");
+    }
+}

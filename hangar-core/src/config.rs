@@ -308,6 +308,10 @@ impl Config {
 
     fn validate(&self) -> Result<(), KeyError> {
         self.check_keys_and_profiles()?;
+        if let Some(oauth) = &self.auth.oauth {
+            crate::access::validate_oauth(oauth, &self.profiles)
+                .map_err(|invalid| KeyError { key: invalid.key, message: invalid.message })?;
+        }
         check_recovery("recovery", &self.recovery)?;
         check_limits("limits", &self.limits)?;
         for (name, server) in &self.mcp_servers {

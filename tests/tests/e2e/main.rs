@@ -32,6 +32,7 @@ mod limits;
 mod long_lines;
 mod managed_http;
 mod metrics;
+mod oauth;
 mod one_dispatcher;
 mod oversize;
 mod paths;

@@ -1,0 +1,233 @@
+//! The hangar as an OAuth 2.1 resource server (MCP authorization, revision 2026-07-28): a bearer
+//! token that is not an API key is checked as a JWT access token from the configured issuer
+//! (`auth.oauth`), and names the [`Caller`].
+//!
+//! Checked: the signature, by a key the issuer publishes (asymmetric algorithms only: `none` and
+//! HS* are refused); `iss`; `aud` against the resource (RFC 8707 audience binding); `exp` and
+//! `nbf` with [`LEEWAY_S`]; the required scopes (`scope`, space-separated, or `scp`). The caller
+//! is the token's `sub` (or `client_id`), its profile the first `auth.oauth.profiles` entry whose
+//! group the `profile_claim` names, else `default_profile`. A token is never passed on to an
+//! upstream, and never logged: a refusal logs its class only.
+
+mod issuer;
+mod metadata;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use hangar_core::access::{Caller, OAuthConfig};
+use jsonwebtoken::{Algorithm, Validation};
+use serde_json::{Map, Value};
+
+pub use metadata::{METADATA_PATH, METADATA_PATH_MCP, challenge, issuer_unavailable, routes};
+
+use issuer::{Issuer, KeyLookup};
+
+/// Clock skew tolerated on `exp` and `nbf`.
+pub const LEEWAY_S: u64 = 30;
+
+/// Why a token was refused. Says which check failed, never anything of the token itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No credential at all (401, a bare challenge).
+    Missing,
+    /// 401 `invalid_token`: malformed, expired, not yet valid, forged, for another resource...
+    InvalidToken(&'static str),
+    /// 403 `insufficient_scope`.
+    InsufficientScope,
+    /// 403: a valid token, but no profile for its groups and no `default_profile`.
+    NoProfile,
+    /// 503: the issuer's keys cannot be fetched, and none are cached.
+    IssuerUnavailable,
+}
+
+/// The validator of `auth.oauth`.
+#[derive(Clone)]
+pub struct OAuth {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: OAuthConfig,
+    /// The canonical resource URI tokens must be minted for.
+    resource: String,
+    issuer: Issuer,
+}
+
+impl OAuth {
+    /// `default_resource`: the MCP endpoint's URL, when the config names no `resource`.
+    pub fn new(config: OAuthConfig, default_resource: &str) -> Result<OAuth, reqwest::Error> {
+        let resource = config.resource.clone().unwrap_or_else(|| default_resource.to_owned());
+        let issuer = Issuer::new(config.issuer.clone())?;
+        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer }) })
+    }
+
+    pub fn resource(&self) -> &str {
+        &self.inner.resource
+    }
+
+    pub fn config(&self) -> &OAuthConfig {
+        &self.inner.config
+    }
+
+    /// Fetches the issuer's metadata and keys now, so the first call does not wait for them.
+    pub async fn warm_up(&self) {
+        self.inner.issuer.refresh().await;
+    }
+
+    /// The caller a bearer token names, or why it is refused.
+    pub async fn authenticate(&self, token: &str) -> Result<Caller, Refusal> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::InvalidToken("malformed"))?;
+        if !issuer::asymmetric(header.alg) {
+            return Err(Refusal::InvalidToken("algorithm not accepted"));
+        }
+        let (key, iss) =
+            self.inner.issuer.key(header.kid.as_deref(), header.alg).await.map_err(|lookup| match lookup {
+                KeyLookup::Unknown => Refusal::InvalidToken("not signed by a key the issuer publishes"),
+                KeyLookup::Unavailable => Refusal::IssuerUnavailable,
+            })?;
+        let claims =
+            jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &self.validation(header.alg, &iss))
+                .map_err(|err| Refusal::InvalidToken(failed_check(err.kind())))?
+                .claims;
+        self.caller(&claims)
+    }
+
+    fn validation(&self, alg: Algorithm, iss: &str) -> Validation {
+        let mut validation = Validation::new(alg);
+        validation.leeway = LEEWAY_S;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[iss]);
+        validation.set_audience(&[&self.inner.resource]);
+        validation.required_spec_claims = ["exp", "iss", "aud"].into_iter().map(String::from).collect();
+        validation
+    }
+
+    /// The caller of a token whose signature and time claims were checked.
+    fn caller(&self, claims: &Map<String, Value>) -> Result<Caller, Refusal> {
+        let config = &self.inner.config;
+        let granted = scopes(claims);
+        if !config.required_scopes.iter().all(|scope| granted.contains(scope.as_str())) {
+            return Err(Refusal::InsufficientScope);
+        }
+        // A client-credentials token names no user: its client is the caller.
+        let identity = ["sub", "client_id"]
+            .iter()
+            .find_map(|claim| claims.get(*claim).and_then(Value::as_str).filter(|s| !s.is_empty()))
+            .ok_or(Refusal::InvalidToken("names no subject"))?;
+        let groups = strings(claims.get(&config.profile_claim));
+        let profile = config
+            .profiles
+            .iter()
+            .find(|(group, _)| groups.contains(group.as_str()))
+            .map(|(_, profile)| profile.clone())
+            .or_else(|| config.default_profile.clone());
+        // A token names a profile, always: a valid token whose groups name none, with no
+        // `default_profile`, is refused rather than let see everything.
+        let profile = profile.ok_or(Refusal::NoProfile)?;
+        Ok(Caller { identity: identity.to_owned(), profile: Some(profile) })
+    }
+}
+
+/// The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (an array, or a string).
+fn scopes(claims: &Map<String, Value>) -> HashSet<&str> {
+    let mut granted = strings(claims.get("scope"));
+    granted.extend(strings(claims.get("scp")));
+    granted
+}
+
+/// A claim as a set of strings: an array of strings, or one space-separated string.
+fn strings(claim: Option<&Value>) -> HashSet<&str> {
+    match claim {
+        Some(Value::String(text)) => text.split_whitespace().collect(),
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => HashSet::new(),
+    }
+}
+
+/// Which check a token failed, in words that help no one forge one.
+fn failed_check(kind: &jsonwebtoken::errors::ErrorKind) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind;
+    match kind {
+        ErrorKind::ExpiredSignature => "expired",
+        ErrorKind::ImmatureSignature => "not valid yet",
+        ErrorKind::InvalidAudience => "minted for another resource",
+        ErrorKind::InvalidIssuer => "from another issuer",
+        ErrorKind::InvalidSignature => "bad signature",
+        ErrorKind::MissingRequiredClaim(_) => "a required claim (exp, iss, aud) is missing",
+        ErrorKind::InvalidAlgorithm => "algorithm does not fit the key",
+        _ => "malformed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oauth(profiles: &[(&str, &str)], default_profile: Option<&str>) -> OAuth {
+        let config = OAuthConfig {
+            issuer: "https://idp.example.com".into(),
+            resource: None,
+            scopes_supported: vec!["mcp".into()],
+            required_scopes: vec!["mcp".into()],
+            profile_claim: "groups".into(),
+            profiles: profiles.iter().map(|(g, p)| ((*g).to_owned(), (*p).to_owned())).collect(),
+            default_profile: default_profile.map(str::to_owned),
+            introspection_endpoint: None,
+        };
+        OAuth::new(config, "http://127.0.0.1:8000/mcp").unwrap()
+    }
+
+    fn claims(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_first_matching_group_in_config_order_names_the_profile() {
+        let oauth = oauth(&[("ops", "admin"), ("developers", "dev")], None);
+        let caller = oauth
+            .caller(&claims(serde_json::json!({"sub": "alice", "scope": "mcp x", "groups": ["developers", "ops"]})));
+        assert_eq!(caller, Ok(Caller { identity: "alice".into(), profile: Some("admin".into()) }));
+        let caller =
+            oauth.caller(&claims(serde_json::json!({"client_id": "bot", "scp": ["mcp"], "groups": "developers"})));
+        assert_eq!(caller, Ok(Caller { identity: "bot".into(), profile: Some("dev".into()) }));
+        assert_eq!(
+            oauth.caller(&claims(serde_json::json!({"sub": "eve", "scope": "mcp", "groups": ["guests"]}))),
+            Err(Refusal::NoProfile)
+        );
+        assert_eq!(
+            oauth.caller(&claims(serde_json::json!({"sub": "eve", "scope": "other", "groups": ["ops"]}))),
+            Err(Refusal::InsufficientScope)
+        );
+        assert_eq!(
+            oauth.caller(&claims(serde_json::json!({"scope": "mcp"}))),
+            Err(Refusal::InvalidToken("names no subject"))
+        );
+    }
+
+    #[test]
+    fn default_profile_catches_the_rest() {
+        let oauth = oauth(&[("ops", "admin")], Some("dev"));
+        let caller = oauth.caller(&claims(serde_json::json!({"sub": "bob", "scope": "mcp"})));
+        assert_eq!(caller, Ok(Caller { identity: "bob".into(), profile: Some("dev".into()) }));
+        // No mapping and no default: a token never sees everything by default.
+        let unmapped = super::tests::oauth(&[], None);
+        assert_eq!(
+            unmapped.caller(&claims(serde_json::json!({"sub": "bob", "scope": "mcp"}))),
+            Err(Refusal::NoProfile)
+        );
+    }
+
+    #[tokio::test]
+    async fn unsigned_and_shared_secret_tokens_are_refused_before_any_key_lookup() {
+        let oauth = oauth(&[], None);
+        // alg none: jsonwebtoken knows no such algorithm.
+        let none = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.";
+        assert_eq!(oauth.authenticate(none).await, Err(Refusal::InvalidToken("malformed")));
+        let key = jsonwebtoken::EncodingKey::from_secret(b"secret");
+        let hs =
+            jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
+        assert_eq!(oauth.authenticate(&hs).await, Err(Refusal::InvalidToken("algorithm not accepted")));
+        assert_eq!(oauth.authenticate("not a token").await, Err(Refusal::InvalidToken("malformed")));
+    }
+}
