@@ -504,6 +504,33 @@ impl Hangar {
     }
 }
 
+impl Hangar {
+    /// A 2026-07-28 `subscriptions/listen` asking for tool-list changes, as `key` (when given),
+    /// answered 200; its event stream, unread. The stream is given `limit` in all.
+    pub fn listen_for_tool_changes(&self, key: Option<&str>, limit: Duration) -> impl std::io::Read + Send + 'static {
+        let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(limit)).build().into();
+        let mut request = agent
+            .post(format!("{}/mcp", self.base))
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", MODERN)
+            .header("Mcp-Method", "subscriptions/listen");
+        if let Some(key) = key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let response = request
+            .send_json(json!({
+                "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                "params": {
+                    "notifications": {"toolsListChanged": true},
+                    "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
+                },
+            }))
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.into_body().into_reader()
+    }
+}
+
 impl Drop for Hangar {
     fn drop(&mut self) {
         if self.exited.is_none() {

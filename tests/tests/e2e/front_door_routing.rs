@@ -6,8 +6,8 @@
 use std::io::Read;
 use std::time::Duration;
 
+use hangar_tests::Hangar;
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, MODERN};
 
 /// `math` switches from `add` to `sleep,echo` when the flag file appears; `{second}` is the
 /// server beside it.
@@ -66,21 +66,7 @@ fn refused_with(hangar: &Hangar, name: &str, message: &str) {
 /// A 2026-07-28 `subscriptions/listen` asking for tool-list changes, read up to its
 /// acknowledgement. The stream is given 10 s in all.
 fn listen_for_tool_changes(hangar: &Hangar) -> impl Read {
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(10))).build().into();
-    let response = agent
-        .post(format!("{}/mcp", hangar.base))
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", MODERN)
-        .header("Mcp-Method", "subscriptions/listen")
-        .send_json(json!({
-            "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"toolsListChanged": true},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
-            },
-        }))
-        .unwrap();
-    let mut stream = response.into_body().into_reader();
+    let mut stream = hangar.listen_for_tool_changes(None, Duration::from_secs(10));
     read_until(&mut stream, "notifications/subscriptions/acknowledged");
     stream
 }

@@ -270,23 +270,7 @@ fn admin_actions_need_an_admin() {
 /// A `subscriptions/listen` stream as `key`; each `notifications/tools/list_changed` it
 /// delivers arrives on the channel.
 fn tool_changes(hangar: &Hangar, key: &str) -> mpsc::Receiver<()> {
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(60))).build().into();
-    let response = agent
-        .post(format!("{}/mcp", hangar.base))
-        .header("Authorization", format!("Bearer {key}"))
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", MODERN)
-        .header("Mcp-Method", "subscriptions/listen")
-        .send_json(json!({
-            "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"toolsListChanged": true},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
-            },
-        }))
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let mut stream = response.into_body().into_reader();
+    let mut stream = hangar.listen_for_tool_changes(Some(key), Duration::from_secs(60));
     let (tx, rx) = mpsc::channel();
     let (acknowledged, ready) = mpsc::channel();
     std::thread::spawn(move || {
