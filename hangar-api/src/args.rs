@@ -15,9 +15,11 @@ pub struct Args {
     /// $XDG_RUNTIME_DIR/hangar/supervisor.sock, else /tmp/hangar-$USER/supervisor.sock]
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
-    /// Address to serve HTTP on: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT (port 0 picks one).
-    /// Refused (exit 69) if anything already answers on an address it resolves to. Not used under
-    /// systemd socket activation (`LISTEN_FDS`), where the listener is the socket passed as fd 3.
+    /// Address to serve HTTP on, e.g. 127.0.0.1:PORT, localhost:PORT, [::1]:PORT (port 0 picks
+    /// one). Beyond loopback (e.g. 0.0.0.0:8000) every request but /health/* is refused (503) while
+    /// no authentication is configured (auth.api_keys, auth.oauth or --api-keys). Refused (exit 69)
+    /// if anything already answers on an address it resolves to. Not used under systemd socket
+    /// activation (`LISTEN_FDS`), where the listener is the socket passed as fd 3.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
     pub listen: String,
     /// Log format on stderr.
@@ -28,7 +30,8 @@ pub struct Args {
     /// `Authorization: Bearer`).
     #[arg(long, value_name = "FILE", env = "HANGAR_API_KEYS_FILE")]
     pub api_keys: Option<PathBuf>,
-    /// Serve beyond loopback without API keys. Without this, that is refused.
+    /// Serve beyond loopback even while no authentication is configured (every caller is then
+    /// anonymous and sees everything). Without it, such requests are refused (503).
     #[arg(long)]
     pub unsafe_no_auth: bool,
     /// Also let web pages from this origin (`https://host[:port]`) call the API (repeat it, or

@@ -10,6 +10,9 @@
 //! hash prefix (`sha256:9e1ea4e8d2e5`). Only hashes are configured, so neither place holds
 //! anything a reader could use. A client sends its key as `X-API-Key: <key>` or
 //! `Authorization: Bearer <key>`. Keys are never logged.
+//!
+//! On a listener beyond loopback this file also applies the exposure rule
+//! ([`crate::exposure`]): while no authentication is known there, requests are refused (503).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +28,7 @@ use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::exposure::{self, Exposure};
 use crate::oauth::OAuth;
 
 /// The largest keys file read: some thousands of keys.
@@ -58,11 +62,15 @@ struct Inner {
     learned: AtomicBool,
     /// The MCP endpoint's URL: the resource tokens are for, unless `auth.oauth.resource` says.
     mcp_url: OnceLock<String>,
+    /// How far the listener reaches (unset: loopback).
+    exposure: OnceLock<Exposure>,
 }
 
 /// The config's `auth:` block as the supervisor last told it.
 #[derive(Default)]
 struct Learned {
+    /// The supervisor has told it at least once (it stays known across reconnections).
+    known: bool,
     keys: Arc<Vec<Key>>,
     /// OAuth is configured (then nothing is anonymous either).
     oauth: bool,
@@ -115,6 +123,16 @@ impl Refusal {
     }
 }
 
+/// What authentication the API knows of, for the exposure rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protection {
+    /// The config's `auth:` block is not learned yet, and `--api-keys` named no key.
+    Unknown,
+    /// Learned: no keys, no OAuth, and no `--api-keys`.
+    None,
+    Configured,
+}
+
 /// A credential as the request presents it.
 enum Credential<'a> {
     /// `X-API-Key`: only ever a key.
@@ -149,9 +167,35 @@ impl Auth {
         auth
     }
 
-    /// Whether `--api-keys` named any key (the exposure rule counts these).
-    pub fn has_file_keys(&self) -> bool {
-        !self.inner.file.is_empty()
+    /// How far the listener reaches, once it is bound: beyond loopback (without
+    /// `--unsafe-no-auth`) requests are refused while no authentication is known.
+    pub fn expose(&self, exposure: Exposure) {
+        let _ = self.inner.exposure.set(exposure);
+        if exposure.requires_auth() && self.inner.file.is_empty() {
+            tracing::info!(
+                "listening beyond loopback: every request but /health/* is refused (503) until the supervisor tells the auth settings, and while they configure none"
+            );
+        }
+    }
+
+    /// Whether the exposure rule refuses requests now: the listener reaches beyond loopback
+    /// (without `--unsafe-no-auth`) and no authentication is known (none configured, or the
+    /// config's not learned yet and no `--api-keys`).
+    pub fn unprotected(&self) -> bool {
+        let guarded = self.inner.exposure.get().is_some_and(|exposure| exposure.requires_auth());
+        guarded && self.protection() != Protection::Configured
+    }
+
+    /// What authentication is known: the file's keys count at once, the config's once learned.
+    fn protection(&self) -> Protection {
+        let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
+        if !self.inner.file.is_empty() || !learned.keys.is_empty() || learned.oauth {
+            Protection::Configured
+        } else if learned.known {
+            Protection::None
+        } else {
+            Protection::Unknown
+        }
     }
 
     /// The MCP endpoint's URL, once the listener is bound: the resource tokens must be minted
@@ -203,9 +247,26 @@ impl Auth {
                 Some(Key { name: key.name.clone(), digest, profile: key.profile.clone() })
             })
             .collect();
+        let before = self.protection();
         *self.inner.config.write().unwrap_or_else(|p| p.into_inner()) =
-            Learned { keys: Arc::new(keys), oauth: config.oauth.is_some(), validator };
+            Learned { known: true, keys: Arc::new(keys), oauth: config.oauth.is_some(), validator };
         self.inner.learned.store(true, Ordering::SeqCst);
+        self.log_exposure(before, self.protection());
+    }
+
+    /// Logs the exposure rule's state where it changes (not on every reconnection).
+    fn log_exposure(&self, before: Protection, now: Protection) {
+        if !self.inner.exposure.get().is_some_and(|exposure| exposure.requires_auth()) || before == now {
+            return;
+        }
+        match now {
+            Protection::None => tracing::error!(
+                "{}: every request but /health/* is refused (503) until a reload configures authentication",
+                exposure::UNPROTECTED
+            ),
+            Protection::Configured => tracing::info!("authentication is configured: serving beyond loopback"),
+            Protection::Unknown => {}
+        }
     }
 
     /// The connection is gone: what comes next must be learned again (the keys stay meanwhile,
@@ -220,7 +281,7 @@ impl Auth {
     }
 
     /// Who the request comes from. With nothing configured, everyone is [`Caller::anonymous`]
-    /// (loopback only, by the exposure rule). Before the supervisor's settings are known only
+    /// (on loopback, or with `--unsafe-no-auth`: beyond it the exposure rule refuses first). Before the supervisor's settings are known only
     /// the file's keys count; an anonymous caller is then refused by the supervisor itself if
     /// its config does configure authentication.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
@@ -304,9 +365,10 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 /// Names the request's caller for the handlers (an `Extension<Caller>`), or refuses it (401,
-/// the error envelope; with OAuth, 401 or 403 with a `WWW-Authenticate` challenge). Health
-/// probes and the protected-resource metadata stay open and carry no caller, so load
-/// balancers, systemd and OAuth clients need no credential.
+/// the error envelope; with OAuth, 401 or 403 with a `WWW-Authenticate` challenge; 503 beyond
+/// loopback while no authentication is known, by the exposure rule). Health probes and the
+/// protected-resource metadata stay open and carry no caller, so load balancers, systemd and
+/// OAuth clients need no credential.
 pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let open = matches!(
@@ -315,6 +377,10 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
     );
     if open {
         return next.run(request).await;
+    }
+    if auth.unprotected() {
+        let refused = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "Unprotected", exposure::UNPROTECTED);
+        return crate::body::refuse_unread(request, refused.into_response()).await;
     }
     match auth.authenticate(request.headers()).await {
         Ok(caller) => {
@@ -414,5 +480,61 @@ mod tests {
         );
         auth.learn(&AuthConfig::default());
         assert_eq!(auth.authenticate(&HeaderMap::new()).await, Ok(Caller::anonymous()), "a reload removed every key");
+    }
+
+    /// The status of GET `path` through the middleware, with `headers`.
+    async fn status(auth: &Auth, path: &str, headers: &[(&str, &str)]) -> u16 {
+        use tower::ServiceExt;
+        let app = axum::Router::new()
+            .route("/health/live", axum::routing::get(|| async { "live" }))
+            .route("/api/mcp_servers", axum::routing::get(|| async { "servers" }))
+            .layer(axum::middleware::from_fn_with_state(auth.clone(), authenticate));
+        let mut request = axum::http::Request::get(path);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        app.oneshot(request.body(axum::body::Body::empty()).unwrap()).await.unwrap().status().as_u16()
+    }
+
+    fn key_config(key: &str) -> AuthConfig {
+        AuthConfig {
+            api_keys: vec![NamedKey { name: "ops".into(), hash: format!("sha256:{}", hex_of(key)), profile: None }],
+            oauth: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn beyond_loopback_nothing_is_anonymous_until_authentication_is_configured() {
+        let auth = Auth::default();
+        auth.expose(Exposure::Guarded);
+        assert!(auth.unprotected(), "not learned yet");
+        assert_eq!(status(&auth, "/api/mcp_servers", &[]).await, 503);
+        assert_eq!(status(&auth, "/health/live", &[]).await, 200, "probes stay open");
+        auth.learn(&AuthConfig::default());
+        assert_eq!(status(&auth, "/api/mcp_servers", &[]).await, 503, "learned: none configured");
+        auth.learn(&key_config("k"));
+        assert!(!auth.unprotected());
+        assert_eq!(status(&auth, "/api/mcp_servers", &[]).await, 401);
+        assert_eq!(status(&auth, "/api/mcp_servers", &[("x-api-key", "k")]).await, 200);
+        auth.unlearn();
+        assert_eq!(status(&auth, "/api/mcp_servers", &[("x-api-key", "k")]).await, 200, "keys stay meanwhile");
+        auth.learn(&AuthConfig::default());
+        assert_eq!(status(&auth, "/api/mcp_servers", &[("x-api-key", "k")]).await, 503, "a reload removed every key");
+    }
+
+    #[tokio::test]
+    async fn file_keys_protect_at_once_and_loopback_or_unsafe_no_auth_stay_anonymous() {
+        let file = Auth::with_file_keys(parse(&format!("sha256:{}\n", hex_of("f"))).unwrap());
+        file.expose(Exposure::Guarded);
+        assert_eq!(status(&file, "/api/mcp_servers", &[("x-api-key", "f")]).await, 200, "before learning");
+        file.learn(&AuthConfig::default());
+        assert_eq!(status(&file, "/api/mcp_servers", &[]).await, 401);
+        for exposure in [Exposure::Loopback, Exposure::Unguarded] {
+            let auth = Auth::default();
+            auth.expose(exposure);
+            assert_eq!(status(&auth, "/api/mcp_servers", &[]).await, 200, "{exposure:?}");
+            auth.learn(&AuthConfig::default());
+            assert_eq!(status(&auth, "/api/mcp_servers", &[]).await, 200, "{exposure:?}");
+        }
     }
 }

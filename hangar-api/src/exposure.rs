@@ -1,53 +1,58 @@
-//! Where the API may serve without API keys: the one loopback-and-auth rule.
+//! Where the API may serve without authentication: the one loopback-and-auth rule.
 //!
-//! A listener reachable beyond loopback serves anyone on the network, so it needs API keys,
-//! unless the operator says `--unsafe-no-auth`. The rule is applied once, before anything is
-//! served: to `--listen` before binding (so nothing ever listens beyond loopback unprotected),
-//! or to the socket systemd passed once it is adopted.
+//! A listener reachable beyond loopback serves anyone on the network. The config's `auth:`
+//! block, which says how callers authenticate, lives in the supervisor and reaches the API only
+//! after it listens; so a listener beyond loopback is allowed at start, and the rule is applied
+//! to every request instead: it **fails closed**. While the API listens beyond loopback and no
+//! authentication is known (the settings are not learned yet, or they configure none: no
+//! `auth.api_keys`, no `auth.oauth`, no `--api-keys`), every request but the health probes and
+//! the protected-resource metadata is refused with 503 [`UNPROTECTED`]. `--unsafe-no-auth`
+//! lifts the rule. On loopback, no authentication means the anonymous caller, as always.
 
 use std::net::SocketAddr;
 
-use hangar_runtime::exit::{EX_CONFIG, Sysexit};
+/// The refusal of a request while the rule holds (503).
+pub const UNPROTECTED: &str = "this API listens beyond loopback and no authentication is configured (auth.api_keys, auth.oauth or --api-keys); give one, or --unsafe-no-auth";
 
-/// What the API is about to listen on.
+/// What the API listens on.
 #[derive(Debug, Clone, Copy)]
 pub enum Listening<'a> {
     /// `--listen`, before binding: loopback when it names `127.0.0.0/8`, `[::1]` or `localhost`.
     Configured(&'a str),
-    /// A socket already listening (systemd's).
+    /// A socket listening (bound from `--listen`, or systemd's).
     Bound(SocketAddr),
 }
 
-/// How far the allowed listener reaches.
+/// How far a listener reaches, and what that asks of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reach {
+pub enum Exposure {
+    /// Loopback only: no authentication configured means the anonymous caller.
     Loopback,
-    Beyond,
+    /// Beyond loopback: served only while some authentication is configured.
+    Guarded,
+    /// Beyond loopback with `--unsafe-no-auth`: served even without authentication.
+    Unguarded,
 }
 
-/// Serving beyond loopback was asked for without keys and without `--unsafe-no-auth`.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("refusing to serve {address} beyond loopback without API keys: give --api-keys FILE, or --unsafe-no-auth")]
-pub struct Unprotected {
-    pub address: String,
-}
-
-impl Sysexit for Unprotected {
-    fn exit_code(&self) -> u8 {
-        EX_CONFIG
+impl Exposure {
+    /// Whether requests are refused while no authentication is configured.
+    pub fn requires_auth(self) -> bool {
+        self == Exposure::Guarded
     }
 }
 
-/// The rule: loopback is always allowed; beyond it, only with API keys or `--unsafe-no-auth`.
-pub fn check(listening: Listening<'_>, has_keys: bool, unsafe_no_auth: bool) -> Result<Reach, Unprotected> {
-    let (address, loopback) = match listening {
-        Listening::Configured(address) => (address.to_owned(), is_loopback(address)),
-        Listening::Bound(local) => (local.to_string(), local.ip().is_loopback()),
+/// The rule: loopback needs nothing; beyond it, authentication, unless `--unsafe-no-auth`.
+/// An IPv4-mapped address (`[::ffff:127.0.0.1]`) counts as beyond loopback: the rule judges
+/// addresses by what they say, never by how the kernel may map them.
+pub fn check(listening: Listening<'_>, unsafe_no_auth: bool) -> Exposure {
+    let loopback = match listening {
+        Listening::Configured(address) => is_loopback(address),
+        Listening::Bound(local) => local.ip().is_loopback(),
     };
-    match (loopback, has_keys || unsafe_no_auth) {
-        (true, _) => Ok(Reach::Loopback),
-        (false, true) => Ok(Reach::Beyond),
-        (false, false) => Err(Unprotected { address }),
+    match (loopback, unsafe_no_auth) {
+        (true, _) => Exposure::Loopback,
+        (false, false) => Exposure::Guarded,
+        (false, true) => Exposure::Unguarded,
     }
 }
 
@@ -64,48 +69,43 @@ fn is_loopback(address: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn configured(address: &str, keys: bool, unsafe_no_auth: bool) -> Result<Reach, Unprotected> {
-        check(Listening::Configured(address), keys, unsafe_no_auth)
+    fn configured(address: &str, unsafe_no_auth: bool) -> Exposure {
+        check(Listening::Configured(address), unsafe_no_auth)
     }
 
-    fn bound(address: &str, keys: bool, unsafe_no_auth: bool) -> Result<Reach, Unprotected> {
-        check(Listening::Bound(address.parse().unwrap()), keys, unsafe_no_auth)
+    fn bound(address: &str, unsafe_no_auth: bool) -> Exposure {
+        check(Listening::Bound(address.parse().unwrap()), unsafe_no_auth)
     }
 
     #[test]
     fn loopback_needs_nothing() {
         for address in ["127.0.0.1:8000", "127.9.9.9:0", "[::1]:8000", "localhost:8000", "LOCALHOST:1"] {
-            assert_eq!(configured(address, false, false), Ok(Reach::Loopback), "{address}");
+            assert_eq!(configured(address, false), Exposure::Loopback, "{address}");
         }
         for address in ["127.0.0.1:8000", "[::1]:0"] {
-            assert_eq!(bound(address, false, false), Ok(Reach::Loopback), "{address}");
+            assert_eq!(bound(address, false), Exposure::Loopback, "{address}");
         }
+        assert!(!Exposure::Loopback.requires_auth());
     }
 
     #[test]
-    fn beyond_loopback_without_keys_is_refused_naming_the_address() {
-        for address in ["0.0.0.0:8000", "[::]:8000", "10.0.0.1:80", "myhost:8000", "localhost.example:80"] {
-            let refused = configured(address, false, false).unwrap_err();
-            assert_eq!(refused.address, address);
-            assert_eq!(refused.exit_code(), 78);
+    fn beyond_loopback_requires_authentication() {
+        for address in
+            ["0.0.0.0:8000", "[::]:8000", "10.0.0.1:80", "myhost:8000", "localhost.example:80", "[::ffff:127.0.0.1]:80"]
+        {
+            assert_eq!(configured(address, false), Exposure::Guarded, "{address}");
         }
-        let refused = bound("0.0.0.0:8000", false, false).unwrap_err();
-        assert_eq!(
-            refused.to_string(),
-            "refusing to serve 0.0.0.0:8000 beyond loopback without API keys: give --api-keys FILE, or --unsafe-no-auth"
-        );
+        for address in ["0.0.0.0:8000", "192.168.1.2:8000", "[::ffff:127.0.0.1]:0"] {
+            assert_eq!(bound(address, false), Exposure::Guarded, "{address}");
+        }
+        assert!(Exposure::Guarded.requires_auth());
     }
 
     #[test]
-    fn beyond_loopback_with_keys_is_served() {
-        assert_eq!(configured("0.0.0.0:8000", true, false), Ok(Reach::Beyond));
-        assert_eq!(bound("192.168.1.2:8000", true, false), Ok(Reach::Beyond));
-    }
-
-    #[test]
-    fn beyond_loopback_with_unsafe_no_auth_is_served() {
-        assert_eq!(configured("0.0.0.0:8000", false, true), Ok(Reach::Beyond));
-        assert_eq!(bound("[::]:8000", false, true), Ok(Reach::Beyond));
-        assert_eq!(configured("0.0.0.0:8000", true, true), Ok(Reach::Beyond));
+    fn unsafe_no_auth_lifts_the_rule_beyond_loopback_only() {
+        assert_eq!(configured("0.0.0.0:8000", true), Exposure::Unguarded);
+        assert_eq!(bound("[::]:8000", true), Exposure::Unguarded);
+        assert_eq!(configured("127.0.0.1:8000", true), Exposure::Loopback);
+        assert!(!Exposure::Unguarded.requires_auth());
     }
 }

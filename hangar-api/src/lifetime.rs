@@ -1,5 +1,5 @@
-//! The API's life once its arguments are read: listen (where the exposure rule allows), connect
-//! to the supervisor, announce the address, serve until SIGTERM or SIGINT, then give requests in
+//! The API's life once its arguments are read: listen (and learn what the exposure rule asks of
+//! requests there), connect to the supervisor, announce the address, serve until SIGTERM or SIGINT, then give requests in
 //! flight a grace period.
 
 use std::io::Write;
@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use crate::app;
 use crate::args::Args;
 use crate::auth::Auth;
-use crate::exposure::{self, Listening, Reach};
+use crate::exposure::{self, Exposure, Listening};
 use crate::state::{AppState, ListChanged};
 use crate::{guard, listen, serve};
 
@@ -56,9 +56,10 @@ pub async fn run(
 ) -> Result<(), Exit> {
     let mut signals = Signals::stop()?;
     let activated = inherited.is_some();
-    let (listener, local) = listener(&args, inherited, &auth).await?;
+    let (listener, local) = listener(&args, inherited).await?;
     // Before the first `auth:` block is learned: the resource tokens are for, by default.
     auth.serve_at(format!("http://{local}/mcp"));
+    auth.expose(exposure::check(Listening::Bound(local), args.unsafe_no_auth));
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = broadcast::channel(64);
@@ -102,29 +103,23 @@ pub async fn run(
 }
 
 /// The listener and its address: systemd's socket when it passed one, else `--listen`, bound
-/// after the port preflight (rule 4). The exposure rule is applied to either before anything is
-/// served, and to `--listen` before it is even bound.
-async fn listener(
-    args: &Args,
-    inherited: Option<std::net::TcpListener>,
-    auth: &Auth,
-) -> Result<(TcpListener, SocketAddr), Exit> {
-    // Only `--api-keys` counts: the config's keys are not known before the supervisor answers.
-    let allowed = |listening| exposure::check(listening, auth.has_file_keys(), args.unsafe_no_auth);
+/// after the port preflight (rule 4). A `--listen` judged loopback by its name is bound on
+/// loopback only; what the bound address asks of requests is the exposure rule's (applied per
+/// request: the config's `auth:` block is not known before the supervisor answers).
+async fn listener(args: &Args, inherited: Option<std::net::TcpListener>) -> Result<(TcpListener, SocketAddr), Exit> {
     match inherited {
         // systemd owns the socket (and its port): no preflight, `--listen` does not apply.
         Some(listener) => {
             let listener = listen::adopt(listener)?;
             let local = listen::local_addr(&listener, listen::INHERITED)?;
-            allowed(Listening::Bound(local))?;
             Ok((listener, local))
         }
         None => {
-            let reach = allowed(Listening::Configured(&args.listen))?;
+            let loopback = exposure::check(Listening::Configured(&args.listen), false) == Exposure::Loopback;
             if let Err(why) = listen::preflight(&args.listen).await {
                 return Err(Exit::new(EX_UNAVAILABLE, format!("refusing to start: {why}")));
             }
-            let listener = listen::bind(&args.listen, reach == Reach::Loopback).await?;
+            let listener = listen::bind(&args.listen, loopback).await?;
             let local = listen::local_addr(&listener, &args.listen)?;
             Ok((listener, local))
         }
