@@ -225,8 +225,8 @@ impl Auth {
             }
         };
         tracing::info!(issuer = %wanted.issuer, resource = %oauth.resource(), "OAuth: tokens from this issuer, for this resource, are accepted");
-        if wanted.introspection_endpoint.is_some() {
-            tracing::warn!("auth.oauth.introspection_endpoint is not used yet: only JWT access tokens are accepted");
+        if let Some(introspection) = &wanted.introspection {
+            tracing::info!(endpoint = %introspection.endpoint, client_id = %introspection.client_id, "OAuth: opaque tokens are introspected");
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let warming = oauth.clone();

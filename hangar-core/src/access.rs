@@ -114,9 +114,38 @@ pub struct OAuthConfig {
     /// The profile of a valid token with no matching group; `None`: such a token gets 403.
     #[serde(default)]
     pub default_profile: Option<String>,
-    /// Opaque tokens are validated by introspection (RFC 7662) at this endpoint, when given.
+    /// Opaque tokens (bearer tokens that are not a JWS) are validated by introspection
+    /// (RFC 7662), when given.
+    /// (Boxed: rarely set, and it would make every `auth:` block, and so every control reply,
+    /// larger.)
     #[serde(default)]
-    pub introspection_endpoint: Option<String>,
+    pub introspection: Option<Box<IntrospectionConfig>>,
+}
+
+/// `auth.oauth.introspection`: where opaque tokens are introspected, and as which client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionConfig {
+    /// The authorization server's introspection endpoint (https; http only on a loopback host).
+    pub endpoint: String,
+    /// The hangar's client at the authorization server (the endpoint needs client authentication).
+    pub client_id: String,
+    /// An absolute path to a file holding the client's secret (a trailing newline is dropped):
+    /// a secret is never written in the config, and never logged.
+    pub client_secret_file: std::path::PathBuf,
+}
+
+/// The largest client secret file read.
+pub const MAX_SECRET_FILE_BYTES: u64 = 4096;
+
+/// The secret in a client secret file, without its trailing newline; `Err` says why none.
+pub fn read_client_secret(path: &std::path::Path) -> Result<String, String> {
+    let text = crate::small_file::read_regular(path, MAX_SECRET_FILE_BYTES).map_err(|err| err.to_string())?;
+    let secret = text.trim_end_matches(['\n', '\r']);
+    if secret.is_empty() {
+        return Err("the file is empty".into());
+    }
+    Ok(secret.to_owned())
 }
 
 impl OAuthConfig {
@@ -177,15 +206,11 @@ pub struct InvalidKey {
 /// every profile it names exists.
 pub fn validate_oauth(oauth: &OAuthConfig, profiles: &Profiles) -> Result<(), InvalidKey> {
     let invalid = |key: &str, message: String| InvalidKey { key: format!("auth.oauth.{key}"), message };
-    match url::Url::parse(&oauth.issuer) {
-        Ok(issuer) if issuer.scheme() == "https" && issuer.host().is_some() => {}
-        Ok(issuer) if issuer.scheme() == "http" && issuer.host().is_some_and(|host| is_loopback(&host)) => {}
-        _ => {
-            return Err(invalid(
-                "issuer",
-                "expected an https:// URL (http:// only on a loopback host such as 127.0.0.1), e.g. https://idp.example.com".into(),
-            ));
-        }
+    if !secure_url(&oauth.issuer) {
+        return Err(invalid(
+            "issuer",
+            "expected an https:// URL (http:// only on a loopback host such as 127.0.0.1), e.g. https://idp.example.com".into(),
+        ));
     }
     if let Some(resource) = &oauth.resource {
         let parsed = url::Url::parse(resource);
@@ -196,10 +221,9 @@ pub fn validate_oauth(oauth: &OAuthConfig, profiles: &Profiles) -> Result<(), In
             ));
         }
     }
-    if let Some(introspection) = &oauth.introspection_endpoint
-        && !url::Url::parse(introspection).is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
-    {
-        return Err(invalid("introspection_endpoint", "expected an http:// or https:// URL".into()));
+    if let Some(introspection) = &oauth.introspection {
+        validate_introspection(introspection)
+            .map_err(|(key, message)| invalid(&format!("introspection.{key}"), message))?;
     }
     for (group, profile) in &oauth.profiles {
         if !profiles.contains_key(profile) {
@@ -215,6 +239,34 @@ pub fn validate_oauth(oauth: &OAuthConfig, profiles: &Profiles) -> Result<(), In
         return Err(invalid("profile_claim", "expected the name of a claim, e.g. groups".into()));
     }
     Ok(())
+}
+
+/// `auth.oauth.introspection`: a secure endpoint, a client, and a readable, non-empty secret
+/// file (`Err((key, why))`; the secret itself is never part of a message).
+fn validate_introspection(introspection: &IntrospectionConfig) -> Result<(), (&'static str, String)> {
+    if !secure_url(&introspection.endpoint) {
+        return Err((
+            "endpoint",
+            "expected an https:// URL (http:// only on a loopback host such as 127.0.0.1), e.g. https://idp.example.com/token/introspection".into(),
+        ));
+    }
+    if introspection.client_id.is_empty() {
+        return Err(("client_id", "expected the hangar's client id at the authorization server".into()));
+    }
+    let path = &introspection.client_secret_file;
+    if !path.is_absolute() {
+        return Err(("client_secret_file", "expected an absolute path, e.g. /etc/hangar/introspection-secret".into()));
+    }
+    read_client_secret(path).map(drop).map_err(|why| ("client_secret_file", format!("{}: {why}", path.display())))
+}
+
+/// An https URL with a host, or http on a loopback host (local IdPs and tests).
+fn secure_url(text: &str) -> bool {
+    match url::Url::parse(text) {
+        Ok(url) if url.scheme() == "https" && url.host().is_some() => true,
+        Ok(url) if url.scheme() == "http" && url.host().is_some_and(|host| is_loopback(&host)) => true,
+        _ => false,
+    }
 }
 
 fn is_loopback(host: &url::Host<&str>) -> bool {
@@ -247,8 +299,40 @@ mod tests {
             profile_claim: OAuthConfig::default_profile_claim(),
             profiles: IndexMap::new(),
             default_profile: None,
-            introspection_endpoint: None,
+            introspection: None,
         }
+    }
+
+    #[test]
+    fn introspection_needs_a_secure_endpoint_a_client_and_a_secret_file() {
+        let dir = std::env::temp_dir().join(format!("hangar-introspection-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secret");
+        std::fs::write(&secret, "s3cret\n").unwrap();
+        std::fs::write(dir.join("empty"), "\n").unwrap();
+        assert_eq!(read_client_secret(&secret), Ok("s3cret".into()));
+        let none = Profiles::default();
+        let mut config = oauth("https://idp.example.com");
+        let with = |endpoint: &str, client_id: &str, file: std::path::PathBuf| IntrospectionConfig {
+            endpoint: endpoint.into(),
+            client_id: client_id.into(),
+            client_secret_file: file,
+        };
+        config.introspection = Some(Box::new(with("https://idp.example.com/introspect", "hangar", secret.clone())));
+        assert!(validate_oauth(&config, &none).is_ok());
+        for (introspection, key) in [
+            (with("http://idp.example.com/introspect", "hangar", secret.clone()), "endpoint"),
+            (with("https://idp.example.com/introspect", "", secret.clone()), "client_id"),
+            (with("https://idp.example.com/introspect", "hangar", "secret".into()), "client_secret_file"),
+            (with("https://idp.example.com/introspect", "hangar", dir.join("missing")), "client_secret_file"),
+            (with("https://idp.example.com/introspect", "hangar", dir.join("empty")), "client_secret_file"),
+        ] {
+            config.introspection = Some(Box::new(introspection));
+            let err = validate_oauth(&config, &none).unwrap_err();
+            assert_eq!(err.key, format!("auth.oauth.introspection.{key}"));
+            assert!(!err.message.contains("s3cret"), "{}", err.message);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

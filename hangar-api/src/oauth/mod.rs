@@ -7,8 +7,10 @@
 //! `nbf` with [`LEEWAY_S`]; the required scopes (`scope`, space-separated, or `scp`). The caller
 //! is the token's `sub` (or `client_id`), its profile the first `auth.oauth.profiles` entry whose
 //! group the `profile_claim` names, else `default_profile`. A token is never passed on to an
-//! upstream, and never logged: a refusal logs its class only.
+//! upstream, and never logged: a refusal logs its class only. With `auth.oauth.introspection`, a
+//! token that is not a JWS is introspected instead (`introspection.rs`).
 
+mod introspection;
 mod issuer;
 mod metadata;
 
@@ -21,6 +23,7 @@ use serde_json::{Map, Value};
 
 pub use metadata::{METADATA_PATH, METADATA_PATH_MCP, challenge, issuer_unavailable, routes};
 
+use introspection::Opaque;
 use issuer::{Issuer, KeyLookup};
 
 /// Clock skew tolerated on `exp` and `nbf`.
@@ -52,6 +55,8 @@ struct Inner {
     /// The canonical resource URI tokens must be minted for.
     resource: String,
     issuer: Issuer,
+    /// With `auth.oauth.introspection`: opaque tokens.
+    opaque: Option<Opaque>,
 }
 
 impl OAuth {
@@ -59,7 +64,8 @@ impl OAuth {
     pub fn new(config: OAuthConfig, default_resource: &str) -> Result<OAuth, reqwest::Error> {
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.to_owned());
         let issuer = Issuer::new(config.issuer.clone())?;
-        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer }) })
+        let opaque = config.introspection.as_deref().map(Opaque::new).transpose()?;
+        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer, opaque }) })
     }
 
     pub fn resource(&self) -> &str {
@@ -77,6 +83,12 @@ impl OAuth {
 
     /// The caller a bearer token names, or why it is refused.
     pub async fn authenticate(&self, token: &str) -> Result<Caller, Refusal> {
+        if let Some(opaque) = &self.inner.opaque
+            && !introspection::is_jws(token)
+        {
+            let (issuer, resource) = (&self.inner.config.issuer, &self.inner.resource);
+            return opaque.authenticate(token, issuer, resource, |claims| self.caller(claims)).await;
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::InvalidToken("malformed"))?;
         if !issuer::asymmetric(header.alg) {
             return Err(Refusal::InvalidToken("algorithm not accepted"));
@@ -173,7 +185,7 @@ mod tests {
             profile_claim: "groups".into(),
             profiles: profiles.iter().map(|(g, p)| ((*g).to_owned(), (*p).to_owned())).collect(),
             default_profile: default_profile.map(str::to_owned),
-            introspection_endpoint: None,
+            introspection: None,
         };
         OAuth::new(config, "http://127.0.0.1:8000/mcp").unwrap()
     }

@@ -26,6 +26,7 @@ mod handshake_timeout;
 mod health;
 mod how_it_ended;
 mod ids;
+mod introspection;
 mod json_logs;
 mod lifecycle;
 mod limits;

@@ -11,14 +11,14 @@ use hangar_tests::{Background, Hangar, free_port, node, poll, repo_root, supervi
 use serde_json::Value;
 
 /// A running `idp.mjs`, killed when dropped.
-struct Idp {
+pub(super) struct Idp {
     _process: Background,
     /// `http://127.0.0.1:PORT`, its issuer.
-    url: String,
+    pub(super) url: String,
 }
 
 impl Idp {
-    fn start(port: u16) -> Idp {
+    pub(super) fn start(port: u16) -> Idp {
         let script = repo_root().join("tests/fixtures/idp.mjs");
         let package = repo_root().join(".tools/oidc-provider/node_modules/oidc-provider/package.json");
         assert!(package.exists(), "{} is missing; run scripts/setup-clients", package.display());
@@ -27,7 +27,7 @@ impl Idp {
     }
 
     /// An access token from the client-credentials grant, for `resource` with `scope`.
-    fn token(&self, client: &str, scope: &str, resource: &str) -> String {
+    pub(super) fn token(&self, client: &str, scope: &str, resource: &str) -> String {
         let response = agent()
             .post(&format!("{}/token", self.url))
             .header("Authorization", format!("Basic {}", base64(&format!("{client}:{client}-secret"))))
@@ -57,7 +57,7 @@ impl Idp {
     }
 }
 
-fn agent() -> ureq::Agent {
+pub(super) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(30)))
@@ -65,7 +65,7 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-fn base64(text: &str) -> String {
+pub(super) fn base64(text: &str) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes = text.as_bytes();
     let mut out = String::new();
@@ -83,7 +83,7 @@ fn base64(text: &str) -> String {
 }
 
 /// `(status, WWW-Authenticate, body)` of `GET path` with `token` as the bearer.
-fn get_with(hangar: &Hangar, path: &str, token: Option<&str>) -> (u16, String, Value) {
+pub(super) fn get_with(hangar: &Hangar, path: &str, token: Option<&str>) -> (u16, String, Value) {
     let mut request = agent().get(&format!("{}{path}", hangar.base));
     if let Some(token) = token {
         request = request.header("Authorization", format!("Bearer {token}"));

@@ -1,0 +1,307 @@
+//! Opaque access tokens, by introspection (RFC 7662): a bearer token that is not a JWS is POSTed
+//! to `auth.oauth.introspection.endpoint`, as the hangar's client (HTTP Basic, the secret read
+//! from `client_secret_file`), and must come back `active: true`. The answer's claims then go
+//! through the checks a JWT's do, where it carries them (see [`super::OAuth`]).
+//!
+//! Answers are cached by the token's SHA-256 ([`TokenCache`]): an accepted token until its
+//! `exp`, at most [`ACCEPTED_TTL`] (so a revoked token is refused within that time), a refused
+//! one for [`REFUSED_TTL`]; an authorization server that cannot answer is not cached at all.
+//! Neither the token nor the secret is ever logged.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hangar_core::access::{Caller, IntrospectionConfig};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{LEEWAY_S, Refusal};
+
+/// How long an accepted token is trusted without asking again.
+pub const ACCEPTED_TTL: Duration = Duration::from_secs(60);
+/// How long a refused token is refused without asking again.
+pub const REFUSED_TTL: Duration = Duration::from_secs(5);
+/// The most tokens cached; past it, expired entries go, then everything.
+const CACHE_CAPACITY: usize = 10_000;
+/// Each request to the introspection endpoint.
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest introspection answer read.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// Opaque tokens: the introspection client and the cache of its decisions.
+pub struct Opaque {
+    client: Introspection,
+    cache: TokenCache<Result<Caller, Refusal>>,
+}
+
+impl Opaque {
+    pub fn new(config: &IntrospectionConfig) -> Result<Opaque, reqwest::Error> {
+        Ok(Opaque { client: Introspection::new(config)?, cache: TokenCache::default() })
+    }
+
+    /// The caller an opaque token names: introspected (or cached), its `iss`, `aud`, `exp` and
+    /// `nbf` checked where the answer carries them, then `caller` (scopes, subject, profile).
+    pub async fn authenticate(
+        &self,
+        token: &str,
+        issuer: &str,
+        resource: &str,
+        caller: impl Fn(&Map<String, Value>) -> Result<Caller, Refusal>,
+    ) -> Result<Caller, Refusal> {
+        if let Some(decided) = self.cache.get(token) {
+            return decided;
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let (decided, ttl) = match self.client.introspect(token).await {
+            Ok(claims) => {
+                let decided = check_claims(&claims, issuer, resource, now).and_then(|()| caller(&claims));
+                let ttl = if decided.is_ok() { accepted_ttl(&claims, now) } else { REFUSED_TTL };
+                (decided, ttl)
+            }
+            // The authorization server could not tell: ask again next time.
+            Err(Refusal::IssuerUnavailable) => return Err(Refusal::IssuerUnavailable),
+            Err(refusal) => (Err(refusal), REFUSED_TTL),
+        };
+        self.cache.put(token, decided.clone(), ttl);
+        decided
+    }
+}
+
+/// The checks a JWT gets, on an introspection answer, where it carries the claim: `iss` is the
+/// configured issuer, `aud` names the resource (RFC 8707), `exp` and `nbf` with [`LEEWAY_S`].
+fn check_claims(claims: &Map<String, Value>, issuer: &str, resource: &str, now: u64) -> Result<(), Refusal> {
+    if let Some(iss) = claims.get("iss")
+        && iss.as_str().map(|iss| iss.trim_end_matches('/')) != Some(issuer.trim_end_matches('/'))
+    {
+        return Err(Refusal::InvalidToken("from another issuer"));
+    }
+    let audience_fits = match claims.get("aud") {
+        None => true,
+        Some(Value::String(aud)) => aud == resource,
+        Some(Value::Array(auds)) => auds.iter().any(|aud| aud.as_str() == Some(resource)),
+        Some(_) => false,
+    };
+    if !audience_fits {
+        return Err(Refusal::InvalidToken("minted for another resource"));
+    }
+    if claims.get("exp").and_then(Value::as_u64).is_some_and(|exp| exp.saturating_add(LEEWAY_S) <= now) {
+        return Err(Refusal::InvalidToken("expired"));
+    }
+    if claims.get("nbf").and_then(Value::as_u64).is_some_and(|nbf| nbf > now.saturating_add(LEEWAY_S)) {
+        return Err(Refusal::InvalidToken("not valid yet"));
+    }
+    Ok(())
+}
+
+/// The client of the introspection endpoint.
+struct Introspection {
+    endpoint: String,
+    client_id: String,
+    /// `None`: the secret file could not be read when `auth.oauth` was learned (logged then);
+    /// opaque tokens get 503 meanwhile.
+    secret: Option<String>,
+    http: reqwest::Client,
+}
+
+/// What the authorization server said of a token: the claims of an active one.
+pub type Answer = Result<Map<String, Value>, Refusal>;
+
+impl Introspection {
+    /// Reads the client secret now; fails only if no HTTP client can be made.
+    pub fn new(config: &IntrospectionConfig) -> Result<Introspection, reqwest::Error> {
+        let http = reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
+        let secret = match hangar_core::access::read_client_secret(&config.client_secret_file) {
+            Ok(secret) => Some(secret),
+            Err(why) => {
+                tracing::error!(file = %config.client_secret_file.display(), error = %why, "cannot read auth.oauth.introspection.client_secret_file; opaque tokens are refused (503)");
+                None
+            }
+        };
+        Ok(Introspection { endpoint: config.endpoint.clone(), client_id: config.client_id.clone(), secret, http })
+    }
+
+    /// Asks the authorization server about `token`: its claims when active, `InvalidToken` when
+    /// not, `IssuerUnavailable` when it cannot tell.
+    pub async fn introspect(&self, token: &str) -> Answer {
+        let secret = self.secret.as_deref().ok_or(Refusal::IssuerUnavailable)?;
+        let body: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .append_pair("token_type_hint", "access_token")
+            .finish();
+        // RFC 6749 §2.3.1: the client id and secret are form-encoded before Basic.
+        let user = url::form_urlencoded::byte_serialize(self.client_id.as_bytes()).collect::<String>();
+        let password = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect::<String>();
+        let sent = self
+            .http
+            .post(&self.endpoint)
+            .basic_auth(user, Some(password))
+            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(err) => {
+                // reqwest's error names the URL, never the body or the credentials.
+                tracing::warn!(endpoint = %self.endpoint, error = %err, "cannot reach the introspection endpoint");
+                return Err(Refusal::IssuerUnavailable);
+            }
+        };
+        if !response.status().is_success() {
+            tracing::warn!(endpoint = %self.endpoint, status = response.status().as_u16(), "the introspection endpoint refused to answer (are auth.oauth.introspection.client_id and its secret right?)");
+            return Err(Refusal::IssuerUnavailable);
+        }
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if bytes.len() + chunk.len() <= MAX_ANSWER_BYTES => bytes.extend_from_slice(&chunk),
+                Ok(Some(_)) | Err(_) => {
+                    tracing::warn!(endpoint = %self.endpoint, "the introspection endpoint's answer is too large or cut short");
+                    return Err(Refusal::IssuerUnavailable);
+                }
+                Ok(None) => break,
+            }
+        }
+        let Ok(Value::Object(claims)) = serde_json::from_slice::<Value>(&bytes) else {
+            tracing::warn!(endpoint = %self.endpoint, "the introspection endpoint's answer is not a JSON object");
+            return Err(Refusal::IssuerUnavailable);
+        };
+        if claims.get("active") != Some(&Value::Bool(true)) {
+            return Err(Refusal::InvalidToken("not active"));
+        }
+        Ok(claims)
+    }
+}
+
+/// Whether `token` is shaped as a JWS (three base64url parts with a header that parses): it is
+/// then checked as a JWT, and anything else goes to introspection.
+pub fn is_jws(token: &str) -> bool {
+    jsonwebtoken::decode_header(token).is_ok()
+}
+
+/// A small, bounded cache of what was decided about a token, keyed by the token's SHA-256 (the
+/// token itself is never kept). Generic over what is cached, so a cache of verified JWTs could
+/// share it.
+pub struct TokenCache<V> {
+    entries: Mutex<HashMap<[u8; 32], (V, Instant)>>,
+    capacity: usize,
+}
+
+impl<V: Clone> TokenCache<V> {
+    pub fn new(capacity: usize) -> TokenCache<V> {
+        TokenCache { entries: Mutex::new(HashMap::new()), capacity }
+    }
+
+    /// What was decided about `token`, if not expired.
+    pub fn get(&self, token: &str) -> Option<V> {
+        let key = digest(token);
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        match entries.get(&key) {
+            Some((value, until)) if *until > Instant::now() => Some(value.clone()),
+            Some(_) => {
+                entries.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Keeps `value` for `token` during `ttl` (nothing for a zero `ttl`). When full, expired
+    /// entries go first; if none had, the cache starts over (a flood of distinct tokens cannot
+    /// grow it past `capacity`).
+    pub fn put(&self, token: &str, value: V, ttl: Duration) {
+        if ttl.is_zero() {
+            return;
+        }
+        let now = Instant::now();
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= self.capacity {
+            entries.retain(|_, (_, until)| *until > now);
+            if entries.len() >= self.capacity {
+                entries.clear();
+            }
+        }
+        entries.insert(digest(token), (value, now + ttl));
+    }
+}
+
+impl<V: Clone> Default for TokenCache<V> {
+    fn default() -> TokenCache<V> {
+        TokenCache::new(CACHE_CAPACITY)
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// How long to trust an accepted token: until its `exp` (a Unix time), at most [`ACCEPTED_TTL`].
+pub fn accepted_ttl(claims: &Map<String, Value>, now_unix: u64) -> Duration {
+    match claims.get("exp").and_then(Value::as_u64) {
+        Some(exp) => Duration::from_secs(exp.saturating_sub(now_unix)).min(ACCEPTED_TTL),
+        None => ACCEPTED_TTL,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_a_value_for_its_ttl_and_stays_bounded() {
+        let cache = TokenCache::new(2);
+        cache.put("a", 1, Duration::from_secs(60));
+        cache.put("gone", 0, Duration::ZERO);
+        assert_eq!(cache.get("a"), Some(1));
+        assert_eq!(cache.get("gone"), None, "a zero ttl is not cached");
+        cache.put("b", 2, Duration::from_secs(60));
+        cache.put("c", 3, Duration::from_secs(60));
+        assert_eq!(cache.entries.lock().unwrap().len(), 1, "full of live entries: started over");
+        assert_eq!(cache.get("c"), Some(3));
+        cache.put("d", 4, Duration::from_nanos(1));
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(cache.get("d"), None, "expired");
+    }
+
+    #[test]
+    fn an_accepted_token_is_trusted_until_its_exp_at_most_a_minute() {
+        let claims = |exp: u64| serde_json::json!({"exp": exp}).as_object().unwrap().clone();
+        assert_eq!(accepted_ttl(&claims(1_030), 1_000), Duration::from_secs(30));
+        assert_eq!(accepted_ttl(&claims(9_000), 1_000), ACCEPTED_TTL);
+        assert_eq!(accepted_ttl(&claims(900), 1_000), Duration::ZERO);
+        assert_eq!(accepted_ttl(&Map::new(), 1_000), ACCEPTED_TTL);
+    }
+
+    #[test]
+    fn an_answer_is_checked_like_a_jwt_where_it_carries_the_claims() {
+        let check = |claims: Value| {
+            check_claims(claims.as_object().unwrap(), "https://idp.example.com/", "https://h/mcp", 1_000)
+        };
+        assert_eq!(check(serde_json::json!({"active": true})), Ok(()));
+        let fits = serde_json::json!({"iss": "https://idp.example.com", "aud": ["x", "https://h/mcp"], "exp": 1_001, "nbf": 1_020});
+        assert_eq!(check(fits), Ok(()));
+        assert_eq!(
+            check(serde_json::json!({"iss": "https://evil"})),
+            Err(Refusal::InvalidToken("from another issuer"))
+        );
+        assert_eq!(
+            check(serde_json::json!({"aud": "https://other/mcp"})),
+            Err(Refusal::InvalidToken("minted for another resource"))
+        );
+        assert_eq!(check(serde_json::json!({"exp": 900})), Err(Refusal::InvalidToken("expired")));
+        assert_eq!(check(serde_json::json!({"nbf": 1_100})), Err(Refusal::InvalidToken("not valid yet")));
+    }
+
+    #[test]
+    fn only_a_jws_is_checked_as_a_jwt() {
+        assert!(!is_jws("GjR1y0pQf3-opaque_token"));
+        assert!(!is_jws("a.b.c"));
+        let key = jsonwebtoken::EncodingKey::from_secret(b"k");
+        let jws =
+            jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
+        assert!(is_jws(&jws));
+    }
+}
