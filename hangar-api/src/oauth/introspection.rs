@@ -5,7 +5,8 @@
 //!
 //! Answers are cached by the token's SHA-256 ([`TokenCache`]): an accepted token until its
 //! `exp`, at most [`ACCEPTED_TTL`] (so a revoked token is refused within that time), a refused
-//! one for [`REFUSED_TTL`]; an authorization server that cannot answer is not cached at all.
+//! one for [`REFUSED_TTL`]; an authorization server that cannot answer is not cached at all. At
+//! most [`MAX_IN_FLIGHT`] requests go to it at once.
 //! Neither the token nor the secret is ever logged.
 
 use std::collections::HashMap;
@@ -28,6 +29,9 @@ const CACHE_CAPACITY: usize = 10_000;
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest introspection answer read.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Introspection requests in flight at once: a flood of made-up tokens (each one new to the
+/// cache) waits here rather than hammering the authorization server.
+const MAX_IN_FLIGHT: usize = 16;
 
 /// Opaque tokens: the introspection client and the cache of its decisions.
 pub struct Opaque {
@@ -68,8 +72,10 @@ impl Opaque {
     }
 }
 
-/// The checks a JWT gets, on an introspection answer, where it carries the claim: `iss` is the
-/// configured issuer, `aud` names the resource (RFC 8707), `exp` and `nbf` with [`LEEWAY_S`].
+/// The checks a JWT gets, on an introspection answer: `aud` names the resource (RFC 8707; an
+/// answer without `aud` cannot show the token is for this resource, and a refresh token's has
+/// none, so it is refused); where the answer carries them, `iss` is the configured issuer, and
+/// `exp` and `nbf` hold with [`LEEWAY_S`].
 fn check_claims(claims: &Map<String, Value>, issuer: &str, resource: &str, now: u64) -> Result<(), Refusal> {
     if let Some(iss) = claims.get("iss")
         && iss.as_str().map(|iss| iss.trim_end_matches('/')) != Some(issuer.trim_end_matches('/'))
@@ -77,10 +83,9 @@ fn check_claims(claims: &Map<String, Value>, issuer: &str, resource: &str, now: 
         return Err(Refusal::InvalidToken("from another issuer"));
     }
     let audience_fits = match claims.get("aud") {
-        None => true,
         Some(Value::String(aud)) => aud == resource,
         Some(Value::Array(auds)) => auds.iter().any(|aud| aud.as_str() == Some(resource)),
-        Some(_) => false,
+        Some(_) | None => false,
     };
     if !audience_fits {
         return Err(Refusal::InvalidToken("minted for another resource"));
@@ -102,6 +107,7 @@ struct Introspection {
     /// opaque tokens get 503 meanwhile.
     secret: Option<String>,
     http: reqwest::Client,
+    in_flight: tokio::sync::Semaphore,
 }
 
 /// What the authorization server said of a token: the claims of an active one.
@@ -118,13 +124,20 @@ impl Introspection {
                 None
             }
         };
-        Ok(Introspection { endpoint: config.endpoint.clone(), client_id: config.client_id.clone(), secret, http })
+        Ok(Introspection {
+            endpoint: config.endpoint.clone(),
+            client_id: config.client_id.clone(),
+            secret,
+            http,
+            in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
+        })
     }
 
     /// Asks the authorization server about `token`: its claims when active, `InvalidToken` when
     /// not, `IssuerUnavailable` when it cannot tell.
     pub async fn introspect(&self, token: &str) -> Answer {
         let secret = self.secret.as_deref().ok_or(Refusal::IssuerUnavailable)?;
+        let _permit = self.in_flight.acquire().await.map_err(|_| Refusal::IssuerUnavailable)?;
         let body: String = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
@@ -276,23 +289,20 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_is_checked_like_a_jwt_where_it_carries_the_claims() {
+    fn an_answer_is_checked_like_a_jwt_and_must_name_the_resource() {
         let check = |claims: Value| {
             check_claims(claims.as_object().unwrap(), "https://idp.example.com/", "https://h/mcp", 1_000)
         };
-        assert_eq!(check(serde_json::json!({"active": true})), Ok(()));
+        let another_resource = Err(Refusal::InvalidToken("minted for another resource"));
+        assert_eq!(check(serde_json::json!({"active": true})), another_resource, "no aud");
+        assert_eq!(check(serde_json::json!({"aud": "https://other/mcp"})), another_resource);
+        assert_eq!(check(serde_json::json!({"aud": "https://h/mcp"})), Ok(()));
         let fits = serde_json::json!({"iss": "https://idp.example.com", "aud": ["x", "https://h/mcp"], "exp": 1_001, "nbf": 1_020});
         assert_eq!(check(fits), Ok(()));
-        assert_eq!(
-            check(serde_json::json!({"iss": "https://evil"})),
-            Err(Refusal::InvalidToken("from another issuer"))
-        );
-        assert_eq!(
-            check(serde_json::json!({"aud": "https://other/mcp"})),
-            Err(Refusal::InvalidToken("minted for another resource"))
-        );
-        assert_eq!(check(serde_json::json!({"exp": 900})), Err(Refusal::InvalidToken("expired")));
-        assert_eq!(check(serde_json::json!({"nbf": 1_100})), Err(Refusal::InvalidToken("not valid yet")));
+        let with = |claim: &str, value: Value| serde_json::json!({"aud": "https://h/mcp", claim: value});
+        assert_eq!(check(with("iss", "https://evil".into())), Err(Refusal::InvalidToken("from another issuer")));
+        assert_eq!(check(with("exp", 900.into())), Err(Refusal::InvalidToken("expired")));
+        assert_eq!(check(with("nbf", 1_100.into())), Err(Refusal::InvalidToken("not valid yet")));
     }
 
     #[test]
