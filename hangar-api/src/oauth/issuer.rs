@@ -97,9 +97,16 @@ impl Issuer {
             .ok_or_else(|| if self.read().issuer.is_some() { KeyLookup::Unknown } else { KeyLookup::Unavailable })
     }
 
+    /// The first fetch, as one of [`Issuer::key`]'s: a token that comes meanwhile waits for its
+    /// outcome instead of finding the attempt just made and no keys (503).
+    pub async fn warm_up(&self) {
+        let _one = self.fetching.lock().await;
+        self.refresh().await;
+    }
+
     /// Discovers the metadata (if not yet known) and fetches the keys; on failure keeps what is
     /// cached and logs why (never a token: nothing here sees one).
-    pub async fn refresh(&self) {
+    async fn refresh(&self) {
         self.write().last_attempt = Some(Instant::now());
         let outcome = async {
             let cached_uri = self.read().jwks_uri.clone();

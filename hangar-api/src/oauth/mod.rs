@@ -78,7 +78,7 @@ impl OAuth {
 
     /// Fetches the issuer's metadata and keys now, so the first call does not wait for them.
     pub async fn warm_up(&self) {
-        self.inner.issuer.refresh().await;
+        self.inner.issuer.warm_up().await;
     }
 
     /// The caller a bearer token names, or why it is refused.
