@@ -126,3 +126,19 @@ fn an_unreadable_key_file_is_a_config_error() {
     let bad = Command::new(bin("hangar-api")).args(["--api-keys", "/nonexistent/keys"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(78), "an unreadable key file is a config error");
 }
+
+/// The production case: OAuth configured in the config alone (no `--api-keys`) is enough to serve
+/// beyond loopback (the IPv4-mapped loopback, as above): a token is served, no token gets the
+/// challenge, never the exposure rule's 503.
+#[test]
+fn oauth_in_the_config_alone_serves_beyond_loopback() {
+    let idp = super::oauth::Idp::start(hangar_tests::free_port());
+    let hangar = Hangar::start_with(&super::oauth::config(&idp.url), &["--listen", "[::ffff:127.0.0.1]:0"]);
+    let (status, challenge, _) = super::oauth::get_with(&hangar, "/api/mcp_servers", None);
+    assert_eq!((status, challenge.starts_with("Bearer resource_metadata=")), (401, true), "{challenge}");
+    let token = idp.token("admin-bot", "mcp", &format!("{}/mcp", hangar.base));
+    let (status, _, body) = super::oauth::get_with(&hangar, "/api/mcp_servers", Some(&token));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["mcp_servers"][0]["mcp_server_id"], "math", "{body}");
+    assert!(!hangar.log().contains("no authentication is configured"), "{}", hangar.log());
+}

@@ -99,7 +99,7 @@ pub(super) fn get_with(hangar: &Hangar, path: &str, token: Option<&str>) -> (u16
     (status, challenge, body)
 }
 
-fn config(issuer: &str) -> String {
+pub(super) fn config(issuer: &str) -> String {
     format!(
         r#"
 auth:
