@@ -7,13 +7,16 @@
 //! `nbf` with [`LEEWAY_S`]; the required scopes (`scope`, space-separated, or `scp`). The caller
 //! is the token's `sub` (or `client_id`), its profile the first `auth.oauth.profiles` entry whose
 //! group the `profile_claim` names, else `default_profile`. A token is never passed on to an
-//! upstream, and never logged: a refusal logs its class only.
+//! upstream, and never logged: a refusal logs its class only. An accepted token is remembered for
+//! a while ([`cache`]), so a client that repeats it is not checked in full on every call.
 
+mod cache;
 mod issuer;
 mod metadata;
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 use hangar_core::access::{Caller, OAuthConfig};
 use jsonwebtoken::{Algorithm, Validation};
@@ -52,6 +55,8 @@ struct Inner {
     /// The canonical resource URI tokens must be minted for.
     resource: String,
     issuer: Issuer,
+    /// Tokens already checked, each with the key that checked it.
+    verified: cache::Verified<Arc<issuer::Key>>,
 }
 
 impl OAuth {
@@ -59,7 +64,7 @@ impl OAuth {
     pub fn new(config: OAuthConfig, default_resource: &str) -> Result<OAuth, reqwest::Error> {
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.to_owned());
         let issuer = Issuer::new(config.issuer.clone())?;
-        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer }) })
+        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer, verified: cache::Verified::default() }) })
     }
 
     pub fn resource(&self) -> &str {
@@ -77,6 +82,13 @@ impl OAuth {
 
     /// The caller a bearer token names, or why it is refused.
     pub async fn authenticate(&self, token: &str) -> Result<Caller, Refusal> {
+        let digest = cache::digest(token);
+        // Checked before: only the key that checked it must still be one the issuer publishes.
+        if let Some((caller, key)) = self.inner.verified.get(&digest, Instant::now())
+            && self.inner.issuer.holds(&key)
+        {
+            return Ok(caller);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::InvalidToken("malformed"))?;
         if !issuer::asymmetric(header.alg) {
             return Err(Refusal::InvalidToken("algorithm not accepted"));
@@ -90,7 +102,10 @@ impl OAuth {
             jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &self.validation(header.alg, &iss))
                 .map_err(|err| Refusal::InvalidToken(failed_check(err.kind())))?
                 .claims;
-        self.caller(&claims)
+        let caller = self.caller(&claims)?;
+        let exp = claims.get("exp").and_then(Value::as_u64);
+        self.inner.verified.insert(digest, caller.clone(), key, exp, Instant::now());
+        Ok(caller)
     }
 
     fn validation(&self, alg: Algorithm, iss: &str) -> Validation {
@@ -229,5 +244,6 @@ mod tests {
             jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
         assert_eq!(oauth.authenticate(&hs).await, Err(Refusal::InvalidToken("algorithm not accepted")));
         assert_eq!(oauth.authenticate("not a token").await, Err(Refusal::InvalidToken("malformed")));
+        assert_eq!(oauth.inner.verified.len(), 0, "a refused token is never remembered");
     }
 }
