@@ -46,7 +46,7 @@ pub enum Work {
 pub struct LoadSpec {
     pub label: String,
     pub endpoint: Endpoint,
-    pub api_key: Option<String>,
+    pub credential: Option<mcp::Credential>,
     pub work: Work,
     pub stop: Stop,
     pub concurrency: usize,
@@ -82,7 +82,7 @@ impl Shared {
 /// all; failed requests are counted in the summary.
 pub async fn run(spec: LoadSpec) -> anyhow::Result<Summary> {
     let clients = spec.concurrency.max(1);
-    let base = mcp::base_headers(spec.api_key.as_deref())?;
+    let base = mcp::base_headers(spec.credential.as_ref())?;
     let modern_headers = match &spec.work {
         Work::Mcp { calls, .. } => {
             calls.iter().map(|call| base.iter().chain(&call.modern_headers).cloned().collect()).collect()

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::http::Endpoint;
 use crate::load::{LoadSpec, Stop, Work};
-use crate::mcp::{Call, Check, Wire};
+use crate::mcp::{Call, Check, Credential, Wire};
 use crate::stats::Summary;
 
 /// Load generator and benchmark suite for the hangar (and, on the same wire, the Python mcp-hangar).
@@ -96,8 +96,11 @@ struct CallArgs {
     #[arg(long)]
     url: String,
     /// Sent as `X-API-Key` and `Authorization: Bearer`.
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", conflicts_with = "bearer")]
     api_key: Option<String>,
+    /// An OAuth access token, sent as `Authorization: Bearer` only.
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
     #[arg(long, value_enum, default_value = "hangar-call")]
     mode: Mode,
     /// The upstream server; a comma-separated list is called round-robin, one per request.
@@ -224,7 +227,7 @@ async fn call(args: CallArgs, threads: u16) -> anyhow::Result<bool> {
     let spec = LoadSpec {
         label,
         endpoint: Endpoint::parse(&args.url)?,
-        api_key: args.api_key,
+        credential: args.api_key.map(Credential::ApiKey).or(args.bearer.map(Credential::Bearer)),
         work: Work::Mcp { wire: args.wire, calls, check },
         stop,
         concurrency: args.run.concurrency.max(1),

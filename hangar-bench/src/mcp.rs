@@ -33,16 +33,31 @@ pub enum Check {
     Tool,
 }
 
+/// What a request proves its caller with.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// An API key, sent in both spellings the hangar (and the Python mcp-hangar) accept.
+    ApiKey(String),
+    /// An OAuth access token, as `Authorization: Bearer` only: the hangar reads `X-API-Key`
+    /// first and as a key, so a token sent there too would be refused.
+    Bearer(String),
+}
+
 /// Headers every request to the endpoint carries.
-pub fn base_headers(api_key: Option<&str>) -> anyhow::Result<Vec<(HeaderName, HeaderValue)>> {
+pub fn base_headers(credential: Option<&Credential>) -> anyhow::Result<Vec<(HeaderName, HeaderValue)>> {
     let mut headers = vec![
         (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         (ACCEPT, HeaderValue::from_static("application/json, text/event-stream")),
     ];
-    if let Some(key) = api_key {
-        // Both spellings the hangar (and the Python mcp-hangar) accept.
-        headers.push((HeaderName::from_static("x-api-key"), HeaderValue::from_str(key)?));
-        headers.push((AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {key}"))?));
+    match credential {
+        Some(Credential::ApiKey(key)) => {
+            headers.push((HeaderName::from_static("x-api-key"), HeaderValue::from_str(key)?));
+            headers.push((AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {key}"))?));
+        }
+        Some(Credential::Bearer(token)) => {
+            headers.push((AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}"))?));
+        }
+        None => {}
     }
     Ok(headers)
 }

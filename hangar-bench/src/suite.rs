@@ -238,7 +238,7 @@ impl Suite {
             setup: json!({"suite": label, "wire": format!("{wire:?}").to_lowercase(), "targets": calls.len()}),
             label,
             endpoint: hangar.mcp.clone(),
-            api_key: None,
+            credential: None,
             work: Work::Mcp { wire, calls, check },
             stop: Stop::Requests(1),
             concurrency: 1,
@@ -398,7 +398,7 @@ impl Suite {
         let rest = LoadSpec {
             label: format!("GET /api/mcp_servers ({n} cold)"),
             endpoint: list,
-            api_key: None,
+            credential: None,
             work: Work::Get,
             stop: Stop::Requests(requests),
             concurrency: 1,

@@ -4,8 +4,10 @@
 -- prefixed `wrk-result `, with the figures in hangar-bench's field names and the check counts;
 -- scripts/bench-compare and scripts/bench-wrk read it and fail on any failed or unchecked answer.
 --
---   wrk ... -s call.lua URL -- hangar_call SERVER TOOL TEXT   (the gateway tool, one call)
---   wrk ... -s call.lua URL -- front_door SERVER TOOL TEXT    (the upstream's tool by name)
+--   wrk ... -s call.lua URL -- hangar_call SERVER TOOL TEXT [TOKEN]   (the gateway tool, one call)
+--   wrk ... -s call.lua URL -- front_door SERVER TOOL TEXT [TOKEN]    (the upstream's tool by name)
+--
+-- TOKEN, when given, is sent as `Authorization: Bearer TOKEN` (an API key or an access token).
 --
 -- TOOL is an echo tool (the fake's `echo`): it is called with {"text": TEXT} and must answer
 -- {"text": TEXT} as its structuredContent. TEXT is letters and digits only (no escaping needed).
@@ -19,13 +21,13 @@ end
 
 local function usage(why)
   io.stderr:write("call.lua: " .. why .. "\n" ..
-    "usage: wrk ... -s call.lua URL -- hangar_call|front_door SERVER TOOL TEXT\n")
+    "usage: wrk ... -s call.lua URL -- hangar_call|front_door SERVER TOOL TEXT [TOKEN]\n")
   os.exit(64)
 end
 
 -- Per thread: builds the request and the patterns its answers must (not) match.
 function init(args)
-  local kind, server, tool, text = args[1], args[2], args[3], args[4]
+  local kind, server, tool, text, token = args[1], args[2], args[3], args[4], args[5]
   if not text then usage("four arguments expected") end
   for _, word in ipairs({ server, tool }) do
     if not word:match("^[%w_.-]+$") then usage("not a plain name: " .. word) end
@@ -51,6 +53,10 @@ function init(args)
   wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
   wrk.headers["Mcp-Method"] = "tools/call"
   wrk.headers["Mcp-Name"] = name
+  if token then
+    if not token:match("^[%w._~+/=-]+$") then usage("TOKEN is not a bearer token's characters") end
+    wrk.headers["Authorization"] = "Bearer " .. token
+  end
   wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' .. name ..
     '","arguments":' .. arguments .. ',' .. meta .. '}}'
 

@@ -13,13 +13,18 @@
       Prints the fraction of all CPU time spent busy (not idle or iowait) over SECONDS.
   helpers.py add-row SRC DST KEY=VALUE...
       Appends every JSON line of SRC to DST with the given string fields added.
-  helpers.py wrk [--header] URL KIND SERVER TOOL TEXT CONNECTIONS SECONDS LABEL [JSON_OUT]
+  helpers.py wrk [--header] [--bearer TOKEN] URL KIND SERVER TOOL TEXT CONNECTIONS SECONDS LABEL [JSON_OUT]
       Runs wrk (one thread, CONNECTIONS keep-alive connections, SECONDS) with call.lua beside this
       file: KIND is hangar_call or front_door, calling TOOL (an echo tool) with {"text": TEXT}, and
-      every answer is checked. Prints a row in hangar-bench's format (LABEL; its header first with
+      every answer is checked. --bearer sends TOKEN (a key or an access token) as
+      `Authorization: Bearer`. Prints a row in hangar-bench's format (LABEL; its header first with
       --header) and appends its JSON row (hangar-bench's fields, plus checked and failed) to
       JSON_OUT. Exits 1 when wrk fails, an answer failed its check, a socket error or non-2xx
       happened, or not every answer was checked.
+  helpers.py auth-report RESULTS_JSONL
+      scripts/bench-auth's table (Markdown): per generator and auth (none, key, token), calls/s at
+      8 connections and p50 at 8 and at 1, as median [min-max] over rounds; then token/key per
+      generator, round by round (each round's token run against the same round's key run).
   helpers.py report RESULTS_JSONL
       Prints the comparison table and appends the ratio rows to RESULTS_JSONL; then the cross-check
       table (ours by hangar-bench and by wrk, with wrk/hangar-bench) and its "agreement" rows.
@@ -176,12 +181,17 @@ def add_row(src, dst, *pairs):
 
 
 def wrk(*args):
-    header = args[:1] == ("--header",)
-    url, kind, server, tool, text, connections, seconds, label, *json_out = args[header:]
+    header, bearer = False, []
+    while args and args[0] in ("--header", "--bearer"):
+        if args[0] == "--header":
+            header, args = True, args[1:]
+        else:
+            bearer, args = [args[1]], args[2:]
+    url, kind, server, tool, text, connections, seconds, label, *json_out = args
     json_out = json_out[0] if json_out else None
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "call.lua")
     command = ["wrk", "-t1", f"-c{int(connections)}", f"-d{seconds}s", "--latency", "-s", script, url]
-    run = subprocess.run(command + ["--", kind, server, tool, text], capture_output=True, text=True)
+    run = subprocess.run(command + ["--", kind, server, tool, text, *bearer], capture_output=True, text=True)
     line = next((l for l in run.stdout.splitlines() if l.startswith("wrk-result ")), None)
     if run.returncode != 0 or line is None:
         sys.exit(f"wrk failed (exit {run.returncode}): {run.stderr.strip() or run.stdout.strip()}")
@@ -394,6 +404,51 @@ def _cross_check(results, run, bench):
     print("over a fixed time, hangar-bench's over a fixed count. wrk/hangar-bench near 1.00x: the two agree.")
 
 
+def _spread(values, digits):
+    values = sorted(values)
+    if not values:
+        return "-"
+    median = values[len(values) // 2] if len(values) % 2 else sum(values[len(values) // 2 - 1 : len(values) // 2 + 1]) / 2
+    if len(values) == 1:
+        return f"{median:,.{digits}f}"
+    return f"{median:,.{digits}f} [{values[0]:,.{digits}f}-{values[-1]:,.{digits}f}]"
+
+
+def auth_report(results):
+    rows = [json.loads(line) for line in open(results) if line.strip()]
+
+    def pick(generator, auth, connections):
+        found = [r for r in rows if r["generator"] == generator and r["auth"] == auth and r["connections"] == connections]
+        return sorted(found, key=lambda r: int(r["round"]))
+
+    generators = ("hangar-bench", "wrk")
+    print("| generator | auth | rounds | 8 conns calls/s | 8 conns p50 ms | 1 conn calls/s | 1 conn p50 ms |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for generator in generators:
+        for auth in ("none", "key", "token"):
+            eight, one = pick(generator, auth, "8"), pick(generator, auth, "1")
+            if not eight and not one:
+                continue
+            print(
+                f"| {generator} | {auth} | {max(len(eight), len(one))} "
+                f"| {_spread([r['calls_per_s'] for r in eight], 0)} | {_spread([r['p50_ms'] for r in eight], 3)} "
+                f"| {_spread([r['calls_per_s'] for r in one], 0)} | {_spread([r['p50_ms'] for r in one], 3)} |"
+            )
+    print()
+    print("token/key, round by round (calls/s: below 1.00 is a loss; p50: above 1.00 is slower):")
+    print()
+    print("| generator | 8 conns calls/s | 8 conns p50 | 1 conn calls/s | 1 conn p50 |")
+    print("|---|---:|---:|---:|---:|")
+    for generator in generators:
+        cells = []
+        for connections in ("8", "1"):
+            key, token = pick(generator, "key", connections), pick(generator, "token", connections)
+            for field in ("calls_per_s", "p50_ms"):
+                ratios = [t[field] / k[field] for k, t in zip(key, token) if k[field]]
+                cells.append(_spread(ratios, 3) + "x" if ratios else "-")
+        print(f"| {generator} | " + " | ".join(cells) + " |")
+
+
 def _print_table(table):
     widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
     for n, row in enumerate(table):
@@ -405,7 +460,7 @@ def _print_table(table):
 
 if __name__ == "__main__":
     cmd, *rest = sys.argv[1:] or ["help"]
-    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "wrk": wrk, "report": report}
+    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "wrk": wrk, "report": report, "auth-report": auth_report}
     if cmd not in handlers:
         sys.exit(__doc__)
     handlers[cmd](*rest)

@@ -3,20 +3,18 @@
 //! from `client_secret_file`), and must come back `active: true`. The answer's claims then go
 //! through the checks a JWT's do, where it carries them (see [`super::OAuth`]).
 //!
-//! Answers are cached by the token's SHA-256 ([`TokenCache`]): an accepted token until its
+//! Answers are cached by the token's SHA-256 (`cache::TokenCache`, the one token cache): an accepted token until its
 //! `exp`, at most [`ACCEPTED_TTL`] (so a revoked token is refused within that time), a refused
 //! one for [`REFUSED_TTL`]; an authorization server that cannot answer is not cached at all. At
 //! most [`MAX_IN_FLIGHT`] requests go to it at once.
 //! Neither the token nor the secret is ever logged.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::{Caller, IntrospectionConfig};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
+use super::cache::{TokenCache, digest};
 use super::{LEEWAY_S, Refusal};
 
 /// How long an accepted token is trusted without asking again.
@@ -41,7 +39,7 @@ pub struct Opaque {
 
 impl Opaque {
     pub fn new(config: &IntrospectionConfig) -> Result<Opaque, reqwest::Error> {
-        Ok(Opaque { client: Introspection::new(config)?, cache: TokenCache::default() })
+        Ok(Opaque { client: Introspection::new(config)?, cache: TokenCache::with_capacity(CACHE_CAPACITY) })
     }
 
     /// The caller an opaque token names: introspected (or cached), its `iss`, `aud`, `exp` and
@@ -53,7 +51,8 @@ impl Opaque {
         resource: &str,
         caller: impl Fn(&Map<String, Value>) -> Result<Caller, Refusal>,
     ) -> Result<Caller, Refusal> {
-        if let Some(decided) = self.cache.get(token) {
+        let key = digest(token);
+        if let Some(decided) = self.cache.get(&key, Instant::now()) {
             return decided;
         }
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -67,7 +66,8 @@ impl Opaque {
             Err(Refusal::IssuerUnavailable) => return Err(Refusal::IssuerUnavailable),
             Err(refusal) => (Err(refusal), REFUSED_TTL),
         };
-        self.cache.put(token, decided.clone(), ttl);
+        let now = Instant::now();
+        self.cache.insert(key, decided.clone(), now + ttl, now);
         decided
     }
 }
@@ -194,62 +194,6 @@ pub fn is_jws(token: &str) -> bool {
     jsonwebtoken::decode_header(token).is_ok()
 }
 
-/// A small, bounded cache of what was decided about a token, keyed by the token's SHA-256 (the
-/// token itself is never kept). Generic over what is cached, so a cache of verified JWTs could
-/// share it.
-pub struct TokenCache<V> {
-    entries: Mutex<HashMap<[u8; 32], (V, Instant)>>,
-    capacity: usize,
-}
-
-impl<V: Clone> TokenCache<V> {
-    pub fn new(capacity: usize) -> TokenCache<V> {
-        TokenCache { entries: Mutex::new(HashMap::new()), capacity }
-    }
-
-    /// What was decided about `token`, if not expired.
-    pub fn get(&self, token: &str) -> Option<V> {
-        let key = digest(token);
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        match entries.get(&key) {
-            Some((value, until)) if *until > Instant::now() => Some(value.clone()),
-            Some(_) => {
-                entries.remove(&key);
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Keeps `value` for `token` during `ttl` (nothing for a zero `ttl`). When full, expired
-    /// entries go first; if none had, the cache starts over (a flood of distinct tokens cannot
-    /// grow it past `capacity`).
-    pub fn put(&self, token: &str, value: V, ttl: Duration) {
-        if ttl.is_zero() {
-            return;
-        }
-        let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() >= self.capacity {
-            entries.retain(|_, (_, until)| *until > now);
-            if entries.len() >= self.capacity {
-                entries.clear();
-            }
-        }
-        entries.insert(digest(token), (value, now + ttl));
-    }
-}
-
-impl<V: Clone> Default for TokenCache<V> {
-    fn default() -> TokenCache<V> {
-        TokenCache::new(CACHE_CAPACITY)
-    }
-}
-
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
 /// How long to trust an accepted token: until its `exp` (a Unix time), at most [`ACCEPTED_TTL`].
 pub fn accepted_ttl(claims: &Map<String, Value>, now_unix: u64) -> Duration {
     match claims.get("exp").and_then(Value::as_u64) {
@@ -262,22 +206,6 @@ pub fn accepted_ttl(claims: &Map<String, Value>, now_unix: u64) -> Duration {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_cache_keeps_a_value_for_its_ttl_and_stays_bounded() {
-        let cache = TokenCache::new(2);
-        cache.put("a", 1, Duration::from_secs(60));
-        cache.put("gone", 0, Duration::ZERO);
-        assert_eq!(cache.get("a"), Some(1));
-        assert_eq!(cache.get("gone"), None, "a zero ttl is not cached");
-        cache.put("b", 2, Duration::from_secs(60));
-        cache.put("c", 3, Duration::from_secs(60));
-        assert_eq!(cache.entries.lock().unwrap().len(), 1, "full of live entries: started over");
-        assert_eq!(cache.get("c"), Some(3));
-        cache.put("d", 4, Duration::from_nanos(1));
-        std::thread::sleep(Duration::from_millis(2));
-        assert_eq!(cache.get("d"), None, "expired");
-    }
 
     #[test]
     fn an_accepted_token_is_trusted_until_its_exp_at_most_a_minute() {

@@ -201,6 +201,11 @@ impl Issuer {
         Some((key.clone(), issuer))
     }
 
+    /// `key` is still one of the issuer's keys as last fetched (not rotated away since).
+    pub fn holds(&self, key: &Arc<Key>) -> bool {
+        self.read().keys.iter().any(|held| Arc::ptr_eq(held, key))
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Known> {
         self.known.read().unwrap_or_else(|p| p.into_inner())
     }

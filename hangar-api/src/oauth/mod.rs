@@ -7,15 +7,19 @@
 //! `nbf` with [`LEEWAY_S`]; the required scopes (`scope`, space-separated, or `scp`). The caller
 //! is the token's `sub` (or `client_id`), its profile the first `auth.oauth.profiles` entry whose
 //! group the `profile_claim` names, else `default_profile`. A token is never passed on to an
-//! upstream, and never logged: a refusal logs its class only. With `auth.oauth.introspection`, a
-//! token that is not a JWS is introspected instead (`introspection.rs`).
+//! upstream, and never logged: a refusal logs its class only. An accepted token is remembered for
+//! a while ([`cache`]), so a client that repeats it is not checked in full on every call. With
+//! `auth.oauth.introspection`, a token that is not a JWS is introspected instead
+//! (`introspection.rs`).
 
+mod cache;
 mod introspection;
 mod issuer;
 mod metadata;
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 use hangar_core::access::{Caller, OAuthConfig};
 use jsonwebtoken::{Algorithm, Validation};
@@ -57,6 +61,8 @@ struct Inner {
     issuer: Issuer,
     /// With `auth.oauth.introspection`: opaque tokens.
     opaque: Option<Opaque>,
+    /// Tokens already checked, each with the key that checked it.
+    verified: cache::TokenCache<(Caller, Arc<issuer::Key>)>,
 }
 
 impl OAuth {
@@ -65,7 +71,8 @@ impl OAuth {
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.to_owned());
         let issuer = Issuer::new(config.issuer.clone())?;
         let opaque = config.introspection.as_deref().map(Opaque::new).transpose()?;
-        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer, opaque }) })
+        let verified = cache::TokenCache::default();
+        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer, opaque, verified }) })
     }
 
     pub fn resource(&self) -> &str {
@@ -89,6 +96,13 @@ impl OAuth {
             let (issuer, resource) = (&self.inner.config.issuer, &self.inner.resource);
             return opaque.authenticate(token, issuer, resource, |claims| self.caller(claims)).await;
         }
+        let digest = cache::digest(token);
+        // Checked before: only the key that checked it must still be one the issuer publishes.
+        if let Some((caller, key)) = self.inner.verified.get(&digest, Instant::now())
+            && self.inner.issuer.holds(&key)
+        {
+            return Ok(caller);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::InvalidToken("malformed"))?;
         if !issuer::asymmetric(header.alg) {
             return Err(Refusal::InvalidToken("algorithm not accepted"));
@@ -102,7 +116,12 @@ impl OAuth {
             jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &self.validation(header.alg, &iss))
                 .map_err(|err| Refusal::InvalidToken(failed_check(err.kind())))?
                 .claims;
-        self.caller(&claims)
+        let caller = self.caller(&claims)?;
+        let now = Instant::now();
+        if let Some(until) = cache::until_exp(claims.get("exp").and_then(Value::as_u64), now) {
+            self.inner.verified.insert(digest, (caller.clone(), key), until, now);
+        }
+        Ok(caller)
     }
 
     fn validation(&self, alg: Algorithm, iss: &str) -> Validation {
@@ -241,5 +260,6 @@ mod tests {
             jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
         assert_eq!(oauth.authenticate(&hs).await, Err(Refusal::InvalidToken("algorithm not accepted")));
         assert_eq!(oauth.authenticate("not a token").await, Err(Refusal::InvalidToken("malformed")));
+        assert_eq!(oauth.inner.verified.len(), 0, "a refused token is never remembered");
     }
 }
