@@ -25,7 +25,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hangar_core::access::{AuthConfig, Caller, parse_key_hash, valid_key_name};
 use hangar_runtime::exit::{EX_CONFIG, Sysexit};
-use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::exposure::{self, Exposure};
@@ -297,13 +296,15 @@ impl Auth {
         let secret = match credential {
             Credential::Key(secret) | Credential::Bearer(secret) => secret,
         };
-        if let Some(key) = find(config_keys.iter().chain(&self.inner.file), secret) {
+        // Hashed once: the keys are looked up by it, and so are the tokens OAuth checked before.
+        let digest = crate::oauth::digest(secret);
+        if let Some(key) = find(config_keys.iter().chain(&self.inner.file), &digest) {
             return Ok(Caller { identity: key.name.clone(), profile: key.profile.clone() });
         }
         match (credential, validator) {
             // With OAuth, a bearer token that is no key is an access token.
             (Credential::Bearer(token), Some(validator)) if oauth => {
-                validator.authenticate(token).await.map_err(Refusal::Token)
+                validator.authenticate_digested(token, digest).await.map_err(Refusal::Token)
             }
             (Credential::Bearer(_), None) if oauth => Err(Refusal::Token(crate::oauth::Refusal::IssuerUnavailable)),
             _ => Err(Refusal::Invalid),
@@ -320,12 +321,12 @@ fn presented(headers: &HeaderMap) -> Option<Credential<'_>> {
     Some(Credential::Bearer(bearer.trim()))
 }
 
-/// The first key whose hash is `secret`'s. Every hash is compared in full, and the scan never
-/// stops early, so timing says nothing about which key matched, or where.
-fn find<'k>(keys: impl Iterator<Item = &'k Key>, secret: &str) -> Option<&'k Key> {
-    let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+/// The first key whose hash is `digest` (the SHA-256 of the secret presented). Every hash is
+/// compared in full, and the scan never stops early, so timing says nothing about which key
+/// matched, or where.
+fn find<'k>(keys: impl Iterator<Item = &'k Key>, digest: &[u8; 32]) -> Option<&'k Key> {
     keys.fold(None, |found, key| {
-        let matches = constant_time_eq(&key.digest, &digest);
+        let matches = constant_time_eq(&key.digest, digest);
         if found.is_none() && matches { Some(key) } else { found }
     })
 }
@@ -409,6 +410,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use hangar_core::access::NamedKey;
+    use sha2::{Digest, Sha256};
 
     use super::*;
 

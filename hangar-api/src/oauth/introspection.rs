@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use hangar_core::access::{Caller, IntrospectionConfig};
 use serde_json::{Map, Value};
 
-use super::cache::{TokenCache, digest};
+use super::cache::{TokenCache, TokenDigest};
 use super::{LEEWAY_S, Refusal};
 
 /// How long an accepted token is trusted without asking again.
@@ -47,11 +47,11 @@ impl Opaque {
     pub async fn authenticate(
         &self,
         token: &str,
+        key: TokenDigest,
         issuer: &str,
         resource: &str,
         caller: impl Fn(&Map<String, Value>) -> Result<Caller, Refusal>,
     ) -> Result<Caller, Refusal> {
-        let key = digest(token);
         if let Some(decided) = self.cache.get(&key, Instant::now()) {
             return decided;
         }
@@ -188,10 +188,10 @@ impl Introspection {
     }
 }
 
-/// Whether `token` is shaped as a JWS (three base64url parts with a header that parses): it is
-/// then checked as a JWT, and anything else goes to introspection.
-pub fn is_jws(token: &str) -> bool {
-    jsonwebtoken::decode_header(token).is_ok()
+/// The header of `token` if it is shaped as a JWS (three base64url parts with a header that
+/// parses): it is then checked as a JWT, and anything else goes to introspection.
+pub fn jws_header(token: &str) -> Option<jsonwebtoken::Header> {
+    jsonwebtoken::decode_header(token).ok()
 }
 
 /// How long to trust an accepted token: until its `exp` (a Unix time), at most [`ACCEPTED_TTL`].
@@ -235,11 +235,11 @@ mod tests {
 
     #[test]
     fn only_a_jws_is_checked_as_a_jwt() {
-        assert!(!is_jws("GjR1y0pQf3-opaque_token"));
-        assert!(!is_jws("a.b.c"));
+        assert!(jws_header("GjR1y0pQf3-opaque_token").is_none());
+        assert!(jws_header("a.b.c").is_none());
         let key = jsonwebtoken::EncodingKey::from_secret(b"k");
         let jws =
             jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
-        assert!(is_jws(&jws));
+        assert!(jws_header(&jws).is_some());
     }
 }

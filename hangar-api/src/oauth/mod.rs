@@ -25,6 +25,7 @@ use hangar_core::access::{Caller, OAuthConfig};
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
+pub use cache::{TokenDigest, digest};
 pub use metadata::{METADATA_PATH, METADATA_PATH_MCP, challenge, issuer_unavailable, routes};
 
 use introspection::Opaque;
@@ -89,21 +90,30 @@ impl OAuth {
     }
 
     /// The caller a bearer token names, or why it is refused.
+    #[cfg(test)]
     pub async fn authenticate(&self, token: &str) -> Result<Caller, Refusal> {
-        if let Some(opaque) = &self.inner.opaque
-            && !introspection::is_jws(token)
-        {
-            let (issuer, resource) = (&self.inner.config.issuer, &self.inner.resource);
-            return opaque.authenticate(token, issuer, resource, |claims| self.caller(claims)).await;
-        }
-        let digest = cache::digest(token);
+        self.authenticate_digested(token, digest(token)).await
+    }
+
+    /// [`Self::authenticate`] for a token whose [`digest`] the caller already has (it looked the
+    /// same credential up among the API keys), so it is hashed once per request.
+    pub async fn authenticate_digested(&self, token: &str, digest: TokenDigest) -> Result<Caller, Refusal> {
         // Checked before: only the key that checked it must still be one the issuer publishes.
+        // (Only JWTs are kept here, so this comes before telling a JWS from an opaque token.)
         if let Some((caller, key)) = self.inner.verified.get(&digest, Instant::now())
             && self.inner.issuer.holds(&key)
         {
             return Ok(caller);
         }
-        let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::InvalidToken("malformed"))?;
+        // Not a JWS: an opaque token, introspected when the config says how.
+        let header = match (introspection::jws_header(token), &self.inner.opaque) {
+            (Some(header), _) => header,
+            (None, Some(opaque)) => {
+                let (issuer, resource) = (&self.inner.config.issuer, &self.inner.resource);
+                return opaque.authenticate(token, digest, issuer, resource, |claims| self.caller(claims)).await;
+            }
+            (None, None) => return Err(Refusal::InvalidToken("malformed")),
+        };
         if !issuer::asymmetric(header.alg) {
             return Err(Refusal::InvalidToken("algorithm not accepted"));
         }
