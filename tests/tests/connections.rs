@@ -42,7 +42,7 @@ impl Drop for Api {
     }
 }
 
-/// An API of our own on the hangar's socket, with the test's small limits.
+/// An API of our own on the hangar's socket, with the test's small limits, once it is ready.
 fn api(hangar: &Hangar) -> (Api, String) {
     api_capped(hangar, CAP)
 }
@@ -60,7 +60,9 @@ fn api_capped(hangar: &Hangar, cap: usize) -> (Api, String) {
         .spawn()
         .unwrap();
     let address = api_listening_address(&mut child);
-    (Api(child), address)
+    let api = Api(child);
+    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
+    (api, address)
 }
 
 /// The test itself holds thousands of sockets.
@@ -195,7 +197,6 @@ fn a_flood_of_connections_neither_starves_the_api_nor_keeps_its_memory() {
     let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
     let (api, address) = api(&hangar);
     let pid = api.0.id();
-    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
     // Warm up every path the test takes once, so the baseline includes what is allocated once.
     assert_normal_requests_answered(&address);
     let mut warm = open_stream(&address);
@@ -338,7 +339,6 @@ fn a_flood_renewed_as_fast_as_it_is_closed_cannot_starve_probes_or_operators() {
     raise_own_fd_limit();
     let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
     let (api, address) = api_capped(&hangar, SMALL_CAP);
-    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
     let mut streams: Vec<TcpStream> = (0..SMALL_CAP).map(|_| open_stream(&address)).collect();
     for stream in &mut streams {
         await_acknowledgement(stream);
@@ -411,7 +411,6 @@ fn stalled_large_bodies_do_not_grow_the_api_by_their_size() {
     let hangar = Hangar::start("mcp_servers:\n  math:\n    command: [\"{fake}\", \"--tools\", \"add\"]\n");
     let (api, address) = api(&hangar);
     let pid = api.0.id();
-    poll("our API to be ready", ANSWER, || (request(&address, "GET", "/health/ready", "")?.0 == 200).then_some(()));
     assert_normal_requests_answered(&address);
     let baseline = rss_kib(pid);
     let almost_all = vec![b' '; (1 << 20) - 1];
