@@ -78,6 +78,13 @@ struct Learned {
     validator: Option<OAuth>,
 }
 
+impl Inner {
+    /// Whether any authentication is configured: the file's keys, or the config's as `learned`.
+    fn authenticates(&self, learned: &Learned) -> bool {
+        !self.file.is_empty() || !learned.keys.is_empty() || learned.oauth
+    }
+}
+
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth").field("file_keys", &self.file.len()).finish_non_exhaustive()
@@ -188,7 +195,7 @@ impl Auth {
     /// What authentication is known: the file's keys count at once, the config's once learned.
     fn protection(&self) -> Protection {
         let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
-        if !self.inner.file.is_empty() || !learned.keys.is_empty() || learned.oauth {
+        if self.inner.authenticates(&learned) {
             Protection::Configured
         } else if learned.known {
             Protection::None
@@ -280,15 +287,16 @@ impl Auth {
     }
 
     /// Who the request comes from. With nothing configured, everyone is [`Caller::anonymous`]
-    /// (on loopback, or with `--unsafe-no-auth`: beyond it the exposure rule refuses first). Before the supervisor's settings are known only
-    /// the file's keys count; an anonymous caller is then refused by the supervisor itself if
-    /// its config does configure authentication.
+    /// (on loopback, or with `--unsafe-no-auth`: beyond it the exposure rule refuses first).
+    /// Before the supervisor's settings are known only the file's keys count; an anonymous
+    /// caller is then refused by the supervisor itself if its config does configure
+    /// authentication.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
-        let (config_keys, oauth, validator) = {
+        let (authenticates, config_keys, oauth, validator) = {
             let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
-            (learned.keys.clone(), learned.oauth, learned.validator.clone())
+            (self.inner.authenticates(&learned), learned.keys.clone(), learned.oauth, learned.validator.clone())
         };
-        if self.inner.file.is_empty() && config_keys.is_empty() && !oauth {
+        if !authenticates {
             return Ok(Caller::anonymous());
         }
         let missing = if oauth { Refusal::Token(crate::oauth::Refusal::Missing) } else { Refusal::Missing };
