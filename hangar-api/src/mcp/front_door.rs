@@ -7,7 +7,7 @@
 
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
-use hangar_core::ipc::{Catalog, ErrorKind, FrontDoor, IpcError, Relay, Target};
+use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
@@ -42,18 +42,8 @@ pub async fn tools_list(supervisor: &AsCaller) -> Result<Vec<Value>, RpcError> {
     if !catalog.front_door {
         return Ok(list);
     }
-    let exposed = exposed_tools(&catalog);
-    for server in &catalog.servers {
-        for declaration in &server.tools {
-            let Some(name) = declaration.get("name").and_then(Value::as_str) else { continue };
-            let Some(hit) = exposed.iter().find(|e| e.mcp_server == server.mcp_server && e.name == name) else {
-                continue;
-            };
-            let mut declaration = declaration.clone();
-            declaration["name"] = json!(hit.exposed);
-            list.push(declaration);
-        }
-    }
+    let per_server = catalog.servers.into_iter().map(|server| (server.mcp_server, server.tools)).collect();
+    list.extend(rename(&catalog.naming, per_server, "name"));
     Ok(list)
 }
 
@@ -136,7 +126,7 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 pub async fn list(supervisor: &AsCaller, method: &str, key: &str) -> Result<Value, RpcError> {
     let front_door = front_door_servers(supervisor, method).await?;
     let per_server = gather(supervisor, &front_door.servers, method, key).await;
-    Ok(json!({ key: rename(&front_door.naming, &per_server, field_of(key)) }))
+    Ok(json!({ key: rename(&front_door.naming, per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
@@ -299,25 +289,14 @@ async fn front_door_servers(supervisor: &AsCaller, method: &str) -> Result<Front
     if front_door.front_door { Ok(front_door) } else { Err(RpcError::method_not_found(method)) }
 }
 
-fn exposed_tools(catalog: &Catalog) -> Vec<Exposed> {
-    front_door::expose(
-        &catalog.naming,
-        catalog.servers.iter().map(|s| {
-            let names = s.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
-            (s.mcp_server.as_str(), names)
-        }),
-    )
-}
-
 /// Names each item by the rule, keeping every other field as the upstream declared it.
-fn rename(naming: &Naming, per_server: &[(String, Vec<Value>)], field: &str) -> Vec<Value> {
-    let exposed = exposed_of(naming, per_server, field);
+fn rename(naming: &Naming, per_server: Vec<(String, Vec<Value>)>, field: &str) -> Vec<Value> {
+    let exposed = exposed_of(naming, &per_server, field);
     let mut out = Vec::new();
     for (server, items) in per_server {
-        for item in items {
+        for mut item in items {
             let Some(name) = item.get(field).and_then(Value::as_str) else { continue };
-            if let Some(hit) = exposed.iter().find(|e| &e.mcp_server == server && e.name == name) {
-                let mut item = item.clone();
+            if let Some(hit) = exposed.iter().find(|e| e.mcp_server == server && e.name == name) {
                 item[field] = json!(hit.exposed);
                 out.push(item);
             }
