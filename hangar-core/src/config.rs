@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::{AuthConfig, Profiles};
 use crate::front_door::{Names, Naming};
+use crate::journal::{AuditConfig, JournalConfig, TelemetryConfig};
 use crate::limits::Limits;
 
 /// A loaded, validated config.
@@ -33,6 +34,16 @@ pub struct Config {
     /// Admission limits for the whole hangar (a server's own `limits` apply as well).
     #[serde(default)]
     pub limits: Limits,
+    /// Where the journal lives; `None`: `journal::default_state_dir`.
+    #[serde(default)]
+    pub state_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub journal: JournalConfig,
+    #[serde(default)]
+    pub audit: AuditConfig,
+    /// Span export (OTLP); off unless an endpoint is set.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
     /// In config order, which is the order every surface lists them in.
     #[serde(default, alias = "providers")]
     pub mcp_servers: IndexMap<String, ServerConfig>,
@@ -267,6 +278,10 @@ impl Config {
                 tool_access: ToolAccess::default(),
                 recovery: Recovery::default(),
                 limits: Limits::default(),
+                state_dir: None,
+                journal: JournalConfig::default(),
+                audit: AuditConfig::default(),
+                telemetry: TelemetryConfig::default(),
                 mcp_servers: IndexMap::new(),
             }
         } else {

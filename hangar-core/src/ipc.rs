@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
 use crate::front_door::Naming;
+use crate::journal::{AuditPage, AuditQuery, EventPage};
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 
@@ -123,6 +124,19 @@ pub enum Request {
     /// same keys (asked on every connection and after [`ServerFrame::AuthChanged`]). Only for
     /// the all-seeing caller.
     Auth,
+    /// The audit trail, as the caller's view sees it (admins: everything; others: their own
+    /// servers). Answers [`Reply::Audit`].
+    Audit(AuditQuery),
+    /// Journal events after `since` (or the newest page without it), as the caller's view sees
+    /// them (audit entries only for admins). With `follow`, the request stays open: each event
+    /// from `since` on comes as a [`ServerFrame::Notice`] (a [`JournalEvent`](crate::journal::JournalEvent)), replayed from the
+    /// journal first, then live, until the caller cancels.
+    Events {
+        since: Option<u64>,
+        limit: Option<usize>,
+        #[serde(default)]
+        follow: bool,
+    },
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
     /// is started first if it is cold. Answers the upstream's result.
     Forward {
@@ -279,6 +293,8 @@ pub enum Reply {
     Forwarded(Value),
     Reloaded(Reloaded),
     Auth(AuthConfig),
+    Audit(AuditPage),
+    Events(EventPage),
     /// Where a [`Request::Resolve`] name leads.
     Resolved {
         mcp_server: String,

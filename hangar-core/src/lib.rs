@@ -33,6 +33,7 @@ pub mod config;
 pub mod echo;
 pub mod front_door;
 pub mod ipc;
+pub mod journal;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod limits;

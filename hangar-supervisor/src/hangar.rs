@@ -24,6 +24,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use self::audit::{Decision, Shown};
 use self::exposed::ByView;
+use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 
@@ -52,7 +53,7 @@ pub struct Hangar {
 }
 
 impl Hangar {
-    pub fn new(config: &Config, config_path: Option<PathBuf>) -> Arc<Hangar> {
+    pub fn new(config: &Config, config_path: Option<PathBuf>, journal: Arc<Journal>) -> Arc<Hangar> {
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
         let shared = Arc::new(Shared {
@@ -60,6 +61,7 @@ impl Hangar {
             tool_changes,
             tools_generation: Default::default(),
             shutting_down: Default::default(),
+            journal,
         });
         let servers = config
             .mcp_servers
@@ -176,6 +178,9 @@ impl Hangar {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
+            Request::Audit(_) | Request::Events { .. } => {
+                return Err(IpcError::new(ErrorKind::InvalidArgument, "the journal cannot be read yet"));
+            }
             Request::Logs { mcp_server, lines } => {
                 let server = decide.admin("logs", &mcp_server, self.visible(view, &mcp_server))?;
                 if !(1..=MAX_LOG_LINES).contains(&lines) {

@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use hangar_core::config::Config;
+use hangar_core::journal::default_state_dir;
 use hangar_runtime::exit::Exit;
 use hangar_runtime::signals::{Received, Signals};
 use tokio::sync::watch;
 
 use crate::args::Args;
+use crate::journal::Journal;
 use crate::{control, hangar, helpers, notify, reaper};
 
 /// How long shutdown waits for children to stop before it kills them.
@@ -19,7 +21,10 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
     let (listener, socket_file) = control::bind(&socket, socket_group.as_ref()).await?;
     let mut signals = Signals::stop_or_reload()?;
-    let hangar = hangar::Hangar::new(&config, Some(args.config.clone()));
+    let state_dir = config.state_dir.clone().unwrap_or_else(|| default_state_dir(|name| std::env::var(name).ok()));
+    let journal = Journal::open(&state_dir)?;
+    tracing::info!(journal = %journal.path().display(), "journal open");
+    let hangar = hangar::Hangar::new(&config, Some(args.config.clone()), journal.clone());
     let (stop_tx, stop) = watch::channel(false);
     tokio::spawn(reaper::reap_adopted());
     let control = tokio::spawn(control::serve(listener, hangar.clone(), socket_group, stop.clone()));
@@ -57,6 +62,7 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     }
     hangar.shutdown(SHUTDOWN_DEADLINE).await;
     let _ = control.await;
+    journal.flush();
     socket_file.remove();
     tracing::info!("supervisor stopped");
     Ok(())

@@ -11,6 +11,7 @@ mod control;
 mod guardian;
 mod hangar;
 mod helpers;
+mod journal;
 mod lifetime;
 mod limits;
 mod lineage;

@@ -257,6 +257,8 @@ impl Hangar {
             .args(if extra_args.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
             .args(extra_args)
             .env("HANGAR_LOG", "info,hangar=debug")
+            // Each hangar keeps its journal in its own temp dir.
+            .env("STATE_DIRECTORY", dir.path().join("state"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)

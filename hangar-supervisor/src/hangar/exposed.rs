@@ -126,6 +126,7 @@ mod tests {
             tool_changes: broadcast::channel(8).0,
             tools_generation: Default::default(),
             shutting_down: Default::default(),
+            journal: crate::journal::Journal::in_memory(),
         });
         let servers = config
             .mcp_servers

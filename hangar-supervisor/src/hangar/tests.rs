@@ -8,7 +8,7 @@ fn hangar(auth: &str) -> Arc<Hangar> {
     let yaml = format!(
         "{auth}profiles:\n  ci: {{servers: [math], tools: {{allow: [add]}}}}\nmcp_servers:\n  math: {{command: [\"true\"]}}\n  secret: {{command: [\"true\"]}}\n"
     );
-    Hangar::new(&Config::parse(&yaml).unwrap(), None)
+    Hangar::new(&Config::parse(&yaml).unwrap(), None, crate::journal::Journal::in_memory())
 }
 
 fn listed(outcome: Outcome) -> Vec<String> {

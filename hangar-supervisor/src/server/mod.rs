@@ -57,6 +57,8 @@ pub struct Shared {
     /// `tool_changes`: the front door's index is rebuilt when it no longer matches.
     pub tools_generation: AtomicU64,
     pub shutting_down: AtomicBool,
+    /// Where what happens is recorded (and streamed live).
+    pub journal: Arc<crate::journal::Journal>,
 }
 
 pub struct Server {
@@ -248,6 +250,7 @@ impl Server {
                 }
                 inner.ready_since = (to == State::Ready).then(Instant::now);
                 let change = StateChange { mcp_server_id: self.id.clone(), from, to, at: rfc3339_millis(now), dead };
+                self.shared.journal.record(hangar_core::journal::Happened::State(change.clone()));
                 let _ = self.shared.events.send(change);
                 true
             }

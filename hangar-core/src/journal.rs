@@ -1,0 +1,236 @@
+//! The journal's vocabulary: its config keys (`state_dir`, `journal`, `audit`, `telemetry`), what
+//! it records ([`JournalEvent`], [`AuditEntry`]) and how it is read ([`AuditQuery`], pages).
+//!
+//! The supervisor owns the journal (an SQLite database in the state directory, written by it
+//! alone); every other process reads it through the control socket with these types.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ipc::Reloaded;
+use crate::record::StateChange;
+
+/// `journal:`: how long entries are kept.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalConfig {
+    /// Entries older than this are pruned.
+    #[serde(default = "default_retention_days")]
+    pub retention_days: u32,
+    /// The size cap: past it, the oldest entries are pruned first.
+    #[serde(default = "default_max_mb")]
+    pub max_mb: u64,
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        JournalConfig { retention_days: default_retention_days(), max_mb: default_max_mb() }
+    }
+}
+
+fn default_retention_days() -> u32 {
+    30
+}
+
+fn default_max_mb() -> u64 {
+    512
+}
+
+/// `audit:`: what is kept of each call.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    #[serde(default)]
+    pub arguments: ArgumentsKept,
+}
+
+/// What the audit trail keeps of a call's arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentsKept {
+    /// Nothing.
+    #[default]
+    None,
+    /// `sha256:<hex>` of the arguments' canonical JSON (keys sorted, no whitespace).
+    Digest,
+    /// The arguments as the caller sent them.
+    Full,
+}
+
+/// `telemetry:`: where spans are exported (OTLP over HTTP/protobuf); off when absent.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended).
+    #[serde(default)]
+    pub otlp_endpoint: Option<String>,
+}
+
+/// Where the state directory is when the config names none: systemd's `$STATE_DIRECTORY`, else
+/// `$XDG_STATE_HOME/hangar`, else `./.hangar`. `env` is passed in (pure).
+pub fn default_state_dir(env: impl Fn(&str) -> Option<String>) -> PathBuf {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(dir) = set("STATE_DIRECTORY") {
+        // systemd may list several, separated by colons; the first is ours.
+        return PathBuf::from(dir.split(':').next().unwrap_or(&dir));
+    }
+    if let Some(dir) = set("XDG_STATE_HOME") {
+        return Path::new(&dir).join("hangar");
+    }
+    PathBuf::from(".hangar")
+}
+
+/// How a call ended, as the audit trail records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The upstream answered with a result.
+    Ok,
+    /// The upstream answered with a tool error (`isError: true`).
+    IsError,
+    /// The call failed; `error_type` says how (`forbidden`, `timeout`, `unknown_tool`, ...).
+    Error,
+}
+
+/// One audited request: a tool call, a front-door request, or an admin action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// The journal id (the cursor).
+    pub id: u64,
+    /// RFC 3339, milliseconds, UTC.
+    pub at: String,
+    pub identity: String,
+    pub profile: Option<String>,
+    pub mcp_server: String,
+    /// The tool, for `tools/call`.
+    pub tool: Option<String>,
+    /// `tools/call`, `prompts/get`, ..., or an admin action: `start`, `stop`, `restart`, `reload`.
+    pub method: String,
+    pub outcome: CallOutcome,
+    pub error_type: Option<String>,
+    pub duration_ms: f64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// As `audit.arguments` says: absent, `sha256:<hex>`, or the arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The W3C trace id the request carried, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+/// One journal entry as `/api/events` streams it: `id` is the event id (`Last-Event-ID`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEvent {
+    pub id: u64,
+    pub at: String,
+    #[serde(flatten)]
+    pub what: Happened,
+}
+
+/// What a journal entry records. `kind` is the SSE event name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Happened {
+    /// A server changed state (with its `dead` record when it died).
+    State(StateChange),
+    /// Someone started, stopped or restarted a server.
+    Action { mcp_server: String, action: String, identity: String, profile: Option<String> },
+    /// The config was reloaded.
+    Reload {
+        #[serde(flatten)]
+        changes: Reloaded,
+        identity: String,
+    },
+    /// A server's tools no longer match what its config expects or pins.
+    Drift { mcp_server: String, detail: String },
+    /// An audited request (seen only by admins on `/api/events`).
+    Audit(AuditEntry),
+    /// Entries were lost (the disk was full or too slow); `dropped` says how many.
+    Gap { dropped: u64 },
+}
+
+impl Happened {
+    /// The SSE event name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Happened::State(_) => "state",
+            Happened::Action { .. } => "action",
+            Happened::Reload { .. } => "reload",
+            Happened::Drift { .. } => "drift",
+            Happened::Audit(_) => "audit",
+            Happened::Gap { .. } => "gap",
+        }
+    }
+
+    /// The server an entry is about, if it is about one (what a view filters on).
+    pub fn mcp_server(&self) -> Option<&str> {
+        match self {
+            Happened::State(change) => Some(&change.mcp_server_id),
+            Happened::Action { mcp_server, .. } | Happened::Drift { mcp_server, .. } => Some(mcp_server),
+            Happened::Audit(entry) => Some(&entry.mcp_server),
+            Happened::Reload { .. } | Happened::Gap { .. } => None,
+        }
+    }
+}
+
+/// The most entries one page holds.
+pub const MAX_PAGE: usize = 1000;
+/// A page's size when the query names none.
+pub const DEFAULT_PAGE: usize = 100;
+
+/// `GET /api/audit`'s filters. Without `since`, the newest `limit` entries; with it, the entries
+/// after that id, oldest first. Either way a page lists newest last.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditQuery {
+    pub since: Option<u64>,
+    pub limit: Option<usize>,
+    pub identity: Option<String>,
+    pub mcp_server: Option<String>,
+    /// `ok`, `is_error`, `error`, or an error type (`forbidden`, `timeout`, ...).
+    pub outcome: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    /// The cursor to ask `since=` for what comes next (the last id returned, or the `since` asked).
+    pub next: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    pub events: Vec<JournalEvent>,
+    pub next: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_dir_is_systemds_then_xdgs_then_the_working_directorys() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(
+            default_state_dir(env(&[("STATE_DIRECTORY", "/var/lib/hangar:/var/lib/other"), ("XDG_STATE_HOME", "/x")])),
+            PathBuf::from("/var/lib/hangar")
+        );
+        assert_eq!(
+            default_state_dir(env(&[("XDG_STATE_HOME", "/home/u/.local/state")])),
+            PathBuf::from("/home/u/.local/state/hangar")
+        );
+        assert_eq!(default_state_dir(env(&[("STATE_DIRECTORY", "")])), PathBuf::from(".hangar"));
+    }
+
+    #[test]
+    fn an_event_reads_with_its_kind_beside_its_fields() {
+        let event = JournalEvent { id: 7, at: "t".into(), what: Happened::Gap { dropped: 3 } };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json, serde_json::json!({"id": 7, "at": "t", "kind": "gap", "dropped": 3}));
+        assert_eq!(serde_json::from_value::<JournalEvent>(json).unwrap(), event);
+    }
+}

@@ -1,0 +1,110 @@
+//! The journal: an SQLite database in the state directory (`journal.sqlite`, WAL), of which the
+//! supervisor is the only writer. Every entry gets its id here, at once, is broadcast live and
+//! kept in a short in-memory tail, and is written by the writer thread (`writer.rs`) in batches,
+//! off every call's path.
+//!
+//! Schema (`schema.rs`, versioned by `PRAGMA user_version`):
+//! - `entries`: one row per [`JournalEvent`] (`id`, `at_ms`, `kind`, `mcp_server`, `identity`,
+//!   `outcome`, `error_type`, `body` = the event's JSON);
+//! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
+//!   keyed by server id and the hash of its config.
+
+mod schema;
+mod writer;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use hangar_core::journal::{Happened, JournalEvent};
+use hangar_core::time::rfc3339_millis;
+use tokio::sync::broadcast;
+
+pub use schema::OpenError;
+
+/// The database's file name in the state directory.
+pub const FILE_NAME: &str = "journal.sqlite";
+/// How many recent entries are kept in memory, so a replay sees those not yet written.
+const TAIL: usize = 4096;
+
+pub struct Journal {
+    path: PathBuf,
+    next_id: AtomicU64,
+    live: broadcast::Sender<JournalEvent>,
+    tail: Mutex<VecDeque<JournalEvent>>,
+    writer: writer::Writer,
+}
+
+impl Journal {
+    /// Opens (creating or migrating) the journal in `state_dir`, and starts its writer.
+    pub fn open(state_dir: &Path) -> Result<Arc<Journal>, OpenError> {
+        let path = state_dir.join(FILE_NAME);
+        let connection = schema::open(state_dir, &path)?;
+        let last_id = schema::last_id(&connection)?;
+        let writer = writer::Writer::start(connection);
+        Ok(Arc::new(Journal {
+            path,
+            next_id: AtomicU64::new(last_id + 1),
+            live: broadcast::channel(1024).0,
+            tail: Mutex::new(VecDeque::with_capacity(TAIL)),
+            writer,
+        }))
+    }
+
+    /// A journal in memory, for unit tests.
+    #[cfg(test)]
+    pub fn in_memory() -> Arc<Journal> {
+        let connection = schema::in_memory().expect("an in-memory journal");
+        let writer = writer::Writer::start(connection);
+        Arc::new(Journal {
+            path: PathBuf::from(":memory:"),
+            next_id: AtomicU64::new(1),
+            live: broadcast::channel(1024).0,
+            tail: Mutex::new(VecDeque::with_capacity(TAIL)),
+            writer,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
+    pub fn record(&self, what: Happened) -> u64 {
+        let now = SystemTime::now();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let event = JournalEvent { id, at: rfc3339_millis(now), what };
+        {
+            let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+            if tail.len() == TAIL {
+                tail.pop_front();
+            }
+            tail.push_back(event.clone());
+        }
+        let _ = self.live.send(event.clone());
+        self.writer.queue(now, event);
+        id
+    }
+
+    /// Every entry recorded from now on, as it is recorded.
+    #[allow(dead_code, reason = "the readers land next")]
+    pub fn subscribe(&self) -> broadcast::Receiver<JournalEvent> {
+        self.live.subscribe()
+    }
+
+    /// The recent entries after `since` still held in memory, and whether they reach back to it
+    /// (if not, the older ones are read from the database).
+    #[allow(dead_code, reason = "the readers land next")]
+    pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let complete = tail.front().is_none_or(|first| first.id <= since + 1);
+        (tail.iter().filter(|e| e.id > since).cloned().collect(), complete)
+    }
+
+    /// Waits until everything recorded so far is written (at shutdown).
+    pub fn flush(&self) {
+        self.writer.flush();
+    }
+}
