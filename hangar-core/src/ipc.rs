@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
 use crate::front_door::Naming;
-use crate::journal::{AuditPage, AuditQuery, EventPage};
+use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 
@@ -136,6 +136,11 @@ pub enum Request {
         limit: Option<usize>,
         #[serde(default)]
         follow: bool,
+    },
+    /// Audited calls and failures per minute over the last `minutes` (at most a day), as the
+    /// caller's view sees them. Answers [`Reply::Rates`].
+    Rates {
+        minutes: u32,
     },
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
     /// is started first if it is cold. Answers the upstream's result.
@@ -295,6 +300,7 @@ pub enum Reply {
     Auth(AuthConfig),
     Audit(AuditPage),
     Events(EventPage),
+    Rates(Vec<MinuteCount>),
     /// Where a [`Request::Resolve`] name leads.
     Resolved {
         mcp_server: String,

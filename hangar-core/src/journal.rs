@@ -206,6 +206,16 @@ pub struct EventPage {
     pub next: u64,
 }
 
+/// Calls and failed calls in one minute (for the status page's chart).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinuteCount {
+    /// The minute's start, RFC 3339.
+    pub at: String,
+    pub calls: u64,
+    /// Calls whose outcome was not `ok` (`is_error` or `error`).
+    pub errors: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -178,7 +178,7 @@ impl Hangar {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
-            Request::Audit(_) | Request::Events { .. } => {
+            Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
                 return Err(IpcError::new(ErrorKind::InvalidArgument, "the journal cannot be read yet"));
             }
             Request::Logs { mcp_server, lines } => {

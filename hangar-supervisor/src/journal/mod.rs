@@ -9,10 +9,11 @@
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
 
+mod memory;
 mod schema;
 mod writer;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use hangar_core::journal::{Happened, JournalEvent};
 use hangar_core::time::rfc3339_millis;
 use tokio::sync::broadcast;
 
+pub use memory::Remembered;
 pub use schema::OpenError;
 
 /// The database's file name in the state directory.
@@ -35,6 +37,8 @@ pub struct Journal {
     live: broadcast::Sender<JournalEvent>,
     tail: Mutex<VecDeque<JournalEvent>>,
     writer: writer::Writer,
+    /// What the last run remembered of each server, by id (read once, at open).
+    recalled: Mutex<HashMap<String, Remembered>>,
 }
 
 impl Journal {
@@ -43,6 +47,8 @@ impl Journal {
         let path = state_dir.join(FILE_NAME);
         let connection = schema::open(state_dir, &path)?;
         let last_id = schema::last_id(&connection)?;
+        let recalled =
+            memory::recall(&connection).map_err(|source| OpenError::Unreadable { path: path.clone(), source })?;
         let writer = writer::Writer::start(connection);
         Ok(Arc::new(Journal {
             path,
@@ -50,6 +56,7 @@ impl Journal {
             live: broadcast::channel(1024).0,
             tail: Mutex::new(VecDeque::with_capacity(TAIL)),
             writer,
+            recalled: Mutex::new(recalled),
         }))
     }
 
@@ -64,6 +71,7 @@ impl Journal {
             live: broadcast::channel(1024).0,
             tail: Mutex::new(VecDeque::with_capacity(TAIL)),
             writer,
+            recalled: Mutex::default(),
         })
     }
 
@@ -101,6 +109,19 @@ impl Journal {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
         (tail.iter().filter(|e| e.id > since).cloned().collect(), complete)
+    }
+
+    /// Saves what a server's next life should know (replacing what was saved of it before).
+    #[allow(dead_code, reason = "the server's memory lands next")]
+    pub fn remember(&self, memory: Remembered) {
+        self.writer.remember(memory);
+    }
+
+    /// What the last run remembered of `mcp_server`, taken once (a server built by a reload
+    /// starts from what its predecessor knew, not from the database).
+    #[allow(dead_code, reason = "the server's memory lands next")]
+    pub fn recall(&self, mcp_server: &str) -> Option<Remembered> {
+        self.recalled.lock().unwrap_or_else(|p| p.into_inner()).remove(mcp_server)
     }
 
     /// Waits until everything recorded so far is written (at shutdown).

@@ -7,6 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hangar_core::journal::{Happened, JournalEvent};
 use rusqlite::{Connection, params};
 
+use super::memory::Remembered;
+
 /// How many entries may wait for the writer before new ones are dropped.
 const QUEUE: usize = 65_536;
 /// The most entries one transaction writes.
@@ -16,6 +18,7 @@ pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
 
 enum Job {
     Write(i64, JournalEvent),
+    Remember(Remembered),
     Flush(mpsc::Sender<()>),
 }
 
@@ -41,6 +44,13 @@ impl Writer {
         }
     }
 
+    /// Queues a server's memory; it replaces what was remembered of it.
+    pub fn remember(&self, memory: Remembered) {
+        if self.queue.try_send(Job::Remember(memory)).is_err() {
+            tracing::warn!("journal queue full: a server's memory was not saved");
+        }
+    }
+
     pub fn flush(&self) {
         let (done, wait) = mpsc::channel();
         if self.queue.send(Job::Flush(done)).is_ok() {
@@ -51,6 +61,7 @@ impl Writer {
 
 fn run(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut memories = Vec::new();
     let mut flushes = Vec::new();
     while let Ok(first) = jobs.recv() {
         let deadline = std::time::Instant::now() + COMMIT_INTERVAL;
@@ -58,6 +69,7 @@ fn run(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
         while let Some(job) = next.take() {
             match job {
                 Job::Write(at_ms, event) => batch.push((at_ms, event)),
+                Job::Remember(memory) => memories.push(memory),
                 Job::Flush(done) => {
                     flushes.push(done);
                     break;
@@ -68,18 +80,22 @@ fn run(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
             }
             next = jobs.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())).ok();
         }
-        if let Err(err) = write(&mut connection, &batch) {
+        if let Err(err) = write(&mut connection, &batch, &memories) {
             tracing::error!(%err, entries = batch.len(), "journal write failed");
         }
         batch.clear();
+        memories.clear();
         for done in flushes.drain(..) {
             let _ = done.send(());
         }
     }
 }
 
-fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)]) -> rusqlite::Result<()> {
+fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &[Remembered]) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
+    for memory in memories {
+        memory.save(&tx)?;
+    }
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO entries (id, at_ms, kind, mcp_server, identity, outcome, error_type, body)
