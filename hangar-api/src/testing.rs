@@ -158,6 +158,9 @@ impl FakeSupervisor {
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             Request::Auth => Ok(Reply::Auth(Default::default())),
+            Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
+                Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no journal"))
+            }
             // The prober's requests: the API never sends them.
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))
