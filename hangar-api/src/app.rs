@@ -1,5 +1,5 @@
-//! The HTTP application: the router that joins REST, MCP, `/metrics` and the fallbacks, behind
-//! the body limit, the key check and the cross-site guard.
+//! The HTTP application: the router that joins REST, MCP, `/metrics`, the status page and the
+//! fallbacks, behind the body limit, the key check and the cross-site guard.
 
 use std::time::Instant;
 
@@ -10,7 +10,7 @@ use axum::response::Response;
 use hangar_core::echo::bounded;
 
 use crate::state::AppState;
-use crate::{body, error, mcp, metrics, oauth, rest};
+use crate::{body, error, mcp, metrics, oauth, page, rest};
 
 pub fn router(state: AppState) -> Router {
     let auth = state.auth.clone();
@@ -20,6 +20,7 @@ pub fn router(state: AppState) -> Router {
         .merge(metrics::routes())
         .merge(mcp::routes())
         .merge(oauth::routes())
+        .merge(page::routes())
         .fallback(error::not_found)
         // Must follow the routes: it applies to those registered so far.
         .method_not_allowed_fallback(error::method_not_allowed)

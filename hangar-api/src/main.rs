@@ -22,6 +22,7 @@ mod listen;
 mod mcp;
 mod metrics;
 mod oauth;
+mod page;
 mod random;
 mod rest;
 mod serve;

@@ -29,6 +29,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/mcp_servers/{id}/tools", get(tools))
         .route("/api/mcp_servers/{id}/logs", get(logs))
         .route("/api/config/reload", post(reload))
+        .route("/api/whoami", get(whoami))
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
 }
@@ -63,6 +64,12 @@ async fn reload(app: Calling) -> ApiResult {
 async fn stop(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     Ok(Json(app.supervisor.stop(&id).await?).into_response())
+}
+
+/// Who the request's credential names, and whether the supervisor lets it act (the status page
+/// shows start and stop only then).
+async fn whoami(app: Calling) -> ApiResult {
+    Ok(Json(app.supervisor.whoami().await?).into_response())
 }
 
 async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {

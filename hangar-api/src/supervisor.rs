@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{
-    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target,
+    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target, WhoAmI,
 };
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
@@ -220,6 +220,14 @@ impl AsCaller {
         match self.request(Request::Reload).await? {
             Reply::Reloaded(reloaded) => Ok(reloaded),
             _ => Err(unexpected("reload")),
+        }
+    }
+
+    /// Who this caller is, and whether the supervisor lets it act (its view's `admin`).
+    pub async fn whoami(&self) -> Result<WhoAmI, IpcError> {
+        match self.request(Request::WhoAmI).await? {
+            Reply::WhoAmI(whoami) => Ok(whoami),
+            _ => Err(unexpected("whoami")),
         }
     }
 

@@ -158,6 +158,12 @@ impl FakeSupervisor {
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             Request::Auth => Ok(Reply::Auth(Default::default())),
+            // The fake has no profiles: everyone is the all-seeing anonymous caller.
+            Request::WhoAmI => Ok(Reply::WhoAmI(hangar_core::ipc::WhoAmI {
+                identity: hangar_core::access::ANONYMOUS.into(),
+                profile: None,
+                admin: true,
+            })),
             Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no journal"))
             }

@@ -142,6 +142,9 @@ pub enum Request {
     Rates {
         minutes: u32,
     },
+    /// Who the caller is, as the supervisor judges it: identity, profile, and whether its view
+    /// may act (start, stop, logs, reload). Answers [`Reply::WhoAmI`].
+    WhoAmI,
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
     /// is started first if it is cold. Answers the upstream's result.
     Forward {
@@ -301,6 +304,7 @@ pub enum Reply {
     Audit(AuditPage),
     Events(EventPage),
     Rates(Vec<MinuteCount>),
+    WhoAmI(WhoAmI),
     /// Where a [`Request::Resolve`] name leads.
     Resolved {
         mcp_server: String,
@@ -317,6 +321,15 @@ pub struct Reloaded {
     pub changed: Vec<String>,
     /// Kept running as they were.
     pub unchanged: Vec<String>,
+}
+
+/// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's
+/// view), so a page shows admin controls exactly when the supervisor would accept them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WhoAmI {
+    pub identity: String,
+    pub profile: Option<String>,
+    pub admin: bool,
 }
 
 /// `POST /api/mcp_servers/{id}/start` and `hangar_start`.

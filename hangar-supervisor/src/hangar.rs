@@ -13,6 +13,7 @@ use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::{Naming, Unknown};
 use hangar_core::ipc::{
     Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
+    WhoAmI,
 };
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
@@ -225,6 +226,11 @@ impl Hangar {
             }
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
+            Request::WhoAmI => Reply::WhoAmI(WhoAmI {
+                identity: caller.identity.clone(),
+                profile: caller.profile.clone(),
+                admin: view.is_admin(),
+            }),
             // The prober's business: the hangar's own clients only.
             Request::Targets => {
                 hangar_only(view)?;

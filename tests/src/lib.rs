@@ -629,3 +629,17 @@ pub fn supervisor_exit(args: &[&std::ffi::OsStr], env: &[(&str, Option<&str>)]) 
     }
     (status.and_then(|s| s.code()), std::fs::read_to_string(stderr.path()).unwrap_or_default())
 }
+
+/// The hash an operator configures for `key`: `sha256:<hex>` of its bytes, made with
+/// `sha256sum` as the docs tell operators to.
+pub fn key_hash(key: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sha256sum (coreutils) runs");
+    child.stdin.take().expect("stdin").write_all(key.as_bytes()).expect("write to sha256sum");
+    let out = child.wait_with_output().expect("sha256sum answers");
+    format!("sha256:{}", String::from_utf8_lossy(&out.stdout).split_whitespace().next().expect("a digest"))
+}

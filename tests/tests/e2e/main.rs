@@ -49,4 +49,5 @@ mod security;
 mod shutdown;
 mod stable_names;
 mod starts;
+mod status_page;
 mod systemd;

@@ -1,0 +1,92 @@
+//! The status page at `GET /`: plain HTML, CSS and one script, compiled into the binary (no
+//! build step, nothing read from disk). The files carry no data, so they are served without a
+//! credential; the script asks `/api` for everything, with the credential the operator enters.
+//!
+//! Every answer here carries a strict Content-Security-Policy: only this origin's script and
+//! style (no inline code, no `eval`), requests only to this origin, no frames, no forms posted
+//! anywhere. `nosniff` keeps a browser from reading the files as anything but their type.
+
+use axum::Router;
+use axum::http::HeaderValue;
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
+};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::state::AppState;
+
+/// The page's files: path, media type, content.
+const FILES: [(&str, &str, &str); 3] = [
+    ("/", "text/html; charset=utf-8", include_str!("index.html")),
+    ("/page.css", "text/css; charset=utf-8", include_str!("page.css")),
+    ("/page.js", "text/javascript; charset=utf-8", include_str!("page.js")),
+];
+
+/// What the page may load and send: its own script, style and API, images of its own or inline
+/// `data:` (the chart is inline SVG drawn by the script), nothing else.
+pub const CONTENT_SECURITY_POLICY_VALUE: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+pub fn routes() -> Router<AppState> {
+    FILES.iter().fold(Router::new(), |router, &(path, media_type, content)| {
+        router.route(path, get(move || async move { serve(media_type, content) }))
+    })
+}
+
+/// Whether `path` is one of the page's files, which need no credential (they hold no data).
+pub fn is_page_file(path: &str) -> bool {
+    FILES.iter().any(|(file, _, _)| *file == path)
+}
+
+fn serve(media_type: &'static str, content: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static(media_type)),
+            (CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY_VALUE)),
+            (X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+            (REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
+            // A new binary serves new files: a browser asks again each time (cheap: they are small).
+            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        content,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_has_no_inline_script_or_style() {
+        let html = include_str!("index.html");
+        assert!(!html.contains("<style"), "inline style");
+        assert!(!html.contains(" style="), "inline style attribute");
+        assert!(!has_event_handler_attribute(html), "an inline event handler (onclick=...)");
+        for script in html.split("<script").skip(1) {
+            assert!(script.trim_start().starts_with("src=\"/page.js\""), "only the page's own script: {script}");
+        }
+    }
+
+    #[test]
+    fn every_file_is_served_under_the_policy() {
+        for (_, media_type, content) in FILES {
+            let response = serve(media_type, content);
+            let header = |name| response.headers().get(name).unwrap().to_str().unwrap().to_owned();
+            assert_eq!(header(CONTENT_SECURITY_POLICY), CONTENT_SECURITY_POLICY_VALUE);
+            assert_eq!(header(X_CONTENT_TYPE_OPTIONS), "nosniff");
+            assert_eq!(header(CONTENT_TYPE), media_type);
+        }
+        assert!(is_page_file("/") && is_page_file("/page.js") && !is_page_file("/api/whoami"));
+    }
+
+    /// ` on<letters>=` inside the markup: an attribute like `onclick=`.
+    fn has_event_handler_attribute(html: &str) -> bool {
+        html.match_indices(" on").any(|(at, _)| {
+            let rest = &html[at + 3..];
+            let name_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+            name_len > 0 && rest[name_len..].starts_with('=')
+        })
+    }
+}

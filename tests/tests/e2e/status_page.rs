@@ -1,0 +1,308 @@
+//! The status page in a real browser: Debian's Chromium, driven through chromedriver
+//! (WebDriver) with `fantoccini`. An admin signs in with a key, sees every server, starts one
+//! from the page, watches its row turn `dead` (`crashed`) when its process is SIGKILLed, without
+//! reloading the page, and restarts it from the page; a profile without `admin` sees the same
+//! servers and no buttons. The page runs under its strict Content-Security-Policy throughout,
+//! and any violation the browser reports fails the test. A screenshot is left at
+//! `target/status-page.png`.
+//!
+//! Chromium and chromedriver come from `scripts/setup-tools`; without them the test fails (it
+//! never skips), saying so.
+
+use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{Hangar, key_hash, read_pid, sigkill};
+
+const ADMIN_KEY: &str = "alice-page-s3cret";
+const VIEWER_KEY: &str = "viewer-page-s3cret";
+
+/// `victim` is killed and restarted; `steady` and `idle` stay as they are. The backoff after a
+/// crash is short, so the restart is allowed soon.
+const CONFIG: &str = r#"
+recovery: {initial_backoff_s: 1, max_backoff_s: 1}
+auth:
+  api_keys:
+    - {name: alice, hash: "{admin}", profile: admin}
+    - {name: viewer, hash: "{viewer}", profile: viewer}
+profiles:
+  admin: {servers: ["*"], admin: true}
+  viewer: {servers: ["*"]}
+mcp_servers:
+  steady: {command: ["{fake}", "--tools", "add,echo"]}
+  victim: {command: ["{fake}", "--tools", "add", "--pid-file", "{dir}/victim.pid"]}
+  idle: {command: ["{fake}", "--tools", "echo"]}
+"#;
+
+const SERVERS: [&str; 3] = ["steady", "victim", "idle"];
+
+/// The policy every file of the page is served under.
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Generous: the browser, the driver and the hangar share two cores with other tests.
+const WAIT: Duration = Duration::from_secs(30);
+
+#[test]
+fn an_admin_watches_a_crash_and_restarts_from_the_page_and_a_viewer_sees_no_buttons() {
+    let hangar =
+        Hangar::start(&CONFIG.replace("{admin}", &key_hash(ADMIN_KEY)).replace("{viewer}", &key_hash(VIEWER_KEY)));
+    let page = hangar.get("/");
+    assert_eq!(page.status, 200, "the page loads without a credential: {}", page.text);
+    assert_eq!(page.header("content-security-policy"), Some(POLICY));
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(hangar.get("/api/mcp_servers").status, 401, "the data needs a credential");
+
+    let driver = ChromeDriver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let browser = driver.session().await;
+        story(&hangar, &browser).await;
+        // On a failure the driver's process group (the browser with it) is killed instead.
+        let _ = browser.close().await;
+    });
+}
+
+async fn story(hangar: &Hangar, browser: &Client) {
+    let url = format!("{}/", hangar.base);
+
+    // An admin signs in with a key, once; the page shows every server.
+    sign_in(browser, &url, ADMIN_KEY).await;
+    for server in SERVERS {
+        let state = row(server, ".state");
+        eventually(&format!("the row of {server}"), || text(browser, &state)).await;
+    }
+    eventually("the event stream to be live", || async {
+        (attribute(browser, "#link", "data-link").await? == "live").then_some(())
+    })
+    .await;
+    assert!(text(browser, "#who").await.unwrap().contains("admin"));
+
+    // Any script or style the policy blocks from here on fails the test.
+    browser
+        .execute(
+            "window.hangarTestViolations = []; window.hangarTestMark = 'not reloaded';
+             document.addEventListener('securitypolicyviolation',
+               (e) => window.hangarTestViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
+            vec![],
+        )
+        .await
+        .unwrap();
+
+    // Started from the page.
+    click(browser, &row("victim", "button[data-action=\"start\"]")).await;
+    wait_for_state(browser, "victim", "ready").await;
+    let pid = read_pid(&hangar.path("victim.pid"));
+
+    // SIGKILLed: the row turns dead (crashed) as the event arrives, with no reload.
+    sigkill(pid);
+    wait_for_state(browser, "victim", "dead").await;
+    assert_eq!(text(browser, &row("victim", ".dead-reason")).await.as_deref(), Some("crashed"));
+    let mark = browser.execute("return window.hangarTestMark;", vec![]).await.unwrap();
+    assert_eq!(mark, json!("not reloaded"), "the row changed without a reload");
+    let details = hangar_details(hangar, "victim");
+    assert_eq!(details["dead"]["reason"], "crashed", "the supervisor agrees: {details}");
+
+    // Restarted from the page once its backoff allows (the page counts it down).
+    eventually("the retry countdown to reach now", || async {
+        let retry = text(browser, &row("victim", ".retry")).await?;
+        retry.contains("now").then_some(())
+    })
+    .await;
+    click(browser, &row("victim", "button[data-action=\"restart\"]")).await;
+    wait_for_state(browser, "victim", "ready").await;
+    assert_eq!(hangar_details(hangar, "victim")["state"], "ready");
+
+    // A server's panel: its tools with their schemas, its log tail.
+    click(browser, &row("steady", ".toggle")).await;
+    eventually("steady's tools in its panel", || async {
+        let tools = text(browser, &row("steady", ".tools")).await?;
+        (tools.contains("add") && tools.contains("\"type\"")).then_some(())
+    })
+    .await;
+    let violations = browser.execute("return window.hangarTestViolations;", vec![]).await.unwrap();
+    assert_eq!(violations, json!([]), "the page broke its own Content-Security-Policy");
+    screenshot(browser).await;
+
+    // A profile without admin: the same servers, no buttons.
+    browser.execute("sessionStorage.clear();", vec![]).await.unwrap();
+    sign_in(browser, &url, VIEWER_KEY).await;
+    for server in SERVERS {
+        let state = row(server, ".state");
+        eventually(&format!("the viewer's row of {server}"), || text(browser, &state)).await;
+    }
+    assert!(text(browser, "#who").await.unwrap().contains("read-only"));
+    let buttons = browser.find_all(Locator::Css("button[data-action]")).await.unwrap();
+    assert!(buttons.is_empty(), "a viewer sees {} action buttons", buttons.len());
+}
+
+/// Opens the page and enters `key` in its sign-in form.
+async fn sign_in(browser: &Client, url: &str, key: &str) {
+    browser.goto(url).await.unwrap();
+    eventually("the sign-in form", || async {
+        let hidden = browser.execute("return document.getElementById('signin').hidden;", vec![]).await.ok()?;
+        (hidden == json!(false)).then_some(())
+    })
+    .await;
+    browser.find(Locator::Id("credential")).await.unwrap().send_keys(key).await.unwrap();
+    click(browser, "#signin-form button[type=\"submit\"]").await;
+    eventually("the page to say who signed in", || async {
+        text(browser, "#who").await.filter(|who| who.starts_with("Signed in as"))
+    })
+    .await;
+}
+
+/// A CSS selector inside the row of `server`.
+fn row(server: &str, inside: &str) -> String {
+    format!("li[data-server=\"{server}\"] {inside}")
+}
+
+async fn wait_for_state(browser: &Client, server: &str, state: &str) {
+    eventually(&format!("{server} to show {state}"), || async {
+        let shown = text(browser, &row(server, ".state")).await?;
+        (shown == state).then_some(())
+    })
+    .await;
+}
+
+/// The text of the first element `selector` matches, if any.
+async fn text(browser: &Client, selector: &str) -> Option<String> {
+    let script = "const node = document.querySelector(arguments[0]); return node ? node.textContent : null;";
+    match browser.execute(script, vec![json!(selector)]).await.ok()? {
+        Value::String(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// An attribute of the first element `selector` matches, if any.
+async fn attribute(browser: &Client, selector: &str, name: &str) -> Option<String> {
+    let script =
+        "const node = document.querySelector(arguments[0]); return node ? node.getAttribute(arguments[1]) : null;";
+    match browser.execute(script, vec![json!(selector), json!(name)]).await.ok()? {
+        Value::String(value) => Some(value),
+        _ => None,
+    }
+}
+
+async fn click(browser: &Client, selector: &str) {
+    let element =
+        eventually(&format!("{selector} to be there"), || async { browser.find(Locator::Css(selector)).await.ok() })
+            .await;
+    element.click().await.unwrap_or_else(|err| panic!("cannot click {selector}: {err}"));
+}
+
+/// What the API says of `server`, asked with the admin key.
+fn hangar_details(hangar: &Hangar, server: &str) -> Value {
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(WAIT)).build().into();
+    let mut response =
+        agent.get(format!("{}/api/mcp_servers/{server}", hangar.base)).header("X-API-Key", ADMIN_KEY).call().unwrap();
+    hangar_tests::serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
+}
+
+/// Polls `check` every 100 ms until it gives `Some`, or fails naming `what` after [`WAIT`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out after {WAIT:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The page as a person sees it, kept as a test artifact: `target/status-page.png`.
+async fn screenshot(browser: &Client) {
+    let png = browser.screenshot().await.unwrap();
+    let path = target_dir().join("status-page.png");
+    std::fs::write(&path, png).unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));
+}
+
+/// `target/` (the built binaries are in `target/<profile>/`).
+fn target_dir() -> PathBuf {
+    let supervisor = hangar_tests::bin("hangar-supervisor");
+    supervisor.parent().and_then(Path::parent).expect("target directory").to_path_buf()
+}
+
+/// chromedriver on a free loopback port, in a process group of its own (with the browsers it
+/// starts), all killed when dropped.
+struct ChromeDriver {
+    child: Child,
+    url: String,
+    chromium: PathBuf,
+}
+
+impl ChromeDriver {
+    fn start() -> ChromeDriver {
+        let (Some(chromium), Some(chromedriver)) = (installed("chromium"), installed("chromedriver")) else {
+            panic!(
+                "the status page test needs Debian's chromium and chromium-driver (chromium and chromedriver on PATH \
+                 or in /usr/bin); run scripts/setup-tools, which installs them"
+            );
+        };
+        use std::os::unix::process::CommandExt;
+        // Port 0: chromedriver takes a free port and says which.
+        let mut child = Command::new(&chromedriver)
+            .arg("--port=0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot run {}: {err}", chromedriver.display()));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(port) = line.split("started successfully on port ").nth(1) {
+                    let _ = tx.send(port.trim_end_matches('.').trim().to_owned());
+                }
+            }
+        });
+        let port = rx.recv_timeout(WAIT).unwrap_or_else(|_| panic!("{} never said its port", chromedriver.display()));
+        ChromeDriver { child, url: format!("http://127.0.0.1:{port}"), chromium }
+    }
+
+    /// A new headless browser session.
+    async fn session(&self) -> Client {
+        let mut args = vec!["--headless=new", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,900"];
+        if nix::unistd::geteuid().is_root() {
+            // Chromium refuses to run as root inside its sandbox.
+            args.push("--no-sandbox");
+        }
+        let mut capabilities = hangar_tests::serde_json::Map::new();
+        capabilities.insert("browserName".into(), json!("chrome"));
+        capabilities.insert("goog:chromeOptions".into(), json!({"binary": self.chromium, "args": args}));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .unwrap_or_else(|err| panic!("chromedriver at {} gave no session: {err}", self.url))
+    }
+}
+
+impl Drop for ChromeDriver {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// `name` on PATH, else in /usr/bin.
+fn installed(name: &str) -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(name)).find(|path| path.is_file()));
+    on_path.or_else(|| Some(Path::new("/usr/bin").join(name)).filter(|path| path.is_file()))
+}
