@@ -2,6 +2,7 @@
 
 mod audit;
 mod exposed;
+mod journal_view;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,12 +51,15 @@ pub struct Hangar {
     reloading: tokio::sync::Mutex<()>,
     /// The hangar-wide limits; replaced by a reload (requests admitted before keep their place).
     limiter: RwLock<Arc<Limiter>>,
+    /// The journal's read side (its own connection).
+    journal_reader: Arc<crate::journal::read::Reader>,
 }
 
 impl Hangar {
     pub fn new(config: &Config, config_path: Option<PathBuf>, journal: Arc<Journal>) -> Arc<Hangar> {
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
+        let journal_reader = Arc::new(crate::journal::read::Reader::new(journal.path()));
         let shared = Arc::new(Shared {
             events,
             tool_changes,
@@ -80,6 +84,7 @@ impl Hangar {
             config_path,
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
+            journal_reader,
         })
     }
 
@@ -178,8 +183,8 @@ impl Hangar {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
-            Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
-                return Err(IpcError::new(ErrorKind::InvalidArgument, "the journal cannot be read yet"));
+            request @ (Request::Audit(_) | Request::Events { .. } | Request::Rates { .. }) => {
+                journal_view::answer(self, caller, view, request, notices).await?
             }
             Request::Logs { mcp_server, lines } => {
                 let server = decide.admin("logs", &mcp_server, self.visible(view, &mcp_server))?;

@@ -10,6 +10,7 @@
 //!   keyed by server id and the hash of its config.
 
 mod memory;
+pub mod read;
 mod schema;
 mod writer;
 
@@ -97,14 +98,12 @@ impl Journal {
     }
 
     /// Every entry recorded from now on, as it is recorded.
-    #[allow(dead_code, reason = "the readers land next")]
     pub fn subscribe(&self) -> broadcast::Receiver<JournalEvent> {
         self.live.subscribe()
     }
 
     /// The recent entries after `since` still held in memory, and whether they reach back to it
     /// (if not, the older ones are read from the database).
-    #[allow(dead_code, reason = "the readers land next")]
     pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
