@@ -39,11 +39,25 @@ fn default_max_mb() -> u64 {
 }
 
 /// `audit:`: what is kept of each call.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditConfig {
+    /// Whether calls and admin actions are recorded at all (state changes, reloads and drift
+    /// are recorded either way).
+    #[serde(default = "enabled")]
+    pub enabled: bool,
     #[serde(default)]
     pub arguments: ArgumentsKept,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig { enabled: true, arguments: ArgumentsKept::default() }
+    }
+}
+
+fn enabled() -> bool {
+    true
 }
 
 /// What the audit trail keeps of a call's arguments.

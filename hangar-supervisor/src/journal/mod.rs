@@ -81,10 +81,15 @@ impl Journal {
     }
 
     /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
-    pub fn record(&self, what: Happened) -> u64 {
+    pub fn record(&self, mut what: Happened) -> u64 {
         let now = SystemTime::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let event = JournalEvent { id, at: rfc3339_millis(now), what };
+        let at = rfc3339_millis(now);
+        if let Happened::Audit(entry) = &mut what {
+            entry.id = id;
+            entry.at.clone_from(&at);
+        }
+        let event = JournalEvent { id, at, what };
         {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
             if tail.len() == TAIL {
@@ -92,7 +97,9 @@ impl Journal {
             }
             tail.push_back(event.clone());
         }
-        let _ = self.live.send(event.clone());
+        if self.live.receiver_count() > 0 {
+            let _ = self.live.send(event.clone());
+        }
         self.writer.queue(now, event);
         id
     }
