@@ -10,13 +10,14 @@ use axum::response::Response;
 use hangar_core::echo::bounded;
 
 use crate::state::AppState;
-use crate::{body, error, mcp, metrics, oauth, page, rest};
+use crate::{body, error, journal, mcp, metrics, oauth, page, rest};
 
 pub fn router(state: AppState) -> Router {
     let auth = state.auth.clone();
     let guard = state.guard.clone();
     Router::new()
         .merge(rest::routes())
+        .merge(journal::routes())
         .merge(metrics::routes())
         .merge(mcp::routes())
         .merge(oauth::routes())

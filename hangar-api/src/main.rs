@@ -16,6 +16,7 @@ mod body;
 mod error;
 mod exposure;
 mod guard;
+mod journal;
 mod json;
 mod lifetime;
 mod listen;

@@ -13,6 +13,7 @@ use hangar_core::access::Caller;
 use hangar_core::ipc::{
     Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target, WhoAmI,
 };
+use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
 pub use hangar_runtime::client::Readiness;
@@ -229,6 +230,31 @@ impl AsCaller {
             Reply::WhoAmI(whoami) => Ok(whoami),
             _ => Err(unexpected("whoami")),
         }
+    }
+
+    /// One page of the audit trail, as the caller's view sees it.
+    pub async fn audit(&self, query: AuditQuery) -> Result<AuditPage, IpcError> {
+        match self.request(Request::Audit(query)).await? {
+            Reply::Audit(page) => Ok(page),
+            _ => Err(unexpected("audit")),
+        }
+    }
+
+    /// Audited calls and failures per minute over the last `minutes`.
+    pub async fn rates(&self, minutes: u32) -> Result<Vec<MinuteCount>, IpcError> {
+        match self.request(Request::Rates { minutes }).await? {
+            Reply::Rates(rates) => Ok(rates),
+            _ => Err(unexpected("rates")),
+        }
+    }
+
+    /// Journal events after `since` (from now without it), each a notice on the receiver, until
+    /// the future is dropped (which cancels the request) or the supervisor goes.
+    pub fn follow_events(
+        &self,
+        since: Option<u64>,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+        self.request_relayed(Request::Events { since, limit: None, follow: true })
     }
 
     pub async fn metrics(&self) -> Result<Box<MetricsSnapshot>, IpcError> {

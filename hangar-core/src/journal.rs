@@ -39,11 +39,25 @@ fn default_max_mb() -> u64 {
 }
 
 /// `audit:`: what is kept of each call.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditConfig {
+    /// Whether calls and admin actions are recorded at all (state changes, reloads and drift
+    /// are recorded either way).
+    #[serde(default = "enabled")]
+    pub enabled: bool,
     #[serde(default)]
     pub arguments: ArgumentsKept,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig { enabled: true, arguments: ArgumentsKept::default() }
+    }
+}
+
+fn enabled() -> bool {
+    true
 }
 
 /// What the audit trail keeps of a call's arguments.
@@ -122,12 +136,37 @@ pub struct AuditEntry {
 }
 
 /// One journal entry as `/api/events` streams it: `id` is the event id (`Last-Event-ID`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its JSON is one object: `id`, `at` and the fields of `what` beside them. An audit entry has
+/// `id` and `at` of its own, the event's: they are written once, and read back into both.
+#[derive(Debug, Clone, PartialEq)]
 pub struct JournalEvent {
     pub id: u64,
     pub at: String,
-    #[serde(flatten)]
     pub what: Happened,
+}
+
+impl Serialize for JournalEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut object = match serde_json::to_value(&self.what).map_err(serde::ser::Error::custom)? {
+            Value::Object(object) => object,
+            _ => return Err(serde::ser::Error::custom("an event is a JSON object")),
+        };
+        object.insert("id".into(), self.id.into());
+        object.insert("at".into(), self.at.clone().into());
+        object.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for JournalEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let object = serde_json::Map::deserialize(deserializer)?;
+        let id = object.get("id").and_then(Value::as_u64).ok_or_else(|| D::Error::missing_field("id"))?;
+        let at = object.get("at").and_then(Value::as_str).ok_or_else(|| D::Error::missing_field("at"))?.to_owned();
+        let what = Happened::deserialize(Value::Object(object)).map_err(D::Error::custom)?;
+        Ok(JournalEvent { id, at, what })
+    }
 }
 
 /// What a journal entry records. `kind` is the SSE event name.
@@ -242,5 +281,31 @@ mod tests {
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json, serde_json::json!({"id": 7, "at": "t", "kind": "gap", "dropped": 3}));
         assert_eq!(serde_json::from_value::<JournalEvent>(json).unwrap(), event);
+    }
+
+    #[test]
+    fn an_audit_event_names_its_id_and_time_once_and_reads_back_whole() {
+        let entry = AuditEntry {
+            id: 0,
+            at: String::new(),
+            identity: "ci".into(),
+            profile: None,
+            mcp_server: "m".into(),
+            tool: Some("add".into()),
+            method: "tools/call".into(),
+            outcome: CallOutcome::Ok,
+            error_type: None,
+            duration_ms: 1.5,
+            bytes_in: 2,
+            bytes_out: 3,
+            arguments: None,
+            trace_id: None,
+        };
+        let event = JournalEvent { id: 9, at: "t".into(), what: Happened::Audit(entry.clone()) };
+        let text = serde_json::to_string(&event).unwrap();
+        assert_eq!(text.matches("\"id\"").count(), 1, "{text}");
+        let back = serde_json::from_str::<JournalEvent>(&text).unwrap();
+        let whole = AuditEntry { id: 9, at: "t".into(), ..entry };
+        assert_eq!(back, JournalEvent { id: 9, at: "t".into(), what: Happened::Audit(whole) });
     }
 }

@@ -23,7 +23,19 @@ const PREFIX: &str = "sha256:";
 
 /// The digest of a tool's declaration as an upstream sent it in `tools/list`.
 pub fn digest(declaration: &Value) -> String {
-    let hash = Sha256::digest(canonical(declaration));
+    hex_digest(&canonical(declaration))
+}
+
+/// The digest of any JSON value in the same canonical form (keys sorted at every depth, no
+/// whitespace): what `audit.arguments: digest` keeps of a call's arguments.
+pub fn value_digest(value: &Value) -> String {
+    let mut out = Vec::new();
+    write_value(&mut out, value);
+    hex_digest(&out)
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
     let mut out = String::with_capacity(PREFIX.len() + 64);
     out.push_str(PREFIX);
     for byte in hash {

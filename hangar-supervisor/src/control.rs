@@ -490,14 +490,16 @@ fn in_group(status: &str, uid: u32, gid: u32) -> Result<(), String> {
     }
 }
 
-/// For a call that asked for a relay, a channel whose messages go out as notices about `id`,
+/// For a call that asked for a relay (or a followed `Events`), a channel whose messages go out as notices about `id`,
 /// and the task that sends them (it ends when every sender is gone).
 fn relay_notices(
     id: u64,
     op: &Request,
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)> {
-    if !matches!(op, Request::Call { relay, .. } if !relay.is_off()) {
+    let relayed = matches!(op, Request::Call { relay, .. } if !relay.is_off())
+        || matches!(op, Request::Events { follow: true, .. });
+    if !relayed {
         return None;
     }
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();

@@ -2,6 +2,7 @@
 
 mod audit;
 mod exposed;
+mod journal_view;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ use hangar_core::ipc::{
     Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
     WhoAmI,
 };
+use hangar_core::journal::{AuditConfig, Happened};
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
@@ -51,12 +53,15 @@ pub struct Hangar {
     reloading: tokio::sync::Mutex<()>,
     /// The hangar-wide limits; replaced by a reload (requests admitted before keep their place).
     limiter: RwLock<Arc<Limiter>>,
+    /// The journal's read side (its own connection).
+    journal_reader: Arc<crate::journal::read::Reader>,
 }
 
 impl Hangar {
     pub fn new(config: &Config, config_path: Option<PathBuf>, journal: Arc<Journal>) -> Arc<Hangar> {
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
+        let journal_reader = Arc::new(crate::journal::read::Reader::new(journal.path()));
         let shared = Arc::new(Shared {
             events,
             tool_changes,
@@ -81,6 +86,7 @@ impl Hangar {
             config_path,
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
+            journal_reader,
         })
     }
 
@@ -140,8 +146,14 @@ impl Hangar {
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Outcome {
-        let outcome = match self.admit_caller(caller) {
-            Ok(view) => self.answer(caller, &view, request, notices).await,
+        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let outcome = match admit_caller(&access, caller) {
+            Ok(view) => {
+                let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
+                let answer = self.answer(&decide, request, notices).await;
+                decide.finish(&answer);
+                answer
+            }
             Err(refused) => Err(refused),
         };
         match outcome {
@@ -150,37 +162,24 @@ impl Hangar {
         }
     }
 
-    /// The caller's view. Once `auth` is configured nothing is anonymous: an anonymous caller is
-    /// an API instance that has not learned the keys yet, and is refused.
-    fn admit_caller(&self, caller: &Caller) -> Result<View, IpcError> {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
-        if caller.identity == hangar_core::access::ANONYMOUS && access.auth.is_configured() {
-            return Err(IpcError::forbidden(
-                "authentication is configured and this request names no one (the API has not learned the keys yet; retry)",
-            ));
-        }
-        Ok(access.policy.view(caller))
-    }
-
     async fn answer(
         &self,
-        caller: &Caller,
-        view: &View,
+        decide: &Decision<'_>,
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
+        let view = decide.view();
         if self.shared.shutting_down.load(Ordering::SeqCst)
             && matches!(request, Request::Start { .. } | Request::Call { .. })
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
-        let decide = Decision::by(caller, view);
         Ok(match request {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
-            Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
-                return Err(IpcError::new(ErrorKind::InvalidArgument, "the journal cannot be read yet"));
+            request @ (Request::Audit(_) | Request::Events { .. } | Request::Rates { .. }) => {
+                journal_view::answer(self, decide.caller(), view, request, notices).await?
             }
             Request::Logs { mcp_server, lines } => {
                 let server = decide.admin("logs", &mcp_server, self.visible(view, &mcp_server))?;
@@ -194,17 +193,19 @@ impl Hangar {
             }
             Request::Start { mcp_server } => {
                 let server = decide.admin("start", &mcp_server, self.visible(view, &mcp_server))?;
+                self.record_action(decide.caller(), view, &mcp_server, "start");
                 Reply::Started(server.start(Cause::Explicit).await?)
             }
             Request::Stop { mcp_server } => {
                 let server = decide.admin("stop", &mcp_server, self.visible(view, &mcp_server))?;
+                self.record_action(decide.caller(), view, &mcp_server, "stop");
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
             Request::Call { target, arguments, timeout_ms, relay, extra } => {
                 let (server, tool) = match target {
                     Target::Tool { mcp_server, tool } => {
                         let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
-                        decide.call(&mcp_server, &tool, found)?
+                        decide.call(&mcp_server, &tool, &arguments, found)?
                     }
                     Target::Exposed { name } => {
                         let found = self.resolve(view, &name).await;
@@ -212,7 +213,7 @@ impl Hangar {
                             Ok((server, tool)) => (server.id().to_owned(), tool.clone()),
                             Err(_) => (String::new(), name.clone()),
                         };
-                        decide.call(&server, &tool, found)?
+                        decide.call(&server, &tool, &arguments, found)?
                     }
                 };
                 if !arguments.is_object() && !arguments.is_null() {
@@ -227,8 +228,8 @@ impl Hangar {
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
             Request::WhoAmI => Reply::WhoAmI(WhoAmI {
-                identity: caller.identity.clone(),
-                profile: caller.profile.clone(),
+                identity: decide.caller().identity.clone(),
+                profile: decide.caller().profile.clone(),
                 admin: view.is_admin(),
             }),
             // The prober's business: the hangar's own clients only.
@@ -274,7 +275,7 @@ impl Hangar {
             }
             Request::Reload => {
                 decide.admin("reload", "", Ok(()))?;
-                Reply::Reloaded(self.reload().await?)
+                Reply::Reloaded(self.reload(&decide.caller().identity).await?)
             }
             Request::Forward { mcp_server, method, params, timeout_ms } => {
                 let found = self.visible(view, &mcp_server);
@@ -360,7 +361,7 @@ impl Hangar {
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
     /// ones are replaced (and started again if they were running), unchanged ones keep running
     /// untouched. A config that does not load is refused and the running one stays.
-    pub async fn reload(&self) -> Result<Reloaded, IpcError> {
+    pub async fn reload(&self, identity: &str) -> Result<Reloaded, IpcError> {
         let _one_reload_at_a_time = self.reloading.lock().await;
         let Some(path) = &self.config_path else {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "this supervisor was started without a config file"));
@@ -425,9 +426,20 @@ impl Hangar {
             let _ = server.start(Cause::Explicit).await;
         }
         tracing::info!(added = ?report.added, removed = ?report.removed, changed = ?report.changed, "config reloaded");
+        self.shared.journal.record(Happened::Reload { changes: report.clone(), identity: identity.to_owned() });
         // Every API instance asks for the `auth:` block again.
         let _ = self.auth_changes.send(());
         Ok(report)
+    }
+
+    /// Records who started or stopped a server (the action's audit entry is the decision's).
+    fn record_action(&self, caller: &Caller, view: &View, mcp_server: &str, action: &str) {
+        self.shared.journal.record(Happened::Action {
+            mcp_server: mcp_server.to_owned(),
+            action: action.to_owned(),
+            identity: caller.identity.clone(),
+            profile: view.profile().map(str::to_owned),
+        });
     }
 
     /// Stops servers left unused longer than their `idle_ttl_s`, until shutdown.
@@ -483,6 +495,8 @@ pub struct Subscription {
 struct Access {
     auth: AuthConfig,
     policy: Policy,
+    /// What the journal keeps of each call (`audit:`).
+    audit: AuditConfig,
 }
 
 impl Access {
@@ -492,8 +506,19 @@ impl Access {
             tracing::error!(%err, "profiles did not compile; every profile sees nothing");
             Policy::default()
         });
-        Access { auth: config.auth.clone(), policy }
+        Access { auth: config.auth.clone(), policy, audit: config.audit.clone() }
     }
+}
+
+/// The caller's view. Once `auth` is configured nothing is anonymous: an anonymous caller is
+/// an API instance that has not learned the keys yet, and is refused.
+fn admit_caller(access: &Access, caller: &Caller) -> Result<View, IpcError> {
+    if caller.identity == hangar_core::access::ANONYMOUS && access.auth.is_configured() {
+        return Err(IpcError::forbidden(
+            "authentication is configured and this request names no one (the API has not learned the keys yet; retry)",
+        ));
+    }
+    Ok(access.policy.view(caller))
 }
 
 /// Requests only the hangar's own clients (the all-seeing view) make.

@@ -48,7 +48,7 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
             Received::Reload => {
                 // A refused config is logged; the running one stays.
                 notify::reloading();
-                if let Err(err) = hangar.reload().await {
+                if let Err(err) = hangar.reload(hangar_core::access::HANGAR).await {
                     tracing::error!(%err, "SIGHUP: reload refused");
                 }
                 notify::ready(&serving());

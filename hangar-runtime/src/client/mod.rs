@@ -204,6 +204,8 @@ fn budget_for(request: &Request) -> Duration {
             Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)).saturating_add(CALL_SLACK)
         }
         Request::Check { timeout_ms, .. } => Duration::from_millis(*timeout_ms).saturating_add(CALL_SLACK),
+        // Followed events stream until the caller cancels (drops the request).
+        Request::Events { follow: true, .. } => Duration::MAX,
         _ => DEFAULT_BUDGET,
     }
 }

@@ -1,19 +1,23 @@
 //! Authorization decisions, made and recorded in one place: each call or admin action a caller
 //! asks for is judged against its view and logged as a structured `tracing` event (target
-//! `hangar::audit`: identity, profile, server, tool or method, outcome, error type). Arguments,
-//! keys and tokens are never part of it. The persistent journal comes later (issue 14).
+//! `hangar::audit`: identity, profile, server, tool or method, outcome, error type), and, once
+//! answered, recorded in the journal as an [`AuditEntry`] (with its duration, sizes and, as
+//! `audit.arguments` says, its arguments). Keys and tokens are never part of either.
 //!
 //! Also what a view shows of one server ([`Shown`]): its tools as far as the view allows them.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use hangar_core::access::{ANONYMOUS, Caller, HANGAR};
 use hangar_core::echo::bounded;
-use hangar_core::ipc::IpcError;
+use hangar_core::ipc::{IpcError, Reply};
+use hangar_core::journal::{ArgumentsKept, AuditConfig, AuditEntry, CallOutcome, Happened};
 use hangar_core::policy::View;
 use hangar_core::record::{ServerDetails, ServerSummary, ToolRecord};
 use serde_json::Value;
 
+use crate::journal::Journal;
 use crate::server::Server;
 
 pub const TARGET: &str = "hangar::audit";
@@ -22,11 +26,34 @@ pub const TARGET: &str = "hangar::audit";
 pub struct Decision<'a> {
     caller: &'a Caller,
     view: &'a View,
+    journal: &'a Journal,
+    audit: &'a AuditConfig,
+    /// When the request was admitted (its entry's duration runs from here to the answer).
+    admitted: Instant,
+    /// What was judged, once a call or action was: the journal entry waits for the answer.
+    judged: OnceLock<Judged>,
+}
+
+/// What a judged request was, before its answer.
+struct Judged {
+    mcp_server: String,
+    tool: Option<String>,
+    method: String,
+    bytes_in: u64,
+    arguments: Option<Value>,
 }
 
 impl<'a> Decision<'a> {
-    pub fn by(caller: &'a Caller, view: &'a View) -> Self {
-        Decision { caller, view }
+    pub fn by(caller: &'a Caller, view: &'a View, journal: &'a Journal, audit: &'a AuditConfig) -> Self {
+        Decision { caller, view, journal, audit, admitted: Instant::now(), judged: OnceLock::new() }
+    }
+
+    pub fn view(&self) -> &View {
+        self.view
+    }
+
+    pub fn caller(&self) -> &Caller {
+        self.caller
     }
 
     /// An admin action (`start`, `stop`, `logs`, `reload`) on `found`: a server the view does
@@ -39,7 +66,14 @@ impl<'a> Decision<'a> {
                 Err(IpcError::forbidden(format!("`{action}` needs a profile with `admin: true`")))
             }
         });
-        self.record(mcp_server, action, &outcome);
+        self.log(mcp_server, action, &outcome);
+        self.judge(|| Judged {
+            mcp_server: mcp_server.to_owned(),
+            tool: None,
+            method: action.to_owned(),
+            bytes_in: 0,
+            arguments: None,
+        });
         outcome
     }
 
@@ -48,15 +82,23 @@ impl<'a> Decision<'a> {
         &self,
         mcp_server: &str,
         tool: &str,
+        arguments: &Value,
         found: Result<(Arc<Server>, String), IpcError>,
     ) -> Result<(Arc<Server>, String), IpcError> {
         let outcome = found.and_then(|(server, tool)| {
             if self.view.allows_tool(&tool) { Ok((server, tool)) } else { Err(tool_forbidden(server.id(), &tool)) }
         });
-        match &outcome {
-            Ok((server, tool)) => self.record(server.id(), tool, &Ok(())),
-            Err(err) => self.record(mcp_server, tool, &Err::<(), _>(err.clone())),
-        }
+        let (mcp_server, tool) = match &outcome {
+            Ok((server, tool)) => {
+                self.log(server.id(), tool, &Ok::<(), IpcError>(()));
+                (server.id(), tool.as_str())
+            }
+            Err(err) => {
+                self.log(mcp_server, tool, &Err::<(), _>(err.clone()));
+                (mcp_server, tool)
+            }
+        };
+        self.judge(|| self.judged(mcp_server, Some(tool), "tools/call", arguments));
         outcome
     }
 
@@ -75,12 +117,64 @@ impl<'a> Decision<'a> {
             _ => Ok(server),
         });
         if !method.ends_with("/list") {
-            self.record(mcp_server, tool.unwrap_or(method), &outcome);
+            self.log(mcp_server, tool.unwrap_or(method), &outcome);
+            let arguments = params.get("arguments").unwrap_or(params);
+            self.judge(|| self.judged(mcp_server, tool, method, arguments));
         }
         outcome
     }
 
-    fn record<T>(&self, mcp_server: &str, what: &str, outcome: &Result<T, IpcError>) {
+    fn judged(&self, mcp_server: &str, tool: Option<&str>, method: &str, arguments: &Value) -> Judged {
+        Judged {
+            mcp_server: mcp_server.to_owned(),
+            tool: tool.map(str::to_owned),
+            method: method.to_owned(),
+            bytes_in: json_size(arguments),
+            arguments: match self.audit.arguments {
+                ArgumentsKept::None => None,
+                ArgumentsKept::Digest => Some(Value::String(hangar_core::tool_digest::value_digest(arguments))),
+                ArgumentsKept::Full => Some(arguments.clone()),
+            },
+        }
+    }
+
+    /// Notes what is being judged (the first judgement of a request counts), unless audit is off.
+    fn judge(&self, judged: impl FnOnce() -> Judged) {
+        if self.audit.enabled {
+            let _ = self.judged.get_or_init(judged);
+        }
+    }
+
+    /// Records the answer to what was judged, if anything was, in the journal.
+    pub fn finish(self, answer: &Result<Reply, IpcError>) {
+        let Some(judged) = self.judged.into_inner() else { return };
+        let (outcome, error_type, bytes_out) = match answer {
+            Ok(Reply::Called(result) | Reply::Forwarded(result)) => {
+                let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+                (if is_error { CallOutcome::IsError } else { CallOutcome::Ok }, None, json_size(result))
+            }
+            Ok(_) => (CallOutcome::Ok, None, 0),
+            Err(err) => (CallOutcome::Error, Some(err.kind.as_str().to_owned()), 0),
+        };
+        self.journal.record(Happened::Audit(AuditEntry {
+            id: 0,
+            at: String::new(),
+            identity: self.caller.identity.clone(),
+            profile: self.view.profile().map(str::to_owned),
+            mcp_server: judged.mcp_server,
+            tool: judged.tool,
+            method: judged.method,
+            outcome,
+            error_type,
+            duration_ms: self.admitted.elapsed().as_secs_f64() * 1000.0,
+            bytes_in: judged.bytes_in,
+            bytes_out,
+            arguments: judged.arguments,
+            trace_id: None,
+        }));
+    }
+
+    fn log<T>(&self, mcp_server: &str, what: &str, outcome: &Result<T, IpcError>) {
         let identity = self.caller.identity.as_str();
         let profile = self.view.profile().unwrap_or("");
         let (outcome, error_type) = match outcome {
@@ -141,4 +235,21 @@ impl Shown for View {
         tools.retain(|t| t.get("name").and_then(Value::as_str).is_some_and(|name| self.allows_tool(name)));
         tools
     }
+}
+
+/// The size of a value's JSON, counted as it is written (nothing is kept).
+fn json_size(value: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hangar_core::backoff;
 use hangar_core::config::EnforcementMode;
 use hangar_core::ipc::{CheckOutcome, ErrorKind, IpcError, Verdict};
+use hangar_core::journal::Happened;
 use hangar_core::lifecycle::{Event, State, StopReason};
 use hangar_core::record::{ToolDrift, ToolInfo};
 use hangar_core::time::rfc3339_millis;
@@ -224,6 +225,7 @@ impl Server {
             return None;
         }
         inner.counters.tool_drifts += (drift.changed.len() + drift.missing.len()) as u64;
+        self.shared.journal.record(Happened::Drift { mcp_server: self.id.clone(), detail: drift.detail() });
         match self.config.capabilities.enforcement_mode {
             EnforcementMode::Block => Some(drift),
             EnforcementMode::Alert => {

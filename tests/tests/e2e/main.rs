@@ -27,6 +27,7 @@ mod health;
 mod how_it_ended;
 mod ids;
 mod introspection;
+mod journal_audit;
 mod json_logs;
 mod lifecycle;
 mod limits;

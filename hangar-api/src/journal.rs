@@ -1,0 +1,257 @@
+//! Reading the journal over HTTP: `GET /api/audit` (a page, or every entry as JSON Lines),
+//! `GET /api/audit/rates` (calls per minute) and `GET /api/events` (Server-Sent Events).
+//!
+//! The supervisor decides what the caller sees; this only parses parameters (a bad one is a 400
+//! envelope) and shapes the answers. A stream ends when its client goes: the body is dropped,
+//! the feeding task sees it, and its supervisor request is cancelled.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use hangar_core::echo::bounded;
+use hangar_core::journal::{AuditQuery, MAX_PAGE};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::state::{AppState, Calling};
+use crate::supervisor::AsCaller;
+
+/// A comment line on a quiet event stream, so proxies and clients know it is alive.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The chart's default span.
+const DEFAULT_MINUTES: u32 = 60;
+/// Lines or events buffered for a slow client before the feeder waits for it.
+const STREAM_BUFFER: usize = 64;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/audit", get(audit))
+        .route("/api/audit/rates", get(rates))
+        .route("/api/events", get(events))
+}
+
+type Params = Result<Query<HashMap<String, String>>, QueryRejection>;
+
+/// The query's parameters, refusing any not in `known`.
+fn params(query: Params, known: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+    let Query(params) = query.map_err(|rejection| ApiError::invalid_argument(bounded(&rejection.body_text())))?;
+    if let Some(unknown) = params.keys().find(|key| !known.contains(&key.as_str())) {
+        return Err(ApiError::invalid_argument(format!(
+            "unknown parameter {}; known: {}",
+            bounded(unknown),
+            known.join(", ")
+        )));
+    }
+    Ok(params)
+}
+
+fn number<T: std::str::FromStr>(
+    params: &HashMap<String, String>,
+    key: &str,
+    what: &str,
+) -> Result<Option<T>, ApiError> {
+    params
+        .get(key)
+        .map(|value| {
+            value
+                .parse::<T>()
+                .map_err(|_| ApiError::invalid_argument(format!("{key} must be {what}, got {}", bounded(value))))
+        })
+        .transpose()
+}
+
+fn cursor(value: &str, from: &str) -> Result<u64, ApiError> {
+    value.parse::<u64>().map_err(|_| {
+        ApiError::invalid_argument(format!("{from} must be a cursor (a whole number), got {}", bounded(value)))
+    })
+}
+
+/// `GET /api/audit?since=&limit=&identity=&mcp_server=&outcome=&format=json|jsonl`.
+async fn audit(app: Calling, query: Params) -> Result<Response, ApiError> {
+    let params = params(query, &["since", "limit", "identity", "mcp_server", "outcome", "format"])?;
+    let since = params.get("since").map(|since| cursor(since, "since")).transpose()?;
+    let limit = number::<usize>(&params, "limit", "a whole number")?;
+    let text = |key: &str| params.get(key).cloned();
+    let query = AuditQuery {
+        since,
+        limit,
+        identity: text("identity"),
+        mcp_server: text("mcp_server"),
+        outcome: text("outcome"),
+    };
+    match params.get("format").map(String::as_str) {
+        None | Some("json") => {
+            let page = app.supervisor.audit(query).await?;
+            Ok(Json(json!({"entries": page.entries, "next": page.next.to_string()})).into_response())
+        }
+        Some("jsonl") => jsonl(app.supervisor, query).await,
+        Some(other) => Err(ApiError::invalid_argument(format!("format must be json or jsonl, got {}", bounded(other)))),
+    }
+}
+
+/// Every matching entry from `since` (the beginning without it), one JSON object a line, paged
+/// from the supervisor until caught up. The first page is read before answering, so a refusal is
+/// still an error status.
+async fn jsonl(supervisor: AsCaller, query: AuditQuery) -> Result<Response, ApiError> {
+    let mut query = AuditQuery { since: Some(query.since.unwrap_or(0)), limit: Some(MAX_PAGE), ..query };
+    let first = supervisor.audit(query.clone()).await?;
+    let (lines, body) = mpsc::channel::<Bytes>(STREAM_BUFFER);
+    tokio::spawn(async move {
+        let mut page = first;
+        loop {
+            for entry in &page.entries {
+                let mut line = serde_json::to_vec(entry).unwrap_or_default();
+                line.push(b'\n');
+                if lines.send(Bytes::from(line)).await.is_err() {
+                    return;
+                }
+            }
+            // Caught up: nothing new and the cursor did not move.
+            if page.entries.is_empty() && Some(page.next) == query.since {
+                return;
+            }
+            query.since = Some(page.next);
+            page = match supervisor.audit(query.clone()).await {
+                Ok(page) => page,
+                Err(err) => {
+                    tracing::warn!(%err, "the audit export stopped early");
+                    return;
+                }
+            };
+        }
+    });
+    Ok(streamed(body, "application/x-ndjson"))
+}
+
+/// `GET /api/audit/rates?minutes=60` -> `{"minutes": [{at, calls, errors}]}`, oldest first.
+async fn rates(app: Calling, query: Params) -> Result<Response, ApiError> {
+    let params = params(query, &["minutes"])?;
+    let minutes = number::<u32>(&params, "minutes", "a whole number of minutes")?.unwrap_or(DEFAULT_MINUTES);
+    let counts = app.supervisor.rates(minutes).await?;
+    Ok(Json(json!({"minutes": counts})).into_response())
+}
+
+/// `GET /api/events`: the journal's events as they happen, replayed first from `Last-Event-ID`
+/// (or `?since=`), else live from now.
+async fn events(app: Calling, headers: HeaderMap, query: Params) -> Result<Response, ApiError> {
+    let params = params(query, &["since"])?;
+    let since = match headers.get("last-event-id") {
+        Some(value) => {
+            let value = value.to_str().map_err(|_| ApiError::invalid_argument("Last-Event-ID must be a cursor"))?;
+            Some(cursor(value.trim(), "Last-Event-ID")?)
+        }
+        None => params.get("since").map(|since| cursor(since, "since")).transpose()?,
+    };
+    let (frames, body) = mpsc::channel::<Bytes>(STREAM_BUFFER);
+    tokio::spawn(feed_events(app.supervisor, since, frames));
+    Ok(streamed(body, "text/event-stream"))
+}
+
+/// Relays the supervisor's events to `frames` as SSE, with a keep-alive comment on quiet
+/// stretches, until the client goes (the request is then dropped, which cancels it) or the
+/// supervisor ends it (the client reconnects with `Last-Event-ID`).
+async fn feed_events(supervisor: AsCaller, since: Option<u64>, frames: mpsc::Sender<Bytes>) {
+    let (mut notices, reply) = supervisor.follow_events(since);
+    tokio::pin!(reply);
+    let mut keep_alive = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    // Sent at once, so the client sees the stream open before the first event.
+    if frames.send(Bytes::from_static(b": open\n\n")).await.is_err() {
+        return;
+    }
+    loop {
+        let frame = tokio::select! {
+            () = frames.closed() => return,
+            notice = notices.recv() => match notice {
+                Some(event) => sse_frame(&event),
+                None => return,
+            },
+            ended = &mut reply => {
+                // What came before the end is still sent.
+                while let Ok(event) = notices.try_recv() {
+                    if frames.send(sse_frame(&event)).await.is_err() {
+                        return;
+                    }
+                }
+                if let Err(err) = ended {
+                    tracing::debug!(%err, "an event stream ended");
+                }
+                return;
+            }
+            _ = keep_alive.tick() => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        if frames.send(frame).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// One journal event as an SSE event: `id`, `event` (its kind) and the JSON as `data` (serde_json
+/// writes no raw newline, so it is one line).
+fn sse_frame(event: &Value) -> Bytes {
+    let id = event.get("id").and_then(Value::as_u64).unwrap_or(0);
+    let kind =
+        event.get("kind").and_then(Value::as_str).filter(|k| k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+    Bytes::from(format!("id: {id}\nevent: {}\ndata: {event}\n\n", kind.unwrap_or("message")))
+}
+
+/// A 200 whose body is what `chunks` delivers, as it comes; it ends when the sender does.
+fn streamed(chunks: mpsc::Receiver<Bytes>, content_type: &'static str) -> Response {
+    let stream = futures_util::stream::unfold(chunks, |mut chunks| async move {
+        chunks.recv().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), chunks))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx must pass each chunk on as it comes.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use axum::http::{Request as HttpRequest, StatusCode};
+
+    use super::*;
+    use crate::testing::{FakeSupervisor, app_with, json_of, send};
+
+    #[tokio::test]
+    async fn bad_parameters_are_400_envelopes() {
+        let app = app_with(FakeSupervisor::new());
+        for uri in [
+            "/api/audit?since=abc",
+            "/api/audit?since=-1",
+            "/api/audit?limit=x",
+            "/api/audit?format=xml",
+            "/api/audit?who=me",
+            "/api/audit/rates?minutes=many",
+            "/api/events?since=1.5",
+        ] {
+            let (status, _, body) = send(&app, HttpRequest::get(uri).body(Body::empty()).unwrap()).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
+            assert_eq!(json_of(&body)["error"]["code"], "InvalidArgument", "{uri}");
+        }
+        let request = HttpRequest::get("/api/events").header("last-event-id", "x").body(Body::empty()).unwrap();
+        assert_eq!(send(&app, request).await.0, StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn an_event_is_one_sse_frame_named_by_its_kind() {
+        let event = json!({"id": 7, "at": "t", "kind": "state", "mcp_server_id": "m"});
+        let frame = sse_frame(&event);
+        assert_eq!(frame, format!("id: 7\nevent: state\ndata: {event}\n\n"));
+        let odd = sse_frame(&json!({"id": 8, "kind": "x\ny"}));
+        assert!(String::from_utf8_lossy(&odd).starts_with("id: 8\nevent: message\ndata: "));
+    }
+}

@@ -1,0 +1,282 @@
+//! The journal's read requests (`Audit`, `Events`, `Rates`), answered within the caller's view.
+//!
+//! Admins (a view with `admin`, or the all-seeing view when no auth is configured) see every
+//! entry. Others see audit entries only of their own calls to servers their view sees, and events
+//! only about servers their view sees (reloads and gaps are everyone's; audit events are
+//! admins' only). Reads run off the async threads (`spawn_blocking`).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use hangar_core::access::Caller;
+use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request};
+use hangar_core::journal::{
+    AuditEntry, AuditPage, AuditQuery, DEFAULT_PAGE, EventPage, Happened, JournalEvent, MAX_PAGE,
+};
+use hangar_core::policy::View;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+
+use super::Hangar;
+use crate::journal::Journal;
+use crate::journal::read::{Filter, Found, Keep, ReadError, Reader};
+
+/// The most minutes `Rates` covers: a day.
+const MAX_MINUTES: u32 = 1440;
+/// The longest `outcome` filter (an error type).
+const MAX_OUTCOME_LEN: usize = 64;
+/// How many ids a follower remembers having sent, to drop repeats.
+const SEEN: usize = 8192;
+
+/// Answers `Audit`, `Events` and `Rates`; `notices` carries a following `Events`' entries.
+pub async fn answer(
+    hangar: &Hangar,
+    caller: &Caller,
+    view: &View,
+    request: Request,
+    notices: Option<mpsc::UnboundedSender<Value>>,
+) -> Result<Reply, IpcError> {
+    let journal = hangar.shared.journal.clone();
+    let reader = hangar.journal_reader.clone();
+    match request {
+        Request::Audit(query) => Ok(Reply::Audit(audit(journal, reader, caller, view, query).await?)),
+        Request::Events { since, limit, follow: false } => {
+            let limit = page_limit(limit)?;
+            let filter = Filter { keep: Some(events_keep(view.clone())), ..Filter::default() };
+            let found = read(journal, reader, since, limit, filter).await?;
+            Ok(Reply::Events(EventPage { events: found.events, next: found.next }))
+        }
+        Request::Events { since, follow: true, .. } => {
+            let Some(notices) = notices else {
+                return Err(IpcError::new(ErrorKind::Internal, "a followed request came without its notice channel"));
+            };
+            let next = follow(hangar, caller, since, notices).await?;
+            Ok(Reply::Events(EventPage { events: Vec::new(), next }))
+        }
+        Request::Rates { minutes } => {
+            if !(1..=MAX_MINUTES).contains(&minutes) {
+                return Err(invalid(format!("minutes must be from 1 to {MAX_MINUTES}, got {minutes}")));
+            }
+            let own = own_calls(caller, view);
+            let rates = blocking(move || {
+                reader.rates(minutes, SystemTime::now(), |server, identity| {
+                    own.as_ref().is_none_or(|own| own(server, identity))
+                })
+            })
+            .await?;
+            Ok(Reply::Rates(rates))
+        }
+        _ => Err(IpcError::new(ErrorKind::Internal, "not a journal request")),
+    }
+}
+
+async fn audit(
+    journal: Arc<Journal>,
+    reader: Arc<Reader>,
+    caller: &Caller,
+    view: &View,
+    query: AuditQuery,
+) -> Result<AuditPage, IpcError> {
+    let limit = page_limit(query.limit)?;
+    if let Some(outcome) = &query.outcome
+        && (outcome.is_empty()
+            || outcome.len() > MAX_OUTCOME_LEN
+            || !outcome.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+    {
+        return Err(invalid("outcome must be ok, is_error, error, or an error type (lower-case letters and _)"));
+    }
+    let mut filter = Filter {
+        kind: Some("audit"),
+        identity: query.identity.clone(),
+        mcp_server: query.mcp_server,
+        outcome: query.outcome,
+        keep: None,
+    };
+    if let Some(own) = own_calls(caller, view) {
+        // Someone else's calls are not there for a non-admin: an empty page, not an error.
+        if query.identity.as_ref().is_some_and(|asked| *asked != caller.identity) {
+            return Ok(AuditPage { entries: Vec::new(), next: query.since.unwrap_or(0) });
+        }
+        filter.identity = Some(caller.identity.clone());
+        filter.keep = Some(Arc::new(move |event: &JournalEvent| match &event.what {
+            Happened::Audit(entry) => own(&entry.mcp_server, &entry.identity),
+            _ => false,
+        }));
+    }
+    let found = read(journal, reader, query.since, limit, filter).await?;
+    let entries = found.events.into_iter().filter_map(audit_entry).collect();
+    Ok(AuditPage { entries, next: found.next })
+}
+
+/// An audit event's entry, with the journal's id and time (the event carries them).
+fn audit_entry(event: JournalEvent) -> Option<AuditEntry> {
+    match event.what {
+        Happened::Audit(entry) => Some(AuditEntry { id: event.id, at: event.at, ..entry }),
+        _ => None,
+    }
+}
+
+/// For a non-admin, the test of an audited call it may see (its own, to a server it sees);
+/// `None` for an admin, who sees every call.
+fn own_calls(caller: &Caller, view: &View) -> Option<Arc<dyn Fn(&str, &str) -> bool + Send + Sync>> {
+    if view.is_admin() {
+        return None;
+    }
+    let (view, identity) = (view.clone(), caller.identity.clone());
+    Some(Arc::new(move |server: &str, who: &str| who == identity && view.sees_server(server)))
+}
+
+/// Which events `view` sees.
+fn events_keep(view: View) -> Keep {
+    Arc::new(move |event: &JournalEvent| sees_event(&view, event))
+}
+
+fn sees_event(view: &View, event: &JournalEvent) -> bool {
+    if view.is_admin() {
+        return true;
+    }
+    match &event.what {
+        Happened::Audit(_) => false,
+        Happened::Reload { .. } | Happened::Gap { .. } => true,
+        other => other.mcp_server().is_some_and(|server| view.sees_server(server)),
+    }
+}
+
+fn page_limit(limit: Option<usize>) -> Result<usize, IpcError> {
+    match limit.unwrap_or(DEFAULT_PAGE) {
+        limit @ 1..=MAX_PAGE => Ok(limit),
+        other => Err(invalid(format!("limit must be from 1 to {MAX_PAGE}, got {other}"))),
+    }
+}
+
+fn invalid(message: impl Into<String>) -> IpcError {
+    IpcError::new(ErrorKind::InvalidArgument, message)
+}
+
+/// A page after `since`, or the newest page without it.
+async fn read(
+    journal: Arc<Journal>,
+    reader: Arc<Reader>,
+    since: Option<u64>,
+    limit: usize,
+    filter: Filter,
+) -> Result<Found, IpcError> {
+    blocking(move || match since {
+        Some(since) => reader.after(&journal, since, limit, &filter),
+        None => reader.newest(&journal, limit, &filter),
+    })
+    .await
+}
+
+async fn blocking<T: Send + 'static>(
+    read: impl FnOnce() -> Result<T, ReadError> + Send + 'static,
+) -> Result<T, IpcError> {
+    match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => {
+            tracing::warn!(%err, "journal read failed");
+            Err(IpcError::new(ErrorKind::Internal, "the journal cannot be read now"))
+        }
+        Err(err) => Err(IpcError::new(ErrorKind::Internal, format!("the journal read stopped: {err}"))),
+    }
+}
+
+/// Sends the events after `since` (or from now, without it) as the caller's view sees them, each
+/// once, in id order as recorded, until the caller goes. Subscribes first, so nothing recorded
+/// during the replay is missed; a lagging subscription is made good from the journal.
+async fn follow(
+    hangar: &Hangar,
+    caller: &Caller,
+    since: Option<u64>,
+    notices: mpsc::UnboundedSender<Value>,
+) -> Result<u64, IpcError> {
+    let journal = hangar.shared.journal.clone();
+    let reader = hangar.journal_reader.clone();
+    let mut live = journal.subscribe();
+    let mut sent = Sent::default();
+    let start = match since {
+        Some(since) => since,
+        None => {
+            let (journal, reader) = (journal.clone(), reader.clone());
+            blocking(move || reader.latest_id(&journal)).await?
+        }
+    };
+    sent.floor = start;
+    // The view is judged again for each read and event: a reload's new profiles apply at once.
+    let view = || hangar.view(caller);
+    if since.is_some() && !replay(&journal, &reader, &view, &mut sent, &notices).await? {
+        return Ok(sent.last);
+    }
+    loop {
+        let event = match live.recv().await {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "an event follower fell behind; reading on from the journal");
+                if !replay(&journal, &reader, &view, &mut sent, &notices).await? {
+                    return Ok(sent.last);
+                }
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return Ok(sent.last),
+        };
+        if !sent.offer(&event, &view(), &notices) {
+            return Ok(sent.last);
+        }
+    }
+}
+
+/// Sends what the journal holds after the last id sent, page by page until caught up. False
+/// once the caller is gone.
+async fn replay(
+    journal: &Arc<Journal>,
+    reader: &Arc<Reader>,
+    view: &impl Fn() -> View,
+    sent: &mut Sent,
+    notices: &mpsc::UnboundedSender<Value>,
+) -> Result<bool, IpcError> {
+    loop {
+        let from = sent.last.max(sent.floor);
+        let filter = Filter { keep: Some(events_keep(view())), ..Filter::default() };
+        let found = read(journal.clone(), reader.clone(), Some(from), MAX_PAGE, filter).await?;
+        let view = view();
+        for event in &found.events {
+            if !sent.offer(event, &view, notices) {
+                return Ok(false);
+            }
+        }
+        if found.next <= from {
+            return Ok(true);
+        }
+        sent.last = sent.last.max(found.next);
+    }
+}
+
+/// What a follower has sent: every id above `floor` at most once.
+#[derive(Default)]
+struct Sent {
+    /// Where the follow began: nothing at or below it is sent.
+    floor: u64,
+    /// The highest id sent or read past.
+    last: u64,
+    recent: BTreeSet<u64>,
+}
+
+impl Sent {
+    /// Sends `event` unless it was sent before or `view` does not see it; false once the caller
+    /// is gone.
+    fn offer(&mut self, event: &JournalEvent, view: &View, notices: &mpsc::UnboundedSender<Value>) -> bool {
+        if event.id <= self.floor || !self.recent.insert(event.id) {
+            return true;
+        }
+        if self.recent.len() > SEEN {
+            self.recent.pop_first();
+        }
+        self.last = self.last.max(event.id);
+        if !sees_event(view, event) {
+            return true;
+        }
+        let message = serde_json::to_value(event).unwrap_or(Value::Null);
+        notices.send(message).is_ok()
+    }
+}

@@ -1,0 +1,421 @@
+//! Reading the journal: pages of entries in id order, and calls per minute.
+//!
+//! The reader has a read-only connection of its own (WAL lets it read while the writer
+//! writes), opened at first use and used only off the async threads (its callers run it in
+//! `spawn_blocking`). Entries recorded but not yet committed are in the journal's in-memory tail:
+//! every page merges the database's rows and the tail by id, so nothing recorded is missed.
+//! (An entry more than the tail's length behind the writer is in neither for that moment.)
+//!
+//! Who may see what is not decided here: a [`Filter`] carries the query's columns (narrowed in
+//! SQL and checked again on tail entries) and the caller's exact test, applied to each entry in id
+//! order. A scan stops after [`SCAN_LIMIT`] entries, and the page's `next` is where it stopped,
+//! so a filter that drops most entries never breaks pagination.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hangar_core::journal::{Happened, JournalEvent, MinuteCount};
+use hangar_core::time::rfc3339_millis;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, params_from_iter};
+
+use super::Journal;
+
+/// Rows read from the database at a time.
+const CHUNK: usize = 1000;
+/// The most entries one page examines before it answers with what it found.
+pub const SCAN_LIMIT: usize = 10_000;
+/// How long a read waits for a lock the writer holds (a checkpoint) before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the journal {path}: {source}")]
+pub struct ReadError {
+    path: PathBuf,
+    source: rusqlite::Error,
+}
+
+/// The journal's read side; one connection, one read at a time.
+pub struct Reader {
+    path: PathBuf,
+    connection: Mutex<Option<Connection>>,
+}
+
+/// Which entries a read wants.
+#[derive(Clone, Default)]
+pub struct Filter {
+    /// Only entries of this kind (`audit`, `state`, ...).
+    pub kind: Option<&'static str>,
+    /// Audit entries of this identity only.
+    pub identity: Option<String>,
+    pub mcp_server: Option<String>,
+    /// `ok`, `is_error`, `error`, or an error type.
+    pub outcome: Option<String>,
+    /// The caller's own test, after the columns above.
+    pub keep: Option<Keep>,
+}
+
+pub type Keep = Arc<dyn Fn(&JournalEvent) -> bool + Send + Sync>;
+
+/// What one scan found, in id order, and where the next one starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub events: Vec<JournalEvent>,
+    pub next: u64,
+}
+
+/// The outcomes stored in the `outcome` column; any other filter value is an error type.
+const OUTCOMES: [&str; 3] = ["ok", "is_error", "error"];
+
+impl Filter {
+    /// The SQL condition (after `WHERE `) and its values; a superset of [`Filter::matches`].
+    fn sql(&self) -> (String, Vec<SqlValue>) {
+        let mut clauses = Vec::new();
+        let mut values = Vec::new();
+        let mut add = |clause: &str, value: &str| {
+            values.push(SqlValue::Text(value.to_owned()));
+            clauses.push(format!("{clause} = ?{}", values.len() + 1));
+        };
+        if let Some(kind) = self.kind {
+            add("kind", kind);
+        }
+        if let Some(identity) = &self.identity {
+            add("identity", identity);
+        }
+        if let Some(server) = &self.mcp_server {
+            add("mcp_server", server);
+        }
+        if let Some(outcome) = &self.outcome {
+            add(if OUTCOMES.contains(&outcome.as_str()) { "outcome" } else { "error_type" }, outcome);
+        }
+        (clauses.iter().map(|c| format!(" AND {c}")).collect(), values)
+    }
+
+    /// Whether `event` passes: the columns (for tail entries, which SQL never saw) and `keep`.
+    pub fn matches(&self, event: &JournalEvent) -> bool {
+        let audit = match &event.what {
+            Happened::Audit(entry) => Some(entry),
+            _ => None,
+        };
+        let (identity, outcome, error_type) = match (&event.what, audit) {
+            (_, Some(entry)) => {
+                (Some(entry.identity.as_str()), Some(wire(&entry.outcome)), entry.error_type.as_deref())
+            }
+            (Happened::Action { identity, .. } | Happened::Reload { identity, .. }, None) => {
+                (Some(identity.as_str()), None, None)
+            }
+            _ => (None, None, None),
+        };
+        let wanted = |filter: &Option<String>, value: Option<&str>| filter.as_deref().is_none_or(|f| value == Some(f));
+        self.kind.is_none_or(|kind| event.what.kind() == kind)
+            && wanted(&self.identity, identity)
+            && wanted(&self.mcp_server, event.what.mcp_server())
+            && self.outcome.as_deref().is_none_or(|f| {
+                if OUTCOMES.contains(&f) { outcome.as_deref() == Some(f) } else { error_type == Some(f) }
+            })
+            && self.keep.as_ref().is_none_or(|keep| keep(event))
+    }
+}
+
+fn wire<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+impl Reader {
+    /// A reader of the journal at `path`; the connection opens at the first read.
+    pub fn new(path: &Path) -> Reader {
+        Reader { path: path.to_owned(), connection: Mutex::new(None) }
+    }
+
+    /// Runs `read` on the connection (opening it if need be); a failed read drops the connection
+    /// so the next one starts afresh. Blocking.
+    fn with<T>(&self, read: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, ReadError> {
+        let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let failed = |source| ReadError { path: self.path.clone(), source };
+        let open = match connection.take() {
+            Some(open) => open,
+            None => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let opened = Connection::open_with_flags(&self.path, flags).map_err(failed)?;
+                opened.busy_timeout(BUSY_TIMEOUT).map_err(failed)?;
+                opened
+            }
+        };
+        let result = read(&open).map_err(failed)?;
+        *connection = Some(open);
+        Ok(result)
+    }
+
+    /// The entries after `since` that pass `filter`, oldest first: at most `limit`, examining at
+    /// most [`SCAN_LIMIT`]; `next` is the id of the last entry examined (`since` if none).
+    pub fn after(&self, journal: &Journal, since: u64, limit: usize, filter: &Filter) -> Result<Found, ReadError> {
+        let (tail, _) = journal.tail_after(since);
+        let tail: BTreeMap<u64, JournalEvent> = tail.into_iter().map(|e| (e.id, e)).collect();
+        let (condition, values) = filter.sql();
+        let sql = format!("SELECT id, body FROM entries WHERE id > ?1{condition} ORDER BY id LIMIT {CHUNK}");
+        let mut found = Found { events: Vec::new(), next: since };
+        let mut scanned = 0;
+        loop {
+            let rows = self.rows(&sql, found.next, &values)?;
+            let full = rows.len() == CHUNK;
+            // Past the last row of a full chunk the database has more: the tail waits for it.
+            let horizon = if full { rows.last().map_or(u64::MAX, |e| e.id) } else { u64::MAX };
+            let mut merged: BTreeMap<u64, JournalEvent> = rows.into_iter().map(|e| (e.id, e)).collect();
+            for (id, event) in tail.range(found.next + 1..=horizon) {
+                merged.entry(*id).or_insert_with(|| event.clone());
+            }
+            for (id, event) in merged {
+                scanned += 1;
+                found.next = id;
+                if filter.matches(&event) {
+                    found.events.push(event);
+                    if found.events.len() == limit {
+                        return Ok(found);
+                    }
+                }
+            }
+            if !full || scanned >= SCAN_LIMIT {
+                return Ok(found);
+            }
+        }
+    }
+
+    /// The newest `limit` entries that pass `filter`, oldest first, examining at most
+    /// [`SCAN_LIMIT`]; `next` is the newest id recorded (where a reader goes on from).
+    pub fn newest(&self, journal: &Journal, limit: usize, filter: &Filter) -> Result<Found, ReadError> {
+        let (tail, _) = journal.tail_after(0);
+        let next = self.latest_id_given(&tail)?;
+        let tail: BTreeMap<u64, JournalEvent> = tail.into_iter().map(|e| (e.id, e)).collect();
+        let (condition, values) = filter.sql();
+        let sql = format!("SELECT id, body FROM entries WHERE id < ?1{condition} ORDER BY id DESC LIMIT {CHUNK}");
+        let mut events = Vec::new();
+        let mut before = u64::MAX;
+        let mut scanned = 0;
+        loop {
+            let rows = self.rows(&sql, before.min(i64::MAX as u64), &values)?;
+            let full = rows.len() == CHUNK;
+            let floor = if full { rows.last().map_or(0, |e| e.id) } else { 0 };
+            let mut merged: BTreeMap<u64, JournalEvent> = rows.into_iter().map(|e| (e.id, e)).collect();
+            for (id, event) in tail.range(floor..before) {
+                merged.entry(*id).or_insert_with(|| event.clone());
+            }
+            for (id, event) in merged.into_iter().rev() {
+                scanned += 1;
+                before = id;
+                if filter.matches(&event) {
+                    events.push(event);
+                    if events.len() == limit {
+                        events.reverse();
+                        return Ok(Found { events, next });
+                    }
+                }
+            }
+            if !full || scanned >= SCAN_LIMIT {
+                events.reverse();
+                return Ok(Found { events, next });
+            }
+        }
+    }
+
+    /// The newest id recorded: in the database or, not yet written, in the tail.
+    pub fn latest_id(&self, journal: &Journal) -> Result<u64, ReadError> {
+        self.latest_id_given(&journal.tail_after(0).0)
+    }
+
+    fn latest_id_given(&self, tail: &[JournalEvent]) -> Result<u64, ReadError> {
+        let written =
+            self.with(|c| c.query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |r| r.get::<_, i64>(0)))?;
+        Ok(tail.iter().map(|e| e.id).max().unwrap_or(0).max(written.max(0) as u64))
+    }
+
+    /// Rows with id beyond `bound` (`>` or `<` as `sql` says), decoded; a row whose body does not
+    /// decode is skipped (it was written by this hangar, so that is a bug, logged).
+    fn rows(&self, sql: &str, bound: u64, values: &[SqlValue]) -> Result<Vec<JournalEvent>, ReadError> {
+        self.with(|connection| {
+            let mut statement = connection.prepare_cached(sql)?;
+            let bound = SqlValue::Integer(bound.min(i64::MAX as u64) as i64);
+            let rows = statement.query_map(params_from_iter(std::iter::once(&bound).chain(values)), |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })?;
+            let mut events = Vec::new();
+            for row in rows {
+                let (id, body) = row?;
+                match serde_json::from_str::<JournalEvent>(&body) {
+                    Ok(event) => events.push(event),
+                    Err(err) => tracing::warn!(id, %err, "a journal entry does not decode; skipped"),
+                }
+            }
+            Ok(events)
+        })
+    }
+
+    /// Audited calls and failures per minute over the `minutes` minutes up to `now` (the current
+    /// minute included), oldest first, every minute present. `keep(mcp_server, identity)` says
+    /// which entries count. Reads committed entries only (one commit interval behind at most).
+    pub fn rates(
+        &self,
+        minutes: u32,
+        now: SystemTime,
+        keep: impl Fn(&str, &str) -> bool,
+    ) -> Result<Vec<MinuteCount>, ReadError> {
+        let now_minute = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() / 60;
+        let first = now_minute.saturating_sub(u64::from(minutes.max(1)) - 1);
+        let groups = self.with(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT at_ms / 60000 AS minute, COALESCE(mcp_server, ''), COALESCE(identity, ''), COUNT(*),
+                        SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END)
+                 FROM entries WHERE kind = 'audit' AND at_ms >= ?1
+                 GROUP BY minute, mcp_server, identity",
+            )?;
+            let rows = statement.query_map([(first * 60_000) as i64], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, i64>(4)?,
+                ))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        let mut counts: BTreeMap<u64, (u64, u64)> = (first..=now_minute).map(|m| (m, (0, 0))).collect();
+        for (minute, server, identity, calls, errors) in groups {
+            if let Some(count) = counts.get_mut(&(minute.max(0) as u64))
+                && keep(&server, &identity)
+            {
+                count.0 += calls.max(0) as u64;
+                count.1 += errors.max(0) as u64;
+            }
+        }
+        Ok(counts
+            .into_iter()
+            .map(|(minute, (calls, errors))| MinuteCount {
+                at: rfc3339_millis(UNIX_EPOCH + Duration::from_secs(minute * 60)),
+                calls,
+                errors,
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use hangar_core::journal::{AuditEntry, CallOutcome};
+
+    use super::*;
+
+    fn call(identity: &str, mcp_server: &str, outcome: CallOutcome, error_type: Option<&str>) -> Happened {
+        Happened::Audit(AuditEntry {
+            id: 0,
+            at: String::new(),
+            identity: identity.into(),
+            profile: None,
+            mcp_server: mcp_server.into(),
+            tool: Some("add".into()),
+            method: "tools/call".into(),
+            outcome,
+            error_type: error_type.map(str::to_owned),
+            duration_ms: 1.0,
+            bytes_in: 1,
+            bytes_out: 1,
+            arguments: None,
+            trace_id: None,
+        })
+    }
+
+    fn ids(found: &Found) -> Vec<u64> {
+        found.events.iter().map(|e| e.id).collect()
+    }
+
+    fn opened() -> (tempfile::TempDir, Arc<Journal>, Reader) {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        let reader = Reader::new(journal.path());
+        (dir, journal, reader)
+    }
+
+    #[test]
+    fn pages_follow_each_other_with_filters_in_sql_and_on_the_tail() {
+        let (_dir, journal, reader) = opened();
+        for n in 0..30 {
+            let (who, outcome, error) = match n % 3 {
+                0 => ("ci", CallOutcome::Ok, None),
+                1 => ("ci", CallOutcome::Error, Some("forbidden")),
+                _ => ("dev", CallOutcome::IsError, None),
+            };
+            journal.record(call(who, if n % 2 == 0 { "math" } else { "web" }, outcome, error));
+        }
+        journal.record(Happened::Gap { dropped: 1 });
+        // Half written, half only in the tail: the pages must not care.
+        journal.flush();
+        for _ in 0..10 {
+            journal.record(call("ci", "math", CallOutcome::Ok, None));
+        }
+        let audit = Filter { kind: Some("audit"), ..Filter::default() };
+        let mut since = 0;
+        let mut all = Vec::new();
+        loop {
+            let page = reader.after(&journal, since, 7, &audit).unwrap();
+            if page.events.is_empty() {
+                break;
+            }
+            all.extend(ids(&page));
+            since = page.next;
+        }
+        assert_eq!(all, (1..=30).chain(32..=41).collect::<Vec<_>>(), "every audit entry once, in order");
+
+        let forbidden = Filter { outcome: Some("forbidden".into()), ..audit.clone() };
+        assert_eq!(ids(&reader.after(&journal, 0, 100, &forbidden).unwrap()), (2..=29).step_by(3).collect::<Vec<_>>());
+        let is_error = Filter { outcome: Some("is_error".into()), identity: Some("dev".into()), ..audit.clone() };
+        assert_eq!(reader.after(&journal, 0, 100, &is_error).unwrap().events.len(), 10);
+        let web_ok = Filter { outcome: Some("ok".into()), mcp_server: Some("web".into()), ..audit.clone() };
+        assert_eq!(ids(&reader.after(&journal, 0, 100, &web_ok).unwrap()), [4, 10, 16, 22, 28]);
+
+        let newest = reader.newest(&journal, 3, &audit).unwrap();
+        assert_eq!((ids(&newest), newest.next), (vec![39, 40, 41], 41), "newest last; next is the latest");
+        let ci_math = Filter { identity: Some("ci".into()), mcp_server: Some("math".into()), ..audit };
+        assert_eq!(ids(&reader.newest(&journal, 2, &ci_math).unwrap()), [40, 41]);
+    }
+
+    #[test]
+    fn a_filter_that_drops_nearly_everything_still_moves_the_cursor() {
+        let (_dir, journal, reader) = opened();
+        for _ in 0..(SCAN_LIMIT + 5) {
+            journal.record(call("ci", "hidden", CallOutcome::Ok, None));
+        }
+        journal.record(call("ci", "seen", CallOutcome::Ok, None));
+        journal.flush();
+        let written = reader.with(|c| c.query_row("SELECT COUNT(*) FROM entries", [], |r| r.get::<_, i64>(0))).unwrap();
+        assert_eq!(written, SCAN_LIMIT as i64 + 6);
+        let keep: Keep = Arc::new(|e: &JournalEvent| e.what.mcp_server() == Some("seen"));
+        let filter = Filter { keep: Some(keep), ..Filter::default() };
+        let first = reader.after(&journal, 0, 10, &filter).unwrap();
+        assert!(first.events.is_empty(), "{:?}", (ids(&first), first.next));
+        assert_eq!(first.next, SCAN_LIMIT as u64, "bounded, and continued from where it stopped");
+        let second = reader.after(&journal, first.next, 10, &filter).unwrap();
+        assert_eq!(ids(&second), [SCAN_LIMIT as u64 + 6]);
+    }
+
+    #[test]
+    fn rates_count_calls_and_failures_per_minute_as_keep_allows() {
+        let (_dir, journal, reader) = opened();
+        journal.record(call("ci", "math", CallOutcome::Ok, None));
+        journal.record(call("ci", "math", CallOutcome::IsError, None));
+        journal.record(call("dev", "math", CallOutcome::Error, Some("timeout")));
+        journal.record(Happened::Gap { dropped: 2 });
+        journal.flush();
+        let now = SystemTime::now();
+        let all = reader.rates(5, now, |_, _| true).unwrap();
+        assert_eq!(all.len(), 5);
+        let last = all.last().unwrap();
+        // The entries may have landed in the minute before `now` if it just turned.
+        let total: (u64, u64) = all.iter().fold((0, 0), |(c, e), m| (c + m.calls, e + m.errors));
+        assert_eq!(total, (3, 2));
+        assert!(last.at.ends_with(":00.000Z"), "{}", last.at);
+        let ci_only = reader.rates(5, now, |_, identity| identity == "ci").unwrap();
+        assert_eq!(ci_only.iter().map(|m| (m.calls, m.errors)).fold((0, 0), |a, m| (a.0 + m.0, a.1 + m.1)), (2, 1));
+    }
+}
