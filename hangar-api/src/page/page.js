@@ -557,8 +557,8 @@ function showChartError(err) {
 function drawChart(minutes) {
   const width = 600;
   const height = 120;
-  const bottom = height - 14;
-  const top = 12;
+  const bottom = height - 1;
+  const top = 2;
   const max = Math.max(1, ...minutes.map((m) => m.calls));
   const slot = width / Math.max(minutes.length, RATE_MINUTES);
   const scale = (n) => ((bottom - top) * n) / max;
@@ -568,7 +568,7 @@ function drawChart(minutes) {
   const chart = svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": summary, preserveAspectRatio: "none" });
   const title = svg("title", {});
   title.textContent = summary;
-  chart.append(title, svg("line", { class: "axis", x1: 0, y1: bottom, x2: width, y2: bottom }));
+  chart.append(title, svg("line", { class: "axis", x1: 0, y1: bottom, x2: width, y2: bottom, "vector-effect": "non-scaling-stroke" }));
   minutes.forEach((minute, i) => {
     const x = width - (minutes.length - i) * slot;
     for (const [kind, n] of [["calls", minute.calls], ["errors", minute.errors]]) {
@@ -580,14 +580,8 @@ function drawChart(minutes) {
       chart.append(bar);
     }
   });
-  const peak = svg("text", { x: 2, y: 10 });
-  peak.textContent = "max " + max + "/min";
-  const left = svg("text", { x: 2, y: height - 2 });
-  left.textContent = "−" + RATE_MINUTES + " min";
-  const right = svg("text", { x: width - 2, y: height - 2, "text-anchor": "end" });
-  right.textContent = "now";
-  chart.append(peak, left, right);
   $("chart").replaceChildren(chart);
+  $("chart-peak").textContent = "top: " + max + " calls/min";
   const text = $("chart-text");
   const calls = document.createElement("span");
   calls.className = "legend-calls";

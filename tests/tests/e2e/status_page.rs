@@ -57,6 +57,11 @@ fn an_admin_watches_a_crash_and_restarts_from_the_page_and_a_viewer_sees_no_butt
     assert_eq!(page.header("content-security-policy"), Some(POLICY));
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(hangar.get("/api/mcp_servers").status, 401, "the data needs a credential");
+    // The supervisor says who may act; the page shows buttons by it.
+    let admin = api_get(&hangar, ADMIN_KEY, "/api/whoami");
+    assert_eq!(admin, json!({"identity": "alice", "profile": "admin", "admin": true}));
+    let viewer = api_get(&hangar, VIEWER_KEY, "/api/whoami");
+    assert_eq!(viewer, json!({"identity": "viewer", "profile": "viewer", "admin": false}));
 
     let driver = ChromeDriver::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -105,7 +110,7 @@ async fn story(hangar: &Hangar, browser: &Client) {
     assert_eq!(text(browser, &row("victim", ".dead-reason")).await.as_deref(), Some("crashed"));
     let mark = browser.execute("return window.hangarTestMark;", vec![]).await.unwrap();
     assert_eq!(mark, json!("not reloaded"), "the row changed without a reload");
-    let details = hangar_details(hangar, "victim");
+    let details = api_get(hangar, ADMIN_KEY, "/api/mcp_servers/victim");
     assert_eq!(details["dead"]["reason"], "crashed", "the supervisor agrees: {details}");
 
     // Restarted from the page once its backoff allows (the page counts it down).
@@ -116,13 +121,24 @@ async fn story(hangar: &Hangar, browser: &Client) {
     .await;
     click(browser, &row("victim", "button[data-action=\"restart\"]")).await;
     wait_for_state(browser, "victim", "ready").await;
-    assert_eq!(hangar_details(hangar, "victim")["state"], "ready");
+    assert_eq!(api_get(hangar, ADMIN_KEY, "/api/mcp_servers/victim")["state"], "ready");
 
-    // A server's panel: its tools with their schemas, its log tail.
-    click(browser, &row("steady", ".toggle")).await;
-    eventually("steady's tools in its panel", || async {
-        let tools = text(browser, &row("steady", ".tools")).await?;
+    // Its panel: its tools with their schemas, its log tail, and the audit trail of what the
+    // page just did (the admin's start, stop and start again).
+    click(browser, &row("victim", ".toggle")).await;
+    eventually("victim's tools in its panel", || async {
+        let tools = text(browser, &row("victim", ".tools")).await?;
         (tools.contains("add") && tools.contains("\"type\"")).then_some(())
+    })
+    .await;
+    eventually("victim's audit entries in its panel", || async {
+        let audit = text(browser, &row("victim", ".audit")).await?;
+        (audit.contains("alice") && audit.contains("start")).then_some(())
+    })
+    .await;
+    eventually("victim's log tail in its panel", || async {
+        let log = text(browser, &row("victim", ".log")).await?;
+        (!log.is_empty() && !log.contains("unavailable")).then_some(())
     })
     .await;
     let violations = browser.execute("return window.hangarTestViolations;", vec![]).await.unwrap();
@@ -196,13 +212,14 @@ async fn click(browser: &Client, selector: &str) {
     element.click().await.unwrap_or_else(|err| panic!("cannot click {selector}: {err}"));
 }
 
-/// What the API says of `server`, asked with the admin key.
-fn hangar_details(hangar: &Hangar, server: &str) -> Value {
+/// GET `path` with `key`, its JSON body (200 expected).
+fn api_get(hangar: &Hangar, key: &str, path: &str) -> Value {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(WAIT)).build().into();
-    let mut response =
-        agent.get(format!("{}/api/mcp_servers/{server}", hangar.base)).header("X-API-Key", ADMIN_KEY).call().unwrap();
-    hangar_tests::serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
+    let mut response = agent.get(format!("{}{path}", hangar.base)).header("X-API-Key", key).call().unwrap();
+    let text = response.body_mut().read_to_string().unwrap();
+    assert_eq!(response.status().as_u16(), 200, "GET {path}: {text}");
+    hangar_tests::serde_json::from_str(&text).unwrap()
 }
 
 /// Polls `check` every 100 ms until it gives `Some`, or fails naming `what` after [`WAIT`].
