@@ -63,11 +63,33 @@ fn an_admin_watches_a_crash_and_restarts_from_the_page_and_a_viewer_sees_no_butt
     let viewer = api_get(&hangar, VIEWER_KEY, "/api/whoami");
     assert_eq!(viewer, json!({"identity": "viewer", "profile": "viewer", "admin": false}));
 
+    in_browser(async |browser| story(&hangar, browser).await);
+}
+
+/// With OAuth, the operator pastes an access token instead of a key: the page sends it as the
+/// bearer, and the token's profile decides what it shows.
+#[test]
+fn a_bearer_token_from_the_issuer_signs_in_to_the_page() {
+    let idp = super::oauth::Idp::start(hangar_tests::free_port());
+    let hangar = Hangar::start(&super::oauth::config(&idp.url));
+    let token = idp.token("admin-bot", "mcp", &format!("{}/mcp", hangar.base));
+    in_browser(async |browser| {
+        sign_in(browser, &format!("{}/", hangar.base), &token).await;
+        wait_for_state(browser, "math", "cold").await;
+        let who = text(browser, "#who").await.unwrap();
+        assert!(who.contains("admin-bot") && who.contains("admin"), "{who}");
+        click(browser, &row("math", "button[data-action=\"start\"]")).await;
+        wait_for_state(browser, "math", "ready").await;
+    });
+}
+
+/// Runs `story` in a fresh headless Chromium, closed afterwards (killed, on a failure).
+fn in_browser(story: impl AsyncFnOnce(&Client)) {
     let driver = ChromeDriver::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let browser = driver.session().await;
-        story(&hangar, &browser).await;
+        story(&browser).await;
         // On a failure the driver's process group (the browser with it) is killed instead.
         let _ = browser.close().await;
     });
@@ -157,15 +179,15 @@ async fn story(hangar: &Hangar, browser: &Client) {
     assert!(buttons.is_empty(), "a viewer sees {} action buttons", buttons.len());
 }
 
-/// Opens the page and enters `key` in its sign-in form.
-async fn sign_in(browser: &Client, url: &str, key: &str) {
+/// Opens the page and enters `credential` (a key or a token) in its sign-in form.
+async fn sign_in(browser: &Client, url: &str, credential: &str) {
     browser.goto(url).await.unwrap();
     eventually("the sign-in form", || async {
         let hidden = browser.execute("return document.getElementById('signin').hidden;", vec![]).await.ok()?;
         (hidden == json!(false)).then_some(())
     })
     .await;
-    browser.find(Locator::Id("credential")).await.unwrap().send_keys(key).await.unwrap();
+    browser.find(Locator::Id("credential")).await.unwrap().send_keys(credential).await.unwrap();
     click(browser, "#signin-form button[type=\"submit\"]").await;
     eventually("the page to say who signed in", || async {
         text(browser, "#who").await.filter(|who| who.starts_with("Signed in as"))
