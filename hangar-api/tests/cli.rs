@@ -168,9 +168,10 @@ fn serves_reports_the_supervisor_missing_and_stops_cleanly_on_sigterm() {
     assert!(body.contains(r#""code":"SupervisorUnavailable""#), "{body}");
     assert!(body.contains(NO_SOCKET), "{body}");
 
-    // A second instance on the same port finds it answering and refuses to start.
+    // A second instance on the same port finds it answering (`/` is the status page) and refuses
+    // to start.
     let clash = run_expecting_exit(&["--listen", &api.address, "--socket", NO_SOCKET]);
-    assert_refused(clash, &format!("http://{}", api.address), "answered HTTP 404");
+    assert_refused(clash, &format!("http://{}", api.address), "answered HTTP 200");
 
     let (code, _) = api.terminate();
     assert_eq!(code, Some(0));
