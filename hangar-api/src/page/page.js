@@ -29,6 +29,7 @@ class ServerView {
     this.lastChange = null;
     this.open = false;
     this.logTimer = null;
+    this.refreshing = null;
     this.auditEntries = null;
     const node = $("server-template").content.firstElementChild.cloneNode(true);
     this.node = node;
@@ -167,8 +168,12 @@ class ServerView {
     }
   }
 
-  /// The log tail, asked again every 2 s while the panel is open.
+  /// The log tail, asked again every 2 s while the panel is open (and the tab is shown).
   async followLogs() {
+    if (document.hidden) {
+      this.logTimer = setTimeout(() => this.followLogs(), LOG_EVERY_MS);
+      return;
+    }
     const pre = this.part("log");
     const follow = this.part("follow");
     try {
@@ -497,9 +502,19 @@ function onState(change) {
   view.show({ ...view.summary, state: change.to, alive: change.to !== "dead" && change.to !== "cold", dead: change.dead });
   showSummary();
   announce(change.mcp_server_id + " is now " + change.to + (change.dead ? " (" + change.dead.reason + ")" : ""));
-  refreshServer(view);
+  refreshServerSoon(view);
   if (view.open && change.to === "ready") view.loadTools();
   refreshCounts();
+}
+
+/// One request for the server's summary after a burst of its changes (a replay after a
+/// reconnection may bring many at once).
+function refreshServerSoon(view) {
+  if (view.refreshing) return;
+  view.refreshing = setTimeout(() => {
+    view.refreshing = null;
+    refreshServer(view);
+  }, 250);
 }
 
 async function refreshServer(view) {

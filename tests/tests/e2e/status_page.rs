@@ -40,6 +40,12 @@ mcp_servers:
   idle: {command: ["{fake}", "--tools", "echo"]}
 "#;
 
+/// One server and no authentication (on loopback everyone is then the anonymous admin).
+const CONFIG_OPEN: &str = r#"
+mcp_servers:
+  victim: {command: ["{fake}", "--tools", "add", "--pid-file", "{dir}/victim.pid"]}
+"#;
+
 const SERVERS: [&str; 3] = ["steady", "victim", "idle"];
 
 /// The policy every file of the page is served under.
@@ -83,6 +89,34 @@ fn a_bearer_token_from_the_issuer_signs_in_to_the_page() {
     });
 }
 
+/// The API goes away under the page (SIGKILL; the supervisor starts it again on the same port):
+/// the page reconnects by itself with `Last-Event-ID`, and the state change made while it was
+/// gone arrives as an event replayed from the journal (its row names the transition, which only
+/// an event carries), all without a reload.
+#[test]
+fn the_page_reconnects_and_replays_what_it_missed() {
+    let port = hangar_tests::free_port();
+    let hangar = Hangar::start_on(CONFIG_OPEN, &format!("127.0.0.1:{port}")).unwrap();
+    in_browser(async |browser| {
+        browser.goto(&format!("{}/", hangar.base)).await.unwrap();
+        wait_for_link(browser, "live").await;
+        browser.execute("window.hangarTestMark = 'not reloaded';", vec![]).await.unwrap();
+        click(browser, &row("victim", "button[data-action=\"start\"]")).await;
+        wait_for_state(browser, "victim", "ready").await;
+
+        let api = hangar_tests::children_named(hangar.pid(), "hangar-api");
+        assert_eq!(api.len(), 1, "one API: {api:?}");
+        sigkill(api[0]);
+        sigkill(read_pid(&hangar.path("victim.pid")));
+        wait_for_state(browser, "victim", "dead").await;
+        wait_for_link(browser, "live").await;
+        let change = text(browser, &row("victim", ".last-change")).await.unwrap();
+        assert!(change.starts_with("ready → dead"), "the missed event was replayed: {change}");
+        let mark = browser.execute("return window.hangarTestMark;", vec![]).await.unwrap();
+        assert_eq!(mark, json!("not reloaded"));
+    });
+}
+
 /// Runs `story` in a fresh headless Chromium, closed afterwards (killed, on a failure).
 fn in_browser(story: impl AsyncFnOnce(&Client)) {
     let driver = ChromeDriver::start();
@@ -104,10 +138,7 @@ async fn story(hangar: &Hangar, browser: &Client) {
         let state = row(server, ".state");
         eventually(&format!("the row of {server}"), || text(browser, &state)).await;
     }
-    eventually("the event stream to be live", || async {
-        (attribute(browser, "#link", "data-link").await? == "live").then_some(())
-    })
-    .await;
+    wait_for_link(browser, "live").await;
     assert!(text(browser, "#who").await.unwrap().contains("admin"));
 
     // Any script or style the policy blocks from here on fails the test.
@@ -198,6 +229,14 @@ async fn sign_in(browser: &Client, url: &str, credential: &str) {
 /// A CSS selector inside the row of `server`.
 fn row(server: &str, inside: &str) -> String {
     format!("li[data-server=\"{server}\"] {inside}")
+}
+
+/// Until the page's link to the event stream is in `state` (`live`, `retrying`...).
+async fn wait_for_link(browser: &Client, state: &str) {
+    eventually(&format!("the event stream to be {state}"), || async {
+        (attribute(browser, "#link", "data-link").await? == state).then_some(())
+    })
+    .await;
 }
 
 async fn wait_for_state(browser: &Client, server: &str, state: &str) {
