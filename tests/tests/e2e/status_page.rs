@@ -1,10 +1,12 @@
 //! The status page in a real browser: Debian's Chromium, driven through chromedriver
 //! (WebDriver) with `fantoccini`. An admin signs in with a key, sees every server, starts one
 //! from the page, watches its row turn `dead` (`crashed`) when its process is SIGKILLed, without
-//! reloading the page, and restarts it from the page; a profile without `admin` sees the same
-//! servers and no buttons. The page runs under its strict Content-Security-Policy throughout,
-//! and any violation the browser reports fails the test. A screenshot is left at
-//! `target/status-page.png`.
+//! reloading the page (and a screen reader is told), restarts it from the page once the countdown
+//! allows, and opens its panel from the keyboard; a profile without `admin` sees the same servers
+//! and no buttons. An OAuth access token signs in the same way as a key. When the API dies under
+//! the page, the page reconnects and the change it missed is replayed (`Last-Event-ID`). The page
+//! runs under its strict Content-Security-Policy throughout: any violation the browser reports
+//! fails the test. A screenshot is left at `target/status-page.png`.
 //!
 //! Chromium and chromedriver come from `scripts/setup-tools`; without them the test fails (it
 //! never skips), saying so.
@@ -16,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, key_hash, read_pid, sigkill};
@@ -163,6 +166,8 @@ async fn story(hangar: &Hangar, browser: &Client) {
     assert_eq!(text(browser, &row("victim", ".dead-reason")).await.as_deref(), Some("crashed"));
     let mark = browser.execute("return window.hangarTestMark;", vec![]).await.unwrap();
     assert_eq!(mark, json!("not reloaded"), "the row changed without a reload");
+    let announced = text(browser, "#announcer").await.unwrap_or_default();
+    assert!(announced.contains("victim is now dead (crashed)"), "screen readers are told: {announced}");
     let details = api_get(hangar, ADMIN_KEY, "/api/mcp_servers/victim");
     assert_eq!(details["dead"]["reason"], "crashed", "the supervisor agrees: {details}");
 
@@ -176,9 +181,12 @@ async fn story(hangar: &Hangar, browser: &Client) {
     wait_for_state(browser, "victim", "ready").await;
     assert_eq!(api_get(hangar, ADMIN_KEY, "/api/mcp_servers/victim")["state"], "ready");
 
-    // Its panel: its tools with their schemas, its log tail, and the audit trail of what the
-    // page just did (the admin's start, stop and start again).
-    click(browser, &row("victim", ".toggle")).await;
+    // Its panel, opened from the keyboard: its tools with their schemas, its log tail, and the
+    // audit trail of what the page just did (the admin's start, stop and start again).
+    let toggle = browser.find(Locator::Css(&row("victim", ".toggle"))).await.unwrap();
+    toggle.send_keys(&Key::Enter).await.unwrap();
+    let expanded = attribute(browser, &row("victim", ".toggle"), "aria-expanded").await;
+    assert_eq!(expanded.as_deref(), Some("true"), "Enter on the server's name opens its panel");
     eventually("victim's tools in its panel", || async {
         let tools = text(browser, &row("victim", ".tools")).await?;
         (tools.contains("add") && tools.contains("\"type\"")).then_some(())
