@@ -178,7 +178,7 @@ impl Hangar {
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
             request @ (Request::Audit(_) | Request::Events { .. } | Request::Rates { .. }) => {
-                journal_view::answer(self, caller, view, request, notices).await?
+                journal_view::answer(self, decide.caller(), view, request, notices).await?
             }
             Request::Logs { mcp_server, lines } => {
                 let server = decide.admin("logs", &mcp_server, self.visible(view, &mcp_server))?;

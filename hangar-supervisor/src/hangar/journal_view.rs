@@ -60,7 +60,7 @@ pub async fn answer(
             }
             let own = own_calls(caller, view);
             let rates = blocking(move || {
-                reader.rates(minutes, SystemTime::now(), |server, identity| {
+                reader.rates(&journal, minutes, SystemTime::now(), |server, identity| {
                     own.as_ref().is_none_or(|own| own(server, identity))
                 })
             })
