@@ -117,9 +117,12 @@ fn audit_entry(event: JournalEvent) -> Option<AuditEntry> {
     }
 }
 
+/// Whether an audited call (server, identity) is the caller's to see.
+type OwnCalls = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
 /// For a non-admin, the test of an audited call it may see (its own, to a server it sees);
 /// `None` for an admin, who sees every call.
-fn own_calls(caller: &Caller, view: &View) -> Option<Arc<dyn Fn(&str, &str) -> bool + Send + Sync>> {
+fn own_calls(caller: &Caller, view: &View) -> Option<OwnCalls> {
     if view.is_admin() {
         return None;
     }
