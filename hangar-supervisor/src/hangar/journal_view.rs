@@ -283,3 +283,54 @@ impl Sent {
         notices.send(message).is_ok()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use hangar_core::config::Config;
+
+    use super::*;
+
+    fn gap() -> Happened {
+        Happened::Gap { dropped: 1 }
+    }
+
+    /// A follower that falls behind the live broadcast (more entries at once than it holds) reads
+    /// the rest from the journal: every id once, in order.
+    #[tokio::test]
+    async fn a_lagging_follower_misses_nothing_and_repeats_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        let config = Config::parse("mcp_servers:\n  math: {command: [\"true\"]}\n").unwrap();
+        let hangar = Hangar::new(&config, None, journal.clone());
+        let (notices, mut heard) = mpsc::unbounded_channel();
+        let following = tokio::spawn({
+            let hangar = hangar.clone();
+            async move { follow(&hangar, &Caller::hangar(), None, notices).await }
+        });
+        let id = |notice: Value| notice["id"].as_u64().unwrap();
+        // Live from now: entries until the follower hears one (it is then in its live loop).
+        let mut first = None;
+        let mut last = 0;
+        for _ in 0..500 {
+            last = journal.record(gap());
+            if let Ok(Some(notice)) = tokio::time::timeout(Duration::from_millis(20), heard.recv()).await {
+                first = Some(id(notice));
+                break;
+            }
+        }
+        let first = first.expect("the follower heard a live entry");
+        // Far more than the broadcast holds, without yielding: the follower lags.
+        for _ in 0..3000 {
+            last = journal.record(gap());
+        }
+        for expected in first + 1..=last {
+            assert_eq!(id(heard.recv().await.unwrap()), expected);
+        }
+        let after = journal.record(gap());
+        assert_eq!(id(heard.recv().await.unwrap()), after, "live again after the lag");
+        following.abort();
+    }
+}
