@@ -143,6 +143,10 @@ fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
     assert!(first.iter().all(|e| e.id > started), "nothing from before: {first:#?}");
     let last_seen = first.last().unwrap().id;
     stream.close();
+    // The client went: the API cancels its request, and the supervisor stops following for it.
+    hangar_tests::poll("the follow cancelled", Duration::from_secs(20), || {
+        hangar.log().contains("request cancelled by its caller").then_some(())
+    });
 
     // Missed while disconnected: two starts and a stop, with their actions and audit entries.
     for action in ["start", "stop", "start"] {
