@@ -47,6 +47,27 @@ pub enum Command {
     Restart { name: String },
     /// Ask the hangar to reload its config.
     Reload,
+    /// The audit trail: who called what, and how it ended (newest last); with -f, what comes next.
+    Audit {
+        /// Start after this cursor (a `next` the API gave); without it, the newest entries.
+        #[arg(long, value_name = "CURSOR")]
+        since: Option<u64>,
+        /// At most this many entries a page (1..=1000).
+        #[arg(short = 'n', long, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        limit: Option<u16>,
+        /// Only this identity's calls.
+        #[arg(long)]
+        identity: Option<String>,
+        /// Only calls to this server.
+        #[arg(long)]
+        mcp_server: Option<String>,
+        /// Only this outcome: ok, is_error, error, or an error type (forbidden, timeout, ...).
+        #[arg(long)]
+        outcome: Option<String>,
+        /// Keep printing new entries until interrupted.
+        #[arg(short, long)]
+        follow: bool,
+    },
     /// Print the `pinned:` block (capabilities.tools.pinned) of a running server's current tools,
     /// ready to paste; with --write, put it into the config file in place, comments kept.
     Pin {

@@ -8,6 +8,7 @@
 
 mod actions;
 mod args;
+mod audit;
 mod client;
 mod error;
 mod logs;
@@ -58,6 +59,16 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }
         Command::Reload => outcome(json, &actions::reload(&api)?, actions::reloaded),
         Command::Pin { name, config, .. } => pin::run(&api, name, config.as_deref(), json),
+        Command::Audit { since, limit, identity, mcp_server, outcome, follow } => {
+            let filters = audit::Filters {
+                since: *since,
+                limit: *limit,
+                identity: identity.as_deref(),
+                mcp_server: mcp_server.as_deref(),
+                outcome: outcome.as_deref(),
+            };
+            audit::run(&api, &filters, *follow, json)
+        }
     }
 }
 

@@ -60,7 +60,7 @@ pub async fn answer(
             }
             let own = own_calls(caller, view);
             let rates = blocking(move || {
-                reader.rates(minutes, SystemTime::now(), |server, identity| {
+                reader.rates(&journal, minutes, SystemTime::now(), |server, identity| {
                     own.as_ref().is_none_or(|own| own(server, identity))
                 })
             })
@@ -117,9 +117,12 @@ fn audit_entry(event: JournalEvent) -> Option<AuditEntry> {
     }
 }
 
+/// Whether an audited call (server, identity) is the caller's to see.
+type OwnCalls = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
 /// For a non-admin, the test of an audited call it may see (its own, to a server it sees);
 /// `None` for an admin, who sees every call.
-fn own_calls(caller: &Caller, view: &View) -> Option<Arc<dyn Fn(&str, &str) -> bool + Send + Sync>> {
+fn own_calls(caller: &Caller, view: &View) -> Option<OwnCalls> {
     if view.is_admin() {
         return None;
     }
@@ -278,5 +281,56 @@ impl Sent {
         }
         let message = serde_json::to_value(event).unwrap_or(Value::Null);
         notices.send(message).is_ok()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use hangar_core::config::Config;
+
+    use super::*;
+
+    fn gap() -> Happened {
+        Happened::Gap { dropped: 1 }
+    }
+
+    /// A follower that falls behind the live broadcast (more entries at once than it holds) reads
+    /// the rest from the journal: every id once, in order.
+    #[tokio::test]
+    async fn a_lagging_follower_misses_nothing_and_repeats_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        let config = Config::parse("mcp_servers:\n  math: {command: [\"true\"]}\n").unwrap();
+        let hangar = Hangar::new(&config, None, journal.clone());
+        let (notices, mut heard) = mpsc::unbounded_channel();
+        let following = tokio::spawn({
+            let hangar = hangar.clone();
+            async move { follow(&hangar, &Caller::hangar(), None, notices).await }
+        });
+        let id = |notice: Value| notice["id"].as_u64().unwrap();
+        // Live from now: entries until the follower hears one (it is then in its live loop).
+        let mut first = None;
+        let mut last = 0;
+        for _ in 0..500 {
+            last = journal.record(gap());
+            if let Ok(Some(notice)) = tokio::time::timeout(Duration::from_millis(20), heard.recv()).await {
+                first = Some(id(notice));
+                break;
+            }
+        }
+        let first = first.expect("the follower heard a live entry");
+        // Far more than the broadcast holds, without yielding: the follower lags.
+        for _ in 0..3000 {
+            last = journal.record(gap());
+        }
+        for expected in first + 1..=last {
+            assert_eq!(id(heard.recv().await.unwrap()), expected);
+        }
+        let after = journal.record(gap());
+        assert_eq!(id(heard.recv().await.unwrap()), after, "live again after the lag");
+        following.abort();
     }
 }

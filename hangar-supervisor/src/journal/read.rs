@@ -253,23 +253,26 @@ impl Reader {
 
     /// Audited calls and failures per minute over the `minutes` minutes up to `now` (the current
     /// minute included), oldest first, every minute present. `keep(mcp_server, identity)` says
-    /// which entries count. Reads committed entries only (one commit interval behind at most).
+    /// which entries count: those written (grouped in SQL) and those still only in the tail.
     pub fn rates(
         &self,
+        journal: &Journal,
         minutes: u32,
         now: SystemTime,
         keep: impl Fn(&str, &str) -> bool,
     ) -> Result<Vec<MinuteCount>, ReadError> {
         let now_minute = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() / 60;
         let first = now_minute.saturating_sub(u64::from(minutes.max(1)) - 1);
-        let groups = self.with(|connection| {
+        let (tail, _) = journal.tail_after(0);
+        let (written, groups) = self.with(|connection| {
+            let written: i64 = connection.query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |r| r.get(0))?;
             let mut statement = connection.prepare_cached(
                 "SELECT at_ms / 60000 AS minute, COALESCE(mcp_server, ''), COALESCE(identity, ''), COUNT(*),
                         SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END)
-                 FROM entries WHERE kind = 'audit' AND at_ms >= ?1
+                 FROM entries WHERE kind = 'audit' AND at_ms >= ?1 AND id <= ?2
                  GROUP BY minute, mcp_server, identity",
             )?;
-            let rows = statement.query_map([(first * 60_000) as i64], |row| {
+            let rows = statement.query_map([(first * 60_000) as i64, written], |row| {
                 Ok((
                     row.get::<_, i64>(0)?,
                     row.get::<_, String>(1)?,
@@ -278,8 +281,18 @@ impl Reader {
                     row.get::<_, i64>(4)?,
                 ))
             })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
+            Ok((written.max(0) as u64, rows.collect::<rusqlite::Result<Vec<_>>>()?))
         })?;
+        let unwritten = tail.iter().filter(|e| e.id > written).filter_map(|event| match &event.what {
+            Happened::Audit(entry) => {
+                let at = humantime::parse_rfc3339(&event.at).ok()?;
+                let minute = at.duration_since(UNIX_EPOCH).ok()?.as_secs() / 60;
+                let failed = entry.outcome != hangar_core::journal::CallOutcome::Ok;
+                Some((minute as i64, entry.mcp_server.clone(), entry.identity.clone(), 1, i64::from(failed)))
+            }
+            _ => None,
+        });
+        let groups: Vec<_> = groups.into_iter().chain(unwritten).collect();
         let mut counts: BTreeMap<u64, (u64, u64)> = (first..=now_minute).map(|m| (m, (0, 0))).collect();
         for (minute, server, identity, calls, errors) in groups {
             if let Some(count) = counts.get_mut(&(minute.max(0) as u64))
@@ -408,14 +421,18 @@ mod tests {
         journal.record(Happened::Gap { dropped: 2 });
         journal.flush();
         let now = SystemTime::now();
-        let all = reader.rates(5, now, |_, _| true).unwrap();
+        let all = reader.rates(&journal, 5, now, |_, _| true).unwrap();
         assert_eq!(all.len(), 5);
         let last = all.last().unwrap();
         // The entries may have landed in the minute before `now` if it just turned.
         let total: (u64, u64) = all.iter().fold((0, 0), |(c, e), m| (c + m.calls, e + m.errors));
         assert_eq!(total, (3, 2));
         assert!(last.at.ends_with(":00.000Z"), "{}", last.at);
-        let ci_only = reader.rates(5, now, |_, identity| identity == "ci").unwrap();
+        let ci_only = reader.rates(&journal, 5, now, |_, identity| identity == "ci").unwrap();
         assert_eq!(ci_only.iter().map(|m| (m.calls, m.errors)).fold((0, 0), |a, m| (a.0 + m.0, a.1 + m.1)), (2, 1));
+        // Not written yet (or just written): counted once either way.
+        journal.record(call("ci", "math", CallOutcome::Ok, None));
+        let more = reader.rates(&journal, 5, SystemTime::now(), |_, _| true).unwrap();
+        assert_eq!(more.iter().map(|m| m.calls).sum::<u64>(), 4);
     }
 }

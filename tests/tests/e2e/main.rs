@@ -8,6 +8,7 @@
 //! hangar (a test starting one at that moment would land there too), and `connections.rs` holds
 //! thousands of sockets and floods the API, which would starve the bounded waits of the others.
 
+mod audit_api;
 mod auth;
 mod bad_input;
 mod cancellation;
@@ -19,6 +20,7 @@ mod cross_site;
 mod dead_reasons;
 mod echo_bounds;
 mod eras;
+mod events;
 mod front_door;
 mod front_door_routing;
 mod garbage;
