@@ -105,7 +105,7 @@ impl ExposedNames {
             naming,
             servers.iter().zip(&names).map(|(server, names)| (server.id(), names.iter().map(String::as_str).collect())),
         );
-        let discovered = servers.iter().all(|s| !s.never_started());
+        let discovered = servers.iter().all(|s| !s.tools_unknown());
         let built = Arc::new(Built { generation, index, servers, discovered });
         *self.built.write().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
         built
