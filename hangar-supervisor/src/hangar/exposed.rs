@@ -175,7 +175,7 @@ mod tests {
         assert!(announced.try_recv().is_err(), "nothing changed, nothing announced");
         let again = names.current(&shared, &Naming::default(), || panic!("no rebuild while nothing changed"));
         assert!(Arc::ptr_eq(&first, &again));
-        assert!(!first.discovered, "servers never started are not discovered yet");
+        assert!(first.discovered, "a server whose tools were declared (or remembered) needs no discovery");
     }
 
     #[test]
