@@ -72,14 +72,16 @@ impl Server {
     /// A prompt or resource list of a server that is not running is answered from its last
     /// known catalog, if it has one, without starting it.
     pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
-        if let Some(remembered) = self.remembered_list(method, &params) {
+        let listing = super::memory::is_first_page(method, &params);
+        if listing && let Some(remembered) = self.remembered_list(method) {
             return remembered;
         }
         let upstream = self.ready_upstream().await?;
         self.lock().last_used = Instant::now();
-        let asked = params.clone();
         let outcome = upstream.request(method, params, timeout).await;
-        self.keep_list(method, &asked, &outcome);
+        if listing {
+            self.keep_list(method, &outcome);
+        }
         outcome.map_err(|err| self.request_failure(method, err))
     }
 

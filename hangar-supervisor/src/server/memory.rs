@@ -128,10 +128,7 @@ impl Server {
     /// The remembered answer to a list method, for a server that is not running: the front
     /// door lists its prompts and resources without starting it. A refusal is the same error
     /// the upstream's refusal was.
-    pub(super) fn remembered_list(&self, method: &str, params: &Value) -> Option<Result<Value, IpcError>> {
-        if !is_first_page(method, params) {
-            return None;
-        }
+    pub(super) fn remembered_list(&self, method: &str) -> Option<Result<Value, IpcError>> {
         let answer = {
             let inner = self.lock();
             if inner.process.is_some() {
@@ -150,10 +147,7 @@ impl Server {
 
     /// Keeps a running server's answer to a list method (a result, or a JSON-RPC refusal), for
     /// when it is not running.
-    pub(super) fn keep_list(&self, method: &str, params: &Value, outcome: &Result<Value, RequestError>) {
-        if !is_first_page(method, params) {
-            return;
-        }
+    pub(super) fn keep_list(&self, method: &str, outcome: &Result<Value, RequestError>) {
         let answer = match outcome {
             Ok(result) => ListAnswer::Result(result.clone()),
             Err(RequestError::Rpc { code, .. }) => ListAnswer::Refused { jsonrpc_code: *code },
@@ -171,8 +165,9 @@ impl Server {
 }
 
 /// A remembered list method asked for its first page, with nothing else that could change the
-/// answer (only `_meta`).
-fn is_first_page(method: &str, params: &Value) -> bool {
+/// answer (only `_meta`): the requests [`Server::remembered_list`] may answer and
+/// [`Server::keep_list`] keeps.
+pub(super) fn is_first_page(method: &str, params: &Value) -> bool {
     REMEMBERED_LISTS.contains(&method)
         && match params {
             Value::Null => true,

@@ -126,8 +126,9 @@ mcp_servers:
     command: ["{fake}", "--tools", "add", "--exit-flag", "{dir}/flaky.exit"]
 "#;
 
-#[test]
-fn a_backoff_runs_on_across_a_restart() {
+/// A hangar on [`BACKOFF`] whose `flaky` failed to start (its process exits at start) and
+/// waits out a backoff of about a minute, remembered in the journal; and its dead record.
+fn flaky_in_backoff() -> (Hangar, Value) {
     let hangar = Hangar::start(BACKOFF);
     std::fs::write(hangar.path("flaky.exit"), "").unwrap();
     let failed = hangar.tool("hangar_start", json!({"mcp_server": "flaky"}));
@@ -135,9 +136,14 @@ fn a_backoff_runs_on_across_a_restart() {
     let dead = hangar.details("flaky")["dead"].clone();
     assert!(dead["retry_allowed_at"].is_string(), "{dead}");
     memory_saved(&hangar, "flaky", "start_failed");
-
-    let hangar = hangar.restart(Signal::SIGTERM, &[]);
     std::fs::remove_file(hangar.path("flaky.exit")).unwrap();
+    (hangar, dead)
+}
+
+#[test]
+fn a_backoff_runs_on_across_a_restart() {
+    let (hangar, dead) = flaky_in_backoff();
+    let hangar = hangar.restart(Signal::SIGTERM, &[]);
     assert_eq!(hangar.details("flaky")["dead"], dead);
     let refused = hangar.post("/api/mcp_servers/flaky/start", None);
     assert_eq!(refused.status, 409, "{}", refused.text);
@@ -224,21 +230,9 @@ fn the_front_door_lists_the_remembered_catalog_without_starting_anything() {
     assert!(!hangar.path("fixtures.pid").exists(), "fixtures stayed cold");
 }
 
-const CHANGED: &str = r#"
-recovery: {initial_backoff_s: 60, max_backoff_s: 120}
-mcp_servers:
-  flaky:
-    command: ["{fake}", "--tools", "add", "--exit-flag", "{dir}/flaky.exit"]
-"#;
-
 #[test]
 fn a_changed_config_ignores_the_stale_memory() {
-    let hangar = Hangar::start(CHANGED);
-    std::fs::write(hangar.path("flaky.exit"), "").unwrap();
-    let failed = hangar.tool("hangar_start", json!({"mcp_server": "flaky"}));
-    assert_eq!(failed["structuredContent"]["error_type"], "start_failed", "{failed}");
-    memory_saved(&hangar, "flaky", "start_failed");
-    std::fs::remove_file(hangar.path("flaky.exit")).unwrap();
+    let (hangar, _) = flaky_in_backoff();
     let config = hangar.path("hangar.yaml");
     let changed = std::fs::read_to_string(&config).unwrap().replace("\"add\"", "\"add,echo\"");
     std::fs::write(&config, changed).unwrap();
