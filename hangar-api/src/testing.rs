@@ -102,6 +102,7 @@ impl FakeSupervisor {
                     mode: s.mode.clone(),
                     alive: s.alive,
                     tools: vec![tool_info("add")],
+                    tools_source: Default::default(),
                     health: Health::default(),
                     meta: Meta { program: "fake".into(), ..Meta::default() },
                     dead: s.dead.clone(),

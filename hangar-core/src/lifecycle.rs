@@ -13,7 +13,7 @@
 //!
 //! Nothing here does I/O or reads a clock: callers pass `now`, so every rule is unit-tested.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -229,6 +229,80 @@ impl Lifecycle {
     }
 }
 
+/// What a lifecycle leaves to the hangar's next run (saved in the journal as JSON): its state,
+/// its dead record to the millisecond (the precision every surface prints), and the backoff
+/// streak. Restored by [`Lifecycle::restore`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub state: State,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead: Option<DeadMemory>,
+    /// Failures since the server was last stable: the exponent of its next backoff.
+    #[serde(default)]
+    pub failure_streak: u32,
+}
+
+/// A [`Dead`] as saved: times in milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadMemory {
+    pub reason: DeadReason,
+    pub since_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_allowed_at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl From<&Dead> for DeadMemory {
+    fn from(dead: &Dead) -> Self {
+        DeadMemory {
+            reason: dead.reason,
+            since_ms: epoch_millis(dead.since),
+            retry_allowed_at_ms: dead.retry_allowed_at.map(epoch_millis),
+            detail: dead.detail.clone(),
+        }
+    }
+}
+
+impl From<&DeadMemory> for Dead {
+    fn from(saved: &DeadMemory) -> Self {
+        let at = |ms: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+        Dead {
+            reason: saved.reason,
+            since: at(saved.since_ms),
+            // The rule of `apply` holds for what is read back too: no backoff for a blocked server.
+            retry_allowed_at: saved
+                .retry_allowed_at_ms
+                .filter(|_| saved.reason != DeadReason::CapabilityBlocked)
+                .map(at),
+            detail: saved.detail.clone(),
+        }
+    }
+}
+
+fn epoch_millis(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Lifecycle {
+    /// What to save of this lifecycle, with the server's backoff streak.
+    pub fn memory(&self, failure_streak: u32) -> Memory {
+        Memory { state: self.state, dead: self.dead.as_ref().map(DeadMemory::from), failure_streak }
+    }
+
+    /// The lifecycle a server starts the hangar's next run with: a dead server stays dead with
+    /// the same record (`since`, reason, detail, `retry_allowed_at`: a `given_up` or
+    /// `capability_blocked` server waits for an explicit start, a backoff runs out when it would
+    /// have); any other comes back `cold` (nothing is running any more, and nothing is started
+    /// by a restart).
+    pub fn restore(memory: &Memory) -> Lifecycle {
+        match (memory.state, &memory.dead) {
+            (State::Dead, Some(dead)) => Lifecycle { state: State::Dead, dead: Some(Dead::from(dead)) },
+            _ => Lifecycle::default(),
+        }
+    }
+}
+
 impl Event {
     fn name(&self) -> &'static str {
         match self {
@@ -247,7 +321,6 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn t(secs: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)
@@ -373,6 +446,46 @@ mod tests {
             let mut l = Lifecycle { state, dead: None };
             assert!(l.apply(Event::HandshakeDone, t(0)).is_err(), "{state:?}");
         }
+    }
+
+    #[test]
+    fn a_dead_server_is_restored_dead_with_the_same_record() {
+        let since = SystemTime::UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
+        let mut l = Lifecycle::default();
+        l.apply(Event::Start, since).unwrap();
+        l.apply(Event::GaveUp { retry_allowed_at: Some(since + Duration::from_millis(5_250)) }, since).unwrap();
+        l.explain("its process exited with code 3".into());
+        let saved = serde_json::to_string(&l.memory(4)).unwrap();
+        let memory: Memory = serde_json::from_str(&saved).unwrap();
+        assert_eq!(memory.failure_streak, 4);
+        let restored = Lifecycle::restore(&memory);
+        assert_eq!(restored, l, "the same state and the same dead record, to the millisecond");
+        assert_eq!(restored.dead().unwrap().reason, DeadReason::GivenUp);
+    }
+
+    #[test]
+    fn a_blocked_server_is_restored_blocked_without_backoff() {
+        let mut l = ready();
+        l.apply(Event::CapabilityBlocked, t(4)).unwrap();
+        let mut memory = l.memory(0);
+        // Whatever was saved, a blocked server has no backoff: a start is how it is revived.
+        memory.dead.as_mut().unwrap().retry_allowed_at_ms = Some(1);
+        let restored = Lifecycle::restore(&memory);
+        assert_eq!(restored.state(), State::Dead);
+        assert_eq!(restored.dead().unwrap().reason, DeadReason::CapabilityBlocked);
+        assert_eq!(restored.dead().unwrap().retry_allowed_at, None);
+        assert!(!restored.dead().unwrap().call_may_revive(t(1000)));
+    }
+
+    #[test]
+    fn every_other_state_comes_back_cold() {
+        for state in [State::Cold, State::Initializing, State::Ready, State::Degraded] {
+            let restored = Lifecycle::restore(&Memory { state, dead: None, failure_streak: 2 });
+            assert_eq!(restored, Lifecycle::default(), "{state:?}");
+        }
+        // A dead state without its record (a damaged row) cannot be told; it comes back cold.
+        let restored = Lifecycle::restore(&Memory { state: State::Dead, dead: None, failure_streak: 0 });
+        assert_eq!(restored.state(), State::Cold);
     }
 
     #[test]

@@ -206,9 +206,24 @@ pub struct ServerDetails {
     pub mode: String,
     pub alive: bool,
     pub tools: Vec<ToolInfo>,
+    /// Whether `tools` are as its upstream declared them in this run of the hangar, or what the
+    /// last run knew (kept in the journal; the first start refreshes them).
+    #[serde(default)]
+    pub tools_source: ToolsSource,
     pub health: Health,
     pub meta: Meta,
     pub dead: Option<DeadRecord>,
+}
+
+/// Where a server's tool list comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsSource {
+    /// Declared by its upstream in this run (empty until it first starts, if nothing is remembered).
+    #[default]
+    Live,
+    /// The last run's list, remembered across a restart; no upstream was asked yet.
+    Remembered,
 }
 
 /// One entry of `hangar_status`.

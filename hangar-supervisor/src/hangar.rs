@@ -287,16 +287,17 @@ impl Hangar {
         })
     }
 
-    /// In front-door mode, starts every server `view` sees that was never started yet, all at
-    /// the same time, to learn its tools; one that fails to start simply has none. Answers
-    /// whether the front door is on.
+    /// In front-door mode, starts every server `view` sees whose tools are unknown (never
+    /// started in this run, and none remembered from the last), all at the same time, to learn
+    /// its tools; one that fails to start simply has none. With a warm journal nothing is
+    /// started: the last known catalogs answer. Answers whether the front door is on.
     async fn discover(&self, view: &View) -> bool {
         let front_door = self.front_door.load(Ordering::SeqCst);
         if front_door {
             let discoveries: Vec<_> = self
                 .all_visible(view)
                 .into_iter()
-                .filter(|s| s.never_started())
+                .filter(|s| s.tools_unknown())
                 .map(|server| tokio::spawn(async move { server.start(Cause::Call).await }))
                 .collect();
             for discovery in discoveries {

@@ -247,8 +247,15 @@ impl Hangar {
             if yaml.contains("{python}") { yaml.replace("{python}", &python().display().to_string()) } else { yaml };
         let yaml = yaml.replace("{dir}", &dir.path().display().to_string());
         std::fs::write(&config, yaml).expect("write config");
+        Hangar::launch(dir, extra_args)
+    }
+
+    /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there.
+    fn launch(dir: tempfile::TempDir, extra_args: &[&str]) -> Hangar {
+        let config = dir.path().join("hangar.yaml");
         let socket = dir.path().join("supervisor.sock");
-        let log = std::fs::File::create(dir.path().join("hangar.log")).expect("log file");
+        let log =
+            std::fs::File::options().create(true).append(true).open(dir.path().join("hangar.log")).expect("log file");
         let mut supervisor = Command::new(bin("hangar-supervisor"))
             .arg("--config")
             .arg(&config)
@@ -530,6 +537,21 @@ impl Hangar {
             .unwrap();
         assert_eq!(response.status().as_u16(), 200);
         response.into_body().into_reader()
+    }
+}
+
+impl Hangar {
+    /// Ends the supervisor with `signal` (SIGTERM: an orderly stop; SIGKILL: no goodbye) and
+    /// starts a new one in the same directory, on the same config and the same journal (its
+    /// API on a new port). The log goes on in the same file.
+    pub fn restart(mut self, signal: Signal, extra_args: &[&str]) -> Hangar {
+        let _ = kill(Pid::from_raw(self.supervisor.id() as i32), signal);
+        let status =
+            poll("the supervisor to exit", Duration::from_secs(30), || self.supervisor.try_wait().ok().flatten());
+        self.exited = Some(status);
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
+        drop(self);
+        Hangar::launch(dir, extra_args)
     }
 }
 

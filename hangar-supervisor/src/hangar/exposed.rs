@@ -105,7 +105,7 @@ impl ExposedNames {
             naming,
             servers.iter().zip(&names).map(|(server, names)| (server.id(), names.iter().map(String::as_str).collect())),
         );
-        let discovered = servers.iter().all(|s| !s.never_started());
+        let discovered = servers.iter().all(|s| !s.tools_unknown());
         let built = Arc::new(Built { generation, index, servers, discovered });
         *self.built.write().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
         built
@@ -175,7 +175,7 @@ mod tests {
         assert!(announced.try_recv().is_err(), "nothing changed, nothing announced");
         let again = names.current(&shared, &Naming::default(), || panic!("no rebuild while nothing changed"));
         assert!(Arc::ptr_eq(&first, &again));
-        assert!(!first.discovered, "servers never started are not discovered yet");
+        assert!(first.discovered, "a server whose tools were declared (or remembered) needs no discovery");
     }
 
     #[test]

@@ -118,14 +118,12 @@ impl Journal {
     }
 
     /// Saves what a server's next life should know (replacing what was saved of it before).
-    #[allow(dead_code, reason = "the server's memory lands next")]
     pub fn remember(&self, memory: Remembered) {
         self.writer.remember(memory);
     }
 
     /// What the last run remembered of `mcp_server`, taken once (a server built by a reload
     /// starts from what its predecessor knew, not from the database).
-    #[allow(dead_code, reason = "the server's memory lands next")]
     pub fn recall(&self, mcp_server: &str) -> Option<Remembered> {
         self.recalled.lock().unwrap_or_else(|p| p.into_inner()).remove(mcp_server)
     }

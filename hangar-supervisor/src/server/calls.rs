@@ -69,15 +69,25 @@ impl Server {
     }
 
     /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
+    /// A prompt or resource list of a server that is not running is answered from its last
+    /// known catalog, if it has one, without starting it.
     pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
+        let listing = super::memory::is_first_page(method, &params);
+        if listing && let Some(remembered) = self.remembered_list(method) {
+            return remembered;
+        }
         let upstream = self.ready_upstream().await?;
         self.lock().last_used = Instant::now();
-        upstream.request(method, params, timeout).await.map_err(|err| self.request_failure(method, err))
+        let outcome = upstream.request(method, params, timeout).await;
+        if listing {
+            self.keep_list(method, &outcome);
+        }
+        outcome.map_err(|err| self.request_failure(method, err))
     }
 
     /// A failed upstream request in the hangar's words; an upstream JSON-RPC error keeps its
     /// code (and protocol data) in `details`, for the front door to pass on.
-    fn request_failure(&self, what: &str, err: RequestError) -> IpcError {
+    pub(super) fn request_failure(&self, what: &str, err: RequestError) -> IpcError {
         let error = IpcError::new(err.kind(), format!("`{}` {what}: {err}", self.id));
         match err {
             RequestError::Rpc { code, data, .. } => {

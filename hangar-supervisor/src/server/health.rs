@@ -130,7 +130,10 @@ impl Server {
             match outcome {
                 Ok(_) => break,
                 Err(err) if err.kind == ErrorKind::Stopped || inner.lifecycle.state() != State::Degraded => break,
-                Err(_) => inner.failure_streak = inner.failure_streak.saturating_add(1),
+                Err(_) => {
+                    inner.failure_streak = inner.failure_streak.saturating_add(1);
+                    self.remember(&inner);
+                }
             }
         }
         self.lock().recovering = false;

@@ -8,7 +8,8 @@
 //! - `start.rs`: starting (explicit, lazy, or by recovery) and the handshake;
 //! - `process.rs`: a running child: its exit, its stderr, stopping it;
 //! - `health.rs`: checks, verdicts, recovery with backoff, capability enforcement, idle stop;
-//! - `calls.rs`: tool calls and stops.
+//! - `calls.rs`: tool calls and stops;
+//! - `memory.rs`: what it keeps across a restart of the hangar (dead record, backoff, catalog).
 //!
 //! Concurrency: `inner` is a short-held std mutex (never held across an await). A start runs
 //! in a task of its own and concurrent starts of one server join it (`starting`): one spawn,
@@ -18,6 +19,7 @@
 
 mod calls;
 mod health;
+mod memory;
 mod process;
 mod start;
 
@@ -33,7 +35,9 @@ use hangar_core::ipc::ProbeTarget;
 use hangar_core::lifecycle::{Event, Lifecycle, State, StopReason};
 use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
 use hangar_core::metrics::{Histogram, ServerMetrics};
-use hangar_core::record::{DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord};
+use hangar_core::record::{
+    DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord, ToolsSource,
+};
 use hangar_core::time::rfc3339_millis;
 use hangar_core::tool_digest;
 use tokio::sync::broadcast;
@@ -65,6 +69,8 @@ pub struct Server {
     id: String,
     config: ServerConfig,
     policy: RecoveryPolicy,
+    /// The digest its memory is kept under (`memory.rs`).
+    config_hash: String,
     shared: Arc<Shared>,
     log: Arc<LogRing>,
     inner: Mutex<Inner>,
@@ -79,6 +85,13 @@ struct Inner {
     generation: u64,
     process: Option<Process>,
     tools: Tools,
+    /// Whether `tools` are this run's or the last run's (until a start refreshes them).
+    tools_source: ToolsSource,
+    /// Its tools were learned at least once (in this run or a remembered one): there is a
+    /// catalog to remember.
+    catalog_known: bool,
+    /// The last answers to the prompt and resource list methods (`memory.rs`).
+    lists: BTreeMap<String, memory::ListAnswer>,
     health: Health,
     meta: Meta,
     counters: Counters,
@@ -153,19 +166,26 @@ impl Server {
             health_check_interval_s: config.health_check_interval_s,
             ..Meta::default()
         };
+        let policy = config.recovery.resolve(recovery_defaults);
+        let config_hash = memory::config_hash(&config, &policy);
+        let restored = memory::restore(&id, &config_hash, shared.journal.recall(&id));
         Arc::new(Server {
             // What an upstream prints may echo its env (API keys, tokens): never show those.
             log: Arc::new(LogRing::with_secrets(&id, config.env.values().cloned().collect())),
-            policy: config.recovery.resolve(recovery_defaults),
+            policy,
+            config_hash,
             limiter: Limiter::new(Scope::Server(id.clone()), &config.limits, DEFAULT_SERVER_CONCURRENCY),
             id,
             config,
             shared,
             inner: Mutex::new(Inner {
-                lifecycle: Lifecycle::default(),
+                lifecycle: restored.lifecycle,
                 generation: 0,
                 process: None,
-                tools: Tools::default(),
+                tools_source: if restored.tools.is_some() { ToolsSource::Remembered } else { ToolsSource::Live },
+                catalog_known: restored.tools.is_some(),
+                tools: restored.tools.unwrap_or_default(),
+                lists: restored.lists,
                 health: Health::default(),
                 meta,
                 counters: Counters::default(),
@@ -173,7 +193,7 @@ impl Server {
                 calls_in_flight: 0,
                 ready_since: None,
                 last_check: None,
-                failure_streak: 0,
+                failure_streak: restored.failure_streak,
                 recovering: false,
                 ended: None,
                 blocked_because: None,
@@ -251,6 +271,7 @@ impl Server {
                 inner.ready_since = (to == State::Ready).then(Instant::now);
                 let change = StateChange { mcp_server_id: self.id.clone(), from, to, at: rfc3339_millis(now), dead };
                 self.shared.journal.record(hangar_core::journal::Happened::State(change.clone()));
+                self.remember(inner);
                 let _ = self.shared.events.send(change);
                 true
             }
@@ -292,6 +313,7 @@ impl Server {
             mode: self.config.mode.as_str().into(),
             alive: inner.process.is_some(),
             tools: inner.tools.infos.clone(),
+            tools_source: inner.tools_source,
             health: inner.health.clone(),
             meta: inner.meta.clone(),
             dead: inner.lifecycle.dead().map(DeadRecord::from),
@@ -338,18 +360,29 @@ impl Server {
     /// Takes a new tool list: the one place a server's tools change. The front door's index is
     /// marked stale before subscribers hear of the change, so no call made after the
     /// announcement routes on an old name.
+    /// A remembered list becomes live here, announced only if it changed.
     fn set_tools(&self, inner: &mut Inner, tools: Tools) {
+        inner.tools_source = ToolsSource::Live;
+        if inner.tools == tools && inner.catalog_known {
+            return;
+        }
+        inner.catalog_known = true;
         if inner.tools == tools {
+            // Its first list, and empty: nothing to announce, but now known.
+            self.remember(inner);
             return;
         }
         inner.tools = tools;
+        self.remember(inner);
         self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);
         let _ = self.shared.tool_changes.send(self.id.clone());
     }
 
-    /// Whether this server has never been started (so its tools are unknown).
-    pub fn never_started(&self) -> bool {
-        self.lock().counters.starts == 0
+    /// Whether its tools are unknown: it was never started in this run and nothing was
+    /// remembered of it (the front door starts it to learn them).
+    pub fn tools_unknown(&self) -> bool {
+        let inner = self.lock();
+        inner.counters.starts == 0 && !inner.catalog_known
     }
 
     /// What the prober should check and when, if this server is serving.

@@ -47,6 +47,7 @@ mod readiness;
 mod real_clients;
 mod redaction;
 mod reload;
+mod restart_memory;
 mod scaling;
 mod security;
 mod shutdown;
