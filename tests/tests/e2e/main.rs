@@ -28,6 +28,7 @@ mod how_it_ended;
 mod ids;
 mod introspection;
 mod journal_audit;
+mod journal_gap;
 mod json_logs;
 mod lifecycle;
 mod limits;
