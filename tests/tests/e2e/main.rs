@@ -29,6 +29,7 @@ mod ids;
 mod introspection;
 mod journal_audit;
 mod journal_gap;
+mod journal_state;
 mod json_logs;
 mod lifecycle;
 mod limits;
