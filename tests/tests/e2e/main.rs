@@ -28,6 +28,7 @@ mod how_it_ended;
 mod ids;
 mod introspection;
 mod journal_audit;
+mod journal_crash;
 mod journal_gap;
 mod journal_state;
 mod json_logs;
