@@ -39,7 +39,8 @@ pub struct Journal {
     path: PathBuf,
     next_id: AtomicU64,
     live: broadcast::Sender<JournalEvent>,
-    tail: Mutex<VecDeque<JournalEvent>>,
+    /// Shared with the writer's queue: an entry is built once, never copied to be kept.
+    tail: Mutex<VecDeque<Arc<JournalEvent>>>,
     writer: writer::Writer,
     /// What the last run remembered of each server, by id (read once, at open).
     recalled: Mutex<HashMap<String, Remembered>>,
@@ -94,7 +95,7 @@ impl Journal {
             entry.id = id;
             entry.at.clone_from(&at);
         }
-        let event = JournalEvent { id, at, what };
+        let event = Arc::new(JournalEvent { id, at, what });
         {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
             if tail.len() == TAIL {
@@ -103,7 +104,7 @@ impl Journal {
             tail.push_back(event.clone());
         }
         if self.live.receiver_count() > 0 {
-            let _ = self.live.send(event.clone());
+            let _ = self.live.send(JournalEvent::clone(&event));
         }
         self.writer.queue(now, event);
         id
@@ -121,7 +122,7 @@ impl Journal {
     pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
-        (tail.iter().filter(|e| e.id > since).cloned().collect(), complete)
+        (tail.iter().filter(|e| e.id > since).map(|e| JournalEvent::clone(e)).collect(), complete)
     }
 
     /// Saves what a server's next life should know (replacing what was saved of it before).

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
 use hangar_core::metrics::JournalCounts;
+use hangar_core::wire_name;
 use rusqlite::{Connection, params};
 
 use super::memory::Remembered;
@@ -21,7 +22,7 @@ use super::retention;
 /// How many entries may wait for the writer before new ones are dropped.
 const QUEUE: usize = 65_536;
 /// The most entries one transaction writes.
-const BATCH: usize = 1024;
+const BATCH: usize = 4096;
 /// How long the writer gathers a batch before it commits: an answered call's entry is on disk
 /// (safe from a crash of the supervisor) at most about this long after it was recorded.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
@@ -36,7 +37,7 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 enum Job {
-    Write(i64, JournalEvent),
+    Write(i64, Arc<JournalEvent>),
     Remember(Remembered),
     Retain(JournalConfig),
     Flush(mpsc::Sender<()>),
@@ -87,7 +88,7 @@ impl Writer {
         Writer { queue, stats, epoch }
     }
 
-    pub fn queue(&self, at: SystemTime, event: JournalEvent) {
+    pub fn queue(&self, at: SystemTime, event: Arc<JournalEvent>) {
         let at_ms = at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
         if self.queue.try_send(Job::Write(at_ms, event)).is_err() {
             self.stats.drop_entries(1, self.epoch, "the writer's queue is full");
@@ -150,22 +151,22 @@ impl Thread {
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             };
+            // The batch: what is queued now, and, unless that fills it or a flush waits, what
+            // comes within the commit interval. The writer sleeps meanwhile instead of waiting on
+            // the queue, so recording an entry never has to wake it.
             let deadline = Instant::now() + COMMIT_INTERVAL;
-            let mut next = Some(first);
-            while let Some(job) = next.take() {
-                match job {
-                    Job::Write(at_ms, event) => batch.push((at_ms, event)),
-                    Job::Remember(memory) => memories.push(memory),
-                    Job::Retain(config) => self.retention = Some((config, Instant::now())),
-                    Job::Flush(done) => {
-                        flushes.push(done);
-                        break;
+            let mut flushing = self.take(first, &mut batch, &mut memories, &mut flushes);
+            for round in 0..2 {
+                while !flushing && batch.len() < BATCH {
+                    match jobs.try_recv() {
+                        Ok(job) => flushing = self.take(job, &mut batch, &mut memories, &mut flushes),
+                        Err(_) => break,
                     }
                 }
-                if batch.len() >= BATCH {
+                if flushing || batch.len() >= BATCH || round == 1 {
                     break;
                 }
-                next = jobs.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok();
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
             }
             self.write_batch(&batch, &memories);
             batch.clear();
@@ -177,7 +178,27 @@ impl Thread {
         }
     }
 
-    fn write_batch(&mut self, batch: &[(i64, JournalEvent)], memories: &[Remembered]) {
+    /// Takes one job into the batch; whether it is a flush (the batch is then written at once).
+    fn take(
+        &mut self,
+        job: Job,
+        batch: &mut Vec<(i64, Arc<JournalEvent>)>,
+        memories: &mut Vec<Remembered>,
+        flushes: &mut Vec<mpsc::Sender<()>>,
+    ) -> bool {
+        match job {
+            Job::Write(at_ms, event) => batch.push((at_ms, event)),
+            Job::Remember(memory) => memories.push(memory),
+            Job::Retain(config) => self.retention = Some((config, Instant::now())),
+            Job::Flush(done) => {
+                flushes.push(done);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn write_batch(&mut self, batch: &[(i64, Arc<JournalEvent>)], memories: &[Remembered]) {
         if batch.is_empty() && memories.is_empty() {
             return;
         }
@@ -245,7 +266,11 @@ impl Thread {
     }
 }
 
-fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &[Remembered]) -> rusqlite::Result<()> {
+fn write(
+    connection: &mut Connection,
+    batch: &[(i64, Arc<JournalEvent>)],
+    memories: &[Remembered],
+) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
     for memory in memories {
         memory.save(&tx)?;
@@ -258,14 +283,14 @@ fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &
         for (at_ms, event) in batch {
             let (identity, outcome, error_type) = match &event.what {
                 Happened::Audit(entry) => {
-                    (Some(entry.identity.as_str()), Some(wire(&entry.outcome)), entry.error_type.as_deref())
+                    (Some(entry.identity.as_str()), Some(wire_name::of(&entry.outcome)), entry.error_type.as_deref())
                 }
                 Happened::Action { identity, .. } | Happened::Reload { identity, .. } => {
                     (Some(identity.as_str()), None, None)
                 }
                 _ => (None, None, None),
             };
-            let body = serde_json::to_string(event).unwrap_or_default();
+            let body = serde_json::to_string(&**event).unwrap_or_default();
             insert.execute(params![
                 event.id as i64,
                 at_ms,
@@ -279,8 +304,4 @@ fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &
         }
     }
     tx.commit()
-}
-
-fn wire<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
