@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hangar_tests::{Hangar, supervisor_exit};
 
@@ -13,6 +13,16 @@ fn exit_on(config: &Path, state: &Path) -> (Option<i32>, String) {
     let socket = state.with_extension("sock");
     let args = [OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()];
     supervisor_exit(&args, &[("STATE_DIRECTORY", Some(state.to_str().unwrap()))])
+}
+
+/// A temp dir with a config and an empty state directory: (temp, config, state).
+fn prepared_state() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let temp = tempfile::tempdir().unwrap();
+    let config = temp.path().join("hangar.yaml");
+    std::fs::write(&config, "mcp_servers: {}\n").unwrap();
+    let state = temp.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    (temp, config, state)
 }
 
 #[test]
@@ -28,11 +38,7 @@ fn the_state_dir_is_private_and_a_second_supervisor_on_it_is_refused() {
 
 #[test]
 fn an_unreadable_journal_exits_73_and_is_left_as_it_was() {
-    let temp = tempfile::tempdir().unwrap();
-    let config = temp.path().join("hangar.yaml");
-    std::fs::write(&config, "mcp_servers: {}\n").unwrap();
-    let state = temp.path().join("state");
-    std::fs::create_dir(&state).unwrap();
+    let (_temp, config, state) = prepared_state();
     let journal = state.join("journal.sqlite");
     let garbage: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     std::fs::write(&journal, &garbage).unwrap();
@@ -44,11 +50,7 @@ fn an_unreadable_journal_exits_73_and_is_left_as_it_was() {
 
 #[test]
 fn a_journal_from_a_newer_hangar_exits_78_and_is_left_as_it_was() {
-    let temp = tempfile::tempdir().unwrap();
-    let config = temp.path().join("hangar.yaml");
-    std::fs::write(&config, "mcp_servers: {}\n").unwrap();
-    let state = temp.path().join("state");
-    std::fs::create_dir(&state).unwrap();
+    let (_temp, config, state) = prepared_state();
     let journal = state.join("journal.sqlite");
     {
         let db = rusqlite::Connection::open(&journal).unwrap();
