@@ -280,6 +280,8 @@ fn write(
             "INSERT INTO entries (id, at_ms, kind, mcp_server, identity, outcome, error_type, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
+        // One buffer for every body: no allocation per entry.
+        let mut body = String::with_capacity(1024);
         for (at_ms, event) in batch {
             let (identity, outcome, error_type) = match &event.what {
                 Happened::Audit(entry) => {
@@ -290,7 +292,13 @@ fn write(
                 }
                 _ => (None, None, None),
             };
-            let body = serde_json::to_string(&**event).unwrap_or_default();
+            let mut bytes = std::mem::take(&mut body).into_bytes();
+            bytes.clear();
+            if serde_json::to_writer(&mut bytes, &**event).is_err() {
+                bytes.clear();
+            }
+            // serde_json writes UTF-8; an empty body is the (impossible) fallback.
+            body = String::from_utf8(bytes).unwrap_or_default();
             insert.execute(params![
                 event.id as i64,
                 at_ms,
@@ -299,7 +307,7 @@ fn write(
                 identity,
                 outcome,
                 error_type,
-                body
+                body.as_str()
             ])?;
         }
     }
