@@ -195,7 +195,7 @@ impl FakeSupervisor {
             tool_drifts: 0,
             refused: Default::default(),
         };
-        MetricsSnapshot { servers: self.servers.iter().map(server).collect(), refused: Default::default() }
+        MetricsSnapshot { servers: self.servers.iter().map(server).collect(), ..Default::default() }
     }
 
     /// Tool `fail` fails; `arguments.delay_ms` delays; anything else echoes its arguments.

@@ -50,6 +50,8 @@ impl Hangar {
             .arg(dir.path().join("supervisor.sock"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
+            // Its journal in its own directory, gone with it.
+            .env("STATE_DIRECTORY", dir.path().join("state"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -329,6 +329,7 @@ impl Config {
         }
         check_recovery("recovery", &self.recovery)?;
         check_limits("limits", &self.limits)?;
+        self.journal.check()?;
         for (name, server) in &self.mcp_servers {
             let at = |key: &str| format!("mcp_servers.{name}.{key}");
             if !valid_server_id(name) {

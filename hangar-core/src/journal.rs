@@ -30,6 +30,24 @@ impl Default for JournalConfig {
     }
 }
 
+impl JournalConfig {
+    /// Both keep at least something: a day, a megabyte.
+    pub fn check(&self) -> Result<(), crate::config::KeyError> {
+        let at_least_one = |key: &str, value: u64, unit: &str| {
+            (value < 1).then(|| crate::config::KeyError {
+                key: format!("journal.{key}"),
+                message: format!("must be at least 1 ({unit}), got {value}"),
+            })
+        };
+        match at_least_one("retention_days", u64::from(self.retention_days), "a day")
+            .or_else(|| at_least_one("max_mb", self.max_mb, "a megabyte"))
+        {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}
+
 fn default_retention_days() -> u32 {
     30
 }
@@ -273,6 +291,19 @@ mod tests {
             PathBuf::from("/home/u/.local/state/hangar")
         );
         assert_eq!(default_state_dir(env(&[("STATE_DIRECTORY", "")])), PathBuf::from(".hangar"));
+    }
+
+    #[test]
+    fn retention_and_size_cap_must_keep_something() {
+        let error = |yaml: &str| crate::config::Config::parse(yaml).unwrap_err();
+        let err = error("journal: {retention_days: 0}\nmcp_servers: {}\n");
+        assert_eq!(err.key, "journal.retention_days", "{err:?}");
+        let err = error("journal: {max_mb: 0}\nmcp_servers: {}\n");
+        assert_eq!(err.key, "journal.max_mb", "{err:?}");
+        let config =
+            crate::config::Config::parse("journal: {retention_days: 1, max_mb: 1}\nmcp_servers: {}\n").unwrap();
+        assert_eq!(config.journal, JournalConfig { retention_days: 1, max_mb: 1 });
+        assert!(config.audit.enabled, "audit is on unless turned off");
     }
 
     #[test]

@@ -19,6 +19,16 @@ pub struct MetricsSnapshot {
     /// Requests refused by the hangar-wide limits.
     #[serde(default)]
     pub refused: Refused,
+    /// The journal's writes.
+    #[serde(default)]
+    pub journal: JournalCounts,
+}
+
+/// What the journal wrote, and what it had to drop (its queue full, or the disk full or locked).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalCounts {
+    pub entries: u64,
+    pub dropped: u64,
 }
 
 /// Requests a limit refused, by which limit.
@@ -205,6 +215,15 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
                 writeln!(out, "hangar_mcp_server_requests_refused_total{{mcp_server=\"{id}\",limit=\"{limit}\"}} {n}");
         }
     }
+    family(&mut out, "hangar_journal_entries_total", "counter", "Entries written to the journal.");
+    let _ = writeln!(out, "hangar_journal_entries_total {}", snapshot.journal.entries);
+    family(
+        &mut out,
+        "hangar_journal_dropped_total",
+        "counter",
+        "Journal entries dropped because the writer could not keep up or the database could not be written.",
+    );
+    let _ = writeln!(out, "hangar_journal_dropped_total {}", snapshot.journal.dropped);
     out
 }
 
@@ -260,7 +279,11 @@ mod tests {
         s.call_latency.observe(0.2);
         s.call_latency.observe(99.0);
         let refused = Refused { max_concurrent_calls: 2, rate_limit: 0 };
-        let text = render(&MetricsSnapshot { servers: vec![s, server("web", State::Ready)], refused });
+        let text = render(&MetricsSnapshot {
+            servers: vec![s, server("web", State::Ready)],
+            refused,
+            journal: JournalCounts { entries: 7, dropped: 2 },
+        });
         assert!(text.contains("hangar_mcp_server_state{mcp_server=\"math\"} 4\n"), "{text}");
         assert!(text.contains("hangar_mcp_server_up{mcp_server=\"math\"} 0\n"));
         assert!(text.contains("hangar_mcp_server_up{mcp_server=\"web\"} 1\n"));
@@ -273,6 +296,8 @@ mod tests {
         assert!(text.contains("hangar_tool_drift_total{mcp_server=\"web\"} 3\n"), "{text}");
         assert!(text.contains("hangar_requests_refused_total{limit=\"max_concurrent_calls\"} 2\n"), "{text}");
         assert!(text.contains("hangar_mcp_server_requests_refused_total{mcp_server=\"web\",limit=\"rate_limit\"} 7\n"));
+        assert!(text.contains("# TYPE hangar_journal_entries_total counter\nhangar_journal_entries_total 7\n"));
+        assert!(text.contains("# TYPE hangar_journal_dropped_total counter\nhangar_journal_dropped_total 2\n"));
         for family in ["state", "up", "starts_total", "stops_total"] {
             assert_eq!(text.matches(&format!("# TYPE hangar_mcp_server_{family} ")).count(), 1);
         }

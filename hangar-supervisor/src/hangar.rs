@@ -59,6 +59,7 @@ pub struct Hangar {
 
 impl Hangar {
     pub fn new(config: &Config, config_path: Option<PathBuf>, journal: Arc<Journal>) -> Arc<Hangar> {
+        journal.retain(&config.journal);
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
         let journal_reader = Arc::new(crate::journal::read::Reader::new(journal.path()));
@@ -255,6 +256,7 @@ impl Hangar {
                 Reply::Metrics(Box::new(MetricsSnapshot {
                     servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
                     refused,
+                    journal: self.shared.journal.counts(),
                 }))
             }
             Request::Catalog => Reply::Catalog(self.catalog(view).await),
@@ -411,6 +413,7 @@ impl Hangar {
         *self.naming.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config.naming());
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
         *self.access.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Access::of(&config));
+        self.shared.journal.retain(&config.journal);
         // Servers came and went, profiles may have changed: the front door's names follow
         // before the reload answers.
         self.exposed.clear();

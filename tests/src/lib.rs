@@ -67,10 +67,22 @@ pub struct Background {
     pub child: Child,
 }
 
+/// For a `hangar-supervisor` run directly: a state directory of its own (`STATE_DIRECTORY`)
+/// beside its `--socket` (in the test's temp dir), so parallel tests never share a journal.
+fn own_state_dir(program: &Path, args: &[&str], command: &mut Command) {
+    if program.file_name().is_some_and(|name| name == "hangar-supervisor")
+        && let Some(socket) = args.iter().position(|a| *a == "--socket").and_then(|i| args.get(i + 1))
+    {
+        command.env("STATE_DIRECTORY", format!("{socket}.state"));
+    }
+}
+
 impl Background {
     /// Runs `program args...`, and waits (bounded) until it prints a line containing `ready_marker`.
     pub fn start(program: &Path, args: &[&str], ready_marker: &str) -> Background {
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        own_state_dir(program, args, &mut command);
+        let mut child = command
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -96,7 +108,9 @@ impl Background {
 
     /// Runs a command that does not announce itself; the caller polls for what it needs.
     pub fn spawn(program: &Path, args: &[&str]) -> Background {
-        let child = Command::new(program)
+        let mut command = Command::new(program);
+        own_state_dir(program, args, &mut command);
+        let child = command
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -625,6 +639,9 @@ pub fn supervisor_exit(args: &[&std::ffi::OsStr], env: &[(&str, Option<&str>)]) 
     let stderr = tempfile::NamedTempFile::new().expect("stderr file");
     let mut command = Command::new(bin("hangar-supervisor"));
     command.args(args).args(["--no-api", "--no-prober"]);
+    // A state directory of its own, unless the test names one.
+    let state = tempfile::tempdir().expect("state dir");
+    command.env("STATE_DIRECTORY", state.path());
     for (key, value) in env {
         match value {
             Some(value) => command.env(key, value),

@@ -146,8 +146,8 @@ impl<'a> Decision<'a> {
     }
 
     /// Records the answer to what was judged, if anything was, in the journal.
-    pub fn finish(self, answer: &Result<Reply, IpcError>) {
-        let Some(judged) = self.judged.into_inner() else { return };
+    pub fn finish(mut self, answer: &Result<Reply, IpcError>) {
+        let Some(judged) = self.judged.take() else { return };
         let (outcome, error_type, bytes_out) = match answer {
             Ok(Reply::Called(result) | Reply::Forwarded(result)) => {
                 let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
@@ -156,6 +156,10 @@ impl<'a> Decision<'a> {
             Ok(_) => (CallOutcome::Ok, None, 0),
             Err(err) => (CallOutcome::Error, Some(err.kind.as_str().to_owned()), 0),
         };
+        self.record_entry(judged, outcome, error_type, bytes_out);
+    }
+
+    fn record_entry(&self, judged: Judged, outcome: CallOutcome, error_type: Option<String>, bytes_out: u64) {
         self.journal.record(Happened::Audit(AuditEntry {
             id: 0,
             at: String::new(),
@@ -191,6 +195,19 @@ impl<'a> Decision<'a> {
         }
     }
 }
+
+/// A request dropped before its answer (its caller cancelled it, or its connection closed) is
+/// still on record, as `cancelled`.
+impl Drop for Decision<'_> {
+    fn drop(&mut self) {
+        if let Some(judged) = self.judged.take() {
+            self.record_entry(judged, CallOutcome::Error, Some(CANCELLED.to_owned()), 0);
+        }
+    }
+}
+
+/// The `error_type` of a request its caller gave up on (not an `ErrorKind`: nobody is answered).
+pub const CANCELLED: &str = "cancelled";
 
 /// A tool the caller's view denies on a server it sees.
 pub fn tool_forbidden(mcp_server: &str, tool: &str) -> IpcError {

@@ -11,6 +11,7 @@
 
 mod memory;
 pub mod read;
+mod retention;
 mod schema;
 mod writer;
 
@@ -20,12 +21,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use hangar_core::journal::{Happened, JournalEvent};
+use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
+use hangar_core::metrics::JournalCounts;
 use hangar_core::time::rfc3339_millis;
 use tokio::sync::broadcast;
 
 pub use memory::Remembered;
 pub use schema::OpenError;
+#[allow(unused_imports, reason = "the crash-safety promise, named for readers and tests")]
+pub use writer::COMMIT_INTERVAL;
 
 /// The database's file name in the state directory.
 pub const FILE_NAME: &str = "journal.sqlite";
@@ -36,28 +40,31 @@ pub struct Journal {
     path: PathBuf,
     next_id: AtomicU64,
     live: broadcast::Sender<JournalEvent>,
-    tail: Mutex<VecDeque<JournalEvent>>,
+    /// Shared with the writer's queue: an entry is built once, never copied to be kept.
+    tail: Mutex<VecDeque<Arc<JournalEvent>>>,
     writer: writer::Writer,
     /// What the last run remembered of each server, by id (read once, at open).
     recalled: Mutex<HashMap<String, Remembered>>,
+    /// Held while this journal is open: one supervisor per state directory.
+    _lock: Option<std::fs::File>,
 }
 
 impl Journal {
     /// Opens (creating or migrating) the journal in `state_dir`, and starts its writer.
     pub fn open(state_dir: &Path) -> Result<Arc<Journal>, OpenError> {
         let path = state_dir.join(FILE_NAME);
-        let connection = schema::open(state_dir, &path)?;
-        let last_id = schema::last_id(&connection)?;
+        let (connection, lock) = schema::open(state_dir, &path)?;
+        let last_id = schema::last_id(&connection, &path)?;
         let recalled =
             memory::recall(&connection).map_err(|source| OpenError::Unreadable { path: path.clone(), source })?;
-        let writer = writer::Writer::start(connection);
-        Ok(Arc::new(Journal {
+        Ok(Arc::new_cyclic(|journal: &std::sync::Weak<Journal>| Journal {
             path,
             next_id: AtomicU64::new(last_id + 1),
             live: broadcast::channel(1024).0,
             tail: Mutex::new(VecDeque::with_capacity(TAIL)),
-            writer,
+            writer: writer::Writer::start(connection, gap_marker(journal.clone())),
             recalled: Mutex::new(recalled),
+            _lock: Some(lock),
         }))
     }
 
@@ -65,14 +72,14 @@ impl Journal {
     #[cfg(test)]
     pub fn in_memory() -> Arc<Journal> {
         let connection = schema::in_memory().expect("an in-memory journal");
-        let writer = writer::Writer::start(connection);
-        Arc::new(Journal {
+        Arc::new_cyclic(|journal: &std::sync::Weak<Journal>| Journal {
             path: PathBuf::from(":memory:"),
             next_id: AtomicU64::new(1),
             live: broadcast::channel(1024).0,
             tail: Mutex::new(VecDeque::with_capacity(TAIL)),
-            writer,
+            writer: writer::Writer::start(connection, gap_marker(journal.clone())),
             recalled: Mutex::default(),
+            _lock: None,
         })
     }
 
@@ -89,7 +96,7 @@ impl Journal {
             entry.id = id;
             entry.at.clone_from(&at);
         }
-        let event = JournalEvent { id, at, what };
+        let event = Arc::new(JournalEvent { id, at, what });
         {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
             if tail.len() == TAIL {
@@ -98,7 +105,7 @@ impl Journal {
             tail.push_back(event.clone());
         }
         if self.live.receiver_count() > 0 {
-            let _ = self.live.send(event.clone());
+            let _ = self.live.send(JournalEvent::clone(&event));
         }
         self.writer.queue(now, event);
         id
@@ -114,7 +121,7 @@ impl Journal {
     pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
-        (tail.iter().filter(|e| e.id > since).cloned().collect(), complete)
+        (tail.iter().filter(|e| e.id > since).map(|e| JournalEvent::clone(e)).collect(), complete)
     }
 
     /// Saves what a server's next life should know (replacing what was saved of it before).
@@ -128,8 +135,28 @@ impl Journal {
         self.recalled.lock().unwrap_or_else(|p| p.into_inner()).remove(mcp_server)
     }
 
+    /// Sets how long entries are kept (`journal:`), at start and on every reload; pruning runs on
+    /// the writer thread at once and hourly.
+    pub fn retain(&self, config: &JournalConfig) {
+        self.writer.retain(config.clone());
+    }
+
+    /// Entries written and dropped so far (`/metrics`).
+    pub fn counts(&self) -> JournalCounts {
+        self.writer.counts()
+    }
+
     /// Waits until everything recorded so far is written (at shutdown).
     pub fn flush(&self) {
         self.writer.flush();
+    }
+}
+
+/// How the writer marks a gap: as an entry of the journal like any other.
+fn gap_marker(journal: std::sync::Weak<Journal>) -> impl Fn(u64) + Send + 'static {
+    move |dropped| {
+        if let Some(journal) = journal.upgrade() {
+            journal.record(Happened::Gap { dropped });
+        }
     }
 }

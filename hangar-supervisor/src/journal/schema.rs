@@ -1,9 +1,16 @@
-//! Opening the database: its directory, pragmas, and versioned migrations.
+//! Opening the database: its directory (0700, locked by one supervisor at a time), pragmas, and
+//! versioned migrations. A database that cannot be read, or was written by a newer hangar, is
+//! refused before anything is written to it.
 
+use std::fs::{DirBuilder, File, TryLockError};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use hangar_runtime::exit::{EX_CANTCREAT, EX_CONFIG, Sysexit};
+use hangar_runtime::exit::{EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE, Sysexit};
 use rusqlite::Connection;
+
+/// The lock file in the state directory: held (`flock`) for as long as a supervisor runs.
+pub const LOCK_FILE: &str = "journal.lock";
 
 /// Each migration takes the schema from version `i` to `i + 1`; never edit one that shipped.
 const MIGRATIONS: &[&str] = &[
@@ -33,6 +40,12 @@ const MIGRATIONS: &[&str] = &[
 pub enum OpenError {
     #[error("cannot create the state directory {path}: {source}")]
     Directory { path: PathBuf, source: std::io::Error },
+    #[error(
+        "the state directory {path} is in use by another hangar-supervisor (it holds {LOCK_FILE}); give this one its own state_dir"
+    )]
+    Locked { path: PathBuf },
+    #[error("cannot lock the state directory {path}: {source}")]
+    Lock { path: PathBuf, source: std::io::Error },
     #[error("cannot open the journal {path}: {source}")]
     Unreadable { path: PathBuf, source: rusqlite::Error },
     #[error(
@@ -44,16 +57,35 @@ pub enum OpenError {
 impl Sysexit for OpenError {
     fn exit_code(&self) -> u8 {
         match self {
-            OpenError::Directory { .. } | OpenError::Unreadable { .. } => EX_CANTCREAT,
+            OpenError::Directory { .. } | OpenError::Lock { .. } | OpenError::Unreadable { .. } => EX_CANTCREAT,
+            OpenError::Locked { .. } => EX_UNAVAILABLE,
             OpenError::Newer { .. } => EX_CONFIG,
         }
     }
 }
 
-pub fn open(dir: &Path, path: &Path) -> Result<Connection, OpenError> {
-    std::fs::create_dir_all(dir).map_err(|source| OpenError::Directory { path: dir.into(), source })?;
+/// Creates the state directory (0700) if needed, locks it, and opens the journal in it. The
+/// lock is held as long as the returned file is open.
+pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File), OpenError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| OpenError::Directory { path: dir.into(), source })?;
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| OpenError::Lock { path: lock_path.clone(), source })?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Err(OpenError::Locked { path: dir.into() }),
+        Err(TryLockError::Error(source)) => return Err(OpenError::Lock { path: lock_path, source }),
+    }
     let connection = Connection::open(path).map_err(|source| OpenError::Unreadable { path: path.into(), source })?;
-    prepare(connection, path)
+    Ok((prepare(connection, path)?, lock))
 }
 
 #[cfg(test)]
@@ -66,15 +98,21 @@ pub fn in_memory() -> Result<Connection, OpenError> {
 
 fn prepare(mut connection: Connection, path: &Path) -> Result<Connection, OpenError> {
     let unreadable = |source| OpenError::Unreadable { path: path.into(), source };
-    // WAL: readers never block the writer. NORMAL: a commit survives a crash of the process
-    // (SIGKILL); a power loss may lose the last commits, never the database.
-    connection.pragma_update(None, "journal_mode", "WAL").map_err(unreadable)?;
-    connection.pragma_update(None, "synchronous", "NORMAL").map_err(unreadable)?;
+    // Read first, write nothing yet: a file that is not a database, or one a newer hangar wrote,
+    // is refused as it is.
     let found: u32 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(unreadable)?;
     let known = MIGRATIONS.len() as u32;
     if found > known {
         return Err(OpenError::Newer { path: path.into(), found, known });
     }
+    if found == 0 {
+        // Only possible before the first table: pruned pages can then be given back.
+        connection.pragma_update(None, "auto_vacuum", "INCREMENTAL").map_err(unreadable)?;
+    }
+    // WAL: readers never block the writer. NORMAL: a commit survives a crash of the process
+    // (SIGKILL); a power loss may lose the last commits, never the database.
+    connection.pragma_update(None, "journal_mode", "WAL").map_err(unreadable)?;
+    connection.pragma_update(None, "synchronous", "NORMAL").map_err(unreadable)?;
     for (version, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let tx = connection.transaction().map_err(unreadable)?;
         tx.execute_batch(sql).map_err(unreadable)?;
@@ -84,9 +122,9 @@ fn prepare(mut connection: Connection, path: &Path) -> Result<Connection, OpenEr
     Ok(connection)
 }
 
-pub fn last_id(connection: &Connection) -> Result<u64, OpenError> {
+pub fn last_id(connection: &Connection, path: &Path) -> Result<u64, OpenError> {
     connection
         .query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |row| row.get::<_, i64>(0))
         .map(|id| id.max(0) as u64)
-        .map_err(|source| OpenError::Unreadable { path: PathBuf::from(crate::journal::FILE_NAME), source })
+        .map_err(|source| OpenError::Unreadable { path: path.into(), source })
 }

@@ -1,46 +1,97 @@
 //! The writer thread: the journal's only writer. Entries arrive on a bounded queue and are
-//! written in batches, one transaction per batch.
+//! written in batches, one transaction per batch, so no call ever waits for the disk.
+//!
+//! When the queue is full, or a batch cannot be written (the disk is full, or another process
+//! holds the database's write lock past `BUSY_TIMEOUT`), its entries are dropped: counted
+//! (`hangar_journal_dropped_total`), logged at most once per `WARN_EVERY`, and once a batch is
+//! written again a `gap` entry says how many were lost. Pruning (`retention.rs`) runs here too,
+//! at start and hourly.
 
-use std::sync::mpsc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hangar_core::journal::{Happened, JournalEvent};
+use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
+use hangar_core::metrics::JournalCounts;
+use hangar_core::wire_name;
 use rusqlite::{Connection, params};
 
 use super::memory::Remembered;
+use super::retention;
 
 /// How many entries may wait for the writer before new ones are dropped.
 const QUEUE: usize = 65_536;
 /// The most entries one transaction writes.
-const BATCH: usize = 1024;
-/// How long the writer gathers a batch before it commits.
+const BATCH: usize = 4096;
+/// How long the writer gathers a batch before it commits: an answered call's entry is on disk
+/// (safe from a crash of the supervisor) at most about this long after it was recorded.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a write waits for another process's lock before its batch is dropped.
+pub const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+/// Dropped entries are logged at most this often.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+/// How often old entries are pruned (and once at start).
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// While a gap is unmarked and nothing comes to write, how often the writer checks whether the
+/// database can be written again, to mark it.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 enum Job {
-    Write(i64, JournalEvent),
+    Write(i64, Arc<JournalEvent>),
     Remember(Remembered),
+    Retain(JournalConfig),
     Flush(mpsc::Sender<()>),
+}
+
+/// Counts shared by the recording side and the writer thread.
+#[derive(Default)]
+struct Stats {
+    written: AtomicU64,
+    dropped: AtomicU64,
+    /// Dropped since the last gap entry.
+    unmarked: AtomicU64,
+    /// When dropping was last logged, in ms since `epoch` (+1, so 0 is "never").
+    warned_at: AtomicU64,
+}
+
+impl Stats {
+    fn drop_entries(&self, n: u64, epoch: Instant, why: &str) {
+        let total = self.dropped.fetch_add(n, Ordering::Relaxed) + n;
+        self.unmarked.fetch_add(n, Ordering::Relaxed);
+        let now = epoch.elapsed().as_millis() as u64 + 1;
+        let last = self.warned_at.load(Ordering::Relaxed);
+        let due = last == 0 || now.saturating_sub(last) >= WARN_EVERY.as_millis() as u64;
+        if due && self.warned_at.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            tracing::warn!(dropped_total = total, why, "journal entries dropped; calls go on, the gap will be marked");
+        }
+    }
 }
 
 pub struct Writer {
     queue: mpsc::SyncSender<Job>,
+    stats: Arc<Stats>,
+    epoch: Instant,
 }
 
 impl Writer {
-    pub fn start(connection: Connection) -> Writer {
+    /// Starts the thread. `mark_gap` records a gap entry (through the journal, so it gets an id
+    /// and is broadcast like any other).
+    pub fn start(connection: Connection, mark_gap: impl Fn(u64) + Send + 'static) -> Writer {
         let (queue, jobs) = mpsc::sync_channel(QUEUE);
+        let (stats, epoch) = (Arc::new(Stats::default()), Instant::now());
+        let thread = Thread { connection, stats: stats.clone(), epoch, mark_gap: Box::new(mark_gap), retention: None };
         std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || run(connection, jobs))
+            .spawn(move || thread.run(jobs))
             .map(|_| ())
             .unwrap_or_else(|err| tracing::error!(%err, "the journal's writer thread did not start"));
-        Writer { queue }
+        Writer { queue, stats, epoch }
     }
 
-    pub fn queue(&self, at: SystemTime, event: JournalEvent) {
+    pub fn queue(&self, at: SystemTime, event: Arc<JournalEvent>) {
         let at_ms = at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
         if self.queue.try_send(Job::Write(at_ms, event)).is_err() {
-            tracing::warn!("journal queue full: an entry was dropped");
+            self.stats.drop_entries(1, self.epoch, "the writer's queue is full");
         }
     }
 
@@ -48,6 +99,20 @@ impl Writer {
     pub fn remember(&self, memory: Remembered) {
         if self.queue.try_send(Job::Remember(memory)).is_err() {
             tracing::warn!("journal queue full: a server's memory was not saved");
+        }
+    }
+
+    /// Sets (or changes, on a reload) how long entries are kept; prunes at once, then hourly.
+    pub fn retain(&self, config: JournalConfig) {
+        if self.queue.try_send(Job::Retain(config)).is_err() {
+            tracing::warn!("journal queue full: the retention settings wait for the next reload");
+        }
+    }
+
+    pub fn counts(&self) -> JournalCounts {
+        JournalCounts {
+            entries: self.stats.written.load(Ordering::Relaxed),
+            dropped: self.stats.dropped.load(Ordering::Relaxed),
         }
     }
 
@@ -59,39 +124,153 @@ impl Writer {
     }
 }
 
-fn run(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut memories = Vec::new();
-    let mut flushes = Vec::new();
-    while let Ok(first) = jobs.recv() {
-        let deadline = std::time::Instant::now() + COMMIT_INTERVAL;
-        let mut next = Some(first);
-        while let Some(job) = next.take() {
-            match job {
-                Job::Write(at_ms, event) => batch.push((at_ms, event)),
-                Job::Remember(memory) => memories.push(memory),
-                Job::Flush(done) => {
-                    flushes.push(done);
+struct Thread {
+    connection: Connection,
+    stats: Arc<Stats>,
+    epoch: Instant,
+    mark_gap: Box<dyn Fn(u64) + Send>,
+    /// The retention settings and when they are next applied.
+    retention: Option<(JournalConfig, Instant)>,
+}
+
+impl Thread {
+    fn run(mut self, jobs: mpsc::Receiver<Job>) {
+        if let Err(err) = self.connection.busy_timeout(BUSY_TIMEOUT) {
+            tracing::warn!(%err, "journal: busy timeout not set");
+        }
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut memories = Vec::new();
+        let mut flushes = Vec::new();
+        loop {
+            let first = match jobs.recv_timeout(self.idle_wait()) {
+                Ok(job) => job,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.mark_gap_if_writable();
+                    self.prune_if_due();
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            };
+            // The batch: what is queued now, and, unless that fills it or a flush waits, what
+            // comes within the commit interval. The writer sleeps meanwhile instead of waiting on
+            // the queue, so recording an entry never has to wake it.
+            let deadline = Instant::now() + COMMIT_INTERVAL;
+            let mut flushing = self.take(first, &mut batch, &mut memories, &mut flushes);
+            for round in 0..2 {
+                while !flushing && batch.len() < BATCH {
+                    match jobs.try_recv() {
+                        Ok(job) => flushing = self.take(job, &mut batch, &mut memories, &mut flushes),
+                        Err(_) => break,
+                    }
+                }
+                if flushing || batch.len() >= BATCH || round == 1 {
                     break;
                 }
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
             }
-            if batch.len() >= BATCH {
-                break;
+            self.write_batch(&batch, &memories);
+            batch.clear();
+            memories.clear();
+            self.prune_if_due();
+            for done in flushes.drain(..) {
+                let _ = done.send(());
             }
-            next = jobs.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())).ok();
         }
-        if let Err(err) = write(&mut connection, &batch, &memories) {
-            tracing::error!(%err, entries = batch.len(), "journal write failed");
+    }
+
+    /// Takes one job into the batch; whether it is a flush (the batch is then written at once).
+    fn take(
+        &mut self,
+        job: Job,
+        batch: &mut Vec<(i64, Arc<JournalEvent>)>,
+        memories: &mut Vec<Remembered>,
+        flushes: &mut Vec<mpsc::Sender<()>>,
+    ) -> bool {
+        match job {
+            Job::Write(at_ms, event) => batch.push((at_ms, event)),
+            Job::Remember(memory) => memories.push(memory),
+            Job::Retain(config) => self.retention = Some((config, Instant::now())),
+            Job::Flush(done) => {
+                flushes.push(done);
+                return true;
+            }
         }
-        batch.clear();
-        memories.clear();
-        for done in flushes.drain(..) {
-            let _ = done.send(());
+        false
+    }
+
+    fn write_batch(&mut self, batch: &[(i64, Arc<JournalEvent>)], memories: &[Remembered]) {
+        if batch.is_empty() && memories.is_empty() {
+            return;
+        }
+        match write(&mut self.connection, batch, memories) {
+            Ok(()) => {
+                self.stats.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                self.mark_gap();
+            }
+            Err(err) => {
+                if !memories.is_empty() {
+                    tracing::warn!(%err, servers = memories.len(), "journal: servers' memory not saved");
+                }
+                self.stats.drop_entries(batch.len() as u64, self.epoch, &err.to_string());
+            }
+        }
+    }
+
+    /// Records a gap entry for the entries dropped since the last one, if any.
+    fn mark_gap(&self) {
+        let unmarked = self.stats.unmarked.swap(0, Ordering::Relaxed);
+        if unmarked > 0 {
+            tracing::info!(dropped = unmarked, "journal writes again; the gap is marked");
+            (self.mark_gap)(unmarked);
+        }
+    }
+
+    /// With nothing to write and a gap unmarked, marks it once the database takes writes again
+    /// (an empty write transaction gets through).
+    fn mark_gap_if_writable(&self) {
+        if self.stats.unmarked.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        match self.connection.execute_batch("BEGIN IMMEDIATE; COMMIT;") {
+            Ok(()) => self.mark_gap(),
+            Err(_) => {
+                // Whichever half failed, no transaction stays open.
+                let _ = self.connection.execute_batch("ROLLBACK;");
+            }
+        }
+    }
+
+    /// How long the writer may wait for a job before it has something else to do.
+    fn idle_wait(&self) -> Duration {
+        let pruning =
+            self.retention.as_ref().map_or(PRUNE_EVERY, |(_, at)| at.saturating_duration_since(Instant::now()));
+        if self.stats.unmarked.load(Ordering::Relaxed) > 0 { pruning.min(RETRY_EVERY) } else { pruning }
+    }
+
+    fn prune_if_due(&mut self) {
+        let Some((config, due)) = &mut self.retention else { return };
+        if Instant::now() < *due {
+            return;
+        }
+        *due = Instant::now() + PRUNE_EVERY;
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+        match retention::prune(&self.connection, now_ms, config) {
+            Ok(pruned) if pruned.any() => tracing::info!(
+                by_age = pruned.by_age,
+                by_size = pruned.by_size,
+                "journal pruned (retention_days, max_mb)"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::warn!(%err, "journal pruning failed; it is tried again in an hour"),
         }
     }
 }
 
-fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &[Remembered]) -> rusqlite::Result<()> {
+fn write(
+    connection: &mut Connection,
+    batch: &[(i64, Arc<JournalEvent>)],
+    memories: &[Remembered],
+) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
     for memory in memories {
         memory.save(&tx)?;
@@ -101,17 +280,25 @@ fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &
             "INSERT INTO entries (id, at_ms, kind, mcp_server, identity, outcome, error_type, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
+        // One buffer for every body: no allocation per entry.
+        let mut body = String::with_capacity(1024);
         for (at_ms, event) in batch {
             let (identity, outcome, error_type) = match &event.what {
                 Happened::Audit(entry) => {
-                    (Some(entry.identity.as_str()), Some(wire(&entry.outcome)), entry.error_type.clone())
+                    (Some(entry.identity.as_str()), Some(wire_name::of(&entry.outcome)), entry.error_type.as_deref())
                 }
                 Happened::Action { identity, .. } | Happened::Reload { identity, .. } => {
                     (Some(identity.as_str()), None, None)
                 }
                 _ => (None, None, None),
             };
-            let body = serde_json::to_string(event).unwrap_or_default();
+            let mut bytes = std::mem::take(&mut body).into_bytes();
+            bytes.clear();
+            if serde_json::to_writer(&mut bytes, &**event).is_err() {
+                bytes.clear();
+            }
+            // serde_json writes UTF-8; an empty body is the (impossible) fallback.
+            body = String::from_utf8(bytes).unwrap_or_default();
             insert.execute(params![
                 event.id as i64,
                 at_ms,
@@ -120,13 +307,9 @@ fn write(connection: &mut Connection, batch: &[(i64, JournalEvent)], memories: &
                 identity,
                 outcome,
                 error_type,
-                body
+                body.as_str()
             ])?;
         }
     }
     tx.commit()
-}
-
-fn wire<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }

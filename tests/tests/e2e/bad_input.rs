@@ -131,6 +131,7 @@ fn a_bad_config_exits_78_naming_the_file_and_key() {
             .arg(&path)
             .arg("--socket")
             .arg(dir.join("s.sock"))
+            .env("STATE_DIRECTORY", dir.join("state"))
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(78), "{yaml}");
@@ -139,10 +140,17 @@ fn a_bad_config_exits_78_naming_the_file_and_key() {
         assert!(stderr.contains(key), "names {key}: {stderr}");
         assert!(!dir.join("s.sock").exists(), "nothing was started");
     }
-    let missing =
-        Command::new(bin("hangar-supervisor")).args(["--config", "/nonexistent/hangar.yaml"]).output().unwrap();
+    let missing = Command::new(bin("hangar-supervisor"))
+        .args(["--config", "/nonexistent/hangar.yaml"])
+        .env("STATE_DIRECTORY", dir.join("state"))
+        .output()
+        .unwrap();
     assert_eq!(missing.status.code(), Some(78));
-    let usage = Command::new(bin("hangar-supervisor")).arg("--bogus").output().unwrap();
+    let usage = Command::new(bin("hangar-supervisor"))
+        .arg("--bogus")
+        .env("STATE_DIRECTORY", dir.join("state"))
+        .output()
+        .unwrap();
     assert_eq!(usage.status.code(), Some(64), "usage errors exit 64: {}", String::from_utf8_lossy(&usage.stderr));
 }
 

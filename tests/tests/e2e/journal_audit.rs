@@ -14,7 +14,7 @@ const CONFIG: &str = r#"
 tool_access: {mode: front_door}
 audit: {arguments: digest}
 mcp_servers:
-  math: {command: ["{fake}", "--tools", "add,echo,fail"]}
+  math: {command: ["{fake}", "--tools", "add,echo,fail,sleep"]}
 "#;
 
 /// The journal of a hangar started by the harness.
@@ -82,6 +82,20 @@ fn calls_refusals_and_actions_are_audited_with_their_outcome() {
     // Ids are the journal's order.
     let ids: Vec<u64> = all.iter().map(|e| e["id"].as_u64().unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+}
+
+#[test]
+fn a_call_its_client_gave_up_on_is_recorded_as_cancelled() {
+    let hangar = Hangar::start(CONFIG);
+    let journal = journal_of(&hangar);
+    let stream = hangar.open_sleep_call("sleep", json!({}));
+    poll("the call to reach the upstream", Duration::from_secs(10), || {
+        (hangar.get("/api/mcp_servers/math").body["health"]["total_invocations"] == 1).then_some(())
+    });
+    drop(stream);
+    let sleep =
+        wait_for(&journal, "the cancelled call's entry", |all| audit_of(all, "tools/call", Some("sleep")).cloned());
+    assert_eq!((&sleep["outcome"], &sleep["error_type"]), (&json!("error"), &json!("cancelled")), "{sleep}");
 }
 
 #[test]

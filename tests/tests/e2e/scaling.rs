@@ -25,6 +25,7 @@ fn supervisor(config: &Path, socket: &Path) -> Proc {
         .arg("--socket")
         .arg(socket)
         .args(["--no-api", "--no-prober"])
+        .env("STATE_DIRECTORY", socket.with_extension("state"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

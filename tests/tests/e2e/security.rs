@@ -129,6 +129,7 @@ fn an_unknown_socket_group_is_a_config_error() {
         .arg("--socket")
         .arg(dir.path().join("supervisor.sock"))
         .args(["--no-api", "--no-prober", "--socket-group", "no-such-group-hangar"])
+        .env("STATE_DIRECTORY", dir.path().join("state"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -42,6 +42,7 @@ impl Notified {
             .arg("--socket")
             .arg(dir.path().join("supervisor.sock"))
             .env("NOTIFY_SOCKET", &notify_path)
+            .env("STATE_DIRECTORY", dir.path().join("state"))
             .env_remove("WATCHDOG_USEC")
             .env_remove("WATCHDOG_PID")
             .envs(env.iter().copied())
