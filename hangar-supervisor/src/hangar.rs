@@ -183,7 +183,7 @@ impl Hangar {
                 journal_view::answer(self, decide.caller(), view, request, notices).await?
             }
             Request::Logs { mcp_server, lines } => {
-                let server = decide.admin("logs", &mcp_server, self.visible(view, &mcp_server))?;
+                let server = decide.admin_read("logs", &mcp_server, self.visible(view, &mcp_server))?;
                 if !(1..=MAX_LOG_LINES).contains(&lines) {
                     return Err(IpcError::new(
                         ErrorKind::InvalidArgument,

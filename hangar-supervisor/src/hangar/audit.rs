@@ -56,9 +56,25 @@ impl<'a> Decision<'a> {
         self.caller
     }
 
-    /// An admin action (`start`, `stop`, `logs`, `reload`) on `found`: a server the view does
-    /// not see is not found (as an unknown one), one it sees needs `admin: true`.
+    /// An admin action (`start`, `stop`, `reload`) on `found`: a server the view does not see is
+    /// not found (as an unknown one), one it sees needs `admin: true`.
     pub fn admin<T>(&self, action: &str, mcp_server: &str, found: Result<T, IpcError>) -> Result<T, IpcError> {
+        let outcome = self.admitted_as_admin(action, mcp_server, found);
+        self.judge(|| self.judged_action(action, mcp_server));
+        outcome
+    }
+
+    /// An admin read (`logs`), judged as an action; journaled only when refused: a read changes
+    /// nothing, and an open status-page panel reads a server's log every 2 s.
+    pub fn admin_read<T>(&self, action: &str, mcp_server: &str, found: Result<T, IpcError>) -> Result<T, IpcError> {
+        let outcome = self.admitted_as_admin(action, mcp_server, found);
+        if outcome.is_err() {
+            self.judge(|| self.judged_action(action, mcp_server));
+        }
+        outcome
+    }
+
+    fn admitted_as_admin<T>(&self, action: &str, mcp_server: &str, found: Result<T, IpcError>) -> Result<T, IpcError> {
         let outcome = found.and_then(|found| {
             if self.view.is_admin() {
                 Ok(found)
@@ -67,14 +83,11 @@ impl<'a> Decision<'a> {
             }
         });
         self.log(mcp_server, action, &outcome);
-        self.judge(|| Judged {
-            mcp_server: mcp_server.to_owned(),
-            tool: None,
-            method: action.to_owned(),
-            bytes_in: 0,
-            arguments: None,
-        });
         outcome
+    }
+
+    fn judged_action(&self, action: &str, mcp_server: &str) -> Judged {
+        Judged { mcp_server: mcp_server.to_owned(), tool: None, method: action.to_owned(), bytes_in: 0, arguments: None }
     }
 
     /// A tool call to what `found` names: the tool must be allowed by the view.

@@ -90,23 +90,27 @@ impl Journal {
     /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
     pub fn record(&self, mut what: Happened) -> u64 {
         let now = SystemTime::now();
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let at = rfc3339_millis(now);
-        if let Happened::Audit(entry) = &mut what {
-            entry.id = id;
-            entry.at.clone_from(&at);
-        }
-        let event = Arc::new(JournalEvent { id, at, what });
-        {
+        // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
+        // follower see ids in order: a `Last-Event-ID` never skips a lower id sent later.
+        let event = {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            if let Happened::Audit(entry) = &mut what {
+                entry.id = id;
+                entry.at.clone_from(&at);
+            }
+            let event = Arc::new(JournalEvent { id, at, what });
             if tail.len() == TAIL {
                 tail.pop_front();
             }
             tail.push_back(event.clone());
-        }
-        if self.live.receiver_count() > 0 {
-            let _ = self.live.send(JournalEvent::clone(&event));
-        }
+            if self.live.receiver_count() > 0 {
+                let _ = self.live.send(JournalEvent::clone(&event));
+            }
+            event
+        };
+        let id = event.id;
         self.writer.queue(now, event);
         id
     }

@@ -151,7 +151,13 @@ impl Reader {
     /// The entries after `since` that pass `filter`, oldest first: at most `limit`, examining at
     /// most [`SCAN_LIMIT`]; `next` is the id of the last entry examined (`since` if none).
     pub fn after(&self, journal: &Journal, since: u64, limit: usize, filter: &Filter) -> Result<Found, ReadError> {
-        let (tail, _) = journal.tail_after(since);
+        let (mut tail, complete) = journal.tail_after(since);
+        if !complete {
+            // Entries older than the tail may still wait in the writer's queue (a reader far
+            // behind a burst): have them written first, so neither source misses them.
+            journal.flush();
+            tail = journal.tail_after(since).0;
+        }
         let tail: BTreeMap<u64, JournalEvent> = tail.into_iter().map(|e| (e.id, e)).collect();
         let (condition, values) = filter.sql();
         let sql = format!("SELECT id, body FROM entries WHERE id > ?1{condition} ORDER BY id LIMIT {CHUNK}");
