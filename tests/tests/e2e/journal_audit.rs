@@ -50,6 +50,7 @@ fn calls_refusals_and_actions_are_audited_with_their_outcome() {
     assert_eq!(hangar.tool("fail", json!({}))["isError"], true);
     let unknown = hangar.mcp("tools/call", json!({"name": "nosuch", "arguments": {}}));
     assert_eq!(unknown.status, 200, "{}", unknown.text);
+    assert_eq!(hangar.get("/api/mcp_servers/math/logs").status, 200);
     assert_eq!(hangar.post("/api/mcp_servers/math/stop", None).status, 200);
     assert_eq!(hangar.post("/api/config/reload", None).status, 200);
 
@@ -79,6 +80,9 @@ fn calls_refusals_and_actions_are_audited_with_their_outcome() {
     let reload = all.iter().find(|e| e["kind"] == "reload").unwrap();
     assert_eq!((&reload["identity"], &reload["unchanged"]), (&json!("anonymous"), &json!(["math"])));
     assert!(audit_of(&all, "reload", None).is_some(), "{all:#?}");
+    // A log read changes nothing (and an open status-page panel reads every 2 s): only a refused
+    // one is an entry.
+    assert!(audit_of(&all, "logs", None).is_none(), "{all:#?}");
     // Ids are the journal's order.
     let ids: Vec<u64> = all.iter().map(|e| e["id"].as_u64().unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
@@ -138,6 +142,14 @@ mcp_servers:
     assert_eq!(refused["profile"], "ci");
     assert_eq!((&refused["outcome"], &refused["error_type"]), (&json!("error"), &json!("forbidden")));
     assert_eq!(refused["arguments"], json!({"text": "hi"}), "audit.arguments: full keeps them as sent");
+    let logs = ureq::Agent::from(ureq::Agent::config_builder().http_status_as_error(false).build())
+        .get(format!("{}/api/mcp_servers/math/logs", hangar.base))
+        .header("X-API-Key", "ci-s3cret")
+        .call()
+        .unwrap();
+    assert_eq!(logs.status().as_u16(), 403);
+    let logs = wait_for(&journal, "the refused log read's entry", |all| audit_of(all, "logs", None).cloned());
+    assert_eq!((&logs["identity"], &logs["error_type"]), (&json!("ci-bot"), &json!("forbidden")), "{logs}");
     let log = std::fs::read(&journal).unwrap();
     assert!(!log.windows(9).any(|w| w == b"ci-s3cret"), "a key never reaches the journal");
 }
