@@ -49,6 +49,7 @@ pub fn summary(id: &str, state: State) -> ServerSummary {
         tools_count: 1,
         health_status: if state == State::Ready { "healthy" } else { "unknown" }.into(),
         dead,
+        last_change: None,
     }
 }
 

@@ -174,6 +174,17 @@ pub struct ServerSummary {
     pub tools_count: usize,
     pub health_status: String,
     pub dead: Option<DeadRecord>,
+    /// The server's last state change in this run of the hangar (`null` before its first).
+    #[serde(default)]
+    pub last_change: Option<LastChange>,
+}
+
+/// When a server last changed state, and from what to what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastChange {
+    pub from: State,
+    pub to: State,
+    pub at: String,
 }
 
 /// `GET /api/mcp_servers` and `hangar_list`.
@@ -378,6 +389,7 @@ mod tests {
             tools_count: 0,
             health_status: "unhealthy".into(),
             dead: Some(dead.clone()),
+            last_change: None,
         };
         let entry = StatusEntry::from(&summary);
         assert_eq!(entry.indicator, "[DEAD]");

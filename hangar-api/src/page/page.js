@@ -56,7 +56,9 @@ class ServerView {
     this.part("mode").textContent = summary.mode;
     this.part("tools-count").textContent = String(summary.tools_count);
     this.showDead(summary.dead);
-    if (!this.lastChange && summary.dead) {
+    if (summary.last_change) {
+      this.lastChange = summary.last_change;
+    } else if (!this.lastChange && summary.dead) {
       this.lastChange = { at: summary.dead.since, from: null, to: "dead" };
     }
     this.showLastChange();

@@ -87,7 +87,13 @@ impl<'a> Decision<'a> {
     }
 
     fn judged_action(&self, action: &str, mcp_server: &str) -> Judged {
-        Judged { mcp_server: mcp_server.to_owned(), tool: None, method: action.to_owned(), bytes_in: 0, arguments: None }
+        Judged {
+            mcp_server: mcp_server.to_owned(),
+            tool: None,
+            method: action.to_owned(),
+            bytes_in: 0,
+            arguments: None,
+        }
     }
 
     /// A tool call to what `found` names: the tool must be allowed by the view.

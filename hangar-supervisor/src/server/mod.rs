@@ -36,7 +36,7 @@ use hangar_core::lifecycle::{Event, Lifecycle, State, StopReason};
 use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
 use hangar_core::metrics::{Histogram, ServerMetrics};
 use hangar_core::record::{
-    DeadRecord, Health, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord, ToolsSource,
+    DeadRecord, Health, LastChange, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord, ToolsSource,
 };
 use hangar_core::time::rfc3339_millis;
 use hangar_core::tool_digest;
@@ -100,6 +100,8 @@ struct Inner {
     /// Calls in flight: a server is never idle-stopped under one.
     calls_in_flight: u32,
     ready_since: Option<Instant>,
+    /// The last state change, for the read surfaces.
+    last_change: Option<LastChange>,
     /// The last check verdict applied, for when the next one is due.
     last_check: Option<Instant>,
     /// Failures since the server was last stable; the exponent of the next backoff.
@@ -192,6 +194,7 @@ impl Server {
                 last_used: Instant::now(),
                 calls_in_flight: 0,
                 ready_since: None,
+                last_change: None,
                 last_check: None,
                 failure_streak: restored.failure_streak,
                 recovering: false,
@@ -270,6 +273,7 @@ impl Server {
                 }
                 inner.ready_since = (to == State::Ready).then(Instant::now);
                 let change = StateChange { mcp_server_id: self.id.clone(), from, to, at: rfc3339_millis(now), dead };
+                inner.last_change = Some(LastChange { from, to, at: change.at.clone() });
                 self.shared.journal.record(hangar_core::journal::Happened::State(change.clone()));
                 self.remember(inner);
                 let _ = self.shared.events.send(change);
@@ -302,6 +306,7 @@ impl Server {
             tools_count: inner.tools.infos.len(),
             health_status: health_status(inner.lifecycle.state(), inner.health.consecutive_failures).into(),
             dead: inner.lifecycle.dead().map(DeadRecord::from),
+            last_change: inner.last_change.clone(),
         }
     }
 
