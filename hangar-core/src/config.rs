@@ -710,12 +710,14 @@ mcp_servers:
 
     #[test]
     fn the_otlp_endpoint_must_be_an_http_url() {
-        let parse = |endpoint: &str| Config::parse(&format!("telemetry: {{otlp_endpoint: '{endpoint}'}}\nmcp_servers: {{}}\n"));
+        let parse =
+            |endpoint: &str| Config::parse(&format!("telemetry: {{otlp_endpoint: '{endpoint}'}}\nmcp_servers: {{}}\n"));
         for good in ["http://127.0.0.1:4318", "https://collector.example.com/otlp/"] {
             let config = parse(good).unwrap();
             assert_eq!(config.telemetry.otlp_endpoint.as_deref(), Some(good));
         }
-        for bad in ["", "127.0.0.1:4318", "ftp://x/", "http://", "http://u:p@host/", "http://host/?a=b", "file:///tmp"] {
+        for bad in ["", "127.0.0.1:4318", "ftp://x/", "http://", "http://u:p@host/", "http://host/?a=b", "file:///tmp"]
+        {
             let err = parse(bad).unwrap_err();
             assert_eq!(err.key, "telemetry.otlp_endpoint", "{bad}: {err:?}");
         }

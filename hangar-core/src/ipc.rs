@@ -13,8 +13,8 @@ use crate::access::{AuthConfig, Caller};
 use crate::front_door::Naming;
 use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
-use crate::trace::TraceContext;
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
+use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
 pub const PROTOCOL_VERSION: u32 = 3;

@@ -45,7 +45,9 @@ impl TraceContext {
         }
         let version = hex_byte(&bytes[0..2])?;
         // Version ff is invalid; 00 has exactly 55 characters; later ones may add fields.
-        if version == 0xff || (version == 0 && bytes.len() != 55) || (version != 0 && bytes.len() > 55 && bytes[55] != b'-')
+        if version == 0xff
+            || (version == 0 && bytes.len() != 55)
+            || (version != 0 && bytes.len() > 55 && bytes[55] != b'-')
         {
             return None;
         }
@@ -111,6 +113,16 @@ pub fn write_params_meta(params: &mut Map<String, Value>, trace: &TraceContext) 
     }
 }
 
+/// The `outcome` attribute of a call's spans, as the audit trail words it: `ok`, `is_error` (a
+/// tool's own error result), or the hangar's error type (`timeout`, `forbidden`, ...).
+pub fn outcome(result: Result<&Value, crate::ipc::ErrorKind>) -> &'static str {
+    match result {
+        Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => "is_error",
+        Ok(_) => "ok",
+        Err(kind) => kind.as_str(),
+    }
+}
+
 /// A `tracestate` worth passing on: list members `key=value` separated by commas (empty members
 /// allowed), at most 32 of them and 512 bytes, keys and values of the spec's characters.
 fn valid_tracestate(state: &str) -> Option<String> {
@@ -134,7 +146,8 @@ fn valid_tracestate(state: &str) -> Option<String> {
 fn valid_key(key: &str) -> bool {
     let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-*/".contains(c);
     let part = |s: &str, max: usize, first_digit_ok: bool| {
-        let first_ok = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || (first_digit_ok && c.is_ascii_digit()));
+        let first_ok =
+            s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || (first_digit_ok && c.is_ascii_digit()));
         first_ok && s.len() <= max && s.chars().all(allowed)
     };
     match key.split_once('@') {
@@ -187,7 +200,8 @@ macro_rules! hex_serde {
 
             pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; $n], D::Error> {
                 let text = String::deserialize(d)?;
-                super::hex_array(text.as_bytes()).ok_or_else(|| D::Error::custom(concat!("expected ", $n, " bytes of lowercase hex")))
+                super::hex_array(text.as_bytes())
+                    .ok_or_else(|| D::Error::custom(concat!("expected ", $n, " bytes of lowercase hex")))
             }
         }
     };
@@ -256,7 +270,10 @@ mod tests {
     #[test]
     fn tracestate_is_kept_when_valid_and_dropped_when_not() {
         let kept = TraceContext::parse(VALID, Some("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE,t@vendor=x"));
-        assert_eq!(kept.and_then(|t| t.tracestate).as_deref(), Some("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE,t@vendor=x"));
+        assert_eq!(
+            kept.and_then(|t| t.tracestate).as_deref(),
+            Some("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE,t@vendor=x")
+        );
         for bad in ["", "novalue", "UPPER=x", "a=b=c", "a=", &"k=v,".repeat(33), &format!("a={}", "x".repeat(600))] {
             let trace = TraceContext::parse(VALID, Some(bad)).expect("traceparent still valid");
             assert_eq!(trace.tracestate, None, "{bad}");
@@ -277,6 +294,13 @@ mod tests {
     }
 
     #[test]
+    fn outcomes_are_worded_as_the_audit_trail_does() {
+        assert_eq!(outcome(Ok(&json!({"content": []}))), "ok");
+        assert_eq!(outcome(Ok(&json!({"isError": true}))), "is_error");
+        assert_eq!(outcome(Err(crate::ipc::ErrorKind::Timeout)), "timeout");
+    }
+
+    #[test]
     fn it_crosses_the_socket_as_hex() {
         let trace = TraceContext::parse(VALID, Some("a=b")).expect("valid");
         let wire = serde_json::to_value(&trace).expect("serializes");
@@ -285,6 +309,8 @@ mod tests {
             json!({"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7", "flags": 1, "tracestate": "a=b"})
         );
         assert_eq!(serde_json::from_value::<TraceContext>(wire).ok(), Some(trace));
-        assert!(serde_json::from_value::<TraceContext>(json!({"trace_id": "xy", "span_id": "00", "flags": 0})).is_err());
+        assert!(
+            serde_json::from_value::<TraceContext>(json!({"trace_id": "xy", "span_id": "00", "flags": 0})).is_err()
+        );
     }
 }

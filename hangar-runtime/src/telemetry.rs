@@ -39,6 +39,21 @@ const MAX_QUEUE: usize = 4096;
 /// How long a graceful shutdown waits for the last export.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The hangar's span names and attribute keys, one place for both processes (and dashboards).
+pub mod names {
+    /// The API answering one request (`tools/call` at `/mcp`, a REST call).
+    pub const API_REQUEST: &str = "hangar.api.request";
+    /// The supervisor resolving, judging, limiting and making one call.
+    pub const ADMISSION: &str = "hangar.supervisor.admission";
+    /// One request to an upstream and its answer.
+    pub const UPSTREAM: &str = "hangar.upstream.round_trip";
+    pub const MCP_SERVER: &str = "mcp_server";
+    pub const TOOL: &str = "tool";
+    pub const IDENTITY: &str = "identity";
+    /// `ok`, `is_error` or the error type (`hangar_core::trace::outcome`).
+    pub const OUTCOME: &str = "outcome";
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("cannot set up span export to {endpoint}: {reason}")]
 pub struct TelemetryError {
@@ -118,7 +133,7 @@ impl Telemetry {
 
     /// Sends what is pending and stops exporting. Blocks (up to a few seconds): call it where
     /// blocking is fine, e.g. `spawn_blocking`, or at the very end of a process.
-    pub fn shutdown(self) {
+    pub fn shutdown(&self) {
         if let Err(err) = self.provider.shutdown_with_timeout(FLUSH_TIMEOUT) {
             tracing::warn!(error = %err, "spans pending at shutdown may be lost");
         }

@@ -339,7 +339,19 @@ impl Hangar {
     }
 
     /// A modern (2026-07-28) JSON-RPC request to `/mcp`, with every header it needs.
-    pub fn mcp(&self, method: &str, mut params: Value) -> Response {
+    pub fn mcp(&self, method: &str, params: Value) -> Response {
+        self.mcp_with(method, params, json!({}), &[])
+    }
+
+    /// As [`Hangar::mcp`], with `meta_extra`'s keys added to the request's `_meta` and
+    /// `extra_headers` sent too.
+    pub fn mcp_with(
+        &self,
+        method: &str,
+        mut params: Value,
+        meta_extra: Value,
+        extra_headers: &[(&str, &str)],
+    ) -> Response {
         if params.is_null() {
             params = json!({});
         }
@@ -348,6 +360,11 @@ impl Hangar {
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "hangar-tests", "version": "0"},
         });
+        if let Value::Object(extra) = meta_extra {
+            for (key, value) in extra {
+                params["_meta"][key] = value;
+            }
+        }
         // Mcp-Name mirrors what the method names: a resource's uri, else a tool's or prompt's name.
         let named = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let name = named.and_then(Value::as_str).map(str::to_owned);
@@ -361,6 +378,7 @@ impl Hangar {
         if let Some(name) = &name {
             headers.push(("Mcp-Name", name.as_str()));
         }
+        headers.extend_from_slice(extra_headers);
         self.post_raw("/mcp", &headers, body.to_string().as_bytes())
     }
 

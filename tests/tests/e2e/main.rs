@@ -50,3 +50,4 @@ mod shutdown;
 mod stable_names;
 mod starts;
 mod systemd;
+mod traces;
