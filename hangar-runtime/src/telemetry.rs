@@ -32,7 +32,8 @@ use opentelemetry_sdk::trace::{
 pub const WARN_EVERY: Duration = Duration::from_secs(60);
 /// One export (an HTTP POST) gives up after this long.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Finished spans wait at most this long before they are sent.
+/// Finished spans wait at most this long before they are sent (unless `OTEL_BSP_SCHEDULE_DELAY`
+/// says otherwise, in milliseconds).
 const EXPORT_DELAY: Duration = Duration::from_secs(1);
 /// Spans past this many waiting are dropped rather than held.
 const MAX_QUEUE: usize = 4096;
@@ -96,7 +97,12 @@ impl Telemetry {
             .with_timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|err| TelemetryError { endpoint: url.clone(), reason: err.to_string() })?;
-        let batches = BatchConfigBuilder::default().with_max_queue_size(MAX_QUEUE).with_scheduled_delay(EXPORT_DELAY);
+        let mut batches = BatchConfigBuilder::default().with_max_queue_size(MAX_QUEUE);
+        // The SDK's standard variable may set another delay (the tests make it long, to see
+        // that a graceful stop sends what is pending).
+        if std::env::var_os("OTEL_BSP_SCHEDULE_DELAY").is_none() {
+            batches = batches.with_scheduled_delay(EXPORT_DELAY);
+        }
         let processor =
             BatchSpanProcessor::builder(QuietFailures::new(exporter, url.clone())).with_batch_config(batches.build());
         let provider = SdkTracerProvider::builder()

@@ -238,6 +238,11 @@ impl Hangar {
     }
 
     pub fn start_with(yaml: &str, extra_args: &[&str]) -> Hangar {
+        Hangar::start_with_env(yaml, extra_args, &[])
+    }
+
+    /// As [`Hangar::start_with`], with `env` set for the supervisor (and the helpers it starts).
+    pub fn start_with_env(yaml: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Hangar {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("hangar.yaml");
         let yaml = yaml
@@ -259,6 +264,7 @@ impl Hangar {
             .env("HANGAR_LOG", "info,hangar=debug")
             // Each hangar keeps its journal in its own temp dir.
             .env("STATE_DIRECTORY", dir.path().join("state"))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
