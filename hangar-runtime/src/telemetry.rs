@@ -90,6 +90,9 @@ impl Telemetry {
     /// the config; `/v1/traces` is appended) as `service` (`hangar-api`, `hangar-supervisor`).
     pub fn start(endpoint: &str, service: &'static str) -> Result<Telemetry, TelemetryError> {
         let url = traces_url(endpoint);
+        // The exporter's HTTP client needs a TLS provider even for plain http; already
+        // installed (by an earlier start) is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary)
@@ -252,6 +255,8 @@ mod tests {
         assert_eq!(context.tracestate.as_deref(), Some("a=b"));
         assert!(context.sampled());
         let root = telemetry.span("r", Kind::Server, None).context();
+        // An https endpoint gets a TLS client (rustls on ring), built without panicking.
+        assert!(Telemetry::start("https://127.0.0.1:9", "test").is_ok());
         assert_ne!(root.trace_id, [0; 16]);
         assert!(root.sampled());
         span.end();
