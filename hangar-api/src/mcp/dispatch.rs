@@ -13,7 +13,7 @@ use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
 use super::{front_door, stream, subscriptions, traced};
 use crate::state::Calling;
-use hangar_runtime::telemetry::{Kind, names as spans};
+use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
 /// A request its era's checks let through.
 pub struct Request {
@@ -55,25 +55,32 @@ async fn traced_tools_call(
     params: Option<Value>,
 ) -> Result<Answer, RpcError> {
     let incoming = traced::incoming(headers, params.as_ref());
-    let Some(telemetry) = &app.telemetry else {
-        return match incoming {
-            Some(trace) => tools_call(&app.traced(trace), headers, era, request, params).await,
-            None => tools_call(app, headers, era, request, params).await,
+    let mut span = app.telemetry.as_ref().map(|telemetry| {
+        let mut span = telemetry.span(spans::API_REQUEST, Kind::Server, incoming.as_ref());
+        span.set(spans::IDENTITY, app.supervisor.caller().identity.clone());
+        if let Some(name) = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str) {
+            span.set(spans::TOOL, name);
+        }
+        span
+    });
+    let traced_app;
+    let app = match span.as_ref().map(Span::context).or(incoming) {
+        Some(trace) => {
+            traced_app = app.traced(trace);
+            &traced_app
+        }
+        None => app,
+    };
+    let answer = tools_call(app, headers, era, request, params).await;
+    if let Some(mut span) = span.take() {
+        let outcome = match &answer {
+            Ok(Answer::Result(result)) => traced::outcome(Ok(result)),
+            Ok(Answer::Reply(_)) => "streamed".to_owned(),
+            Err(err) => traced::outcome(Err(err)),
         };
-    };
-    let mut span = telemetry.span(spans::API_REQUEST, Kind::Server, incoming.as_ref());
-    span.set(spans::IDENTITY, app.supervisor.caller().identity.clone());
-    if let Some(name) = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str) {
-        span.set(spans::TOOL, name);
+        span.set(spans::OUTCOME, outcome);
+        span.end();
     }
-    let answer = tools_call(&app.traced(span.context()), headers, era, request, params).await;
-    let outcome = match &answer {
-        Ok(Answer::Result(result)) => traced::outcome(Ok(result)),
-        Ok(Answer::Reply(_)) => "streamed".to_owned(),
-        Err(err) => traced::outcome(Err(err)),
-    };
-    span.set(spans::OUTCOME, outcome);
-    span.end();
     answer
 }
 

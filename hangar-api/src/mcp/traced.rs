@@ -2,7 +2,7 @@
 //! revision carries it, else the HTTP `traceparent` and `tracestate` headers. Malformed context
 //! is ignored (the request is served as if it had none), never refused.
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use serde_json::Value;
@@ -15,8 +15,13 @@ pub fn incoming(headers: &HeaderMap, params: Option<&Value>) -> Option<TraceCont
     by_meta.or_else(|| from_headers(headers))
 }
 
+/// The header's name, made once: looking a `&str` up would parse it on every call.
+static TRACEPARENT_HEADER: HeaderName = HeaderName::from_static(TRACEPARENT);
+
 /// A repeated or non-UTF-8 `traceparent` counts as none; a bad `tracestate` is dropped alone.
 fn from_headers(headers: &HeaderMap) -> Option<TraceContext> {
+    // The common case, no header, is one lookup.
+    headers.get(&TRACEPARENT_HEADER)?;
     let traceparent = single(headers, TRACEPARENT).ok().flatten()?;
     let tracestate = single(headers, TRACESTATE).ok().flatten();
     TraceContext::parse(&traceparent, tracestate.as_deref())
