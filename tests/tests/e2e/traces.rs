@@ -246,6 +246,31 @@ fn a_calls_three_spans_are_exported_in_the_clients_trace() {
 }
 
 #[test]
+fn an_http_upstream_gets_the_context_in_meta_and_in_the_traceparent_header() {
+    let receiver = Receiver::start();
+    let port = free_port();
+    let yaml = format!(
+        r#"telemetry: {{otlp_endpoint: "{}"}}
+tool_access: {{mode: front_door}}
+mcp_servers:
+  math:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{port}", "--tools", "add,echo_meta"]
+    endpoint: http://127.0.0.1:{port}/mcp
+"#,
+        receiver.endpoint
+    );
+    let hangar = Hangar::start(&yaml);
+    let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    let answer = call_echo_meta(&hangar, json!({"traceparent": traceparent}), &[]);
+    let (saw, _) = seen_by_upstream(&answer);
+    let meta = &answer["body"]["result"]["structuredContent"]["_meta"];
+    assert_eq!(meta["http_traceparent"], meta["traceparent"], "the header says what `_meta` says: {meta}");
+    let spans = receiver.trace(CLIENT_TRACE, &[API_REQUEST, ADMISSION, UPSTREAM]);
+    assert_chain(&spans, Some(CLIENT_SPAN), &saw);
+}
+
+#[test]
 fn a_graceful_stop_sends_the_spans_still_pending() {
     let receiver = Receiver::start();
     // Spans would wait ten minutes for their batch: only the stop's flush can send them.
