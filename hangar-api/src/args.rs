@@ -56,4 +56,9 @@ pub struct Args {
     /// request in progress (an event stream included) is never idle.
     #[arg(long, value_name = "SECONDS", env = "HANGAR_API_IDLE_TIMEOUT_S", default_value_t = serve::DEFAULT_IDLE_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub idle_timeout_s: u64,
+    /// Export spans over OTLP/HTTP (protobuf) to this endpoint (`/v1/traces` is appended), as the
+    /// supervisor does for `telemetry.otlp_endpoint` (it passes this flag to the API it starts).
+    /// Off without it.
+    #[arg(long, value_name = "URL", env = "HANGAR_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 }

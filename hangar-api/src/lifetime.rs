@@ -10,8 +10,9 @@ use std::time::Duration;
 use hangar_core::access::Caller;
 use hangar_core::ipc::{Reply, Request};
 use hangar_runtime::client::{Client, Link};
-use hangar_runtime::exit::{EX_SOFTWARE, EX_UNAVAILABLE, Exit};
+use hangar_runtime::exit::{EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, Exit};
 use hangar_runtime::signals::Signals;
+use hangar_runtime::telemetry::Telemetry;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -64,11 +65,18 @@ pub async fn run(
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = broadcast::channel(64);
     tokio::spawn(follow(client.clone(), links, changes.clone(), auth.clone()));
+    let telemetry = match &args.otlp_endpoint {
+        Some(endpoint) => Some(Arc::new(
+            Telemetry::start(endpoint, "hangar-api").map_err(|err| Exit::new(EX_USAGE, err.to_string()))?,
+        )),
+        None => None,
+    };
     let state = AppState {
         supervisor: Arc::new(client),
         guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
         changes,
         auth,
+        telemetry: telemetry.clone(),
     };
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
@@ -78,7 +86,7 @@ pub async fn run(
         let _ = stopped.await;
     });
     let mut server = tokio::spawn(serve);
-    tokio::select! {
+    let outcome = tokio::select! {
         signal = signals.stopped() => {
             tracing::info!(signal, "shutting down");
             let _ = stop.send(());
@@ -99,7 +107,12 @@ pub async fn run(
             tracing::error!(outcome = ?ended, "the HTTP server stopped by itself");
             Err(Exit::quiet(EX_SOFTWARE))
         }
+    };
+    if let Some(telemetry) = telemetry {
+        // Sends the spans still pending (blocking, up to a few seconds, on the export).
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
+    outcome
 }
 
 /// The listener and its address: systemd's socket when it passed one, else `--listen`, bound

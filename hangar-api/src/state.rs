@@ -8,6 +8,8 @@ use hangar_core::ipc::{ErrorKind, IpcError};
 use tokio::sync::broadcast;
 
 use hangar_core::access::Caller;
+use hangar_core::trace::TraceContext;
+use hangar_runtime::telemetry::Telemetry;
 
 use crate::auth::Auth;
 use crate::error::ApiError;
@@ -24,6 +26,8 @@ pub struct AppState {
     pub changes: broadcast::Sender<ListChanged>,
     /// Who may call: the keys of `--api-keys` and of the config (as the supervisor says).
     pub auth: Auth,
+    /// Span export (`--otlp-endpoint`); `None`, the usual case, costs a branch per call.
+    pub telemetry: Option<Arc<Telemetry>>,
 }
 
 /// A list an MCP client may follow changed.
@@ -42,6 +46,7 @@ impl AppState {
             guard: Guard { loopback_only: true, allowed_origins: Arc::from([]) },
             changes: broadcast::channel(16).0,
             auth: Auth::none_learned(),
+            telemetry: None,
         }
     }
 
@@ -57,6 +62,7 @@ impl AppState {
 pub struct Calling {
     pub supervisor: AsCaller,
     pub changes: broadcast::Sender<ListChanged>,
+    pub telemetry: Option<Arc<Telemetry>>,
 }
 
 impl FromRequestParts<AppState> for Calling {
@@ -67,7 +73,11 @@ impl FromRequestParts<AppState> for Calling {
         let caller = parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
             ApiError::from(IpcError::new(ErrorKind::Internal, "this route was reached without authentication"))
         })?;
-        Ok(Calling { supervisor: app.as_caller(caller), changes: app.changes.clone() })
+        Ok(Calling {
+            supervisor: app.as_caller(caller),
+            changes: app.changes.clone(),
+            telemetry: app.telemetry.clone(),
+        })
     }
 }
 
@@ -75,6 +85,11 @@ impl Calling {
     /// As the anonymous caller (tests).
     #[cfg(test)]
     pub fn anonymous(app: &AppState) -> Calling {
-        Calling { supervisor: app.as_caller(Caller::anonymous()), changes: app.changes.clone() }
+        Calling { supervisor: app.as_caller(Caller::anonymous()), changes: app.changes.clone(), telemetry: None }
+    }
+
+    /// The same caller, its calls placed in `trace` (see `supervisor::AsCaller::traced`).
+    pub fn traced(&self, trace: TraceContext) -> Calling {
+        Calling { supervisor: self.supervisor.traced(trace), ..self.clone() }
     }
 }

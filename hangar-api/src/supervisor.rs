@@ -16,6 +16,7 @@ use hangar_core::ipc::{
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::record::{LogLine, ServerDetails, ServerSummary, ToolRecord};
+use hangar_core::trace::TraceContext;
 pub use hangar_runtime::client::Readiness;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -70,11 +71,19 @@ fn unexpected(op: &str) -> IpcError {
 pub struct AsCaller {
     supervisor: Arc<dyn Supervisor>,
     caller: Caller,
+    /// Where this caller's tool calls sit in a trace: the client's context, or the API's
+    /// request span in it (see `mcp::dispatch`).
+    trace: Option<TraceContext>,
 }
 
 impl AsCaller {
     pub fn new(supervisor: Arc<dyn Supervisor>, caller: Caller) -> AsCaller {
-        AsCaller { supervisor, caller }
+        AsCaller { supervisor, caller, trace: None }
+    }
+
+    /// The same caller, whose tool calls carry `trace` to the supervisor (and on to the upstream).
+    pub fn traced(&self, trace: TraceContext) -> AsCaller {
+        AsCaller { trace: Some(trace), ..self.clone() }
     }
 
     pub fn caller(&self) -> &Caller {
@@ -151,6 +160,7 @@ impl AsCaller {
             timeout_ms,
             relay: Relay::default(),
             extra: None,
+            trace: self.trace.clone(),
         };
         match self.request(request).await? {
             Reply::Called(result) => Ok(result),
@@ -171,7 +181,7 @@ impl AsCaller {
         extra: Option<Value>,
         relay: Relay,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra };
+        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace: self.trace.clone() };
         let (notices, reply) = self.request_relayed(request);
         let result = async move {
             match reply.await? {

@@ -407,7 +407,32 @@ impl Config {
             check_limits(&at("limits"), &server.limits)?;
             check_pins(&at("capabilities.tools.pinned"), &server.capabilities.tools)?;
         }
-        check_expose_as(&self.mcp_servers)
+        check_expose_as(&self.mcp_servers)?;
+        check_telemetry(&self.telemetry)
+    }
+}
+
+/// `telemetry.otlp_endpoint`, when set, is an absolute http(s) URL with a host (the OTLP/HTTP
+/// receiver; `/v1/traces` is appended), without credentials in it.
+fn check_telemetry(telemetry: &TelemetryConfig) -> Result<(), KeyError> {
+    let Some(endpoint) = &telemetry.otlp_endpoint else { return Ok(()) };
+    let problem = match url::Url::parse(endpoint) {
+        Err(err) => Some(format!("expected an http(s) URL such as http://127.0.0.1:4318: {err}")),
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+            Some(format!("expected an http or https URL, not `{}:`", crate::echo::bounded(url.scheme())))
+        }
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some("the URL names no host".into()),
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            Some("put no credentials in the URL".into())
+        }
+        Ok(url) if url.query().is_some() || url.fragment().is_some() => {
+            Some("expected no query or fragment (`/v1/traces` is appended to the path)".into())
+        }
+        Ok(_) => None,
+    };
+    match problem {
+        Some(message) => Err(KeyError { key: "telemetry.otlp_endpoint".into(), message }),
+        None => Ok(()),
     }
 }
 
@@ -682,6 +707,22 @@ mcp_servers:
         let policy = echo.recovery.resolve(&config.recovery);
         assert_eq!(policy.max_retries, 1);
         assert_eq!(policy.initial_backoff, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_otlp_endpoint_must_be_an_http_url() {
+        let parse =
+            |endpoint: &str| Config::parse(&format!("telemetry: {{otlp_endpoint: '{endpoint}'}}\nmcp_servers: {{}}\n"));
+        for good in ["http://127.0.0.1:4318", "https://collector.example.com/otlp/"] {
+            let config = parse(good).unwrap();
+            assert_eq!(config.telemetry.otlp_endpoint.as_deref(), Some(good));
+        }
+        for bad in ["", "127.0.0.1:4318", "ftp://x/", "http://", "http://u:p@host/", "http://host/?a=b", "file:///tmp"]
+        {
+            let err = parse(bad).unwrap_err();
+            assert_eq!(err.key, "telemetry.otlp_endpoint", "{bad}: {err:?}");
+        }
+        assert_eq!(Config::parse("mcp_servers: {}\n").unwrap().telemetry.otlp_endpoint, None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::front_door::Naming;
 use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
+use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -89,6 +90,10 @@ pub enum Request {
         /// `requestState`, `inputResponses`...), passed on to the upstream as they are.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extra: Option<Value>,
+        /// Where this call sits in a trace (W3C Trace Context): the client's, or the API's span
+        /// in it when spans are exported. The upstream's request carries it on (`_meta`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceContext>,
     },
     /// Push every state change on this connection from now on.
     Subscribe,
@@ -491,6 +496,10 @@ mod tests {
                     timeout_ms: Some(5),
                     relay: Relay { progress: true, logs: false },
                     extra: Some(serde_json::json!({"requestState": "s"})),
+                    trace: crate::trace::TraceContext::parse(
+                        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                        Some("a=b"),
+                    ),
                 },
             },
             ClientFrame::Request {
@@ -515,9 +524,11 @@ mod tests {
             timeout_ms: None,
             relay: Relay::default(),
             extra: None,
+            trace: None,
         };
         let line = encode(&ClientFrame::Request { id: 1, op: call.clone(), caller: Caller::hangar() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));
+        assert!(!String::from_utf8_lossy(&line).contains("trace"));
         assert_eq!(
             decode::<ClientFrame>(&line).unwrap(),
             ClientFrame::Request { id: 1, op: call, caller: Caller::hangar() }

@@ -17,6 +17,7 @@
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
 //! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
+//! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`), read strictly and written back.
 //! - [`wire_name`]: the serde name of an enum variant, for logs, labels and messages.
 //! - [`yaml_keys`]: finding a key given twice in the YAML, with both lines.
 //!
@@ -47,5 +48,6 @@ pub mod record;
 pub mod small_file;
 pub mod time;
 pub mod tool_digest;
+pub mod trace;
 pub mod wire_name;
 pub mod yaml_keys;

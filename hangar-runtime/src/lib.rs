@@ -10,6 +10,7 @@
 //! - [`signals`]: the stop signals (SIGTERM, SIGINT) and the reload signal (SIGHUP), awaited
 //!   as one future.
 //! - [`runtime`]: the tokio runtime (one thread unless `HANGAR_WORKER_THREADS` asks for more).
+//! - [`telemetry`] (feature `telemetry`): span export over OTLP/HTTP, off unless configured.
 //!
 //! Architecture invariant: nothing here knows what a server is; the vocabulary is
 //! `hangar_core::ipc`.
@@ -22,3 +23,5 @@ pub mod lines;
 pub mod logging;
 pub mod runtime;
 pub mod signals;
+#[cfg(feature = "telemetry")]
+pub mod telemetry;

@@ -21,6 +21,8 @@ use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::policy::{Policy, View};
+use hangar_core::trace::{TraceContext, outcome};
+use hangar_runtime::telemetry::{Kind, Telemetry, names as spans};
 use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
@@ -29,7 +31,7 @@ use self::audit::{Decision, Shown};
 use self::exposed::ByView;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
-use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
+use crate::server::{CallTrace, Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 
 /// The most a single call may ask to wait.
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -69,6 +71,7 @@ impl Hangar {
             tools_generation: Default::default(),
             shutting_down: Default::default(),
             journal,
+            telemetry: config.telemetry.otlp_endpoint.as_deref().and_then(start_telemetry),
         });
         let servers = config
             .mcp_servers
@@ -202,29 +205,9 @@ impl Hangar {
                 self.record_action(decide.caller(), view, &mcp_server, "stop");
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
-            Request::Call { target, arguments, timeout_ms, relay, extra } => {
-                let (server, tool) = match target {
-                    Target::Tool { mcp_server, tool } => {
-                        let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
-                        decide.call(&mcp_server, &tool, &arguments, found)?
-                    }
-                    Target::Exposed { name } => {
-                        let found = self.resolve(view, &name).await;
-                        let (server, tool) = match &found {
-                            Ok((server, tool)) => (server.id().to_owned(), tool.clone()),
-                            Err(_) => (String::new(), name.clone()),
-                        };
-                        decide.call(&server, &tool, &arguments, found)?
-                    }
-                };
-                if !arguments.is_object() && !arguments.is_null() {
-                    return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
-                }
-                let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
-                let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
-                let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
-                let _permit = self.admit(&server)?;
-                Reply::Called(server.call(&tool, arguments, extra, timeout, relay).await?)
+            Request::Call { target, arguments, timeout_ms, relay, extra, trace } => {
+                let call = CallRequest { target, arguments, timeout_ms, relay, extra };
+                Reply::Called(self.call(decide, call, trace, notices).await?)
             }
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
@@ -287,6 +270,78 @@ impl Hangar {
                 Reply::Forwarded(server.forward(&method, params, timeout).await?)
             }
         })
+    }
+
+    /// A tool call: resolved, judged, admitted under the limits, then made. With span export on,
+    /// all of it is the admission span (a child of the caller's `trace`), whose context the
+    /// upstream's request carries on; with it off, `trace` goes on as it came.
+    ///
+    /// `trace` is the caller's trace context as received: its `trace_id_hex()` is what the
+    /// audit entry of this call records.
+    async fn call(
+        &self,
+        decide: &Decision<'_>,
+        call: CallRequest,
+        trace: Option<TraceContext>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, IpcError> {
+        let Some(telemetry) = &self.shared.telemetry else {
+            return self.admit_call(decide, call, trace, notices, &mut None).await;
+        };
+        let caller = decide.caller();
+        let mut span = telemetry.span(spans::ADMISSION, Kind::Internal, trace.as_ref());
+        span.set(spans::IDENTITY, caller.identity.clone());
+        let mut admitted = None;
+        let result = self.admit_call(decide, call, Some(span.context()), notices, &mut admitted).await;
+        if let Some((server, tool)) = admitted {
+            span.set(spans::MCP_SERVER, server);
+            span.set(spans::TOOL, tool);
+        }
+        span.set(spans::OUTCOME, outcome(result.as_ref().map_err(|err| err.kind)));
+        span.end();
+        result
+    }
+
+    /// [`Hangar::call`]'s work; `admitted` learns the server and tool once they are known.
+    async fn admit_call(
+        &self,
+        decide: &Decision<'_>,
+        call: CallRequest,
+        trace: Option<TraceContext>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+        admitted: &mut Option<(String, String)>,
+    ) -> Result<Value, IpcError> {
+        let (caller, view) = (decide.caller(), decide.view());
+        if let Some(trace) = &trace {
+            decide.trace(trace.trace_id_hex());
+        }
+        let CallRequest { target, arguments, timeout_ms, relay, extra } = call;
+        let (server, tool) = match target {
+            Target::Tool { mcp_server, tool } => {
+                let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
+                decide.call(&mcp_server, &tool, &arguments, found)?
+            }
+            Target::Exposed { name } => {
+                let found = self.resolve(view, &name).await;
+                let (server, tool) = match &found {
+                    Ok((server, tool)) => (server.id().to_owned(), tool.clone()),
+                    Err(_) => (String::new(), name.clone()),
+                };
+                decide.call(&server, &tool, &arguments, found)?
+            }
+        };
+        if self.shared.telemetry.is_some() {
+            *admitted = Some((server.id().to_owned(), tool.clone()));
+        }
+        if !arguments.is_object() && !arguments.is_null() {
+            return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
+        }
+        let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
+        let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
+        let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
+        let _permit = self.admit(&server)?;
+        let traced = CallTrace { parent: trace, identity: &caller.identity };
+        server.call(&tool, arguments, extra, timeout, relay, traced).await
     }
 
     /// In front-door mode, starts every server `view` sees whose tools are unknown (never
@@ -485,7 +540,30 @@ impl Hangar {
                 server.kill_now();
             }
         }
+        if self.shared.telemetry.is_some() {
+            // Sends the spans still pending (it blocks, up to a few seconds, on the export).
+            let shared = self.shared.clone();
+            let flushed = tokio::task::spawn_blocking(move || shared.telemetry.as_ref().map(Telemetry::shutdown));
+            let _ = flushed.await;
+        }
     }
+}
+
+/// Span export to `endpoint`; a failure to set it up is logged and the hangar runs without it
+/// (telemetry never stops the hangar).
+fn start_telemetry(endpoint: &str) -> Option<Telemetry> {
+    Telemetry::start(endpoint, "hangar-supervisor")
+        .inspect_err(|err| tracing::error!(%err, "spans will not be exported"))
+        .ok()
+}
+
+/// A `Request::Call`'s fields but its trace.
+struct CallRequest {
+    target: Target,
+    arguments: Value,
+    timeout_ms: Option<u64>,
+    relay: hangar_core::ipc::Relay,
+    extra: Option<Value>,
 }
 
 /// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.

@@ -28,7 +28,14 @@ struct Helper {
 
 /// Starts the prober and an API instance on `socket` (but those `--no-prober` and `--no-api`
 /// leave out), each supervised until `stop` turns true.
-pub fn start_all(args: &Args, socket: &Path, stop: &watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+/// `otlp_endpoint` (the config's `telemetry.otlp_endpoint`) is handed to the API, which then
+/// exports its spans there too.
+pub fn start_all(
+    args: &Args,
+    socket: &Path,
+    otlp_endpoint: Option<&str>,
+    stop: &watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
     let socket: OsString = socket.into();
     // The helpers log as the supervisor does, into the same stream.
     let log_format = match args.log_format {
@@ -45,7 +52,7 @@ pub fn start_all(args: &Args, socket: &Path, stop: &watch::Receiver<bool>) -> Ve
         tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }
     if !args.no_api {
-        let helper = Helper {
+        let mut helper = Helper {
             name: "api",
             program: sibling("hangar-api"),
             args: vec![
@@ -57,6 +64,9 @@ pub fn start_all(args: &Args, socket: &Path, stop: &watch::Receiver<bool>) -> Ve
                 log_format.into(),
             ],
         };
+        if let Some(endpoint) = otlp_endpoint {
+            helper.args.extend(["--otlp-endpoint".into(), endpoint.into()]);
+        }
         tasks.push(tokio::spawn(supervise(helper, stop.clone())));
     }
     tasks

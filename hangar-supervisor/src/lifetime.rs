@@ -37,7 +37,7 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     if let Some(interval) = notify::watchdog_interval() {
         tokio::spawn(notify::watchdog(interval));
     }
-    let helper_tasks = helpers::start_all(&args, &socket, &stop);
+    let helper_tasks = helpers::start_all(&args, &socket, config.telemetry.otlp_endpoint.as_deref(), &stop);
 
     loop {
         match signals.next().await {

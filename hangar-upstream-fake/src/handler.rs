@@ -233,7 +233,13 @@ fn call(state: &State, id: &Value, params: Option<&Value>) -> Value {
         Some(Value::Object(args)) => args.clone(),
         Some(_) => return invalid("arguments must be an object"),
     };
-    let outcome = tools::call(name, &args);
+    // `echo_meta` answers the `_meta` its request carried (trace context included), so a test
+    // can see what reached the upstream.
+    let outcome = if name == tools::ECHO_META {
+        tools::echo_meta(params.and_then(|p| p.get("_meta")))
+    } else {
+        tools::call(name, &args)
+    };
     let mut result = json!({
         "content": [{"type": "text", "text": outcome.text}],
         "isError": outcome.is_error,

@@ -22,6 +22,15 @@ impl Outcome {
     }
 }
 
+/// The tool that answers its request's `_meta` (see `handler::call`).
+pub const ECHO_META: &str = "echo_meta";
+
+/// `{"_meta": ...}` as the request carried it (`null` without one).
+pub fn echo_meta(meta: Option<&Value>) -> Outcome {
+    let value = json!({"_meta": meta.cloned().unwrap_or(Value::Null)});
+    Outcome::ok(value.to_string(), Some(value))
+}
+
 /// The `tools/list` entry for a tool name.
 pub fn spec(name: &str) -> Value {
     let (description, schema) = match name {
@@ -55,6 +64,7 @@ pub fn spec(name: &str) -> Value {
             "Answers with a text of `bytes` characters (to test over-long answers).",
             json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),
         ),
+        ECHO_META => ("Returns the `_meta` its request carried (test tool).", json!({"type": "object"})),
         "junk_line" => (
             "Prints a junk line of `bytes` bytes (the sentinel, repeated) on stdout, then answers (stdio only).",
             json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),

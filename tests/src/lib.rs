@@ -252,6 +252,11 @@ impl Hangar {
     }
 
     pub fn start_with(yaml: &str, extra_args: &[&str]) -> Hangar {
+        Hangar::start_with_env(yaml, extra_args, &[])
+    }
+
+    /// As [`Hangar::start_with`], with `env` set for the supervisor (and the helpers it starts).
+    pub fn start_with_env(yaml: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Hangar {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("hangar.yaml");
         let yaml = yaml
@@ -261,11 +266,11 @@ impl Hangar {
             if yaml.contains("{python}") { yaml.replace("{python}", &python().display().to_string()) } else { yaml };
         let yaml = yaml.replace("{dir}", &dir.path().display().to_string());
         std::fs::write(&config, yaml).expect("write config");
-        Hangar::launch(dir, extra_args)
+        Hangar::launch(dir, extra_args, env)
     }
 
     /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there.
-    fn launch(dir: tempfile::TempDir, extra_args: &[&str]) -> Hangar {
+    fn launch(dir: tempfile::TempDir, extra_args: &[&str], env: &[(&str, &str)]) -> Hangar {
         let config = dir.path().join("hangar.yaml");
         let socket = dir.path().join("supervisor.sock");
         let log =
@@ -280,6 +285,7 @@ impl Hangar {
             .env("HANGAR_LOG", "info,hangar=debug")
             // Each hangar keeps its journal in its own temp dir.
             .env("STATE_DIRECTORY", dir.path().join("state"))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
@@ -360,7 +366,19 @@ impl Hangar {
     }
 
     /// A modern (2026-07-28) JSON-RPC request to `/mcp`, with every header it needs.
-    pub fn mcp(&self, method: &str, mut params: Value) -> Response {
+    pub fn mcp(&self, method: &str, params: Value) -> Response {
+        self.mcp_with(method, params, json!({}), &[])
+    }
+
+    /// As [`Hangar::mcp`], with `meta_extra`'s keys added to the request's `_meta` and
+    /// `extra_headers` sent too.
+    pub fn mcp_with(
+        &self,
+        method: &str,
+        mut params: Value,
+        meta_extra: Value,
+        extra_headers: &[(&str, &str)],
+    ) -> Response {
         if params.is_null() {
             params = json!({});
         }
@@ -369,6 +387,11 @@ impl Hangar {
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "hangar-tests", "version": "0"},
         });
+        if let Value::Object(extra) = meta_extra {
+            for (key, value) in extra {
+                params["_meta"][key] = value;
+            }
+        }
         // Mcp-Name mirrors what the method names: a resource's uri, else a tool's or prompt's name.
         let named = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let name = named.and_then(Value::as_str).map(str::to_owned);
@@ -382,6 +405,7 @@ impl Hangar {
         if let Some(name) = &name {
             headers.push(("Mcp-Name", name.as_str()));
         }
+        headers.extend_from_slice(extra_headers);
         self.post_raw("/mcp", &headers, body.to_string().as_bytes())
     }
 
@@ -565,7 +589,7 @@ impl Hangar {
         self.exited = Some(status);
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
         drop(self);
-        Hangar::launch(dir, extra_args)
+        Hangar::launch(dir, extra_args, &[])
     }
 }
 

@@ -11,8 +11,9 @@ use super::era::Era;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
-use super::{front_door, stream, subscriptions};
+use super::{front_door, stream, subscriptions, traced};
 use crate::state::Calling;
+use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
 /// A request its era's checks let through.
 pub struct Request {
@@ -43,6 +44,66 @@ pub async fn dispatch(app: &Calling, headers: &HeaderMap, era: &'static Era, mut
     }
 }
 
+/// A `tools/call` in its trace: with span export on, inside the API's request span (a child of
+/// the client's context, or a new trace's root), whose context the call carries on; with it
+/// off, the client's context (if any) goes on unchanged.
+async fn traced_tools_call(
+    app: &Calling,
+    headers: &HeaderMap,
+    era: &'static Era,
+    request: &mut Request,
+    params: Option<Value>,
+) -> Result<Answer, RpcError> {
+    let incoming = traced::incoming(headers, params.as_ref());
+    let mut span = app.telemetry.as_ref().map(|telemetry| {
+        let mut span = telemetry.span(spans::API_REQUEST, Kind::Server, incoming.as_ref());
+        span.set(spans::IDENTITY, app.supervisor.caller().identity.clone());
+        if let Some(name) = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str) {
+            span.set(spans::TOOL, name);
+        }
+        span
+    });
+    let traced_app;
+    let app = match span.as_ref().map(Span::context).or(incoming) {
+        Some(trace) => {
+            traced_app = app.traced(trace);
+            &traced_app
+        }
+        None => app,
+    };
+    let answer = tools_call(app, headers, era, request, params).await;
+    if let Some(mut span) = span.take() {
+        let outcome = match &answer {
+            Ok(Answer::Result(result)) => traced::outcome(Ok(result)),
+            Ok(Answer::Reply(_)) => "streamed".to_owned(),
+            Err(err) => traced::outcome(Err(err)),
+        };
+        span.set(spans::OUTCOME, outcome);
+        span.end();
+    }
+    answer
+}
+
+async fn tools_call(
+    app: &Calling,
+    headers: &HeaderMap,
+    era: &'static Era,
+    request: &mut Request,
+    params: Option<Value>,
+) -> Result<Answer, RpcError> {
+    // Streamed when the client takes an event stream and asked to hear about the call.
+    let wanted = stream::accepts_event_stream(headers)
+        .then(|| Wanted::from_params(params.as_ref(), request.progress_token.take()))
+        .flatten();
+    let call = ToolCall::from_params(params)?;
+    if let Some(wanted) = wanted
+        && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era).await?
+    {
+        return Ok(Answer::Reply(reply));
+    }
+    front_door::tools_call(&app.supervisor, &call.name, call.arguments, call.extra).await.map(Answer::Result)
+}
+
 /// Runs the request's method; takes its params (and progress token) out of it.
 async fn handle(
     app: &Calling,
@@ -66,19 +127,7 @@ async fn handle(
         "tools/list" => {
             front_door::tools_list(supervisor).await.map(|tools| crate::json::object([("tools", tools.into())]))
         }
-        "tools/call" => {
-            // Streamed when the client takes an event stream and asked to hear about the call.
-            let wanted = stream::accepts_event_stream(headers)
-                .then(|| Wanted::from_params(params.as_ref(), request.progress_token.take()))
-                .flatten();
-            let call = ToolCall::from_params(params)?;
-            if let Some(wanted) = wanted
-                && let Some(reply) = stream::front_door_call(app, id, &call, wanted, era).await?
-            {
-                return Ok(Answer::Reply(reply));
-            }
-            front_door::tools_call(supervisor, &call.name, call.arguments, call.extra).await
-        }
+        "tools/call" => return traced_tools_call(app, headers, era, request, params).await,
         "prompts/list" => front_door::list(supervisor, method, "prompts").await,
         "prompts/get" => front_door::prompts_get(supervisor, params).await,
         "resources/list" => front_door::list(supervisor, method, "resources").await,

@@ -24,6 +24,7 @@ mod session;
 mod stream;
 mod subscriptions;
 mod tools;
+mod traced;
 
 use axum::Router;
 use axum::body::Bytes;

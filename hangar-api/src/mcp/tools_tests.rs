@@ -132,5 +132,6 @@ async fn hangar_call_reports_the_batch() {
         timeout_ms: Some(3000),
         relay: Default::default(),
         extra: None,
+        trace: None,
     }));
 }

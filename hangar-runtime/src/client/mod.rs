@@ -332,6 +332,7 @@ mod tests {
         let call = |timeout_ms| Request::Call {
             relay: Default::default(),
             extra: None,
+            trace: None,
             target: hangar_core::ipc::Target::tool("m", "t"),
             arguments: serde_json::json!({}),
             timeout_ms,

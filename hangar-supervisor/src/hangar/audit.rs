@@ -32,6 +32,8 @@ pub struct Decision<'a> {
     admitted: Instant,
     /// What was judged, once a call or action was: the journal entry waits for the answer.
     judged: OnceLock<Judged>,
+    /// The W3C trace id the request carried (or the hangar started), for the entry.
+    trace_id: OnceLock<String>,
 }
 
 /// What a judged request was, before its answer.
@@ -45,7 +47,15 @@ struct Judged {
 
 impl<'a> Decision<'a> {
     pub fn by(caller: &'a Caller, view: &'a View, journal: &'a Journal, audit: &'a AuditConfig) -> Self {
-        Decision { caller, view, journal, audit, admitted: Instant::now(), judged: OnceLock::new() }
+        Decision {
+            caller,
+            view,
+            journal,
+            audit,
+            admitted: Instant::now(),
+            judged: OnceLock::new(),
+            trace_id: OnceLock::new(),
+        }
     }
 
     pub fn view(&self) -> &View {
@@ -54,6 +64,11 @@ impl<'a> Decision<'a> {
 
     pub fn caller(&self) -> &Caller {
         self.caller
+    }
+
+    /// The trace this request belongs to, which its audit entry names.
+    pub fn trace(&self, trace_id: String) {
+        let _ = self.trace_id.set(trace_id);
     }
 
     /// An admin action (`start`, `stop`, `reload`) on `found`: a server the view does not see is
@@ -193,7 +208,7 @@ impl<'a> Decision<'a> {
             bytes_in: judged.bytes_in,
             bytes_out,
             arguments: judged.arguments,
-            trace_id: None,
+            trace_id: self.trace_id.get().cloned(),
         }));
     }
 

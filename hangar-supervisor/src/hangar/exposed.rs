@@ -127,6 +127,7 @@ mod tests {
             tools_generation: Default::default(),
             shutting_down: Default::default(),
             journal: crate::journal::Journal::in_memory(),
+            telemetry: None,
         });
         let servers = config
             .mcp_servers

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use hangar_core::ipc::{ErrorKind, IpcError, Stopped};
 use hangar_core::lifecycle::{Event, State, StopReason};
+use hangar_core::trace::{self, TraceContext};
+use hangar_runtime::telemetry::{Kind, Span, names as spans};
 use serde_json::{Value, json};
 
 use super::process::{STOP_GRACE, terminate};
@@ -36,7 +38,9 @@ impl Server {
     }
 
     /// Calls one of the upstream's tools, starting the server first if it is cold. Dropping the
-    /// future (the caller gave up) cancels the call upstream.
+    /// future (the caller gave up) cancels the call upstream. The upstream's request carries
+    /// `traced.parent` (or, with span export on, the round-trip span's context) as its
+    /// `_meta.traceparent`.
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
@@ -44,6 +48,7 @@ impl Server {
         extra: Option<Value>,
         timeout: Duration,
         relay: Option<Relay>,
+        traced: CallTrace<'_>,
     ) -> Result<Value, IpcError> {
         let upstream = self.ready_upstream().await?;
         let _counted = CallInFlight::begin(self);
@@ -54,18 +59,37 @@ impl Server {
         };
         params.insert("name".into(), json!(tool));
         params.insert("arguments".into(), arguments);
+        let mut span =
+            self.shared.telemetry.as_ref().map(|t| t.span(spans::UPSTREAM, Kind::Client, traced.parent.as_ref()));
+        if let Some(trace) = span.as_ref().map(Span::context).or(traced.parent) {
+            trace::write_params_meta(&mut params, &trace);
+        }
         let outcome = upstream.request_relayed("tools/call", Value::Object(params), timeout, relay).await;
-        let mut inner = self.lock();
-        inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
-        outcome.map_err(|err| {
-            // An over-long answer was already counted against the server when it was skipped
-            // (`protocol_violation`): one fault, one failure.
-            if !matches!(err, RequestError::Oversized { .. }) {
-                inner.health.total_failures += 1;
-            }
-            inner.counters.tool_call_errors += 1;
-            self.request_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err)
-        })
+        let outcome = {
+            let mut inner = self.lock();
+            inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
+            outcome.map_err(|err| {
+                // An over-long answer was already counted against the server when it was skipped
+                // (`protocol_violation`): one fault, one failure.
+                if !matches!(err, RequestError::Oversized { .. }) {
+                    inner.health.total_failures += 1;
+                }
+                inner.counters.tool_call_errors += 1;
+                self.request_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err)
+            })
+        };
+        if let Some(span) = span.take() {
+            self.end_span(span, tool, traced.identity, &outcome);
+        }
+        outcome
+    }
+
+    fn end_span(&self, mut span: Span, tool: &str, identity: &str, outcome: &Result<Value, IpcError>) {
+        span.set(spans::MCP_SERVER, self.id.clone());
+        span.set(spans::TOOL, tool);
+        span.set(spans::IDENTITY, identity);
+        span.set(spans::OUTCOME, trace::outcome(outcome.as_ref().map_err(|err| err.kind)));
+        span.end();
     }
 
     /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
@@ -111,6 +135,13 @@ impl Server {
         }
         Err(IpcError::new(ErrorKind::UpstreamDied, format!("`{}` went down as it came up", self.id)))
     }
+}
+
+/// Where a call sits in a trace, and whose it is (for the round-trip span).
+pub struct CallTrace<'a> {
+    /// The admission span's context with export on; the caller's own (if any) with it off.
+    pub parent: Option<TraceContext>,
+    pub identity: &'a str,
 }
 
 /// Counts a call while it runs (and however it ends, cancelled included), so idle stop never

@@ -45,7 +45,7 @@ use tokio::sync::broadcast;
 use crate::limits::{Limiter, Scope};
 use crate::logs::LogRing;
 
-pub use calls::DEFAULT_CALL_TIMEOUT;
+pub use calls::{CallTrace, DEFAULT_CALL_TIMEOUT};
 use process::Process;
 
 /// A server that stayed ready this long starts its backoff over on its next failure; one that
@@ -63,6 +63,8 @@ pub struct Shared {
     pub shutting_down: AtomicBool,
     /// Where what happens is recorded (and streamed live).
     pub journal: Arc<crate::journal::Journal>,
+    /// Span export (`telemetry.otlp_endpoint`); `None`, the usual case, costs a branch per call.
+    pub telemetry: Option<hangar_runtime::telemetry::Telemetry>,
 }
 
 pub struct Server {

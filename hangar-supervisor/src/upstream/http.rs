@@ -13,6 +13,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use hangar_core::jsonrpc::{Message, classify_value};
 use hangar_core::mcp::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, MODERN_REVISION};
+use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -103,6 +104,14 @@ impl HttpUpstream {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(body);
+        // The trace context the request carries in `_meta` goes in the W3C headers too, for
+        // HTTP servers and proxies that read only those.
+        if let Some(trace) = params.get("_meta").and_then(Value::as_object).and_then(TraceContext::from_meta) {
+            request = request.header(TRACEPARENT, trace.traceparent());
+            if let Some(state) = trace.tracestate {
+                request = request.header(TRACESTATE, state);
+            }
+        }
         match era {
             Era::Modern => {
                 request = request.header(HEADER_PROTOCOL_VERSION, MODERN_REVISION).header(HEADER_METHOD, method);

@@ -55,7 +55,7 @@ impl App {
             return send(Response::empty(404));
         }
         match head.method.as_str() {
-            "POST" => self.post(body),
+            "POST" => self.post(head, body),
             // Legacy clients end their session with DELETE; we keep no sessions.
             "DELETE" => send(Response::empty(200)),
             _ => send(Response::empty(405).header("Allow", "POST")),
@@ -72,8 +72,8 @@ impl App {
         Response::empty(reject.status)
     }
 
-    fn post(&self, body: &[u8]) -> Reply {
-        let msg: Value = match serde_json::from_slice(body) {
+    fn post(&self, head: &Head, body: &[u8]) -> Reply {
+        let mut msg: Value = match serde_json::from_slice(body) {
             Ok(msg) => msg,
             Err(e) => {
                 // Like stdio: while hanging, not even parse errors are answered.
@@ -87,6 +87,7 @@ impl App {
         if let Some(server) = &self.conformance {
             return self.post_conformance(server, &msg);
         }
+        show_trace_header(head, &mut msg);
         let method = msg.get("method").and_then(Value::as_str);
         let (is_call, is_init) = (method == Some("tools/call"), method == Some("initialize"));
         let wants_answer = !matches!(protocol::classify(&msg), Incoming::Notification | Incoming::Response { .. });
@@ -118,5 +119,19 @@ impl App {
         };
         let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         Reply::Send { resp, is_call }
+    }
+}
+
+/// For `echo_meta` over HTTP: the request's `traceparent` header joins the `_meta` it echoes, as
+/// `http_traceparent`, so a test sees what the header said too.
+fn show_trace_header(head: &Head, msg: &mut Value) {
+    let is_echo_meta = msg.pointer("/params/name").and_then(Value::as_str) == Some(crate::tools::ECHO_META);
+    if let (true, Some(traceparent)) = (is_echo_meta, head.header("traceparent"))
+        && let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut)
+    {
+        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("http_traceparent".into(), Value::String(traceparent.to_owned()));
+        }
     }
 }

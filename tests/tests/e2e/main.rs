@@ -58,3 +58,4 @@ mod stable_names;
 mod starts;
 mod status_page;
 mod systemd;
+mod traces;
