@@ -297,6 +297,17 @@ fn with_export_off_nothing_is_sent_and_the_context_passes_through() {
     assert_eq!(seen_by_upstream(&answer).0, (HEADER_TRACE.into(), HEADER_SPAN.into()), "the header's, unchanged");
     let plain = call_echo_meta(&hangar, json!({}), &[]);
     assert_eq!(plain["body"]["result"]["structuredContent"]["_meta"].get("traceparent"), None, "no trace is made up");
+    // The audit trail names each call's trace, and none for the call that carried none.
+    let journal = hangar.path("state").join("journal.sqlite");
+    let traces = crate::journal_audit::wait_for(&journal, "three audited calls", |all| {
+        let calls: Vec<Value> = all
+            .iter()
+            .filter(|e| e["kind"] == "audit" && e["tool"] == "echo_meta")
+            .map(|e| e["trace_id"].clone())
+            .collect();
+        (calls.len() == 3).then_some(calls)
+    });
+    assert_eq!(traces, [json!(CLIENT_TRACE), json!(HEADER_TRACE), Value::Null]);
     // A graceful stop would flush any exporter: after it, still nothing arrived.
     assert!(hangar.terminate().success(), "{}", hangar.log());
     assert_eq!(receiver.requests.load(Ordering::SeqCst), 0, "no span is sent with export off");
