@@ -114,6 +114,10 @@ pub fn default_state_dir(env: impl Fn(&str) -> Option<String>) -> PathBuf {
     PathBuf::from(".hangar")
 }
 
+fn is_unset(id: &u64) -> bool {
+    *id == 0
+}
+
 /// How a call ended, as the audit trail records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -129,9 +133,12 @@ pub enum CallOutcome {
 /// One audited request: a tool call, a front-door request, or an admin action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
-    /// The journal id (the cursor).
+    /// The journal id (the cursor). Inside a [`JournalEvent`] it is the event's, left out of the
+    /// entry's own fields until read back (so it is written once).
+    #[serde(default, skip_serializing_if = "is_unset")]
     pub id: u64,
-    /// RFC 3339, milliseconds, UTC.
+    /// RFC 3339, milliseconds, UTC; like `id`, the event's.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub at: String,
     pub identity: String,
     pub profile: Option<String>,
@@ -166,13 +173,15 @@ pub struct JournalEvent {
 
 impl Serialize for JournalEvent {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut object = match serde_json::to_value(&self.what).map_err(serde::ser::Error::custom)? {
-            Value::Object(object) => object,
-            _ => return Err(serde::ser::Error::custom("an event is a JSON object")),
-        };
-        object.insert("id".into(), self.id.into());
-        object.insert("at".into(), self.at.clone().into());
-        object.serialize(serializer)
+        // Streamed, nothing built in between: the journal's writer serializes every entry.
+        #[derive(Serialize)]
+        struct Flat<'a> {
+            id: u64,
+            at: &'a str,
+            #[serde(flatten)]
+            what: &'a Happened,
+        }
+        Flat { id: self.id, at: &self.at, what: &self.what }.serialize(serializer)
     }
 }
 

@@ -88,7 +88,7 @@ impl Journal {
     }
 
     /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
-    pub fn record(&self, mut what: Happened) -> u64 {
+    pub fn record(&self, what: Happened) -> u64 {
         let now = SystemTime::now();
         let at = rfc3339_millis(now);
         // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
@@ -96,10 +96,6 @@ impl Journal {
         let event = {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            if let Happened::Audit(entry) = &mut what {
-                entry.id = id;
-                entry.at.clone_from(&at);
-            }
             let event = Arc::new(JournalEvent { id, at, what });
             if tail.len() == TAIL {
                 tail.pop_front();
