@@ -16,6 +16,7 @@ mod schema;
 mod writer;
 
 use std::collections::{HashMap, VecDeque};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,7 @@ use std::time::SystemTime;
 use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
 use hangar_core::metrics::JournalCounts;
 use hangar_core::time::rfc3339_millis;
+use rusqlite::Connection;
 use tokio::sync::broadcast;
 
 pub use memory::Remembered;
@@ -46,7 +48,7 @@ pub struct Journal {
     /// What the last run remembered of each server, by id (read once, at open).
     recalled: Mutex<HashMap<String, Remembered>>,
     /// Held while this journal is open: one supervisor per state directory.
-    _lock: Option<std::fs::File>,
+    _lock: Option<File>,
 }
 
 impl Journal {
@@ -54,6 +56,18 @@ impl Journal {
     pub fn open(state_dir: &Path) -> Result<Arc<Journal>, OpenError> {
         let path = state_dir.join(FILE_NAME);
         let (connection, lock) = schema::open(state_dir, &path)?;
+        Journal::start(path, connection, Some(lock))
+    }
+
+    /// A journal in memory, for unit tests.
+    #[cfg(test)]
+    pub fn in_memory() -> Arc<Journal> {
+        let connection = schema::in_memory().expect("an in-memory journal");
+        Journal::start(PathBuf::from(":memory:"), connection, None).expect("an in-memory journal")
+    }
+
+    /// Reads where the last run ended (its last id, each server's memory) and starts the writer.
+    fn start(path: PathBuf, connection: Connection, lock: Option<File>) -> Result<Arc<Journal>, OpenError> {
         let last_id = schema::last_id(&connection, &path)?;
         let recalled =
             memory::recall(&connection).map_err(|source| OpenError::Unreadable { path: path.clone(), source })?;
@@ -64,23 +78,8 @@ impl Journal {
             tail: Mutex::new(VecDeque::with_capacity(TAIL)),
             writer: writer::Writer::start(connection, gap_marker(journal.clone())),
             recalled: Mutex::new(recalled),
-            _lock: Some(lock),
+            _lock: lock,
         }))
-    }
-
-    /// A journal in memory, for unit tests.
-    #[cfg(test)]
-    pub fn in_memory() -> Arc<Journal> {
-        let connection = schema::in_memory().expect("an in-memory journal");
-        Arc::new_cyclic(|journal: &std::sync::Weak<Journal>| Journal {
-            path: PathBuf::from(":memory:"),
-            next_id: AtomicU64::new(1),
-            live: broadcast::channel(1024).0,
-            tail: Mutex::new(VecDeque::with_capacity(TAIL)),
-            writer: writer::Writer::start(connection, gap_marker(journal.clone())),
-            recalled: Mutex::default(),
-            _lock: None,
-        })
     }
 
     pub fn path(&self) -> &Path {
@@ -149,6 +148,31 @@ impl Journal {
     /// Waits until everything recorded so far is written (at shutdown).
     pub fn flush(&self) {
         self.writer.flush();
+    }
+}
+
+/// What an entry files under in `entries`' columns besides its kind and server (what readers
+/// filter on): who (audit entries, actions, reloads), and an audit entry's outcome and error type.
+/// The writer stores them; a reader tests entries not yet written by them, so both agree.
+pub(crate) struct Columns<'a> {
+    pub identity: Option<&'a str>,
+    pub outcome: Option<&'static str>,
+    pub error_type: Option<&'a str>,
+}
+
+impl<'a> Columns<'a> {
+    pub fn of(what: &'a Happened) -> Columns<'a> {
+        match what {
+            Happened::Audit(entry) => Columns {
+                identity: Some(&entry.identity),
+                outcome: Some(hangar_core::wire_name::of(&entry.outcome)),
+                error_type: entry.error_type.as_deref(),
+            },
+            Happened::Action { identity, .. } | Happened::Reload { identity, .. } => {
+                Columns { identity: Some(identity), outcome: None, error_type: None }
+            }
+            _ => Columns { identity: None, outcome: None, error_type: None },
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use hangar_core::time::rfc3339_millis;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 
-use super::Journal;
+use super::{Columns, Journal};
 
 /// Rows read from the database at a time.
 const CHUNK: usize = 1000;
@@ -95,32 +95,17 @@ impl Filter {
 
     /// Whether `event` passes: the columns (for tail entries, which SQL never saw) and `keep`.
     pub fn matches(&self, event: &JournalEvent) -> bool {
-        let audit = match &event.what {
-            Happened::Audit(entry) => Some(entry),
-            _ => None,
-        };
-        let (identity, outcome, error_type) = match (&event.what, audit) {
-            (_, Some(entry)) => {
-                (Some(entry.identity.as_str()), Some(wire(&entry.outcome)), entry.error_type.as_deref())
-            }
-            (Happened::Action { identity, .. } | Happened::Reload { identity, .. }, None) => {
-                (Some(identity.as_str()), None, None)
-            }
-            _ => (None, None, None),
-        };
+        let Columns { identity, outcome, error_type } = Columns::of(&event.what);
         let wanted = |filter: &Option<String>, value: Option<&str>| filter.as_deref().is_none_or(|f| value == Some(f));
         self.kind.is_none_or(|kind| event.what.kind() == kind)
             && wanted(&self.identity, identity)
             && wanted(&self.mcp_server, event.what.mcp_server())
-            && self.outcome.as_deref().is_none_or(|f| {
-                if OUTCOMES.contains(&f) { outcome.as_deref() == Some(f) } else { error_type == Some(f) }
-            })
+            && self
+                .outcome
+                .as_deref()
+                .is_none_or(|f| if OUTCOMES.contains(&f) { outcome == Some(f) } else { error_type == Some(f) })
             && self.keep.as_ref().is_none_or(|keep| keep(event))
     }
-}
-
-fn wire<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 impl Reader {

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
+use hangar_core::journal::{JournalConfig, JournalEvent};
 use hangar_core::metrics::JournalCounts;
-use hangar_core::wire_name;
 use rusqlite::{Connection, params};
 
+use super::Columns;
 use super::memory::Remembered;
 use super::retention;
 
@@ -283,15 +283,7 @@ fn write(
         // One buffer for every body: no allocation per entry.
         let mut body = String::with_capacity(1024);
         for (at_ms, event) in batch {
-            let (identity, outcome, error_type) = match &event.what {
-                Happened::Audit(entry) => {
-                    (Some(entry.identity.as_str()), Some(wire_name::of(&entry.outcome)), entry.error_type.as_deref())
-                }
-                Happened::Action { identity, .. } | Happened::Reload { identity, .. } => {
-                    (Some(identity.as_str()), None, None)
-                }
-                _ => (None, None, None),
-            };
+            let Columns { identity, outcome, error_type } = Columns::of(&event.what);
             let mut bytes = std::mem::take(&mut body).into_bytes();
             bytes.clear();
             if serde_json::to_writer(&mut bytes, &**event).is_err() {
