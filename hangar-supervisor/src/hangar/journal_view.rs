@@ -5,7 +5,6 @@
 //! only about servers their view sees (reloads and gaps are everyone's; audit events are
 //! admins' only). Reads run off the async threads (`spawn_blocking`).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -26,8 +25,6 @@ use crate::journal::read::{Filter, Found, Keep, ReadError, Reader};
 const MAX_MINUTES: u32 = 1440;
 /// The longest `outcome` filter (an error type).
 const MAX_OUTCOME_LEN: usize = 64;
-/// How many ids a follower remembers having sent, to drop repeats.
-const SEEN: usize = 8192;
 
 /// Answers `Audit`, `Events` and `Rates`; `notices` carries a following `Events`' entries.
 pub async fn answer(
@@ -197,7 +194,6 @@ async fn follow(
     let journal = hangar.shared.journal.clone();
     let reader = hangar.journal_reader.clone();
     let mut live = journal.subscribe();
-    let mut sent = Sent::default();
     let start = match since {
         Some(since) => since,
         None => {
@@ -205,7 +201,7 @@ async fn follow(
             blocking(move || reader.latest_id(&journal)).await?
         }
     };
-    sent.floor = start;
+    let mut sent = Sent { last: start };
     // The view is judged again for each read and event: a reload's new profiles apply at once.
     let view = || hangar.view(caller);
     if since.is_some() && !replay(&journal, &reader, &view, &mut sent, &notices).await? {
@@ -239,7 +235,7 @@ async fn replay(
     notices: &mpsc::UnboundedSender<Value>,
 ) -> Result<bool, IpcError> {
     loop {
-        let from = sent.last.max(sent.floor);
+        let from = sent.last;
         let filter = Filter { keep: Some(events_keep(view())), ..Filter::default() };
         let found = read(journal.clone(), reader.clone(), Some(from), MAX_PAGE, filter).await?;
         let view = view();
@@ -255,27 +251,21 @@ async fn replay(
     }
 }
 
-/// What a follower has sent: every id above `floor` at most once.
-#[derive(Default)]
+/// What a follower has sent. The journal hands out ids in order (the tail, the live broadcast
+/// and every read agree), so one cursor tells a repeat: every id above it at most once.
 struct Sent {
-    /// Where the follow began: nothing at or below it is sent.
-    floor: u64,
-    /// The highest id sent or read past.
+    /// The highest id sent or read past (at first, where the follow began).
     last: u64,
-    recent: BTreeSet<u64>,
 }
 
 impl Sent {
     /// Sends `event` unless it was sent before or `view` does not see it; false once the caller
     /// is gone.
     fn offer(&mut self, event: &JournalEvent, view: &View, notices: &mpsc::UnboundedSender<Value>) -> bool {
-        if event.id <= self.floor || !self.recent.insert(event.id) {
+        if event.id <= self.last {
             return true;
         }
-        if self.recent.len() > SEEN {
-            self.recent.pop_first();
-        }
-        self.last = self.last.max(event.id);
+        self.last = event.id;
         if !sees_event(view, event) {
             return true;
         }
