@@ -6,15 +6,13 @@
 //! the feeding task sees it, and its supervisor request is cancelled.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use hangar_core::echo::bounded;
@@ -24,10 +22,9 @@ use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::state::{AppState, Calling};
+use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT, streamed};
 use crate::supervisor::AsCaller;
 
-/// A comment line on a quiet event stream, so proxies and clients know it is alive.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The chart's default span.
 const DEFAULT_MINUTES: u32 = 60;
 /// Lines or events buffered for a slow client before the feeder waits for it.
@@ -187,7 +184,7 @@ async fn feed_events(supervisor: AsCaller, since: Option<u64>, frames: mpsc::Sen
                 }
                 return;
             }
-            _ = keep_alive.tick() => Bytes::from_static(b": keep-alive\n\n"),
+            _ = keep_alive.tick() => Bytes::from_static(KEEP_ALIVE_COMMENT),
         };
         if frames.send(frame).await.is_err() {
             return;
@@ -204,23 +201,10 @@ fn sse_frame(event: &Value) -> Bytes {
     Bytes::from(format!("id: {id}\nevent: {}\ndata: {event}\n\n", kind.unwrap_or("message")))
 }
 
-/// A 200 whose body is what `chunks` delivers, as it comes; it ends when the sender does.
-fn streamed(chunks: mpsc::Receiver<Bytes>, content_type: &'static str) -> Response {
-    let stream = futures_util::stream::unfold(chunks, |mut chunks| async move {
-        chunks.recv().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), chunks))
-    });
-    let mut response = Response::new(Body::from_stream(stream));
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // Proxies such as nginx must pass each chunk on as it comes.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use axum::body::Body;
     use axum::http::{Request as HttpRequest, StatusCode};
 
     use super::*;

@@ -29,6 +29,7 @@ mod rest;
 mod serve;
 mod shapes;
 mod state;
+mod streamed;
 mod supervisor;
 #[cfg(test)]
 mod testing;

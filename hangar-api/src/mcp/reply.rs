@@ -1,7 +1,7 @@
 //! What `/mcp` answers: a status, an optional JSON body and a few headers.
 
-use axum::body::{Body, Bytes};
-use axum::http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use axum::body::Bytes;
+use axum::http::header::{ALLOW, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -13,6 +13,7 @@ use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::HEADER_SESSION_ID;
 
 use super::id::{Echo, Id};
+use crate::streamed::streamed;
 
 #[derive(Debug)]
 pub struct McpReply {
@@ -98,7 +99,7 @@ impl Serialize for Answer {
 impl IntoResponse for McpReply {
     fn into_response(self) -> Response {
         let mut response = match (self.events, self.body) {
-            (Some(events), _) => event_stream(events),
+            (Some(events), _) => streamed(events, "text/event-stream"),
             (None, Some(body)) => json_response(self.status, &body),
             (None, None) => self.status.into_response(),
         };
@@ -122,21 +123,6 @@ fn json_response(status: StatusCode, body: &Answer) -> Response {
         // Unreachable (every key is a string); answered rather than assumed.
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
-}
-
-/// An SSE response fed by `events`. When the client goes away the body is dropped, and with it
-/// the receiver: the producer sees that and cancels what it was waiting for.
-fn event_stream(events: mpsc::Receiver<Bytes>) -> Response {
-    let stream = futures_util::stream::unfold(events, |mut events| async move {
-        events.recv().await.map(|event| (Ok::<_, std::convert::Infallible>(event), events))
-    });
-    let mut response = Response::new(Body::from_stream(stream));
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // Proxies such as nginx must pass each event on as it comes.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
 }
 
 /// One SSE event carrying a JSON-RPC message (serde_json writes no raw newline, so it is one

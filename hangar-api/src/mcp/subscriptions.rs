@@ -5,8 +5,6 @@
 //! `toolsListChanged` is honoured; prompts, resources and resource subscriptions are not yet
 //! tracked, and the acknowledgement says so rather than promising what would never come.
 
-use std::time::Duration;
-
 use axum::body::Bytes;
 use hangar_core::mcp::META_SUBSCRIPTION_ID;
 use serde::Serialize;
@@ -17,10 +15,8 @@ use tokio::sync::{broadcast, mpsc};
 use super::id::Id;
 use super::reply::{McpReply, sse_event};
 use crate::state::{Calling, ListChanged};
+use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT};
 use crate::supervisor::AsCaller;
-
-/// How often an idle stream says it is alive, so dead clients are noticed and proxies keep it.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A notification of a subscription; its `_meta` names the subscription by the request's id, as
 /// the client wrote it.
@@ -104,7 +100,7 @@ fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpRe
                     (Err(broadcast::error::RecvError::Closed), _) => return,
                     _ => continue,
                 },
-                () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(b": keep-alive\n\n"),
+                () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(KEEP_ALIVE_COMMENT),
                 () = events.closed() => return,
             };
             if events.send(event).await.is_err() {
