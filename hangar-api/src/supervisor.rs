@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{
-    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Started, Stopped, Target, WhoAmI,
+    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, SessionChange, SessionState, Started,
+    Stopped, Target, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -272,5 +273,51 @@ impl AsCaller {
             Reply::Metrics(snapshot) => Ok(snapshot),
             _ => Err(unexpected("metrics")),
         }
+    }
+
+    /// A legacy session begins, kept by the supervisor for every API instance.
+    pub async fn session_open(
+        &self,
+        session_id: &str,
+        version: &str,
+        capabilities: Value,
+    ) -> Result<SessionState, IpcError> {
+        let request = Request::SessionOpen { session_id: session_id.into(), version: version.into(), capabilities };
+        match self.request(request).await? {
+            Reply::Session(state) => Ok(state),
+            _ => Err(unexpected("session_open")),
+        }
+    }
+
+    /// A request in a session (with what it changes): the session's state, or `NotFound`.
+    pub async fn session_use(&self, session_id: &str, change: Option<SessionChange>) -> Result<SessionState, IpcError> {
+        match self.request(Request::SessionUse { session_id: session_id.into(), change }).await? {
+            Reply::Session(state) => Ok(state),
+            _ => Err(unexpected("session_use")),
+        }
+    }
+
+    pub async fn session_end(&self, session_id: &str) -> Result<(), IpcError> {
+        match self.request(Request::SessionEnd { session_id: session_id.into() }).await? {
+            Reply::SessionEnded => Ok(()),
+            _ => Err(unexpected("session_end")),
+        }
+    }
+
+    /// A message for the session's stream, wherever it is held.
+    pub async fn session_post(&self, session_id: &str, message: Value) -> Result<(), IpcError> {
+        match self.request(Request::SessionPost { session_id: session_id.into(), message }).await? {
+            Reply::Posted => Ok(()),
+            _ => Err(unexpected("session_post")),
+        }
+    }
+
+    /// Holds the session's stream: its messages arrive on the receiver until the future ends
+    /// (the session ended or another stream took it) or is dropped (which lets it go).
+    pub fn follow_session(
+        &self,
+        session_id: &str,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+        self.request_relayed(Request::SessionFollow { session_id: session_id.into() })
     }
 }

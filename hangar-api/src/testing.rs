@@ -31,6 +31,8 @@ pub struct FakeSupervisor {
     pub requests: Mutex<Vec<Request>>,
     /// Who each request named.
     pub callers: Mutex<Vec<Caller>>,
+    /// Legacy sessions ended with `SessionEnd`; every other id is taken as live.
+    pub ended_sessions: Mutex<Vec<String>>,
 }
 
 pub fn summary(id: &str, state: State) -> ServerSummary {
@@ -70,6 +72,7 @@ impl FakeSupervisor {
             in_flight: AtomicUsize::new(0),
             peak_in_flight: AtomicUsize::new(0),
             started_calls: Mutex::new(Vec::new()),
+            ended_sessions: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
             callers: Mutex::new(Vec::new()),
         })
@@ -169,6 +172,31 @@ impl FakeSupervisor {
             Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no journal"))
             }
+            Request::SessionOpen { .. } | Request::SessionUse { .. } | Request::SessionPost { .. } => {
+                let session_id = match &request {
+                    Request::SessionOpen { session_id, .. }
+                    | Request::SessionUse { session_id, .. }
+                    | Request::SessionPost { session_id, .. } => session_id,
+                    _ => "",
+                };
+                if self.ended_sessions.lock().unwrap().iter().any(|ended| ended == session_id) {
+                    return Err(IpcError::new(ErrorKind::NotFound, "no such session"));
+                }
+                Ok(match request {
+                    Request::SessionPost { .. } => Reply::Posted,
+                    _ => Reply::Session(hangar_core::ipc::SessionState {
+                        version: "2025-11-25".into(),
+                        capabilities: json!({}),
+                        log_level: None,
+                        subscriptions: vec![],
+                    }),
+                })
+            }
+            Request::SessionEnd { session_id } => {
+                self.ended_sessions.lock().unwrap().push(session_id);
+                Ok(Reply::SessionEnded)
+            }
+            Request::SessionFollow { .. } => Ok(Reply::SessionEnded),
             // The prober's requests: the API never sends them.
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))

@@ -158,6 +158,65 @@ pub enum Request {
         params: Value,
         timeout_ms: Option<u64>,
     },
+    /// A legacy (2025-11-25 and older) session begins: kept by the supervisor so every API
+    /// instance sees it, owned by the caller's identity. Answers [`Reply::Session`].
+    SessionOpen {
+        session_id: String,
+        version: String,
+        /// The client's `initialize` capabilities.
+        capabilities: Value,
+    },
+    /// A request in a session: answers its state ([`Reply::Session`]) and counts as use;
+    /// [`ErrorKind::NotFound`] when it ended, expired, never was, or is another identity's.
+    SessionUse {
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<SessionChange>,
+    },
+    /// `DELETE /mcp`: the session ends (its stream with it). Answers [`Reply::SessionEnded`].
+    SessionEnd {
+        session_id: String,
+    },
+    /// A message for the session's stream (its GET stream, or the old transport's `/sse`),
+    /// whichever API instance holds it. Answers [`Reply::Posted`].
+    SessionPost {
+        session_id: String,
+        message: Value,
+    },
+    /// Holds the session's stream: each message for it (posted answers, unsolicited upstream
+    /// log lines at its level, updates of resources it subscribed to) comes as a
+    /// [`ServerFrame::Notice`], until the caller cancels, the session ends, or another stream
+    /// takes it over. Answers [`Reply::SessionEnded`] then.
+    SessionFollow {
+        session_id: String,
+    },
+}
+
+/// What a request in a session changes in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionChange {
+    /// `logging/setLevel`.
+    LogLevel(String),
+    /// `resources/subscribe`.
+    Subscribe(String),
+    /// `resources/unsubscribe`.
+    Unsubscribe(String),
+    /// `initialize` inside a session that exists before it (the 2024-11-05 HTTP+SSE transport).
+    Initialize { version: String, capabilities: Value },
+}
+
+/// A legacy session as the supervisor keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    /// The negotiated protocol version.
+    pub version: String,
+    /// The client's `initialize` capabilities.
+    pub capabilities: Value,
+    /// The level `logging/setLevel` set, if any.
+    pub log_level: Option<String>,
+    /// The resource URIs it subscribed to.
+    pub subscriptions: Vec<String>,
 }
 
 /// What a call names.
@@ -315,6 +374,12 @@ pub enum Reply {
         mcp_server: String,
         tool: String,
     },
+    /// A legacy session's state (after the change asked for, if any).
+    Session(SessionState),
+    /// The session is gone: ended by `SessionEnd`, or its followed stream is over.
+    SessionEnded,
+    /// The message is on its way to the session's stream (or queued until one follows it).
+    Posted,
 }
 
 /// What a reload did, by server id.

@@ -52,6 +52,14 @@ pub const HEADER_NAME: &str = "Mcp-Name";
 /// Legacy: the session a request belongs to (lower-case, as `http` header names are stored).
 pub const HEADER_SESSION_ID: &str = "mcp-session-id";
 
+/// MCP's log levels (syslog severities), least severe first.
+pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// A log level's rank in [`LOG_LEVELS`]; `None` for a level MCP does not name.
+pub fn log_severity(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|known| *known == level)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

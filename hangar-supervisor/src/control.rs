@@ -498,7 +498,7 @@ fn relay_notices(
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)> {
     let relayed = matches!(op, Request::Call { relay, .. } if !relay.is_off())
-        || matches!(op, Request::Events { follow: true, .. });
+        || matches!(op, Request::Events { follow: true, .. } | Request::SessionFollow { .. });
     if !relayed {
         return None;
     }

@@ -32,6 +32,7 @@ use self::exposed::ByView;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{CallTrace, Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
+use crate::sessions::Sessions;
 
 /// The most a single call may ask to wait.
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -57,6 +58,8 @@ pub struct Hangar {
     limiter: RwLock<Arc<Limiter>>,
     /// The journal's read side (its own connection).
     journal_reader: Arc<crate::journal::read::Reader>,
+    /// The legacy sessions every API instance shares.
+    sessions: Sessions,
 }
 
 impl Hangar {
@@ -72,6 +75,7 @@ impl Hangar {
             shutting_down: Default::default(),
             journal,
             telemetry: config.telemetry.otlp_endpoint.as_deref().and_then(start_telemetry),
+            upstream_news: broadcast::channel(256).0,
         });
         let servers = config
             .mcp_servers
@@ -79,7 +83,7 @@ impl Hangar {
             .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), &config.recovery, shared.clone())))
             .collect();
         let front_door = AtomicBool::new(config.tool_access.mode == ToolAccessMode::FrontDoor);
-        Arc::new(Hangar {
+        let hangar = Arc::new(Hangar {
             servers: RwLock::new(servers),
             shared,
             front_door,
@@ -91,7 +95,12 @@ impl Hangar {
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
             journal_reader,
-        })
+            sessions: Sessions::default(),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
+        }
+        hangar
     }
 
     /// Every server, in config order.
@@ -269,6 +278,11 @@ impl Hangar {
                 let _permit = self.admit(&server)?;
                 Reply::Forwarded(server.forward(&method, params, timeout).await?)
             }
+            request @ (Request::SessionOpen { .. }
+            | Request::SessionUse { .. }
+            | Request::SessionEnd { .. }
+            | Request::SessionPost { .. }
+            | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
         })
     }
 
@@ -527,6 +541,48 @@ impl Hangar {
 
     /// Stops taking work and stops every server, in parallel; returns once every child is reaped
     /// or, past `deadline`, killed.
+    /// A legacy session's request, by its owner (`caller`).
+    async fn session(
+        &self,
+        caller: &Caller,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
+        let identity = caller.identity.as_str();
+        let sessions = &self.sessions;
+        Ok(match request {
+            Request::SessionOpen { session_id, version, capabilities } => {
+                Reply::Session(sessions.with(|all, now| all.open(&session_id, caller, &version, capabilities, now))?)
+            }
+            Request::SessionUse { session_id, change } => {
+                Reply::Session(sessions.with(|all, now| all.use_session(&session_id, identity, change, now))?)
+            }
+            Request::SessionEnd { session_id } => {
+                sessions.with(|all, now| all.end(&session_id, identity, now))?;
+                Reply::SessionEnded
+            }
+            Request::SessionPost { session_id, message } => {
+                sessions.with(|all, now| all.post(&session_id, identity, message, now))?;
+                Reply::Posted
+            }
+            Request::SessionFollow { session_id } => {
+                let notices =
+                    notices.ok_or_else(|| IpcError::new(ErrorKind::Internal, "a followed session needs notices"))?;
+                let (stream, mut messages) = mpsc::unbounded_channel();
+                sessions.with(|all, now| all.follow(&session_id, identity, stream, now))?;
+                // Until the session ends or another follower takes over (the registry drops
+                // the sender), or the caller cancels (this future is dropped).
+                while let Some(message) = messages.recv().await {
+                    if notices.send(message).is_err() {
+                        break;
+                    }
+                }
+                Reply::SessionEnded
+            }
+            _ => return Err(IpcError::new(ErrorKind::Internal, "not a session request")),
+        })
+    }
+
     pub async fn shutdown(&self, deadline: Duration) {
         self.shared.shutting_down.store(true, Ordering::SeqCst);
         let stops = self.all().into_iter().map(|server| {
@@ -632,3 +688,22 @@ async fn futures_join_all(handles: Vec<tokio::task::JoinHandle<hangar_core::ipc:
 
 #[cfg(test)]
 mod tests;
+
+/// Hands each upstream notification outside any request to the sessions that want it, as long
+/// as the hangar lives; each session hears only of servers its opener's view sees.
+async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Receiver<(String, Value)>) {
+    loop {
+        let (mcp_server, message) = match news.recv().await {
+            Ok(news) => news,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "upstream notifications for sessions dropped: too many at once");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(hangar) = hangar.upgrade() else { return };
+        let access = hangar.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
+        hangar.sessions.with(|all, _| all.notify(&message, sees));
+    }
+}

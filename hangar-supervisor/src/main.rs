@@ -21,6 +21,7 @@ mod notify;
 mod proctree;
 mod reaper;
 mod server;
+mod sessions;
 mod shutdown;
 mod spawn;
 mod subtree;

@@ -1,13 +1,17 @@
 //! The legacy era (2025-11-25 and earlier): `initialize`, then requests in a session.
 //!
-//! Sessions are stateless (see [`super::session`]): any API instance accepts any id it could
-//! have minted, so a client keeps working across restarts and replicas.
+//! Sessions are kept by the supervisor (see [`super::session`]): any API instance accepts any
+//! live session, and none accepts one that ended or expired. Each request in a session costs one
+//! round trip to the supervisor, which also carries what the request changes in it (its log
+//! level, its resource subscriptions).
 
 use axum::http::{HeaderMap, StatusCode};
 use hangar_core::echo::bounded;
+use hangar_core::ipc::{SessionChange, SessionState};
 use hangar_core::jsonrpc::{self, Message, RpcError};
 use hangar_core::mcp::{
-    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_SERVER_INFO,
+    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_LOG_LEVEL,
+    META_SERVER_INFO,
 };
 use serde_json::{Value, json};
 
@@ -49,52 +53,96 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpRe
     {
         return initialize(app, id, params.as_ref()).await;
     }
-    if let Err(reply) = check_session(headers, &id) {
-        return reply;
-    }
+    let change = match &message {
+        Message::Request { method, params, .. } => session::change(method, params.as_ref()),
+        _ => None,
+    };
+    let state = match check_session(app, headers, &id, change).await {
+        Ok(state) => state,
+        Err(reply) => return reply,
+    };
     match message {
         Message::Request { id, method, params } => {
             let request = Request { id, method, params, progress_token: body.progress_token };
-            dispatch::dispatch(app, headers, &LEGACY, request).await
+            in_session(app, headers, &state, request).await
         }
         Message::Notification { .. } | Message::Response { .. } => McpReply::accepted(),
     }
 }
 
-/// Negotiates: the client's version if we speak it, else our latest; mints the session.
-async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply {
+/// A request in a live session: a `tools/call` hears the upstream's log lines at the session's
+/// level; a resource subscription the upstream cannot take itself is still the session's (the
+/// supervisor hands it the upstream's updates).
+async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mut request: Request) -> McpReply {
+    if request.method == "tools/call"
+        && let Some(level) = &state.log_level
+        && let Some(Value::Object(params)) = &mut request.params
+    {
+        let meta = params.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            meta.entry(META_LOG_LEVEL).or_insert_with(|| json!(level));
+        }
+    }
+    if matches!(request.method.as_str(), "resources/subscribe" | "resources/unsubscribe") {
+        let reply = dispatch::dispatch(app, headers, &LEGACY, request).await;
+        return session::subscription_kept(reply);
+    }
+    dispatch::dispatch(app, headers, &LEGACY, request).await
+}
+
+/// The `initialize` answer: the client's version if we speak it, else our latest.
+pub(super) async fn negotiate(app: &Calling, params: Option<&Value>) -> (&'static str, Value) {
     let mut capabilities = front_door::capabilities(&app.supervisor).await;
     // Legacy resource subscriptions are routed to the upstream that has the resource.
     if let Some(resources) = capabilities.get_mut("resources") {
         resources["subscribe"] = json!(true);
     }
     let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
-    let version = requested.filter(|v| LEGACY_REVISIONS.contains(v)).unwrap_or(LATEST_LEGACY_REVISION);
+    let version = LEGACY_REVISIONS.into_iter().find(|v| Some(*v) == requested).unwrap_or(LATEST_LEGACY_REVISION);
     let result = json!({
         "protocolVersion": version,
         "capabilities": capabilities,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     });
+    (version, result)
+}
+
+/// Negotiates and opens the session at the supervisor.
+async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply {
+    let (version, result) = negotiate(app, params).await;
+    let session_id = session::mint(version);
+    if let Err(err) = app.supervisor.session_open(&session_id, version, session::client_capabilities(params)).await {
+        return McpReply::error(session::failure_status(&err), id, &RpcError::internal(err.message));
+    }
     let mut reply = McpReply::result(id, result);
-    reply.session_id = Some(session::mint(version));
+    reply.session_id = Some(session_id);
     reply
 }
 
-/// A request without a session is a bad request; one with an id we would never mint is an
-/// unknown session (404, so the client starts over with `initialize`).
-fn check_session(headers: &HeaderMap, id: &Id) -> Result<(), McpReply> {
-    match single(headers, HEADER_SESSION_ID) {
-        Ok(None) => Err(McpReply::error(
-            StatusCode::BAD_REQUEST,
-            id,
-            &RpcError::invalid_request(
-                "Bad Request: missing session (no Mcp-Session-Id header); send initialize first",
-            ),
-        )),
-        Ok(Some(session)) if session::parse(&session).is_some() => Ok(()),
-        _ => Err(McpReply::error(StatusCode::NOT_FOUND, id, &session_not_found())),
-    }
+/// A request without a session is a bad request; one whose session the supervisor does not
+/// know (ended, expired, never minted, another identity's) is an unknown session (404, so the
+/// client starts over with `initialize`).
+async fn check_session(
+    app: &Calling,
+    headers: &HeaderMap,
+    id: &Id,
+    change: Option<SessionChange>,
+) -> Result<SessionState, McpReply> {
+    let session = match single(headers, HEADER_SESSION_ID) {
+        Ok(None) => {
+            return Err(McpReply::error(
+                StatusCode::BAD_REQUEST,
+                id,
+                &RpcError::invalid_request(
+                    "Bad Request: missing session (no Mcp-Session-Id header); send initialize first",
+                ),
+            ));
+        }
+        Ok(Some(session)) if session::parse(&session).is_some() => session,
+        _ => return Err(McpReply::error(StatusCode::NOT_FOUND, id, &session_not_found())),
+    };
+    session::check(app, &session, change).await.map_err(|(status, err)| McpReply::error(status, id, &err))
 }
 
 /// A modern upstream's result, bridged for a legacy client: without the 2026-07-28 fields.

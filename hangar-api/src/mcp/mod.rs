@@ -17,6 +17,7 @@ mod headers;
 mod id;
 mod legacy;
 mod modern;
+mod old_sse;
 mod params;
 pub mod refusal;
 mod reply;
@@ -32,6 +33,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{MethodRouter, post};
+use hangar_core::ipc::ErrorKind;
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::HEADER_SESSION_ID;
 use serde_json::Value;
@@ -43,7 +45,7 @@ use crate::state::{AppState, Calling};
 pub fn routes() -> Router<AppState> {
     let endpoint =
         || -> MethodRouter<AppState> { post(post_mcp).get(get_mcp).delete(delete_mcp).fallback(other_method) };
-    Router::new().route("/mcp", endpoint()).route("/mcp/", endpoint())
+    Router::new().route("/mcp", endpoint()).route("/mcp/", endpoint()).merge(old_sse::routes())
 }
 
 async fn post_mcp(app: Calling, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> McpReply {
@@ -71,11 +73,16 @@ async fn post_mcp(app: Calling, headers: HeaderMap, body: Result<Bytes, BytesRej
     }
 }
 
-/// A legacy session's server-to-client stream (`notifications/tools/list_changed`); 2026-07-28
-/// has none (`subscriptions/listen` replaces it), so a GET without a session is not allowed.
+/// A legacy session's server-to-client stream (`notifications/tools/list_changed`, and what the
+/// supervisor holds for the session: unsolicited upstream log lines at its level, updates of
+/// resources it subscribed to); 2026-07-28 has none (`subscriptions/listen` replaces it), so a
+/// GET without a session is not allowed.
 async fn get_mcp(app: Calling, headers: HeaderMap) -> McpReply {
     match headers::single(&headers, HEADER_SESSION_ID) {
-        Ok(Some(id)) if session::parse(&id).is_some() => subscriptions::legacy_stream(&app),
+        Ok(Some(id)) if session::parse(&id).is_some() => match session::check(&app, &id, None).await {
+            Ok(_) => subscriptions::legacy_stream(&app, id),
+            Err((status, err)) => McpReply::error(status, &Value::Null, &err),
+        },
         Ok(Some(_)) => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),
         _ => McpReply::method_not_allowed(
             "Method Not Allowed: GET opens a legacy session's stream; POST JSON-RPC messages",
@@ -83,11 +90,17 @@ async fn get_mcp(app: Calling, headers: HeaderMap) -> McpReply {
     }
 }
 
-/// Ending a legacy session: there is nothing stored to delete, so a well-formed id just succeeds.
-async fn delete_mcp(headers: HeaderMap) -> McpReply {
+/// Ending a legacy session, for every API instance: afterwards its id is unknown (404).
+async fn delete_mcp(app: Calling, headers: HeaderMap) -> McpReply {
     match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(None) => McpReply::method_not_allowed("Method Not Allowed: there is no session to end"),
-        Ok(Some(id)) if session::parse(&id).is_some() => McpReply::ok_empty(),
+        Ok(Some(id)) if session::parse(&id).is_some() => match app.supervisor.session_end(&id).await {
+            Ok(()) => McpReply::ok_empty(),
+            Err(err) if err.kind == ErrorKind::NotFound => {
+                McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found())
+            }
+            Err(err) => McpReply::error(session::failure_status(&err), &Value::Null, &RpcError::internal(err.message)),
+        },
         _ => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::reply::McpReply;
 
 pub fn is_mcp_path(path: &str) -> bool {
-    path == "/mcp" || path == "/mcp/"
+    matches!(path, "/mcp" | "/mcp/" | "/sse" | "/messages")
 }
 
 pub fn payload_too_large(limit: usize) -> Response {

@@ -1,9 +1,19 @@
-//! Legacy `Mcp-Session-Id`s, stateless so any API instance accepts any other's.
+//! Legacy `Mcp-Session-Id`s. The supervisor keeps the sessions (its `sessions.rs`: owner, TTL,
+//! log level, subscriptions, stream), so every API instance sees the same ones; this file mints
+//! the ids and speaks to the supervisor about them.
 //!
-//! An id is `hgr1-<negotiated version>-<32 random lower-case hex>`. Nothing is stored: an id
-//! in that shape is a session, anything else is unknown.
+//! An id is `hgr1-<negotiated version>-<32 random lower-case hex>` (128 random bits, so ids are
+//! not guessed); an id in another shape is unknown without asking anyone.
 
+use axum::http::StatusCode;
+use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
+use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::LEGACY_REVISIONS;
+use serde_json::{Value, json};
+
+use super::errors::session_not_found;
+use super::reply::McpReply;
+use crate::state::Calling;
 
 use crate::random;
 
@@ -19,6 +29,58 @@ pub fn parse(id: &str) -> Option<&str> {
     let (version, hex) = id.strip_prefix(PREFIX)?.rsplit_once('-')?;
     let hex_ok = hex.len() == RANDOM_HEX && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     (hex_ok && LEGACY_REVISIONS.contains(&version)).then_some(version)
+}
+
+/// What a request changes in its session, carried by the same round trip that checks it.
+pub fn change(method: &str, params: Option<&Value>) -> Option<SessionChange> {
+    let text = |key| params.and_then(|p| p.get(key)).and_then(Value::as_str).map(str::to_owned);
+    match method {
+        "logging/setLevel" => text("level").map(SessionChange::LogLevel),
+        "resources/subscribe" => text("uri").map(SessionChange::Subscribe),
+        "resources/unsubscribe" => text("uri").map(SessionChange::Unsubscribe),
+        _ => None,
+    }
+}
+
+/// The capabilities an `initialize` declares (`{}` when it declares none).
+pub fn client_capabilities(params: Option<&Value>) -> Value {
+    params.and_then(|p| p.get("capabilities")).filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}))
+}
+
+/// The session `id` at the supervisor, with `change` applied: its state, or the status and
+/// error to answer (404 for a session it does not know).
+pub async fn check(
+    app: &Calling,
+    id: &str,
+    change: Option<SessionChange>,
+) -> Result<SessionState, (StatusCode, RpcError)> {
+    app.supervisor.session_use(id, change).await.map_err(|err| match err.kind {
+        ErrorKind::NotFound => (StatusCode::NOT_FOUND, session_not_found()),
+        ErrorKind::InvalidArgument => (StatusCode::OK, RpcError::invalid_params(err.message)),
+        _ => (failure_status(&err), RpcError::internal(err.message)),
+    })
+}
+
+/// The HTTP status of a session request the supervisor could not answer.
+pub fn failure_status(err: &IpcError) -> StatusCode {
+    match err.kind {
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
+        ErrorKind::SupervisorUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A subscription is the session's once recorded: an upstream that cannot take
+/// `resources/subscribe` itself (a 2026-07-28 one, one without subscriptions) does not fail it.
+/// A resource nobody has is still an error.
+pub fn subscription_kept(mut reply: McpReply) -> McpReply {
+    if let Some(answer) = &mut reply.body
+        && answer.outcome.as_ref().is_err_and(|err| err.code != INVALID_PARAMS)
+    {
+        answer.outcome = Ok(json!({}));
+    }
+    reply
 }
 
 #[cfg(test)]

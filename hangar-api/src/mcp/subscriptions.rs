@@ -16,7 +16,8 @@ use super::id::Id;
 use super::reply::{McpReply, sse_event};
 use crate::state::{Calling, ListChanged};
 use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT};
-use crate::supervisor::AsCaller;
+use crate::supervisor::{AsCaller, BoxFuture};
+use hangar_core::ipc::{IpcError, Reply};
 
 /// A notification of a subscription; its `_meta` names the subscription by the request's id, as
 /// the client wrote it.
@@ -64,20 +65,21 @@ pub fn listen(app: &Calling, id: &Id, params: Option<&Value>, front_door: bool) 
     };
     let acknowledged = sse_event(&notification("notifications/subscriptions/acknowledged", Some(honoured)));
     let changed = sse_event(&notification("notifications/tools/list_changed", None));
-    stream(app, Some(acknowledged), tools.then_some(changed))
+    stream(app, Some(acknowledged), tools.then_some(changed), None)
 }
 
-/// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change.
-pub fn legacy_stream(app: &Calling) -> McpReply {
+/// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change, and
+/// whatever the supervisor has for the session (it holds the session's stream meanwhile).
+pub fn legacy_stream(app: &Calling, session_id: String) -> McpReply {
     let changed = sse_event(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-    stream(app, None, Some(changed))
+    stream(app, None, Some(changed), Some(session_id))
 }
 
 /// `first`, then `on_tools` whenever the tools of a server the caller sees change: each one
 /// whole SSE event, encoded once. Whether the caller sees the server is the supervisor's answer
 /// (a caller with a profile asks for it; one without sees every server), so a caller is not
-/// told about servers outside its view.
-fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpReply {
+/// told about servers outside its view. With a `session`, its messages too, until it ends.
+fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>, session: Option<String>) -> McpReply {
     let mut changes = app.changes.subscribe();
     let supervisor = app.supervisor.clone();
     let (events, receiver) = mpsc::channel(16);
@@ -87,8 +89,21 @@ fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpRe
         {
             return;
         }
+        let (mut messages, followed) = match &session {
+            Some(session) => {
+                let (messages, followed) = supervisor.follow_session(session);
+                (Some(messages), Some(followed))
+            }
+            None => (None, None),
+        };
+        let mut followed = followed;
         loop {
             let event = tokio::select! {
+                message = next_message(&mut messages) => match message {
+                    Some(message) => sse_event(&message),
+                    None => return,
+                },
+                () = session_over(&mut followed) => return,
                 change = changes.recv() => match (change, &on_tools) {
                     (Ok(ListChanged::Tools(mcp_server)), Some(notification)) => {
                         if !sees(&supervisor, &mcp_server).await {
@@ -109,6 +124,25 @@ fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>) -> McpRe
         }
     });
     McpReply::events(receiver)
+}
+
+/// The next message for the followed session; never, without one.
+async fn next_message(messages: &mut Option<mpsc::UnboundedReceiver<Value>>) -> Option<Value> {
+    match messages {
+        Some(messages) => messages.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the followed session is over (ended, or its stream taken by another GET);
+/// never, without one.
+async fn session_over(followed: &mut Option<BoxFuture<'_, Result<Reply, IpcError>>>) {
+    match followed {
+        Some(followed) => {
+            let _ = followed.await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Whether the caller sees `mcp_server` (the supervisor answers an unseen server as unknown).

@@ -128,6 +128,7 @@ mod tests {
             shutting_down: Default::default(),
             journal: crate::journal::Journal::in_memory(),
             telemetry: None,
+            upstream_news: broadcast::channel(8).0,
         });
         let servers = config
             .mcp_servers

@@ -65,6 +65,9 @@ pub struct Shared {
     pub journal: Arc<crate::journal::Journal>,
     /// Span export (`telemetry.otlp_endpoint`); `None`, the usual case, costs a branch per call.
     pub telemetry: Option<hangar_runtime::telemetry::Telemetry>,
+    /// An upstream's notifications outside any request (log lines, resource updates), with the
+    /// server's id, for the legacy sessions that want them.
+    pub upstream_news: broadcast::Sender<(String, serde_json::Value)>,
 }
 
 pub struct Server {

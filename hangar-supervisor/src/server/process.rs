@@ -119,6 +119,7 @@ pub(super) async fn follow_notices(server: Arc<Server>, generation: u64, mut not
         match notice {
             Notice::ToolsChanged => server.on_tools_changed(generation).await,
             Notice::Oversized => server.protocol_violation(generation),
+            Notice::Unsolicited(message) => server.unsolicited(message),
         }
     }
 }
@@ -148,4 +149,11 @@ pub(super) async fn terminate(process: Process, grace: Duration) {
     }
     subtree::kill(pid);
     let _ = reaped(Duration::from_secs(5)).await;
+}
+
+impl Server {
+    /// An upstream notification outside any request: news for the legacy sessions.
+    pub(super) fn unsolicited(&self, message: serde_json::Value) {
+        let _ = self.shared.upstream_news.send((self.id.clone(), message));
+    }
 }

@@ -249,7 +249,7 @@ impl HttpUpstream {
                 if method == "notifications/tools/list_changed" {
                     let _ = self.notices.send(Notice::ToolsChanged);
                 }
-                super::relay_notification(relays, method, params);
+                super::relay_notification(relays, method, params, &self.notices);
                 None
             }
             _ => {

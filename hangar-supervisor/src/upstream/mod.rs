@@ -80,8 +80,23 @@ pub struct Relay {
 
 /// Hands a notification to the relays it concerns: `notifications/progress` to the one whose
 /// request id is its token, `notifications/message` to every relay that asked for logs (a
-/// stdio log line names no request, so every call in flight then hears it).
-fn relay_notification(relays: &[(u64, Relay)], method: String, params: Option<Value>) {
+/// stdio log line names no request, so every call in flight then hears it). A log line no call
+/// takes, and a resource update, is news for the sessions (`Notice::Unsolicited`).
+fn relay_notification(
+    relays: &[(u64, Relay)],
+    method: String,
+    params: Option<Value>,
+    notices: &mpsc::UnboundedSender<Notice>,
+) {
+    let unsolicited = match method.as_str() {
+        "notifications/message" => !relays.iter().any(|(_, r)| r.logs),
+        "notifications/resources/updated" => true,
+        _ => false,
+    };
+    if unsolicited {
+        let _ = notices.send(Notice::Unsolicited(json!({"jsonrpc": "2.0", "method": method, "params": params})));
+        return;
+    }
     let targets: Vec<&Relay> = match method.as_str() {
         "notifications/progress" => {
             let token = params.as_ref().and_then(|p| p.get("progressToken")).and_then(Value::as_u64);
@@ -106,6 +121,8 @@ pub enum Notice {
     /// It sent a message over the size limit, which was skipped: a protocol violation that
     /// counts as one failure.
     Oversized,
+    /// A notification outside any request (a log line, a resource update), for the sessions.
+    Unsolicited(Value),
 }
 
 /// What a completed handshake told about the upstream.

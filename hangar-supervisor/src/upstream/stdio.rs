@@ -272,7 +272,7 @@ fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender
             if method == "notifications/tools/list_changed" {
                 let _ = routes.notices.send(Notice::ToolsChanged);
             }
-            super::relay_notification(&lock(&routes.relays), method, params);
+            super::relay_notification(&lock(&routes.relays), method, params, &routes.notices);
         }
         Err(_) => routes.log.push(Stream::Stdout, line),
     }

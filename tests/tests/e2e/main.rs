@@ -34,6 +34,7 @@ mod journal_crash;
 mod journal_gap;
 mod journal_state;
 mod json_logs;
+mod legacy_sessions;
 mod lifecycle;
 mod limits;
 mod long_lines;

@@ -1,0 +1,385 @@
+//! Legacy sessions (2025-11-25 and older), kept here so that every API instance sees the same
+//! ones: an id ended on one instance is unknown on all of them.
+//!
+//! A session belongs to the identity that opened it (another identity's request in it is
+//! answered as if it did not exist, so ids are never confirmed to strangers), expires after
+//! [`IDLE_TTL`] without use (a held stream counts as use), and at most [`MAX_SESSIONS`] are kept
+//! (opening one more forgets the one idle longest). Each keeps what the client set (log level,
+//! resource subscriptions) and one stream: the messages for it (answers of the old HTTP+SSE
+//! transport, unsolicited upstream log lines, resource updates) go to whoever follows it, from
+//! whichever API instance. Answers posted while nobody follows are queued (bounded) for the
+//! next follower; upstream notifications are not.
+//!
+//! [`Registry`] is the pure rule set (time passed in); [`Sessions`] holds it behind a lock.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hangar_core::access::Caller;
+use hangar_core::echo::bounded;
+use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
+use hangar_core::mcp::{LEGACY_REVISIONS, log_severity};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// How long a session lives without use.
+pub const IDLE_TTL: Duration = Duration::from_secs(60 * 60);
+/// The most sessions kept at once.
+pub const MAX_SESSIONS: usize = 10_000;
+/// Messages kept for a session whose stream nobody holds.
+const MAX_PENDING: usize = 256;
+/// The most resources one session may subscribe to.
+const MAX_SUBSCRIPTIONS: usize = 1024;
+/// The longest session id accepted (the API mints 53 characters).
+const MAX_ID_LEN: usize = 128;
+
+struct Session {
+    owner: String,
+    /// Who opened it, for judging what upstream news it may hear.
+    caller: Caller,
+    state: SessionState,
+    last_used: Instant,
+    stream: Option<mpsc::UnboundedSender<Value>>,
+    pending: VecDeque<Value>,
+}
+
+impl Session {
+    fn streaming(&self) -> bool {
+        self.stream.as_ref().is_some_and(|stream| !stream.is_closed())
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        !self.streaming() && now.saturating_duration_since(self.last_used) > IDLE_TTL
+    }
+
+    /// To the stream if one is held; else queued when `queue` says so.
+    fn deliver(&mut self, message: Value, queue: bool) {
+        let message = match &self.stream {
+            Some(stream) => match stream.send(message) {
+                Ok(()) => return,
+                Err(returned) => returned.0,
+            },
+            None => message,
+        };
+        self.stream = None;
+        if queue {
+            if self.pending.len() == MAX_PENDING {
+                self.pending.pop_front();
+            }
+            self.pending.push_back(message);
+        }
+    }
+
+    /// Whether an upstream's unsolicited notification concerns this session.
+    fn wants(&self, method: &str, params: Option<&Value>) -> bool {
+        match method {
+            "notifications/message" => {
+                let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+                let severity = level.and_then(log_severity).unwrap_or(usize::MAX);
+                let wanted = self.state.log_level.as_deref().and_then(log_severity).unwrap_or(0);
+                severity >= wanted
+            }
+            "notifications/resources/updated" => {
+                let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
+                uri.is_some_and(|uri| self.state.subscriptions.iter().any(|s| s == uri))
+            }
+            _ => false,
+        }
+    }
+}
+
+fn unknown() -> IpcError {
+    IpcError::new(ErrorKind::NotFound, "no such session (it ended, expired, or never was); send initialize")
+}
+
+fn invalid(message: String) -> IpcError {
+    IpcError::new(ErrorKind::InvalidArgument, message)
+}
+
+#[derive(Default)]
+pub struct Registry {
+    sessions: HashMap<String, Session>,
+}
+
+impl Registry {
+    pub fn open(
+        &mut self,
+        id: &str,
+        caller: &Caller,
+        version: &str,
+        capabilities: Value,
+        now: Instant,
+    ) -> Result<SessionState, IpcError> {
+        if id.is_empty() || id.len() > MAX_ID_LEN || !id.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid(format!("a session id must be 1 to {MAX_ID_LEN} visible ASCII characters")));
+        }
+        if !LEGACY_REVISIONS.contains(&version) {
+            return Err(invalid(format!("`{}` is not a legacy protocol version", bounded(version))));
+        }
+        if self.sessions.contains_key(id) {
+            return Err(invalid("that session id is taken".to_owned()));
+        }
+        // Expired sessions are forgotten when used, or here when room is needed.
+        if self.sessions.len() >= MAX_SESSIONS {
+            self.sessions.retain(|_, session| !session.expired(now));
+        }
+        if self.sessions.len() >= MAX_SESSIONS
+            && let Some(idlest) = self.sessions.iter().min_by_key(|(_, s)| s.last_used).map(|(id, _)| id.clone())
+        {
+            self.sessions.remove(&idlest);
+        }
+        let state = SessionState { version: version.to_owned(), capabilities, log_level: None, subscriptions: vec![] };
+        let session = Session {
+            owner: caller.identity.clone(),
+            caller: caller.clone(),
+            state: state.clone(),
+            last_used: now,
+            stream: None,
+            pending: VecDeque::new(),
+        };
+        self.sessions.insert(id.to_owned(), session);
+        Ok(state)
+    }
+
+    /// The session `id` of `identity`, live at `now`, marked used; an expired one is forgotten.
+    fn live(&mut self, id: &str, identity: &str, now: Instant) -> Result<&mut Session, IpcError> {
+        if self.sessions.get(id).is_some_and(|s| s.expired(now)) {
+            self.sessions.remove(id);
+        }
+        let session = self.sessions.get_mut(id).filter(|s| s.owner == identity).ok_or_else(unknown)?;
+        session.last_used = now;
+        Ok(session)
+    }
+
+    pub fn use_session(
+        &mut self,
+        id: &str,
+        identity: &str,
+        change: Option<SessionChange>,
+        now: Instant,
+    ) -> Result<SessionState, IpcError> {
+        let session = self.live(id, identity, now)?;
+        let subscriptions = &mut session.state.subscriptions;
+        match change {
+            None => {}
+            Some(SessionChange::LogLevel(level)) => {
+                if log_severity(&level).is_none() {
+                    return Err(invalid(format!("`{}` is not a log level", bounded(&level))));
+                }
+                session.state.log_level = Some(level);
+            }
+            Some(SessionChange::Subscribe(uri)) => {
+                if !subscriptions.contains(&uri) {
+                    if subscriptions.len() >= MAX_SUBSCRIPTIONS {
+                        return Err(invalid(format!(
+                            "a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources"
+                        )));
+                    }
+                    subscriptions.push(uri);
+                }
+            }
+            Some(SessionChange::Unsubscribe(uri)) => subscriptions.retain(|s| *s != uri),
+            Some(SessionChange::Initialize { version, capabilities }) => {
+                if !LEGACY_REVISIONS.contains(&version.as_str()) {
+                    return Err(invalid(format!("`{}` is not a legacy protocol version", bounded(&version))));
+                }
+                session.state.version = version;
+                session.state.capabilities = capabilities;
+            }
+        }
+        Ok(session.state.clone())
+    }
+
+    /// Ends the session; its stream's follower sees the end.
+    pub fn end(&mut self, id: &str, identity: &str, now: Instant) -> Result<(), IpcError> {
+        self.live(id, identity, now)?;
+        self.sessions.remove(id);
+        Ok(())
+    }
+
+    pub fn post(&mut self, id: &str, identity: &str, message: Value, now: Instant) -> Result<(), IpcError> {
+        self.live(id, identity, now)?.deliver(message, true);
+        Ok(())
+    }
+
+    /// `stream` now holds the session's stream (a previous holder's ends), queued messages first.
+    pub fn follow(
+        &mut self,
+        id: &str,
+        identity: &str,
+        stream: mpsc::UnboundedSender<Value>,
+        now: Instant,
+    ) -> Result<(), IpcError> {
+        let session = self.live(id, identity, now)?;
+        for message in session.pending.drain(..) {
+            let _ = stream.send(message);
+        }
+        session.stream = Some(stream);
+        Ok(())
+    }
+
+    /// An upstream's notification outside any request, to every session that holds a stream,
+    /// wants it (log level, subscription), and whose opener `sees` the server.
+    pub fn notify(&mut self, message: &Value, sees: impl Fn(&Caller) -> bool) {
+        let Some(method) = message.get("method").and_then(Value::as_str) else { return };
+        let params = message.get("params");
+        for session in self.sessions.values_mut() {
+            if session.streaming() && session.wants(method, params) && sees(&session.caller) {
+                session.deliver(message.clone(), false);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// The registry behind a lock, with the clock.
+#[derive(Default)]
+pub struct Sessions(Mutex<Registry>);
+
+impl Sessions {
+    /// Runs `rule` on the registry at the current time.
+    pub fn with<T>(&self, rule: impl FnOnce(&mut Registry, Instant) -> T) -> T {
+        let mut registry = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        rule(&mut registry, Instant::now())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caller(identity: &str) -> Caller {
+        Caller { identity: identity.into(), profile: None }
+    }
+
+    fn opened(registry: &mut Registry, id: &str, now: Instant) {
+        registry.open(id, &caller("alice"), "2025-11-25", json!({"roots": {}}), now).unwrap();
+    }
+
+    #[test]
+    fn a_session_is_known_until_it_ends_and_only_to_its_owner() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        opened(&mut registry, "s1", now);
+        let state = registry.use_session("s1", "alice", None, now).unwrap();
+        assert_eq!(state.version, "2025-11-25");
+        assert_eq!(state.capabilities, json!({"roots": {}}));
+        let foreign = registry.use_session("s1", "mallory", None, now).unwrap_err();
+        assert_eq!(foreign.kind, ErrorKind::NotFound);
+        assert_eq!(registry.end("s1", "mallory", now).unwrap_err().kind, ErrorKind::NotFound);
+        registry.end("s1", "alice", now).unwrap();
+        assert_eq!(registry.use_session("s1", "alice", None, now).unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(registry.end("s1", "alice", now).unwrap_err().kind, ErrorKind::NotFound);
+        assert_eq!(registry.use_session("never", "alice", None, now).unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn an_idle_session_expires_but_use_or_a_held_stream_keeps_it() {
+        let (mut registry, start) = (Registry::default(), Instant::now());
+        opened(&mut registry, "used", start);
+        opened(&mut registry, "idle", start);
+        opened(&mut registry, "streaming", start);
+        let (stream, _held) = mpsc::unbounded_channel();
+        registry.follow("streaming", "alice", stream, start).unwrap();
+        let half = start + IDLE_TTL / 2;
+        registry.use_session("used", "alice", None, half).unwrap();
+        let later = start + IDLE_TTL + Duration::from_secs(1);
+        assert!(registry.use_session("used", "alice", None, later).is_ok());
+        assert!(registry.use_session("streaming", "alice", None, later).is_ok());
+        assert_eq!(registry.use_session("idle", "alice", None, later).unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn opening_past_the_bound_forgets_the_idlest() {
+        let (mut registry, start) = (Registry::default(), Instant::now());
+        for n in 0..MAX_SESSIONS {
+            opened(&mut registry, &format!("s{n}"), start + Duration::from_millis(n as u64));
+        }
+        let now = start + Duration::from_secs(60);
+        registry.use_session("s0", "alice", None, now).unwrap();
+        opened(&mut registry, "new", now);
+        assert_eq!(registry.len(), MAX_SESSIONS);
+        assert!(registry.use_session("s0", "alice", None, now).is_ok(), "recently used");
+        assert!(registry.use_session("s1", "alice", None, now).is_err(), "the idlest went");
+    }
+
+    #[test]
+    fn bad_ids_versions_and_levels_are_refused() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        for id in ["", "with space", &"x".repeat(MAX_ID_LEN + 1)] {
+            assert_eq!(
+                registry.open(id, &caller("a"), "2025-11-25", json!({}), now).unwrap_err().kind,
+                ErrorKind::InvalidArgument
+            );
+        }
+        assert!(registry.open("s", &caller("a"), "2026-07-28", json!({}), now).is_err());
+        registry.open("s", &caller("a"), "2024-11-05", json!({}), now).unwrap();
+        assert!(registry.open("s", &caller("a"), "2024-11-05", json!({}), now).is_err(), "taken");
+        let level = Some(SessionChange::LogLevel("loud".into()));
+        assert_eq!(registry.use_session("s", "a", level, now).unwrap_err().kind, ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn level_and_subscriptions_are_kept_and_choose_what_upstream_news_a_stream_hears() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        opened(&mut registry, "s", now);
+        registry.use_session("s", "alice", Some(SessionChange::LogLevel("warning".into())), now).unwrap();
+        registry.use_session("s", "alice", Some(SessionChange::Subscribe("file:///a".into())), now).unwrap();
+        registry.use_session("s", "alice", Some(SessionChange::Subscribe("file:///b".into())), now).unwrap();
+        let state =
+            registry.use_session("s", "alice", Some(SessionChange::Unsubscribe("file:///b".into())), now).unwrap();
+        assert_eq!(state.log_level.as_deref(), Some("warning"));
+        assert_eq!(state.subscriptions, vec!["file:///a".to_owned()]);
+
+        let log = |level: &str| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "data": level}});
+        let updated =
+            |uri: &str| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
+        registry.notify(&log("error"), |_| true);
+        let (stream, mut heard) = mpsc::unbounded_channel();
+        registry.follow("s", "alice", stream, now).unwrap();
+        for message in [log("info"), log("error"), updated("file:///b"), updated("file:///a"), json!({"method": "x"})] {
+            registry.notify(&message, |_| true);
+        }
+        registry.notify(&log("emergency"), |_| false);
+        assert_eq!(heard.try_recv().unwrap(), log("error"));
+        assert_eq!(heard.try_recv().unwrap(), updated("file:///a"));
+        assert!(heard.try_recv().is_err(), "nothing else: not below the level, not unsubscribed, not unseen");
+    }
+
+    #[test]
+    fn posts_reach_the_follower_or_wait_for_the_next_one_and_the_end_ends_the_stream() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        opened(&mut registry, "s", now);
+        registry.post("s", "alice", json!(1), now).unwrap();
+        let (first, first_heard) = mpsc::unbounded_channel();
+        registry.follow("s", "alice", first, now).unwrap();
+        drop(first_heard);
+        registry.post("s", "alice", json!(2), now).unwrap();
+        let (second, mut heard) = mpsc::unbounded_channel();
+        registry.follow("s", "alice", second, now).unwrap();
+        registry.post("s", "alice", json!(3), now).unwrap();
+        assert_eq!(heard.try_recv().unwrap(), json!(2), "queued while the first follower was gone");
+        assert_eq!(heard.try_recv().unwrap(), json!(3));
+        assert_eq!(registry.post("s", "bob", json!(4), now).unwrap_err().kind, ErrorKind::NotFound);
+        registry.end("s", "alice", now).unwrap();
+        assert!(matches!(heard.try_recv(), Err(mpsc::error::TryRecvError::Disconnected)));
+    }
+
+    #[test]
+    fn a_session_without_a_follower_queues_a_bounded_number_of_posts() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        opened(&mut registry, "s", now);
+        for n in 0..MAX_PENDING + 10 {
+            registry.post("s", "alice", json!(n), now).unwrap();
+        }
+        let (stream, mut heard) = mpsc::unbounded_channel();
+        registry.follow("s", "alice", stream, now).unwrap();
+        assert_eq!(heard.try_recv().unwrap(), json!(10), "the oldest went first");
+    }
+}

@@ -1,0 +1,219 @@
+//! Legacy (2025-11-25) sessions are real and shared by every API instance: kept by the
+//! supervisor, so a session ended on one instance is unknown (404) on all of them; a session's
+//! log level and resource subscriptions are kept, and what an upstream sends outside any request
+//! (log lines, resource updates) reaches the session's GET stream. And the old HTTP+SSE
+//! transport (2024-11-05): `GET /sse` + `POST /messages?sessionId=`, its answers on the stream
+//! whichever instance took the POST; real clients: the TypeScript SDK 1.x's `SSEClientTransport`
+//! and the Python `mcp` client.
+//!
+//! The real-client stories need `scripts/setup-clients` (the venv, Node, server-everything and
+//! the TypeScript SDK 1.x in .tools/ts-sdk1).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use hangar_tests::serde_json::{self, Value, json};
+use hangar_tests::{Hangar, node, poll, python, raw_http, repo_root, server_everything};
+
+const FAKE: &str = r#"
+tool_access: {mode: front_door}
+mcp_servers:
+  math:
+    command: ["{fake}", "--tools", "add,echo"]
+"#;
+
+fn addr(hangar: &Hangar) -> String {
+    hangar.base.trim_start_matches("http://").to_owned()
+}
+
+/// One legacy JSON-RPC POST to `/mcp` on `addr`: the status, the whole answer (head and body).
+fn legacy(addr: &str, session: Option<&str>, id: u64, method: &str, params: Value) -> (u16, String) {
+    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}"
+    );
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
+}
+
+fn request(addr: &str, verb: &str, path: &str, session: &str) -> u16 {
+    let head =
+        format!("{verb} {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n");
+    raw_http(addr, &head, b"").expect("the API answers").0
+}
+
+/// `initialize` on `addr`: the session id the answer carries.
+fn initialize(addr: &str) -> String {
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}}, "clientInfo": {"name": "t", "version": "0"}});
+    let (status, text) = legacy(addr, None, 1, "initialize", params);
+    assert_eq!(status, 200, "{text}");
+    let line = text.lines().find(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:")).expect("a session id");
+    line.split_once(':').unwrap().1.trim().to_owned()
+}
+
+/// A stream opened with `head` (no body) on its own connection, read without blocking for long.
+fn open_stream(addr: &str, head: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+    stream
+}
+
+/// Reads `stream` into `seen` until it holds `needle` (bounded).
+fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str, limit: Duration) {
+    poll(&format!("`{needle}` on the stream (so far: {seen})"), limit, || {
+        let mut chunk = [0u8; 8192];
+        if let Ok(n) = stream.read(&mut chunk) {
+            seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+        seen.contains(needle).then_some(())
+    });
+}
+
+#[test]
+fn a_session_ended_on_one_api_instance_is_unknown_on_every_one() {
+    let hangar = Hangar::start(FAKE);
+    let other = hangar.extra_api(&[]);
+    let (first, second) = (addr(&hangar), other.addr.clone());
+
+    let session = initialize(&first);
+    let (status, text) = legacy(&second, Some(&session), 2, "tools/list", json!({}));
+    assert_eq!(status, 200, "the other instance knows the session: {text}");
+    assert!(text.contains("\"add\""), "{text}");
+
+    assert_eq!(request(&second, "DELETE", "/mcp", &session), 200, "ended on the other instance");
+    let (status, text) = legacy(&first, Some(&session), 3, "tools/list", json!({}));
+    assert_eq!(status, 404, "a terminated session is unknown here too: {text}");
+    assert!(text.contains("-32001"), "{text}");
+    assert_eq!(request(&first, "GET", "/mcp", &session), 404, "its stream is gone too");
+    assert_eq!(request(&first, "DELETE", "/mcp", &session), 404, "and it cannot end twice");
+
+    // An id in the right shape that nobody minted is no session either.
+    let forged = format!("hgr1-2025-11-25-{}", "0".repeat(32));
+    assert_eq!(legacy(&first, Some(&forged), 4, "tools/list", json!({})).0, 404);
+}
+
+#[test]
+fn the_old_sse_transport_answers_on_the_stream_whichever_instance_took_the_post() {
+    let hangar = Hangar::start(FAKE);
+    let other = hangar.extra_api(&[]);
+    let (first, second) = (addr(&hangar), other.addr.clone());
+
+    let mut stream =
+        open_stream(&first, &format!("GET /sse HTTP/1.1\r\nHost: {first}\r\nAccept: text/event-stream\r\n"));
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, "event: endpoint", Duration::from_secs(10));
+    read_until(&mut stream, &mut seen, "\n\n", Duration::from_secs(10));
+    let endpoint =
+        seen.split("data: ").nth(1).and_then(|rest| rest.lines().next()).expect("an endpoint").trim().to_owned();
+    assert!(endpoint.starts_with("/messages?sessionId=hgr1-"), "{endpoint}");
+
+    let post = |addr: &str, body: Value| {
+        let head = format!("POST {endpoint} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n");
+        raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 7, "method": "initialize",
+        "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    assert_eq!(post(&second, init).0, 202, "accepted by the instance that does not hold the stream");
+    read_until(&mut stream, &mut seen, r#""protocolVersion":"2024-11-05""#, Duration::from_secs(10));
+    assert_eq!(post(&second, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).0, 202);
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 40}}});
+    assert_eq!(post(&second, call).0, 202);
+    read_until(&mut stream, &mut seen, r#""id":8"#, Duration::from_secs(20));
+    assert!(seen.contains(r#""result":42"#) || seen.contains("42"), "{seen}");
+
+    // The client goes: its session ends with its stream, on every instance.
+    drop(stream);
+    poll("the session to end with its stream", Duration::from_secs(10), || {
+        (post(&second, json!({"jsonrpc": "2.0", "id": 9, "method": "ping"})).0 == 404).then_some(())
+    });
+    let (status, _) = raw_http(
+        &first,
+        &format!("POST /messages HTTP/1.1\r\nHost: {first}\r\nContent-Type: application/json\r\n"),
+        b"{}",
+    )
+    .unwrap();
+    assert_eq!(status, 400, "no sessionId");
+}
+
+#[test]
+fn the_typescript_sdk_connects_over_the_old_sse_transport() {
+    let hangar = Hangar::start(FAKE);
+    let script = repo_root().join("tests/fixtures/ts_sse_client.mjs");
+    let output = Command::new(node())
+        .arg(&script)
+        .arg(format!("{}/sse", hangar.base))
+        .args(["add", r#"{"a": 2, "b": 3}"#])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ts_sse_client.mjs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "ts_sse_client.mjs failed:\n{stderr}\n{stdout}\nhangar log:\n{}", hangar.log());
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&"add") && tools.contains(&"hangar_call"), "{seen}");
+    assert_eq!(seen["result"]["structuredContent"], json!({"result": 5}), "{seen}");
+}
+
+/// server-everything behind the front door, for what it sends outside any request.
+fn everything() -> Hangar {
+    Hangar::start(&format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    command: ["{node}", "{everything}", "stdio"]
+    handshake_timeout_s: 30
+"#,
+        node = node().display(),
+        everything = server_everything().display(),
+    ))
+}
+
+#[test]
+fn the_python_client_hears_log_lines_sent_outside_any_request_at_its_level() {
+    let hangar = everything();
+    let script = repo_root().join("tests/fixtures/py_logging_client.py");
+    let output = Command::new(python())
+        .arg(&script)
+        .args([format!("{}/mcp", hangar.base).as_str(), "debug"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run py_logging_client.py");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "py_logging_client.py failed:\n{stderr}\nhangar log:\n{}", hangar.log());
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    assert_eq!(seen["protocol_version"], "2025-11-25", "{seen}");
+    let after = seen["after"].as_array().unwrap();
+    assert!(!after.is_empty(), "a simulated log line arrived after the call, on the GET stream: {seen}");
+    assert!(after[0]["data"].as_str().unwrap_or_default().contains("message"), "{seen}");
+}
+
+#[test]
+fn a_subscribed_resource_s_updates_reach_the_session_s_stream() {
+    let hangar = everything();
+    let here = addr(&hangar);
+    let session = initialize(&here);
+    let uri = "demo://resource/static/document/features.md";
+    let (status, text) = legacy(&here, Some(&session), 2, "resources/subscribe", json!({"uri": uri}));
+    assert_eq!(status, 200, "{text}");
+    assert!(!text.contains("\"error\""), "{text}");
+
+    let head =
+        format!("GET /mcp HTTP/1.1\r\nHost: {here}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n");
+    let mut stream = open_stream(&here, &head);
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, "200 OK", Duration::from_secs(10));
+    let (status, text) =
+        legacy(&here, Some(&session), 3, "tools/call", json!({"name": "toggle-subscriber-updates", "arguments": {}}));
+    assert_eq!(status, 200, "{text}");
+    read_until(&mut stream, &mut seen, "notifications/resources/updated", Duration::from_secs(20));
+    assert!(seen.contains(uri), "{seen}");
+
+    let (status, text) = legacy(&here, Some(&session), 4, "resources/unsubscribe", json!({"uri": uri}));
+    assert_eq!(status, 200, "{text}");
+    assert!(!text.contains("\"error\""), "{text}");
+}
