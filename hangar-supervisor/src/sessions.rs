@@ -169,16 +169,11 @@ impl Registry {
                 }
                 session.state.log_level = Some(level);
             }
-            Some(SessionChange::Subscribe(uri)) => {
-                if !subscriptions.contains(&uri) {
-                    if subscriptions.len() >= MAX_SUBSCRIPTIONS {
-                        return Err(invalid(format!(
-                            "a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources"
-                        )));
-                    }
-                    subscriptions.push(uri);
-                }
+            Some(SessionChange::Subscribe(uri)) if subscriptions.contains(&uri) => {}
+            Some(SessionChange::Subscribe(_)) if subscriptions.len() >= MAX_SUBSCRIPTIONS => {
+                return Err(invalid(format!("a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")));
             }
+            Some(SessionChange::Subscribe(uri)) => subscriptions.push(uri),
             Some(SessionChange::Unsubscribe(uri)) => subscriptions.retain(|s| *s != uri),
             Some(SessionChange::Initialize { version, capabilities }) => {
                 if !LEGACY_REVISIONS.contains(&version.as_str()) {
