@@ -2,13 +2,10 @@
 //! the rest, and which notifications the client wants to hear while its call runs.
 
 use hangar_core::jsonrpc::RpcError;
-use hangar_core::mcp::META_LOG_LEVEL;
+use hangar_core::mcp::{LOG_LEVELS, META_LOG_LEVEL, log_severity as severity};
 use serde_json::{Map, Value};
 
 use super::id::{Echo, Id};
-
-/// Syslog severities, least severe first, as MCP logging uses them.
-const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 /// A `tools/call`'s params: the tool's name, its arguments, and everything else (`_meta`,
 /// `requestState`...), which is passed on to an upstream.
@@ -59,11 +56,7 @@ impl Wanted {
     /// Whether a log notification at `level` is wanted (an unknown level counts as the most
     /// severe).
     pub fn wants_log_at(&self, level: Option<&str>) -> bool {
-        let severity = level.and_then(severity).unwrap_or(LEVELS.len());
+        let severity = level.and_then(severity).unwrap_or(LOG_LEVELS.len());
         self.log_level.is_some_and(|wanted| severity >= wanted)
     }
-}
-
-fn severity(level: &str) -> Option<usize> {
-    LEVELS.iter().position(|known| *known == level)
 }
