@@ -182,7 +182,7 @@ impl AsCaller {
         arguments: Value,
         extra: Option<Value>,
         relay: Relay,
-        param_headers: Option<ParamHeaders>,
+        param_headers: Option<Box<ParamHeaders>>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let trace = self.trace.clone();
         let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers };
@@ -199,7 +199,7 @@ impl AsCaller {
     /// Where a front-door tool name leads (`ErrorKind::UnknownTool` if nowhere), as a call by
     /// that name would go; `param_check`'s headers are checked against that tool
     /// (`ErrorKind::HeaderMismatch`).
-    pub async fn resolve(&self, name: &str, param_check: Option<ParamCheck>) -> Result<Target, IpcError> {
+    pub async fn resolve(&self, name: &str, param_check: Option<Box<ParamCheck>>) -> Result<Target, IpcError> {
         match self.request(Request::Resolve { name: name.into(), param_check }).await? {
             Reply::Resolved { mcp_server, tool } => Ok(Target::Tool { mcp_server, tool }),
             _ => Err(unexpected("resolve")),

@@ -100,7 +100,7 @@ pub enum Request {
         /// mismatch with [`ErrorKind::HeaderMismatch`]. `None`: nothing to check (legacy,
         /// `hangar_call`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        param_headers: Option<ParamHeaders>,
+        param_headers: Option<Box<ParamHeaders>>,
     },
     /// Push every state change on this connection from now on.
     Subscribe,
@@ -132,7 +132,7 @@ pub enum Request {
         /// `Mcp-Param-*` headers to check, as [`Request::Call`]'s, against the tool the name
         /// leads to and the arguments the call will carry.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        param_check: Option<ParamCheck>,
+        param_check: Option<Box<ParamCheck>>,
     },
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
@@ -514,17 +514,17 @@ mod tests {
                         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                         Some("a=b"),
                     ),
-                    param_headers: Some([("region".to_owned(), "eu".to_owned())].into()),
+                    param_headers: Some(Box::new([("region".to_owned(), "eu".to_owned())].into())),
                 },
             },
             ClientFrame::Request {
                 id: 9,
                 op: Request::Resolve {
                     name: "math__add".into(),
-                    param_check: Some(crate::custom_headers::ParamCheck {
+                    param_check: Some(Box::new(crate::custom_headers::ParamCheck {
                         headers: [("region".to_owned(), "eu".to_owned())].into(),
                         arguments: serde_json::json!({"region": "eu"}),
-                    }),
+                    })),
                 },
                 caller: Caller::anonymous(),
             },

@@ -570,7 +570,7 @@ struct CallRequest {
     timeout_ms: Option<u64>,
     relay: hangar_core::ipc::Relay,
     extra: Option<Value>,
-    param_headers: Option<hangar_core::custom_headers::ParamHeaders>,
+    param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
 }
 
 /// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.

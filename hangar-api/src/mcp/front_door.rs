@@ -67,7 +67,11 @@ pub fn route(name: &str) -> Route {
 
 /// Where a front-door name leads, asked before a call that must know it is routable before it
 /// answers (an event stream, once started, cannot turn into an error response).
-pub async fn resolve(supervisor: &AsCaller, name: &str, param_check: Option<ParamCheck>) -> Result<Target, RpcError> {
+pub async fn resolve(
+    supervisor: &AsCaller,
+    name: &str,
+    param_check: Option<Box<ParamCheck>>,
+) -> Result<Target, RpcError> {
     supervisor.resolve(name, param_check).await.map_err(refused)
 }
 
@@ -109,7 +113,8 @@ pub async fn tools_call(supervisor: &AsCaller, call: ToolCall) -> Result<Value, 
         }
     };
     let target = Target::Exposed { name };
-    let (_, reply) = supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default(), param_headers);
+    let (_, reply) =
+        supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default(), param_headers.map(Box::new));
     let refused_here =
         |kind| matches!(kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable | ErrorKind::HeaderMismatch);
     match reply.await {

@@ -137,7 +137,9 @@ pub async fn front_door_call(
     // JSON answer, and an event stream, once started, cannot turn into one.
     let arguments = front_door::upstream_arguments(call.arguments.clone());
     let check = match (&arguments, &call.param_headers) {
-        (Ok(arguments), Some(headers)) => Some(ParamCheck { headers: headers.clone(), arguments: arguments.clone() }),
+        (Ok(arguments), Some(headers)) => {
+            Some(Box::new(ParamCheck { headers: headers.clone(), arguments: arguments.clone() }))
+        }
         _ => None,
     };
     let target = front_door::resolve(&app.supervisor, &call.name, check).await?;
