@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use hangar_core::access::Caller;
+use hangar_core::custom_headers::{ParamCheck, ParamHeaders};
 use hangar_core::ipc::{
     Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, SessionChange, SessionState, Started,
     Stopped, Target, WhoAmI,
@@ -162,6 +163,7 @@ impl AsCaller {
             relay: Relay::default(),
             extra: None,
             trace: self.trace.clone(),
+            param_headers: None,
         };
         match self.request(request).await? {
             Reply::Called(result) => Ok(result),
@@ -181,8 +183,10 @@ impl AsCaller {
         arguments: Value,
         extra: Option<Value>,
         relay: Relay,
+        param_headers: Option<Box<ParamHeaders>>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace: self.trace.clone() };
+        let trace = self.trace.clone();
+        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers };
         let (notices, reply) = self.request_relayed(request);
         let result = async move {
             match reply.await? {
@@ -194,9 +198,10 @@ impl AsCaller {
     }
 
     /// Where a front-door tool name leads (`ErrorKind::UnknownTool` if nowhere), as a call by
-    /// that name would go.
-    pub async fn resolve(&self, name: &str) -> Result<Target, IpcError> {
-        match self.request(Request::Resolve { name: name.into() }).await? {
+    /// that name would go; `param_check`'s headers are checked against that tool
+    /// (`ErrorKind::HeaderMismatch`).
+    pub async fn resolve(&self, name: &str, param_check: Option<Box<ParamCheck>>) -> Result<Target, IpcError> {
+        match self.request(Request::Resolve { name: name.into(), param_check }).await? {
             Reply::Resolved { mcp_server, tool } => Ok(Target::Tool { mcp_server, tool }),
             _ => Err(unexpected("resolve")),
         }

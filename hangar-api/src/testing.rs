@@ -142,10 +142,12 @@ impl FakeSupervisor {
                 self.call(mcp_server, tool, arguments).await
             }
             // Egress mode: no front-door name leads anywhere.
-            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name } => Err(IpcError::new(
-                ErrorKind::UnknownTool,
-                hangar_core::front_door::Unknown::default().message("tool", &name),
-            )),
+            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name, .. } => {
+                Err(IpcError::new(
+                    ErrorKind::UnknownTool,
+                    hangar_core::front_door::Unknown::default().message("tool", &name),
+                ))
+            }
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),

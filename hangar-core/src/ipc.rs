@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
+use crate::custom_headers::{ParamCheck, ParamHeaders};
 use crate::front_door::Naming;
 use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
@@ -94,6 +95,12 @@ pub enum Request {
         /// in it when spans are exported. The upstream's request carries it on (`_meta`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace: Option<TraceContext>,
+        /// A 2026-07-28 front-door call's `Mcp-Param-*` headers (SEP-2243), decoded: the
+        /// supervisor checks them against the tool's `x-mcp-header` parameters and refuses a
+        /// mismatch with [`ErrorKind::HeaderMismatch`]. `None`: nothing to check (legacy,
+        /// `hangar_call`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        param_headers: Option<Box<ParamHeaders>>,
     },
     /// Push every state change on this connection from now on.
     Subscribe,
@@ -122,6 +129,10 @@ pub enum Request {
     /// [`Reply::Resolved`], or [`ErrorKind::UnknownTool`].
     Resolve {
         name: String,
+        /// `Mcp-Param-*` headers to check, as [`Request::Call`]'s, against the tool the name
+        /// leads to and the arguments the call will carry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        param_check: Option<Box<ParamCheck>>,
     },
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
@@ -482,6 +493,8 @@ pub enum ErrorKind {
     SupervisorUnavailable,
     ProtocolMismatch,
     Internal,
+    /// A request's `Mcp-Param-*` headers do not mirror its arguments (SEP-2243).
+    HeaderMismatch,
 }
 
 impl ErrorKind {
@@ -511,6 +524,7 @@ impl ErrorKind {
             ErrorKind::SupervisorUnavailable => "SupervisorUnavailable",
             ErrorKind::ProtocolMismatch => "ProtocolMismatch",
             ErrorKind::Internal => "InternalError",
+            ErrorKind::HeaderMismatch => "HeaderMismatch",
         }
     }
 
@@ -518,7 +532,7 @@ impl ErrorKind {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
-            ErrorKind::InvalidArgument => 400,
+            ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch => 400,
             ErrorKind::Forbidden => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
@@ -565,11 +579,18 @@ mod tests {
                         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                         Some("a=b"),
                     ),
+                    param_headers: Some(Box::new([("region".to_owned(), "eu".to_owned())].into())),
                 },
             },
             ClientFrame::Request {
                 id: 9,
-                op: Request::Resolve { name: "math__add".into() },
+                op: Request::Resolve {
+                    name: "math__add".into(),
+                    param_check: Some(Box::new(crate::custom_headers::ParamCheck {
+                        headers: [("region".to_owned(), "eu".to_owned())].into(),
+                        arguments: serde_json::json!({"region": "eu"}),
+                    })),
+                },
                 caller: Caller::anonymous(),
             },
             ClientFrame::Cancel { id: 8 },
@@ -590,6 +611,7 @@ mod tests {
             relay: Relay::default(),
             extra: None,
             trace: None,
+            param_headers: None,
         };
         let line = encode(&ClientFrame::Request { id: 1, op: call.clone(), caller: Caller::hangar() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));

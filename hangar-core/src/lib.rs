@@ -31,6 +31,7 @@
 pub mod access;
 pub mod backoff;
 pub mod config;
+pub mod custom_headers;
 pub mod echo;
 pub mod front_door;
 pub mod ipc;

@@ -214,8 +214,8 @@ impl Hangar {
                 self.record_action(decide.caller(), view, &mcp_server, "stop");
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
-            Request::Call { target, arguments, timeout_ms, relay, extra, trace } => {
-                let call = CallRequest { target, arguments, timeout_ms, relay, extra };
+            Request::Call { target, arguments, timeout_ms, relay, extra, trace, param_headers } => {
+                let call = CallRequest { target, arguments, timeout_ms, relay, extra, param_headers };
                 Reply::Called(self.call(decide, call, trace, notices).await?)
             }
             Request::Subscribe => Reply::Subscribed,
@@ -260,10 +260,13 @@ impl Hangar {
                     naming: self.naming().as_ref().clone(),
                 })
             }
-            Request::Resolve { name } => {
+            Request::Resolve { name, param_check } => {
                 let (server, tool) = self.resolve(view, &name).await?;
                 if !view.allows_tool(&tool) {
                     return Err(audit::tool_forbidden(server.id(), &tool));
+                }
+                if let Some(check) = &param_check {
+                    server.check_param_headers(&tool, &check.arguments, &check.headers)?;
                 }
                 Reply::Resolved { mcp_server: server.id().to_owned(), tool }
             }
@@ -329,7 +332,7 @@ impl Hangar {
         if let Some(trace) = &trace {
             decide.trace(trace.trace_id_hex());
         }
-        let CallRequest { target, arguments, timeout_ms, relay, extra } = call;
+        let CallRequest { target, arguments, timeout_ms, relay, extra, param_headers } = call;
         let (server, tool) = match target {
             Target::Tool { mcp_server, tool } => {
                 let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
@@ -349,6 +352,9 @@ impl Hangar {
         }
         if !arguments.is_object() && !arguments.is_null() {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
+        }
+        if let Some(given) = &param_headers {
+            server.check_param_headers(&tool, &arguments, given)?;
         }
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
@@ -620,6 +626,7 @@ struct CallRequest {
     timeout_ms: Option<u64>,
     relay: hangar_core::ipc::Relay,
     extra: Option<Value>,
+    param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
 }
 
 /// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.

@@ -11,7 +11,7 @@ use super::era::Era;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
-use super::{front_door, stream, subscriptions, traced};
+use super::{custom_headers, front_door, stream, subscriptions, traced};
 use crate::state::Calling;
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
@@ -95,13 +95,16 @@ async fn tools_call(
     let wanted = stream::accepts_event_stream(headers)
         .then(|| Wanted::from_params(params.as_ref(), request.progress_token.take()))
         .flatten();
-    let call = ToolCall::from_params(params)?;
+    let mut call = ToolCall::from_params(params)?;
+    if era.mirrors_params {
+        call.param_headers = Some(custom_headers::read(headers)?);
+    }
     if let Some(wanted) = wanted
         && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era).await?
     {
         return Ok(Answer::Reply(reply));
     }
-    front_door::tools_call(&app.supervisor, &call.name, call.arguments, call.extra).await.map(Answer::Result)
+    front_door::tools_call(&app.supervisor, call).await.map(Answer::Result)
 }
 
 /// Runs the request's method; takes its params (and progress token) out of it.

@@ -25,6 +25,9 @@ pub struct Era {
     pub finish: fn(method: &str, result: Value) -> Value,
     /// The HTTP status that carries a JSON-RPC error answer.
     pub error_status: fn(&RpcError) -> StatusCode,
+    /// Whether a `tools/call`'s `Mcp-Param-*` headers (SEP-2243, 2026-07-28) are checked
+    /// against its arguments.
+    pub mirrors_params: bool,
 }
 
 impl Era {

@@ -5,6 +5,7 @@
 //! which the supervisor sends with its catalog). Declarations and results pass through untouched; only a JSON-RPC error
 //! is re-worded, keeping its code: the upstream's own text stays in its log.
 
+use hangar_core::custom_headers::ParamCheck;
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
 use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target};
@@ -12,6 +13,8 @@ use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
 
+use super::errors::header_mismatch;
+use super::params::ToolCall;
 use super::tools;
 use crate::supervisor::AsCaller;
 
@@ -64,8 +67,12 @@ pub fn route(name: &str) -> Route {
 
 /// Where a front-door name leads, asked before a call that must know it is routable before it
 /// answers (an event stream, once started, cannot turn into an error response).
-pub async fn resolve(supervisor: &AsCaller, name: &str) -> Result<Target, RpcError> {
-    supervisor.resolve(name).await.map_err(refused)
+pub async fn resolve(
+    supervisor: &AsCaller,
+    name: &str,
+    param_check: Option<Box<ParamCheck>>,
+) -> Result<Target, RpcError> {
+    supervisor.resolve(name, param_check).await.map_err(refused)
 }
 
 /// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, in the
@@ -75,6 +82,7 @@ pub async fn resolve(supervisor: &AsCaller, name: &str) -> Result<Target, RpcErr
 fn refused(err: IpcError) -> RpcError {
     match err.kind {
         ErrorKind::UnknownTool => RpcError::invalid_params(err.message),
+        ErrorKind::HeaderMismatch => header_mismatch(err.message),
         _ => internal(err),
     }
 }
@@ -88,29 +96,29 @@ pub fn upstream_arguments(arguments: Option<Value>) -> Result<Value, RpcError> {
     }
 }
 
-/// `tools/call`: a hangar tool, or an upstream's tool by its exposed name. `extra` is the rest
-/// of the client's params, passed on to an upstream.
-pub async fn tools_call(
-    supervisor: &AsCaller,
-    name: &str,
-    arguments: Option<Value>,
-    extra: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    if route(name) == Route::Hangar {
-        return tools::call(supervisor, name, arguments).await;
+/// `tools/call`: a hangar tool, or an upstream's tool by its exposed name. The rest of the
+/// client's params are passed on to an upstream; its `Mcp-Param-*` headers, if its era checks
+/// them, are checked by the supervisor against the tool's.
+pub async fn tools_call(supervisor: &AsCaller, call: ToolCall) -> Result<Value, RpcError> {
+    let ToolCall { name, arguments, extra, param_headers } = call;
+    if route(&name) == Route::Hangar {
+        return tools::call(supervisor, &name, arguments).await;
     }
     let arguments = match upstream_arguments(arguments) {
         Ok(arguments) => arguments,
         Err(bad) => {
             // An unknown name is reported before bad arguments.
-            resolve(supervisor, name).await?;
+            resolve(supervisor, &name, None).await?;
             return Err(bad);
         }
     };
-    let target = Target::Exposed { name: name.to_owned() };
-    let (_, reply) = supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default());
+    let target = Target::Exposed { name };
+    let (_, reply) =
+        supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default(), param_headers.map(Box::new));
+    let refused_here =
+        |kind| matches!(kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable | ErrorKind::HeaderMismatch);
     match reply.await {
-        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => Err(refused(err)),
+        Err(err) if refused_here(err.kind) => Err(refused(err)),
         outcome => outcome.or_else(upstream_failure),
     }
 }

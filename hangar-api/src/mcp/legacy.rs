@@ -29,7 +29,8 @@ use crate::state::Calling;
 const OWN_METHODS: [&str; 4] = ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// Results lose the 2026-07-28 fields; every error is carried by a 200.
-static LEGACY: Era = Era { own_methods: &OWN_METHODS, finish: to_legacy, error_status: |_| StatusCode::OK };
+static LEGACY: Era =
+    Era { own_methods: &OWN_METHODS, finish: to_legacy, error_status: |_| StatusCode::OK, mirrors_params: false };
 
 pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpReply {
     let bad = StatusCode::BAD_REQUEST;

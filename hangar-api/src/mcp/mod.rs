@@ -9,6 +9,7 @@
 mod about;
 mod args;
 mod batch;
+mod custom_headers;
 mod dispatch;
 mod era;
 mod errors;

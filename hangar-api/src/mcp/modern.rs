@@ -29,7 +29,7 @@ const CACHEABLE: [&str; 6] =
 
 /// Results say they are complete (and, where cacheable, for how long); errors follow the
 /// error table's statuses.
-static MODERN: Era = Era { own_methods: &OWN_METHODS, finish, error_status };
+static MODERN: Era = Era { own_methods: &OWN_METHODS, finish, error_status, mirrors_params: true };
 
 /// Whether a request takes this path: its `_meta` names a version, or its header says 2026-07-28.
 pub fn is_modern(headers: &HeaderMap, body: &Value) -> bool {

@@ -1,6 +1,7 @@
 //! What a request's `params` ask for, read in one place: a `tools/call`'s tool, arguments and
 //! the rest, and which notifications the client wants to hear while its call runs.
 
+use hangar_core::custom_headers::ParamHeaders;
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::{LOG_LEVELS, META_LOG_LEVEL, log_severity as severity};
 use serde_json::{Map, Value};
@@ -13,6 +14,8 @@ pub struct ToolCall {
     pub name: String,
     pub arguments: Option<Value>,
     pub extra: Map<String, Value>,
+    /// Its `Mcp-Param-*` headers, when its era checks them (set by the dispatcher).
+    pub param_headers: Option<ParamHeaders>,
 }
 
 impl ToolCall {
@@ -26,7 +29,7 @@ impl ToolCall {
             _ => return Err(RpcError::invalid_params("Invalid params: tools/call needs a string `name`")),
         };
         let arguments = params.remove("arguments");
-        Ok(ToolCall { name, arguments, extra: params })
+        Ok(ToolCall { name, arguments, extra: params, param_headers: None })
     }
 }
 

@@ -7,6 +7,7 @@
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
+use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{Relay, Target};
 use hangar_core::jsonrpc::RpcError;
 use serde::Serialize;
@@ -92,7 +93,8 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
         let UpstreamCall { target, arguments, extra } = call;
-        let (mut notices, reply) = supervisor.call_relayed(target, arguments, extra, relay(&wanted));
+        // The call's headers were checked when its name was resolved.
+        let (mut notices, reply) = supervisor.call_relayed(target, arguments, extra, relay(&wanted), None);
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
@@ -131,10 +133,17 @@ pub async fn front_door_call(
     if front_door::route(&call.name) == front_door::Route::Hangar {
         return Ok(None);
     }
-    // Resolved first: an unknown name is a plain JSON answer, and an event stream, once started,
-    // cannot turn into one.
-    let target = front_door::resolve(&app.supervisor, &call.name).await?;
-    let arguments = front_door::upstream_arguments(call.arguments.clone())?;
+    // Resolved (and its headers checked) first: an unknown name or a header mismatch is a plain
+    // JSON answer, and an event stream, once started, cannot turn into one.
+    let arguments = front_door::upstream_arguments(call.arguments.clone());
+    let check = match (&arguments, &call.param_headers) {
+        (Ok(arguments), Some(headers)) => {
+            Some(Box::new(ParamCheck { headers: headers.clone(), arguments: arguments.clone() }))
+        }
+        _ => None,
+    };
+    let target = front_door::resolve(&app.supervisor, &call.name, check).await?;
+    let arguments = arguments?;
     let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()) };
     Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
 }

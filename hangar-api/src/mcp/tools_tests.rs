@@ -133,5 +133,6 @@ async fn hangar_call_reports_the_batch() {
         relay: Default::default(),
         extra: None,
         trace: None,
+        param_headers: None,
     }));
 }

@@ -333,6 +333,7 @@ mod tests {
             relay: Default::default(),
             extra: None,
             trace: None,
+            param_headers: None,
             target: hangar_core::ipc::Target::tool("m", "t"),
             arguments: serde_json::json!({}),
             timeout_ms,

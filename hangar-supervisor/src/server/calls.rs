@@ -57,6 +57,8 @@ impl Server {
             Some(Value::Object(extra)) => extra,
             _ => serde_json::Map::new(),
         };
+        // An HTTP upstream hears the tool's custom headers as a client would send them.
+        let headers = hangar_core::custom_headers::headers_for(&self.param_headers(tool), &arguments);
         params.insert("name".into(), json!(tool));
         params.insert("arguments".into(), arguments);
         let mut span =
@@ -64,7 +66,8 @@ impl Server {
         if let Some(trace) = span.as_ref().map(Span::context).or(traced.parent) {
             trace::write_params_meta(&mut params, &trace);
         }
-        let outcome = upstream.request_relayed("tools/call", Value::Object(params), timeout, relay).await;
+        let outcome =
+            upstream.request_with_headers("tools/call", Value::Object(params), timeout, relay, &headers).await;
         let outcome = {
             let mut inner = self.lock();
             inner.counters.call_latency.observe(started.elapsed().as_secs_f64());

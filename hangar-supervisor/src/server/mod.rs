@@ -20,6 +20,7 @@
 mod calls;
 mod health;
 mod memory;
+mod param_headers;
 mod process;
 mod start;
 

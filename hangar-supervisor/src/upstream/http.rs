@@ -66,6 +66,7 @@ impl HttpUpstream {
         mut params: Value,
         timeout: Duration,
         relay: Option<Relay>,
+        headers: &[(String, String)],
     ) -> Result<Value, RequestError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if relay.as_ref().is_some_and(|r| r.progress)
@@ -75,7 +76,12 @@ impl HttpUpstream {
             meta.insert("progressToken".into(), json!(id));
         }
         let relays: Vec<(u64, Relay)> = relay.into_iter().map(|r| (id, r)).collect();
-        let request = self.post(era, method, &params, super::message(Some(id), method, &params));
+        let mut request = self.post(era, method, &params, super::message(Some(id), method, &params));
+        if era == Era::Modern {
+            for (name, value) in headers {
+                request = request.header(name.as_str(), header_value(value));
+            }
+        }
         let exchange = async {
             let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
             if let Some(session) = response.headers().get(HEADER_SESSION_ID) {
@@ -263,9 +269,11 @@ impl HttpUpstream {
     }
 }
 
-/// A header value for `Mcp-Name`: as is when it is plain ASCII, else base64-wrapped.
+/// A header value for `Mcp-Name` or `Mcp-Param-*`: as is when it is plain ASCII, else
+/// base64-wrapped (as is a value that looks wrapped already, so it is not read as such).
 fn header_value(name: &str) -> HeaderValue {
-    let plain = name.bytes().all(|b| (0x20..0x7f).contains(&b)) && name.trim() == name;
+    let looks_wrapped = name.starts_with("=?base64?") && name.ends_with("?=");
+    let plain = name.bytes().all(|b| (0x20..0x7f).contains(&b)) && name.trim() == name && !looks_wrapped;
     let text = if plain {
         name.to_owned()
     } else {
@@ -283,5 +291,6 @@ mod tests {
         assert_eq!(header_value("add"), "add");
         assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
         assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+        assert_eq!(header_value("=?base64?SGk=?="), "=?base64?PT9iYXNlNjQ/U0drPT89?=", "a literal that looks wrapped");
     }
 }

@@ -193,11 +193,25 @@ impl Upstream {
         timeout: Duration,
         relay: Option<Relay>,
     ) -> Result<Value, RequestError> {
+        self.request_with_headers(method, params, timeout, relay, &[]).await
+    }
+
+    /// Like [`Upstream::request_relayed`], with HTTP headers of the request's own (a tool's
+    /// SEP-2243 `Mcp-Param-*` headers: name and plain value) for a 2026-07-28 HTTP upstream;
+    /// stdio and legacy upstreams have no use for them.
+    pub async fn request_with_headers(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<Relay>,
+        headers: &[(String, String)],
+    ) -> Result<Value, RequestError> {
         let era = self.era();
         let params = with_meta(era, params);
         match &self.link {
             Link::Stdio(link) => link.request(method, params, timeout, relay).await,
-            Link::Http(link) => link.request(era, method, params, timeout, relay).await,
+            Link::Http(link) => link.request(era, method, params, timeout, relay, headers).await,
         }
     }
 

@@ -10,6 +10,7 @@
 mod asking;
 mod completion;
 mod content;
+pub mod custom_headers;
 mod inputs;
 mod mrtr;
 pub mod peer;

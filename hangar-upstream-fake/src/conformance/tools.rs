@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::content::{self, tool_result};
 use super::peer::Peer;
 use super::request::{Answer, Req};
-use super::{Server, asking, mrtr, streaming};
+use super::{Server, asking, custom_headers, mrtr, streaming};
 
 /// Served only while `test_trigger_tool_change` has switched it on.
 pub const DYNAMIC_TOOL: &str = "test_dynamic_tool";
@@ -97,6 +97,7 @@ pub fn list(server: &Server) -> Value {
             json!({"name": name, "description": description, "inputSchema": input_schema(name, arg)})
         })
         .collect();
+    tools.push(custom_headers::declaration());
     if server.dynamic_tool() {
         let schema = input_schema(DYNAMIC_TOOL, NO_ARGS);
         tools.push(
@@ -115,6 +116,9 @@ pub fn call(server: &Server, req: &Req, peer: &dyn Peer) -> Answer {
         Ok(args) => args,
         Err(e) => return e,
     };
+    if name == custom_headers::TOOL {
+        return custom_headers::call(req, &args);
+    }
     let listed = CATALOGUE.iter().any(|(n, ..)| *n == name) || (name == DYNAMIC_TOOL && server.dynamic_tool());
     if !listed {
         return Answer::invalid(format!("unknown tool: {name}")).with_data(json!({"name": name}));
@@ -189,7 +193,7 @@ mod tests {
             assert!(!tool["description"].as_str().unwrap().is_empty());
             assert_eq!(tool["inputSchema"]["type"], "object");
         }
-        assert_eq!(names(&list).len(), CATALOGUE.len());
+        assert_eq!(names(&list).len(), CATALOGUE.len() + 1, "the catalogue and the custom-headers tool");
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl App {
             }
         };
         if let Some(server) = &self.conformance {
+            show_param_headers(head, &mut msg);
             return self.post_conformance(server, &msg);
         }
         show_trace_header(head, &mut msg);
@@ -119,6 +120,25 @@ impl App {
         };
         let is_call = msg.get("method").and_then(Value::as_str) == Some("tools/call");
         Reply::Send { resp, is_call }
+    }
+}
+
+/// For the conformance `test_custom_headers` over HTTP: the request's `Mcp-Param-*` headers join
+/// its `_meta`, so the tool can report what a client (or gateway) sent.
+fn show_param_headers(head: &Head, msg: &mut Value) {
+    if msg.pointer("/params/name").and_then(Value::as_str) != Some(conformance::custom_headers::TOOL) {
+        return;
+    }
+    let seen: serde_json::Map<String, Value> = head
+        .headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.strip_prefix("mcp-param-")?.to_owned(), Value::String(value.clone()))))
+        .collect();
+    if let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) {
+        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(conformance::custom_headers::HEADERS_SEEN.into(), Value::Object(seen));
+        }
     }
 }
 

@@ -17,6 +17,7 @@ mod cli;
 mod config_file;
 mod crash;
 mod cross_site;
+mod custom_headers;
 mod dead_reasons;
 mod echo_bounds;
 mod eras;
