@@ -2,12 +2,12 @@
 //! `hangar_*` tools, so an ordinary MCP client uses them without knowing about `hangar_call`.
 //!
 //! Names follow `hangar_core::front_door` (`tool_access.names` and each server's `expose_as`,
-//! which the supervisor sends with its catalog). Declarations and results pass through untouched; only a JSON-RPC error
-//! is re-worded, keeping its code: the upstream's own text stays in its log.
+//! which the supervisor sends with its catalog). Declarations and results pass through untouched; a JSON-RPC error
+//! keeps its code, and the upstream's own message as far as `tool_access.upstream_errors` allows.
 
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
-use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target};
+use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
@@ -123,8 +123,13 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 }
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
+/// Without the front door the hangar serves none of its own: an empty list (with the caching
+/// hints its era adds), which is the truth for this endpoint.
 pub async fn list(supervisor: &AsCaller, method: &str, key: &str) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, method).await?;
+    let front_door = supervisor.front_door().await.map_err(internal)?;
+    if !front_door.front_door {
+        return Ok(json!({ key: [] }));
+    }
     let per_server = gather(supervisor, &front_door.servers, method, key).await;
     Ok(json!({ key: rename(&front_door.naming, per_server, field_of(key)) }))
 }
@@ -255,10 +260,14 @@ pub async fn by_uri(supervisor: &AsCaller, method: &str, params: Option<Value>) 
     supervisor.forward(&server, method, Value::Object(params)).await.or_else(upstream_failure)
 }
 
-/// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
+/// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty. Without the
+/// front door no upstream logs reach the client anyway: accepted, with nothing to pass on.
 pub async fn set_level(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, "logging/setLevel").await?;
     let params = Value::Object(object(params)?);
+    let front_door = supervisor.front_door().await.map_err(internal)?;
+    if !front_door.front_door {
+        return Ok(json!({}));
+    }
     for server in &front_door.servers {
         // A server without logging simply says so; that is no failure of the client's request.
         let _ = supervisor.forward(server, "logging/setLevel", params.clone()).await;
@@ -321,15 +330,19 @@ fn strip_protocol_meta(params: &mut Map<String, Value>) {
     }
 }
 
-/// An upstream's JSON-RPC error keeps its code (bridged to 2026-07-28); anything else the hangar
-/// could not do is an error result in its own words.
+/// An upstream's JSON-RPC error keeps its code (bridged to 2026-07-28), and its own message
+/// (and `data`) as far as the supervisor passed them on (`tool_access.upstream_errors`: bounded,
+/// control characters stripped); anything else the hangar could not do is an error result in its
+/// own words.
 pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
-    let code = err.details.as_ref().and_then(|d| d.get("jsonrpc_code")).and_then(Value::as_i64);
-    let data = err.details.as_ref().and_then(|d| d.get("jsonrpc_data")).filter(|d| !d.is_null()).cloned();
+    let detail = |key: &str| err.details.as_ref().and_then(|d| d.get(key)).filter(|d| !d.is_null()).cloned();
+    let code = detail("jsonrpc_code").as_ref().and_then(Value::as_i64);
+    let data = detail("jsonrpc_data").or_else(|| detail(UPSTREAM_DATA_DETAIL));
+    let upstream_message = detail(UPSTREAM_MESSAGE_DETAIL).and_then(|m| m.as_str().map(str::to_owned));
     match (err.kind, code) {
         (ErrorKind::UpstreamError, Some(code)) => {
             let code = if code == LEGACY_RESOURCE_NOT_FOUND { INVALID_PARAMS } else { code };
-            let error = RpcError::new(code, err.message);
+            let error = RpcError::new(code, upstream_message.unwrap_or(err.message));
             Err(match data {
                 Some(data) => error.with_data(data),
                 None => error,

@@ -61,7 +61,7 @@ async fn notifications_are_accepted_and_unknown_methods_are_errors() {
     let session = with_session(&session::mint("2025-11-25"));
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(handle(&app(), &session, note.into()).await.status, StatusCode::ACCEPTED);
-    let unknown = json!({"jsonrpc": "2.0", "id": "x", "method": "resources/list"});
+    let unknown = json!({"jsonrpc": "2.0", "id": "x", "method": "widgets/list"});
     let reply = handle(&app(), &session, unknown.into()).await;
     assert_eq!((reply.status, reply.error_code()), (StatusCode::OK, Some(-32601)));
     assert_eq!(reply.body_json().unwrap()["id"], "x");

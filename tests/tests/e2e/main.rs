@@ -19,6 +19,7 @@ mod crash;
 mod cross_site;
 mod dead_reasons;
 mod echo_bounds;
+mod egress_content;
 mod eras;
 mod events;
 mod front_door;
