@@ -31,7 +31,8 @@ pub async fn capabilities(supervisor: &AsCaller) -> Value {
             "logging": {},
         })
     } else {
-        json!({"tools": {"listChanged": false}})
+        // No upstream's prompts or resources: the lists are empty, a name or URI is unknown.
+        json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
     }
 }
 
@@ -123,20 +124,16 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 }
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
-/// Without the front door the hangar serves none of its own: an empty list (with the caching
-/// hints its era adds), which is the truth for this endpoint.
+/// Without the front door: none (an empty list, with the caching hints its era adds).
 pub async fn list(supervisor: &AsCaller, method: &str, key: &str) -> Result<Value, RpcError> {
-    let front_door = supervisor.front_door().await.map_err(internal)?;
-    if !front_door.front_door {
-        return Ok(json!({ key: [] }));
-    }
+    let front_door = served(supervisor).await?;
     let per_server = gather(supervisor, &front_door.servers, method, key).await;
     Ok(json!({ key: rename(&front_door.naming, per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
 pub async fn prompts_get(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, "prompts/get").await?;
+    let front_door = served(supervisor).await?;
     let mut params = object(params)?;
     let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
     let name = name.ok_or_else(|| RpcError::invalid_params("Invalid params: prompts/get needs a string `name`"))?;
@@ -148,7 +145,7 @@ pub async fn prompts_get(supervisor: &AsCaller, params: Option<Value>) -> Result
 
 /// `resources/read` by URI: the server that lists it, else the first whose template matches.
 pub async fn resources_read(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, "resources/read").await?;
+    let front_door = served(supervisor).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
@@ -289,6 +286,16 @@ async fn resource_owner(supervisor: &AsCaller, front_door: &FrontDoor, uri: &str
         .into_iter()
         .find(|e| e.exposed == e.name && front_door::template_matches(&e.name, uri))
         .map(|e| (e.mcp_server, uri.to_owned()))
+}
+
+/// The servers whose prompts and resources `/mcp` serves: the front door's, or none when it is
+/// off (egress declares prompts and resources, and has none: a name or URI is then unknown).
+async fn served(supervisor: &AsCaller) -> Result<FrontDoor, RpcError> {
+    let mut front_door = supervisor.front_door().await.map_err(internal)?;
+    if !front_door.front_door {
+        front_door.servers.clear();
+    }
+    Ok(front_door)
 }
 
 /// The front door's servers (their ids, in config order) and naming, or `method` is not found:

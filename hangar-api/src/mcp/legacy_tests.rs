@@ -34,7 +34,10 @@ async fn initialize_negotiates_and_mints_a_session() {
         let result = &reply.body_json().unwrap()["result"].clone();
         assert_eq!(result["protocolVersion"], answered, "asked {asked}");
         assert_eq!(result["serverInfo"]["name"], "hangar");
-        assert_eq!(result["capabilities"], json!({"tools": {"listChanged": false}}));
+        assert_eq!(
+            result["capabilities"],
+            json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
+        );
         let session = reply.session_id.unwrap();
         assert_eq!(session::parse(&session), Some(answered));
     }
