@@ -179,15 +179,14 @@ impl AsCaller {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let relay = Relay { progress: true, logs: false };
         let target = Target::tool(mcp_server, tool);
-        let request = Request::Call { target, arguments, timeout_ms, relay, extra: None, trace: self.trace.clone() };
-        let (notices, reply) = self.request_relayed(request);
-        let result = async move {
-            match reply.await? {
-                Reply::Called(result) => Ok(result),
-                _ => Err(unexpected("call")),
-            }
-        };
-        (notices, Box::pin(result))
+        self.call_request(Request::Call {
+            target,
+            arguments,
+            timeout_ms,
+            relay,
+            extra: None,
+            trace: self.trace.clone(),
+        })
     }
 
     /// The front door's `tools/call`, to a tool by its front-door name (the supervisor resolves
@@ -203,7 +202,21 @@ impl AsCaller {
         extra: Option<Value>,
         relay: Relay,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace: self.trace.clone() };
+        self.call_request(Request::Call {
+            target,
+            arguments,
+            timeout_ms: None,
+            relay,
+            extra,
+            trace: self.trace.clone(),
+        })
+    }
+
+    /// A `Request::Call` sent: its notices, and its result.
+    fn call_request(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let (notices, reply) = self.request_relayed(request);
         let result = async move {
             match reply.await? {

@@ -247,7 +247,7 @@ pub async fn complete(supervisor: &AsCaller, params: Option<Value>) -> Result<Va
 
 /// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
 pub async fn by_uri(supervisor: &AsCaller, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, method).await?;
+    let front_door = served(supervisor).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
     let (server, original) = resource_owner(supervisor, &front_door, &uri)

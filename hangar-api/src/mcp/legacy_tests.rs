@@ -36,7 +36,7 @@ async fn initialize_negotiates_and_mints_a_session() {
         assert_eq!(result["serverInfo"]["name"], "hangar");
         assert_eq!(
             result["capabilities"],
-            json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
+            json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": true}})
         );
         let session = reply.session_id.unwrap();
         assert_eq!(session::parse(&session), Some(answered));

@@ -73,27 +73,28 @@ fn assert_the_client_saw_everything(seen: &Value, mode: &str) {
     assert!(!text.contains("disk") && !text.contains("xxxxxxxx"), "{mode}: upstream text in hangar_call: {text:.300}");
 }
 
-#[test]
-fn a_modern_python_client_gets_content_blocks_progress_and_the_upstreams_error_words() {
+/// One client, in one mode, through everything; `version` is the wire it must land on.
+fn a_python_client_sees_everything(mode: &str, version: &str) {
     let hangar = Hangar::start(BEHIND_THE_FRONT_DOOR);
-    let seen = client_calls(&hangar, "2026-07-28");
-    assert_eq!(seen["protocol_version"], "2026-07-28", "{seen}");
-    assert_the_client_saw_everything(&seen, "2026-07-28");
-    // Nothing the upstream printed reaches the journal's surfaces.
+    let seen = client_calls(&hangar, mode);
+    assert_eq!(seen["protocol_version"], version, "{seen}");
+    assert_the_client_saw_everything(&seen, mode);
+    // Nothing the upstream printed reaches the hangar's own surfaces; its log keeps it.
     for path in ["/api/audit", "/api/mcp_servers/math", "/api/mcp_servers"] {
         let body = hangar.get(path).text;
         assert!(!body.contains("[31mfull") && !body.contains("upstream-data"), "{path}: {body:.300}");
     }
-    // Its log keeps it, as the upstream wrote it.
     assert!(hangar.get("/api/mcp_servers/math/logs?lines=100").text.contains("disk"), "the upstream's log keeps it");
 }
 
 #[test]
+fn a_modern_python_client_gets_content_blocks_progress_and_the_upstreams_error_words() {
+    a_python_client_sees_everything("2026-07-28", "2026-07-28");
+}
+
+#[test]
 fn a_legacy_python_client_gets_the_same() {
-    let hangar = Hangar::start(BEHIND_THE_FRONT_DOOR);
-    let seen = client_calls(&hangar, "legacy");
-    assert_eq!(seen["protocol_version"], "2025-11-25", "{seen}");
-    assert_the_client_saw_everything(&seen, "legacy");
+    a_python_client_sees_everything("legacy", "2025-11-25");
 }
 
 fn front_door_error(hangar: &Hangar) -> Value {
