@@ -5,12 +5,8 @@
 //!
 //! Needs `scripts/setup-tools` and `scripts/setup-clients` (the venv, Node and the npm server).
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, SENTINEL, node, poll, python, python_json, repo_root, server_everything};
+use hangar_tests::{Hangar, SENTINEL, node, python_json, server_everything};
 
 // ---------------------------------------------------------------------------------------------
 // The Python `mcp` client against the front door.
