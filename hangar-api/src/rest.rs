@@ -75,7 +75,8 @@ async fn whoami(app: Calling) -> ApiResult {
 async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
     let id = server_id(path)?;
     let tools = app.supervisor.tools(&id).await?;
-    Ok(Json(ToolList { tools }).into_response())
+    let server = app.supervisor.get(&id).await?;
+    Ok(Json(ToolList::of(tools, &server)).into_response())
 }
 
 async fn logs(

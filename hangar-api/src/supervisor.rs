@@ -171,6 +171,28 @@ impl AsCaller {
         }
     }
 
+    /// [`AsCaller::call`] with the upstream's progress notifications about the call on the
+    /// receiver meanwhile (`hangar_call` for a client that gave a progress token).
+    pub fn call_watched(
+        &self,
+        mcp_server: &str,
+        tool: &str,
+        arguments: Value,
+        timeout_ms: Option<u64>,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let relay = Relay { progress: true, logs: false };
+        let target = Target::tool(mcp_server, tool);
+        self.call_request(Request::Call {
+            target,
+            arguments,
+            timeout_ms,
+            relay,
+            extra: None,
+            trace: self.trace.clone(),
+            param_headers: None,
+        })
+    }
+
     /// The front door's `tools/call`, to a tool by its front-door name (the supervisor resolves
     /// it) or by server and name, the upstream's own result verbatim: `extra` carries the
     /// client's other params (its `_meta`, `requestState`, `inputResponses`...) to the upstream;
@@ -185,8 +207,22 @@ impl AsCaller {
         relay: Relay,
         param_headers: Option<Box<ParamHeaders>>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let trace = self.trace.clone();
-        let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers };
+        self.call_request(Request::Call {
+            target,
+            arguments,
+            timeout_ms: None,
+            relay,
+            extra,
+            trace: self.trace.clone(),
+            param_headers,
+        })
+    }
+
+    /// A `Request::Call` sent: its notices, and its result.
+    fn call_request(
+        &self,
+        request: Request,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let (notices, reply) = self.request_relayed(request);
         let result = async move {
             match reply.await? {

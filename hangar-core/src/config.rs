@@ -57,6 +57,26 @@ pub struct ToolAccess {
     /// How the front door names upstream tools, prompts and resources (`hangar_core::front_door`).
     #[serde(default)]
     pub names: Names,
+    /// Whether the front door passes an upstream's JSON-RPC error message to the client that
+    /// called it (bounded, control characters stripped), or keeps the hangar's own words.
+    #[serde(default)]
+    pub upstream_errors: UpstreamErrors,
+    /// Whether the front door also passes an upstream error's `data` (the protocol's own
+    /// codes' data always pass).
+    #[serde(default)]
+    pub upstream_error_data: bool,
+}
+
+/// `tool_access.upstream_errors`. The `hangar_*` tools and every other surface never show an
+/// upstream's text, whatever this says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamErrors {
+    /// The front door is a transparent proxy: the client addressed that upstream itself.
+    #[default]
+    Pass,
+    /// The strict rule everywhere: "the upstream answered with JSON-RPC error <code>".
+    Hide,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

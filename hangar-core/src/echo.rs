@@ -30,9 +30,35 @@ pub fn bounded_to(text: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len()))
 }
 
+/// The most bytes of an upstream's error message the front door passes on.
+pub const MAX_UPSTREAM_TEXT_BYTES: usize = 1024;
+
+/// An upstream's own error message as the front door may pass it to the client that called it:
+/// control characters (and the bidirectional overrides that reorder what a reader sees) are
+/// dropped, line breaks and tabs become spaces, and the text is bounded like a quote.
+pub fn upstream_text(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => None,
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect();
+    bounded_to(clean.trim(), MAX_UPSTREAM_TEXT_BYTES).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_text_loses_control_characters_and_length() {
+        assert_eq!(upstream_text("disk\u{1b}[31m full\nretry\u{7}\u{202E}later\u{0}"), "disk[31m full retrylater");
+        let long = upstream_text(&"é".repeat(5000));
+        assert!(long.len() < MAX_UPSTREAM_TEXT_BYTES + 32 && long.ends_with("(10000 bytes)"), "{long}");
+    }
 
     #[test]
     fn short_text_passes_unchanged() {

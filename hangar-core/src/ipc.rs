@@ -428,6 +428,12 @@ pub struct Stopped {
     pub reason: StopReason,
 }
 
+/// Keys of a failed upstream request's [`IpcError::details`] that carry the upstream's own
+/// words: set only on an answer to the front door (`tool_access.upstream_errors`), never
+/// journaled, audited or shown on a hangar surface.
+pub const UPSTREAM_MESSAGE_DETAIL: &str = "upstream_message";
+pub const UPSTREAM_DATA_DETAIL: &str = "upstream_data";
+
 /// A failure, in the hangar's own words: never an upstream's text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]

@@ -230,11 +230,14 @@ pub struct ServerDetails {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolsSource {
-    /// Declared by its upstream in this run (empty until it first starts, if nothing is remembered).
+    /// Declared by its upstream in this run.
     #[default]
     Live,
     /// The last run's list, remembered across a restart; no upstream was asked yet.
     Remembered,
+    /// Not known: it has not run in this hangar's run and nothing was remembered (its list is
+    /// empty, which says nothing of its tools).
+    Unknown,
 }
 
 /// One entry of `hangar_status`.

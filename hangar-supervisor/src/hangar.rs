@@ -3,6 +3,7 @@
 mod audit;
 mod exposed;
 mod journal_view;
+mod upstream_words;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +30,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use self::audit::{Decision, Shown};
 use self::exposed::ByView;
+use self::upstream_words::UpstreamWordsRule;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{CallTrace, Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
@@ -60,6 +62,8 @@ pub struct Hangar {
     journal_reader: Arc<crate::journal::read::Reader>,
     /// The legacy sessions every API instance shares.
     sessions: Sessions,
+    /// Whether the front door passes an upstream's error words on; replaced by a reload.
+    upstream_words: RwLock<UpstreamWordsRule>,
 }
 
 impl Hangar {
@@ -96,11 +100,17 @@ impl Hangar {
             limiter: RwLock::new(hangar_limiter(config)),
             journal_reader,
             sessions: Sessions::default(),
+            upstream_words: RwLock::new(UpstreamWordsRule::of(config)),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
         }
         hangar
+    }
+
+    /// A failed request's error as its caller may see it (see `upstream_words`).
+    fn upstream_words(&self, err: IpcError, to_front_door: bool) -> IpcError {
+        self.upstream_words.read().unwrap_or_else(|p| p.into_inner()).apply(err, to_front_door)
     }
 
     /// Every server, in config order.
@@ -215,8 +225,10 @@ impl Hangar {
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
             Request::Call { target, arguments, timeout_ms, relay, extra, trace, param_headers } => {
+                let to_front_door = matches!(target, Target::Exposed { .. });
                 let call = CallRequest { target, arguments, timeout_ms, relay, extra, param_headers };
-                Reply::Called(self.call(decide, call, trace, notices).await?)
+                let called = self.call(decide, call, trace, notices).await;
+                Reply::Called(called.map_err(|err| self.upstream_words(err, to_front_door))?)
             }
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
@@ -279,7 +291,10 @@ impl Hangar {
                 let server = decide.forward(&mcp_server, &method, &params, found)?;
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
                 let _permit = self.admit(&server)?;
-                Reply::Forwarded(server.forward(&method, params, timeout).await?)
+                // Only the front door forwards: its client addressed that upstream itself.
+                Reply::Forwarded(
+                    server.forward(&method, params, timeout).await.map_err(|err| self.upstream_words(err, true))?,
+                )
             }
             request @ (Request::SessionOpen { .. }
             | Request::SessionUse { .. }
@@ -497,6 +512,7 @@ impl Hangar {
             *self.limiter.write().unwrap_or_else(|p| p.into_inner()) = hangar_limiter(&config);
         }
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
+        *self.upstream_words.write().unwrap_or_else(|p| p.into_inner()) = UpstreamWordsRule::of(&config);
         for server in to_stop {
             server.stop(StopReason::Reload).await;
         }

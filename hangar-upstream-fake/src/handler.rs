@@ -233,6 +233,10 @@ fn call(state: &State, id: &Value, params: Option<&Value>) -> Value {
         Some(Value::Object(args)) => args.clone(),
         Some(_) => return invalid("arguments must be an object"),
     };
+    if name == tools::RPC_ERROR {
+        let message = args.get("message").and_then(Value::as_str).unwrap_or("rpc_error as asked");
+        return protocol::error(id, protocol::INTERNAL_ERROR, message, args.get("data").cloned());
+    }
     // `echo_meta` answers the `_meta` its request carried (trace context included), so a test
     // can see what reached the upstream.
     let outcome = if name == tools::ECHO_META {

@@ -25,6 +25,9 @@ impl Outcome {
 /// The tool that answers its request's `_meta` (see `handler::call`).
 pub const ECHO_META: &str = "echo_meta";
 
+/// Answers with a JSON-RPC error (-32603) whose message and data are its arguments'.
+pub const RPC_ERROR: &str = "rpc_error";
+
 /// `{"_meta": ...}` as the request carried it (`null` without one).
 pub fn echo_meta(meta: Option<&Value>) -> Outcome {
     let value = json!({"_meta": meta.cloned().unwrap_or(Value::Null)});
@@ -65,6 +68,10 @@ pub fn spec(name: &str) -> Value {
             json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),
         ),
         ECHO_META => ("Returns the `_meta` its request carried (test tool).", json!({"type": "object"})),
+        RPC_ERROR => (
+            "Answers with a JSON-RPC error carrying `message` and `data` as given (test tool).",
+            json!({"type": "object", "properties": {"message": {"type": "string"}, "data": {}}}),
+        ),
         "junk_line" => (
             "Prints a junk line of `bytes` bytes (the sentinel, repeated) on stdout, then answers (stdio only).",
             json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]}),

@@ -706,3 +706,33 @@ pub fn key_hash(key: &str) -> String {
     let out = child.wait_with_output().expect("sha256sum answers");
     format!("sha256:{}", String::from_utf8_lossy(&out.stdout).split_whitespace().next().expect("a digest"))
 }
+
+/// Runs the Python script `tests/fixtures/<script>` with `args` in the tools' venv (bounded,
+/// 120 s) and parses the last line it prints as JSON; a failure shows its stderr and the
+/// hangar's log.
+pub fn python_json(hangar: &Hangar, script: &str, args: &[&str]) -> Value {
+    use std::io::Read;
+    let mut child = Command::new(python())
+        .arg(repo_root().join("tests/fixtures").join(script))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| panic!("run {script}: {err}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    let status =
+        poll(&format!("{script} {args:?} to finish"), Duration::from_secs(120), || child.try_wait().ok().flatten());
+    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    assert!(status.success(), "{script} {args:?} failed ({status}):\n{stderr}\nhangar log:\n{}", hangar.log());
+    let line = stdout.lines().rfind(|line| !line.trim().is_empty()).unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|err| panic!("{script} {args:?} printed no JSON ({err}): {stdout}"))
+}

@@ -8,7 +8,7 @@ use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::RpcError;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use super::args::Arguments;
@@ -115,9 +115,18 @@ fn invalid_params(message: &str) -> RpcError {
     RpcError::invalid_params(format!("Invalid arguments: {message}"))
 }
 
+/// Where the calls' upstream progress notifications go while they run (each as the upstream
+/// sent it, with the supervisor's token), when the client asked to hear of progress.
+pub type ProgressSink = Option<mpsc::UnboundedSender<Value>>;
+
 /// Runs every call, at most `max_concurrency` at a time, starting them in index order. With
 /// `fail_fast`, calls not yet started when one fails are reported as cancelled.
-pub async fn run(supervisor: AsCaller, mut spec: BatchSpec) -> BatchReport {
+pub async fn run(supervisor: AsCaller, spec: BatchSpec) -> BatchReport {
+    run_watched(supervisor, spec, None).await
+}
+
+/// [`run`], with every call's progress notifications sent to `progress`.
+pub async fn run_watched(supervisor: AsCaller, mut spec: BatchSpec, progress: ProgressSink) -> BatchReport {
     let started = Instant::now();
     let total = spec.calls.len();
     if total == 1
@@ -125,7 +134,7 @@ pub async fn run(supervisor: AsCaller, mut spec: BatchSpec) -> BatchReport {
     {
         // The common case, one call: run it here rather than in a task of its own (a task hop
         // costs a wake-up and an allocation per call); dropping this future still cancels it.
-        return report(started, vec![run_one(&supervisor, 0, call).await]);
+        return report(started, vec![run_one(&supervisor, 0, call, progress).await]);
     }
     let permits = Arc::new(Semaphore::new(spec.max_concurrency.max(1)));
     let failed = Arc::new(AtomicBool::new(false));
@@ -142,8 +151,9 @@ pub async fn run(supervisor: AsCaller, mut spec: BatchSpec) -> BatchReport {
         }
         let supervisor = supervisor.clone();
         let failed = failed.clone();
+        let progress = progress.clone();
         tasks.spawn(async move {
-            let report = run_one(&supervisor, index, call).await;
+            let report = run_one(&supervisor, index, call, progress).await;
             if !report.success {
                 failed.store(true, Ordering::SeqCst);
             }
@@ -198,10 +208,29 @@ fn store(slots: &mut [Option<CallReport>], report: CallReport) {
     }
 }
 
-async fn run_one(supervisor: &AsCaller, index: usize, call: CallSpec) -> CallReport {
+async fn run_one(supervisor: &AsCaller, index: usize, call: CallSpec, progress: ProgressSink) -> CallReport {
     let call_id = random::hex(8);
     let started = Instant::now();
-    let outcome = supervisor.call(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms)).await;
+    let outcome = match progress {
+        None => supervisor.call(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms)).await,
+        Some(sink) => {
+            let (mut notices, reply) =
+                supervisor.call_watched(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms));
+            tokio::pin!(reply);
+            loop {
+                tokio::select! {
+                    Some(notice) = notices.recv() => { let _ = sink.send(notice); }
+                    outcome = &mut reply => {
+                        // Notices that raced the reply still go first.
+                        while let Ok(notice) = notices.try_recv() {
+                            let _ = sink.send(notice);
+                        }
+                        break outcome;
+                    }
+                }
+            }
+        }
+    };
     let elapsed_ms = millis(started);
     match outcome {
         Ok(result) => CallReport { index, call_id, success: true, result, error: None, error_type: None, elapsed_ms },

@@ -2,13 +2,13 @@
 //! `hangar_*` tools, so an ordinary MCP client uses them without knowing about `hangar_call`.
 //!
 //! Names follow `hangar_core::front_door` (`tool_access.names` and each server's `expose_as`,
-//! which the supervisor sends with its catalog). Declarations and results pass through untouched; only a JSON-RPC error
-//! is re-worded, keeping its code: the upstream's own text stays in its log.
+//! which the supervisor sends with its catalog). Declarations and results pass through untouched; a JSON-RPC error
+//! keeps its code, and the upstream's own message as far as `tool_access.upstream_errors` allows.
 
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
-use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target};
+use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
@@ -34,7 +34,8 @@ pub async fn capabilities(supervisor: &AsCaller) -> Value {
             "logging": {},
         })
     } else {
-        json!({"tools": {"listChanged": false}})
+        // No upstream's prompts or resources: the lists are empty, a name or URI is unknown.
+        json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
     }
 }
 
@@ -131,15 +132,16 @@ pub fn pass_on(mut extra: Map<String, Value>) -> Option<Value> {
 }
 
 /// `prompts/list`, `resources/list`, `resources/templates/list`: every upstream's, together.
+/// Without the front door: none (an empty list, with the caching hints its era adds).
 pub async fn list(supervisor: &AsCaller, method: &str, key: &str) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, method).await?;
+    let front_door = served(supervisor).await?;
     let per_server = gather(supervisor, &front_door.servers, method, key).await;
     Ok(json!({ key: rename(&front_door.naming, per_server, field_of(key)) }))
 }
 
 /// `prompts/get` by exposed name.
 pub async fn prompts_get(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, "prompts/get").await?;
+    let front_door = served(supervisor).await?;
     let mut params = object(params)?;
     let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
     let name = name.ok_or_else(|| RpcError::invalid_params("Invalid params: prompts/get needs a string `name`"))?;
@@ -151,7 +153,7 @@ pub async fn prompts_get(supervisor: &AsCaller, params: Option<Value>) -> Result
 
 /// `resources/read` by URI: the server that lists it, else the first whose template matches.
 pub async fn resources_read(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, "resources/read").await?;
+    let front_door = served(supervisor).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let uri = uri.ok_or_else(|| RpcError::invalid_params("Invalid params: resources/read needs a string `uri`"))?;
@@ -253,7 +255,7 @@ pub async fn complete(supervisor: &AsCaller, params: Option<Value>) -> Result<Va
 
 /// Legacy `resources/subscribe` and `resources/unsubscribe`: to the server that has the URI.
 pub async fn by_uri(supervisor: &AsCaller, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, method).await?;
+    let front_door = served(supervisor).await?;
     let mut params = object(params)?;
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
     let (server, original) = resource_owner(supervisor, &front_door, &uri)
@@ -263,10 +265,14 @@ pub async fn by_uri(supervisor: &AsCaller, method: &str, params: Option<Value>) 
     supervisor.forward(&server, method, Value::Object(params)).await.or_else(upstream_failure)
 }
 
-/// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty.
+/// Legacy `logging/setLevel`: every running upstream gets it; the answer is empty. Without the
+/// front door no upstream logs reach the client anyway: accepted, with nothing to pass on.
 pub async fn set_level(supervisor: &AsCaller, params: Option<Value>) -> Result<Value, RpcError> {
-    let front_door = front_door_servers(supervisor, "logging/setLevel").await?;
     let params = Value::Object(object(params)?);
+    let front_door = supervisor.front_door().await.map_err(internal)?;
+    if !front_door.front_door {
+        return Ok(json!({}));
+    }
     for server in &front_door.servers {
         // A server without logging simply says so; that is no failure of the client's request.
         let _ = supervisor.forward(server, "logging/setLevel", params.clone()).await;
@@ -288,6 +294,16 @@ async fn resource_owner(supervisor: &AsCaller, front_door: &FrontDoor, uri: &str
         .into_iter()
         .find(|e| e.exposed == e.name && front_door::template_matches(&e.name, uri))
         .map(|e| (e.mcp_server, uri.to_owned()))
+}
+
+/// The servers whose prompts and resources `/mcp` serves: the front door's, or none when it is
+/// off (egress declares prompts and resources, and has none: a name or URI is then unknown).
+async fn served(supervisor: &AsCaller) -> Result<FrontDoor, RpcError> {
+    let mut front_door = supervisor.front_door().await.map_err(internal)?;
+    if !front_door.front_door {
+        front_door.servers.clear();
+    }
+    Ok(front_door)
 }
 
 /// The front door's servers (their ids, in config order) and naming, or `method` is not found:
@@ -329,15 +345,19 @@ fn strip_protocol_meta(params: &mut Map<String, Value>) {
     }
 }
 
-/// An upstream's JSON-RPC error keeps its code (bridged to 2026-07-28); anything else the hangar
-/// could not do is an error result in its own words.
+/// An upstream's JSON-RPC error keeps its code (bridged to 2026-07-28), and its own message
+/// (and `data`) as far as the supervisor passed them on (`tool_access.upstream_errors`: bounded,
+/// control characters stripped); anything else the hangar could not do is an error result in its
+/// own words.
 pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
-    let code = err.details.as_ref().and_then(|d| d.get("jsonrpc_code")).and_then(Value::as_i64);
-    let data = err.details.as_ref().and_then(|d| d.get("jsonrpc_data")).filter(|d| !d.is_null()).cloned();
+    let detail = |key: &str| err.details.as_ref().and_then(|d| d.get(key)).filter(|d| !d.is_null()).cloned();
+    let code = detail("jsonrpc_code").as_ref().and_then(Value::as_i64);
+    let data = detail("jsonrpc_data").or_else(|| detail(UPSTREAM_DATA_DETAIL));
+    let upstream_message = detail(UPSTREAM_MESSAGE_DETAIL).and_then(|m| m.as_str().map(str::to_owned));
     match (err.kind, code) {
         (ErrorKind::UpstreamError, Some(code)) => {
             let code = if code == LEGACY_RESOURCE_NOT_FOUND { INVALID_PARAMS } else { code };
-            let error = RpcError::new(code, err.message);
+            let error = RpcError::new(code, upstream_message.unwrap_or(err.message));
             Err(match data {
                 Some(data) => error.with_data(data),
                 None => error,

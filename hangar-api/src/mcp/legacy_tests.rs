@@ -34,7 +34,10 @@ async fn initialize_negotiates_and_mints_a_session() {
         let result = &reply.body_json().unwrap()["result"].clone();
         assert_eq!(result["protocolVersion"], answered, "asked {asked}");
         assert_eq!(result["serverInfo"]["name"], "hangar");
-        assert_eq!(result["capabilities"], json!({"tools": {"listChanged": false}}));
+        assert_eq!(
+            result["capabilities"],
+            json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": true}})
+        );
         let session = reply.session_id.unwrap();
         assert_eq!(session::parse(&session), Some(answered));
     }
@@ -61,7 +64,7 @@ async fn notifications_are_accepted_and_unknown_methods_are_errors() {
     let session = with_session(&session::mint("2025-11-25"));
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(handle(&app(), &session, note.into()).await.status, StatusCode::ACCEPTED);
-    let unknown = json!({"jsonrpc": "2.0", "id": "x", "method": "resources/list"});
+    let unknown = json!({"jsonrpc": "2.0", "id": "x", "method": "widgets/list"});
     let reply = handle(&app(), &session, unknown.into()).await;
     assert_eq!((reply.status, reply.error_code()), (StatusCode::OK, Some(-32601)));
     assert_eq!(reply.body_json().unwrap()["id"], "x");

@@ -20,6 +20,7 @@ use super::front_door::{self, upstream_failure};
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
+use super::tools;
 use crate::state::Calling;
 use crate::supervisor::AsCaller;
 
@@ -122,7 +123,7 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
 }
 
 /// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
-/// JSON).
+/// JSON), but `hangar_call` with a progress token.
 pub async fn front_door_call(
     app: &Calling,
     id: &Id,
@@ -131,7 +132,7 @@ pub async fn front_door_call(
     era: &'static Era,
 ) -> Result<Option<McpReply>, RpcError> {
     if front_door::route(&call.name) == front_door::Route::Hangar {
-        return Ok(None);
+        return Ok(hangar_call(&app.supervisor, id, call, wanted, era));
     }
     // Resolved (and its headers checked) first: an unknown name or a header mismatch is a plain
     // JSON answer, and an event stream, once started, cannot turn into one.
@@ -146,6 +147,55 @@ pub async fn front_door_call(
     let arguments = arguments?;
     let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()) };
     Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
+}
+
+/// `hangar_call` for a client that gave a progress token: its calls' upstream progress as it
+/// happens (with the client's token, each notification further along than the last, as calls
+/// in parallel report their own counts), then the result. `None` for any other hangar tool, or
+/// arguments the plain answer refuses.
+fn hangar_call(supervisor: &AsCaller, id: &Id, call: &ToolCall, wanted: Wanted, era: &'static Era) -> Option<McpReply> {
+    if call.name != "hangar_call" || wanted.progress_token.is_none() {
+        return None;
+    }
+    let spec = tools::hangar_call_spec(call.arguments.clone())?;
+    let (supervisor, id) = (supervisor.clone(), id.clone());
+    let (events, stream) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let (sink, mut notices) = mpsc::unbounded_channel();
+        let result = tools::hangar_call_watched(&supervisor, spec, Some(sink));
+        tokio::pin!(result);
+        let mut furthest = f64::NEG_INFINITY;
+        let mut further = |notice: &Value| {
+            let progress = notice.pointer("/params/progress").and_then(Value::as_f64).unwrap_or(f64::NEG_INFINITY);
+            let ahead = progress > furthest;
+            furthest = furthest.max(progress);
+            ahead
+        };
+        let result = loop {
+            tokio::select! {
+                Some(notice) = notices.recv() => {
+                    if further(&notice)
+                        && let Some(event) = rewrite(&wanted, notice)
+                        && events.send(event).await.is_err()
+                    {
+                        return; // the client left: dropping `result` cancels the calls
+                    }
+                }
+                result = &mut result => break result,
+                () = events.closed() => return,
+            }
+        };
+        while let Ok(notice) = notices.try_recv() {
+            if further(&notice)
+                && let Some(event) = rewrite(&wanted, notice)
+            {
+                let _ = events.send(event).await;
+            }
+        }
+        let outcome = Ok((era.finish)("tools/call", result));
+        let _ = events.send(sse_event(&Answer { id, outcome })).await;
+    });
+    Some(McpReply::events(stream))
 }
 
 /// Whether the client takes `text/event-stream` answers.

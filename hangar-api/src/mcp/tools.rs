@@ -121,6 +121,7 @@ pub async fn call(supervisor: &AsCaller, name: &str, arguments: Option<Value>) -
         _ => return Err(unknown()),
     };
     match outcome {
+        Ok(value) if name == "hangar_call" => Ok(with_upstream_blocks(value)),
         Ok(value) => Ok(tool_result(value, false)),
         Err(ToolFailure::Tool(err)) => {
             let value = json!({"error": err.message, "error_type": err.kind.as_str(), "details": err.details});
@@ -137,6 +138,47 @@ fn tool_result(value: Value, is_error: bool) -> Value {
     let text = serde_json::to_string(&value).unwrap_or_default();
     let text = object([("type", Value::from("text")), ("text", Value::String(text))]);
     object([("content", Value::Array(vec![text])), ("structuredContent", value), ("isError", Value::Bool(is_error))])
+}
+
+/// The most content blocks of upstream results a `hangar_call` result carries besides its report.
+pub const MAX_UPSTREAM_BLOCKS: usize = 64;
+/// The most bytes of text and encoded data those blocks hold together.
+pub const MAX_UPSTREAM_BLOCK_BYTES: usize = 8 << 20;
+/// The content block types of MCP (2025-06-18 and later), which a client can render.
+const BLOCK_TYPES: [&str; 5] = ["text", "image", "audio", "resource", "resource_link"];
+
+/// The successful calls' own content blocks, in call order, after the report: an image stays an
+/// image a model can see, not escaped JSON inside the report's text. Bounded in count and size; a
+/// block of a type MCP does not define, or past the bounds, stays only in the report.
+fn upstream_blocks(report: &Value) -> Vec<Value> {
+    let results = report.get("results").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let blocks = results
+        .iter()
+        .filter_map(|r| r.pointer("/result/content").and_then(Value::as_array))
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str).is_some_and(|t| BLOCK_TYPES.contains(&t)));
+    let mut bytes = 0usize;
+    let mut out = Vec::new();
+    for block in blocks {
+        let size = block_bytes(block);
+        if out.len() == MAX_UPSTREAM_BLOCKS || bytes.saturating_add(size) > MAX_UPSTREAM_BLOCK_BYTES {
+            break;
+        }
+        bytes += size;
+        out.push(block.clone());
+    }
+    out
+}
+
+/// A block's bulk: its text, encoded data or embedded resource's text or blob.
+fn block_bytes(block: &Value) -> usize {
+    let len = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
+    let resource = block.get("resource");
+    len(block.get("text"))
+        + len(block.get("data"))
+        + len(resource.and_then(|r| r.get("text")))
+        + len(resource.and_then(|r| r.get("blob")))
+        + len(block.get("uri"))
 }
 
 fn to_json<T: Serialize>(value: &T) -> Outcome {
@@ -181,8 +223,10 @@ async fn details(supervisor: &AsCaller, args: Arguments) -> Outcome {
 }
 
 async fn tools(supervisor: &AsCaller, args: Arguments) -> Outcome {
-    let tools = supervisor.tools(&args.required_str("mcp_server")?).await?;
-    to_json(&ToolList { tools })
+    let id = args.required_str("mcp_server")?;
+    let tools = supervisor.tools(&id).await?;
+    let server = supervisor.get(&id).await?;
+    to_json(&ToolList::of(tools, &server))
 }
 
 async fn start(supervisor: &AsCaller, args: Arguments) -> Outcome {
@@ -196,6 +240,33 @@ async fn stop(supervisor: &AsCaller, args: Arguments) -> Outcome {
 async fn hangar_call(supervisor: &AsCaller, args: Arguments) -> Outcome {
     let spec = batch::parse(args)?;
     Ok(batch::run(supervisor.clone(), spec).await.into_value())
+}
+
+/// `hangar_call`'s arguments read, for a call answered as an event stream: `None` when they are
+/// wrong (the plain answer then says how).
+pub fn hangar_call_spec(arguments: Option<Value>) -> Option<batch::BatchSpec> {
+    batch::parse(Arguments::new(arguments).ok()?).ok()
+}
+
+/// `hangar_call` with its calls' progress notifications sent to `progress` meanwhile; the
+/// result is the one [`call`] answers.
+pub async fn hangar_call_watched(
+    supervisor: &AsCaller,
+    spec: batch::BatchSpec,
+    progress: batch::ProgressSink,
+) -> Value {
+    let value = batch::run_watched(supervisor.clone(), spec, progress).await.into_value();
+    with_upstream_blocks(value)
+}
+
+/// The report (text and structured), then the calls' own content blocks.
+fn with_upstream_blocks(value: Value) -> Value {
+    let blocks = upstream_blocks(&value);
+    let mut result = tool_result(value, false);
+    if let Some(Value::Array(content)) = result.get_mut("content") {
+        content.extend(blocks);
+    }
+    result
 }
 
 #[cfg(test)]

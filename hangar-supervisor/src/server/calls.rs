@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hangar_core::ipc::{ErrorKind, IpcError, Stopped};
+use hangar_core::ipc::{ErrorKind, IpcError, Stopped, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
 use hangar_core::lifecycle::{Event, State, StopReason};
 use hangar_core::trace::{self, TraceContext};
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
@@ -113,12 +113,21 @@ impl Server {
     }
 
     /// A failed upstream request in the hangar's words; an upstream JSON-RPC error keeps its
-    /// code (and protocol data) in `details`, for the front door to pass on.
+    /// code (and protocol data) in `details`, for the front door to pass on, and its own words
+    /// under [`UPSTREAM_MESSAGE_DETAIL`] and [`UPSTREAM_DATA_DETAIL`], which the hangar strips
+    /// from every answer but the front door's (`Hangar::upstream_words`).
     pub(super) fn request_failure(&self, what: &str, err: RequestError) -> IpcError {
         let error = IpcError::new(err.kind(), format!("`{}` {what}: {err}", self.id));
         match err {
-            RequestError::Rpc { code, data, .. } => {
-                error.with_details(json!({"jsonrpc_code": code, "jsonrpc_data": data}))
+            RequestError::Rpc { code, data, upstream, .. } => {
+                let mut details = json!({"jsonrpc_code": code, "jsonrpc_data": data});
+                if let Some(words) = upstream {
+                    details[UPSTREAM_MESSAGE_DETAIL] = json!(words.message);
+                    if let Some(data) = words.data {
+                        details[UPSTREAM_DATA_DETAIL] = data;
+                    }
+                }
+                error.with_details(details)
             }
             _ => error,
         }

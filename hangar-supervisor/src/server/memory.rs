@@ -140,7 +140,7 @@ impl Server {
             ListAnswer::Result(result) => Ok(result),
             ListAnswer::Refused { jsonrpc_code } => Err(self.request_failure(
                 method,
-                RequestError::Rpc { method: method.to_owned(), code: jsonrpc_code, data: None },
+                RequestError::Rpc { method: method.to_owned(), code: jsonrpc_code, data: None, upstream: None },
             )),
         })
     }

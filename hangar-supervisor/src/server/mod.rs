@@ -190,7 +190,7 @@ impl Server {
                 lifecycle: restored.lifecycle,
                 generation: 0,
                 process: None,
-                tools_source: if restored.tools.is_some() { ToolsSource::Remembered } else { ToolsSource::Live },
+                tools_source: if restored.tools.is_some() { ToolsSource::Remembered } else { ToolsSource::Unknown },
                 catalog_known: restored.tools.is_some(),
                 tools: restored.tools.unwrap_or_default(),
                 lists: restored.lists,

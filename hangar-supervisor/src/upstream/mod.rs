@@ -45,6 +45,9 @@ pub enum RequestError {
         /// The error's `data` when the code is one of the protocol's own ([`PROTOCOL_ERRORS`]), whose
         /// data is structured protocol content (e.g. `requiredCapabilities`); else `None`.
         data: Option<Value>,
+        /// The upstream's own message ([`hangar_core::echo::upstream_text`]) and any other
+        /// `data`: only the front door may pass them on, to the client that called it.
+        upstream: Option<Box<UpstreamWords>>,
     },
     /// The upstream's answer to this request was over the size limit: skipped unread.
     #[error(
@@ -54,6 +57,13 @@ pub enum RequestError {
     /// An HTTP upstream answered with a status that carries no JSON-RPC answer.
     #[error("the upstream answered `{method}` with HTTP {status}")]
     Status { method: String, status: u16 },
+}
+
+/// What an upstream's JSON-RPC error said in its own words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamWords {
+    pub message: String,
+    pub data: Option<Value>,
 }
 
 impl RequestError {
@@ -312,8 +322,10 @@ fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> Req
             format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
         );
     }
-    let data = if PROTOCOL_ERRORS.contains(&error.code) { error.data } else { None };
-    RequestError::Rpc { method: method.into(), code: error.code, data }
+    let (data, other_data) =
+        if PROTOCOL_ERRORS.contains(&error.code) { (error.data, None) } else { (None, error.data) };
+    let upstream = UpstreamWords { message: hangar_core::echo::upstream_text(&error.message), data: other_data };
+    RequestError::Rpc { method: method.into(), code: error.code, data, upstream: Some(Box::new(upstream)) }
 }
 
 /// A JSON-RPC request (with an id) or notification, serialized from borrowed parts: building a

@@ -50,7 +50,7 @@ fn upstream_tools_are_served_directly_and_collisions_are_qualified() {
     assert_eq!(qualified.body["result"]["structuredContent"], json!({"result": 2}));
     let ambiguous = hangar.mcp("tools/call", json!({"name": "echo", "arguments": {}}));
     assert_eq!((ambiguous.status, ambiguous.body["error"]["code"].as_i64()), (200, Some(-32602)), "{}", ambiguous.text);
-    // An upstream's own JSON-RPC error keeps its code and loses its text.
+    // An upstream's own JSON-RPC error keeps its code (and its words, cleaned: egress_content.rs).
     let bad = hangar.mcp("tools/call", json!({"name": "math__nope", "arguments": {}}));
     assert_eq!(bad.body["error"]["code"], -32602, "{}", bad.text);
 }
@@ -105,6 +105,7 @@ fn egress_mode_serves_only_the_hangar_tools() {
     let refused = hangar.mcp("tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}}));
     assert_eq!(refused.body["error"]["code"], -32602);
     assert_eq!(hangar.details("math")["state"], "cold", "egress mode starts nothing to list tools");
+    // No upstream's prompts: egress declares prompts and has none.
     let prompts = hangar.mcp("prompts/list", json!({}));
-    assert_eq!(prompts.body["error"]["code"], -32601, "{}", prompts.text);
+    assert_eq!(prompts.body["result"]["prompts"], json!([]), "{}", prompts.text);
 }

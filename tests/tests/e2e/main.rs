@@ -20,6 +20,7 @@ mod cross_site;
 mod custom_headers;
 mod dead_reasons;
 mod echo_bounds;
+mod egress_content;
 mod eras;
 mod events;
 mod front_door;

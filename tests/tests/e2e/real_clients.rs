@@ -5,12 +5,8 @@
 //!
 //! Needs `scripts/setup-tools` and `scripts/setup-clients` (the venv, Node and the npm server).
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, SENTINEL, node, poll, python, repo_root, server_everything};
+use hangar_tests::{Hangar, SENTINEL, node, python_json, server_everything};
 
 // ---------------------------------------------------------------------------------------------
 // The Python `mcp` client against the front door.
@@ -24,32 +20,8 @@ mcp_servers:
 
 /// Runs `tests/fixtures/py_client.py URL MODE` (bounded) and parses the one JSON line it prints.
 fn py_client(hangar: &Hangar, mode: &str) -> Value {
-    let script = repo_root().join("tests/fixtures/py_client.py");
     let url = format!("{}/mcp", hangar.base);
-    let mut child = Command::new(python())
-        .arg(&script)
-        .args([url.as_str(), mode])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run py_client.py");
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
-    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
-    let status = poll(&format!("py_client.py in mode {mode} to finish"), Duration::from_secs(120), || {
-        child.try_wait().ok().flatten()
-    });
-    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
-    assert!(status.success(), "py_client.py {mode} failed ({status}):\n{stderr}\nhangar log:\n{}", hangar.log());
-    let line = stdout.lines().rfind(|line| !line.trim().is_empty()).unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|err| panic!("py_client.py {mode} printed no JSON ({err}): {stdout}"))
+    python_json(hangar, "py_client.py", &[url.as_str(), mode])
 }
 
 /// What every mode must see: the tools, `add` called directly, and `add` through `hangar_call`.
