@@ -158,6 +158,12 @@ impl FakeSupervisor {
                 naming: Default::default(),
             })),
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
+            Request::TaskCall { .. }
+            | Request::TaskGet { .. }
+            | Request::TaskUpdate { .. }
+            | Request::TaskCancel { .. } => {
+                Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no tasks"))
+            }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             Request::Auth => Ok(Reply::Auth(Default::default())),
             // The fake has no profiles: everyone is the all-seeing anonymous caller.

@@ -158,6 +158,37 @@ pub enum Request {
         params: Value,
         timeout_ms: Option<u64>,
     },
+    /// A `tools/call` that may become a task (SEP-2663), for a client that takes tasks
+    /// (`opted_in`). The supervisor runs the call; an answer within `shortcut_ms` comes back as
+    /// it is ([`Reply::Task`] with the result), a slower one as a `CreateTaskResult` while the
+    /// supervisor keeps running it. A tool whose declaration requires tasks, called by a client
+    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]).
+    TaskCall {
+        target: Target,
+        arguments: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<Value>,
+        opted_in: bool,
+        shortcut_ms: u64,
+        /// As [`Request::Call`]'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceContext>,
+    },
+    /// `tasks/get`: the task as its creator sees it (a `DetailedTask`); another caller's or an
+    /// unknown or expired id is [`ErrorKind::NotFound`].
+    TaskGet {
+        task_id: String,
+    },
+    /// `tasks/update`: answers to a task's `inputRequests`; the task resumes once all are in.
+    TaskUpdate {
+        task_id: String,
+        input_responses: Value,
+    },
+    /// `tasks/cancel`: stops the task's call (the upstream hears `notifications/cancelled`);
+    /// a task already finished is left as it is.
+    TaskCancel {
+        task_id: String,
+    },
 }
 
 /// What a call names.
@@ -315,6 +346,8 @@ pub enum Reply {
         mcp_server: String,
         tool: String,
     },
+    /// The answer to a task request, in the tasks extension's wire shape.
+    Task(Value),
 }
 
 /// What a reload did, by server id.
@@ -417,6 +450,9 @@ pub enum ErrorKind {
     SupervisorUnavailable,
     ProtocolMismatch,
     Internal,
+    /// The request needs a client capability the caller did not declare (MCP's -32021);
+    /// `details.requiredCapabilities` names it.
+    MissingCapability,
 }
 
 impl ErrorKind {
@@ -446,6 +482,7 @@ impl ErrorKind {
             ErrorKind::SupervisorUnavailable => "SupervisorUnavailable",
             ErrorKind::ProtocolMismatch => "ProtocolMismatch",
             ErrorKind::Internal => "InternalError",
+            ErrorKind::MissingCapability => "MissingCapability",
         }
     }
 
@@ -453,7 +490,7 @@ impl ErrorKind {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
-            ErrorKind::InvalidArgument => 400,
+            ErrorKind::InvalidArgument | ErrorKind::MissingCapability => 400,
             ErrorKind::Forbidden => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,

@@ -3,10 +3,11 @@
 mod audit;
 mod exposed;
 mod journal_view;
+mod tasks;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use hangar_core::access::{AuthConfig, Caller};
@@ -57,6 +58,10 @@ pub struct Hangar {
     limiter: RwLock<Arc<Limiter>>,
     /// The journal's read side (its own connection).
     journal_reader: Arc<crate::journal::read::Reader>,
+    /// Gateway-side tasks (SEP-2663), owned here so every API instance sees them.
+    tasks: tasks::Tasks,
+    /// Itself, for the calls a task keeps running after its request has been answered.
+    me: Weak<Hangar>,
 }
 
 impl Hangar {
@@ -79,7 +84,7 @@ impl Hangar {
             .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), &config.recovery, shared.clone())))
             .collect();
         let front_door = AtomicBool::new(config.tool_access.mode == ToolAccessMode::FrontDoor);
-        Arc::new(Hangar {
+        Arc::new_cyclic(|me| Hangar {
             servers: RwLock::new(servers),
             shared,
             front_door,
@@ -91,6 +96,8 @@ impl Hangar {
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
             journal_reader,
+            tasks: tasks::Tasks::default(),
+            me: me.clone(),
         })
     }
 
@@ -174,7 +181,7 @@ impl Hangar {
     ) -> Result<Reply, IpcError> {
         let view = decide.view();
         if self.shared.shutting_down.load(Ordering::SeqCst)
-            && matches!(request, Request::Start { .. } | Request::Call { .. })
+            && matches!(request, Request::Start { .. } | Request::Call { .. } | Request::TaskCall { .. })
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
@@ -269,6 +276,12 @@ impl Hangar {
                 let _permit = self.admit(&server)?;
                 Reply::Forwarded(server.forward(&method, params, timeout).await?)
             }
+            request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request).await?,
+            Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
+            Request::TaskUpdate { task_id, input_responses } => {
+                self.task_update(decide.caller(), &task_id, &input_responses)?
+            }
+            Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), &task_id)?,
         })
     }
 

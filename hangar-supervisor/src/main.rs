@@ -24,6 +24,7 @@ mod server;
 mod shutdown;
 mod spawn;
 mod subtree;
+mod tasks;
 mod upstream;
 
 use std::process::ExitCode;

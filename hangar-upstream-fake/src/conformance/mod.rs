@@ -19,6 +19,7 @@ mod resources;
 mod state_token;
 pub mod stdio;
 mod streaming;
+mod tasks;
 mod tools;
 
 use std::sync::atomic::{AtomicBool, Ordering};

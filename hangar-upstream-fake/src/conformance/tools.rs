@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::content::{self, tool_result};
 use super::peer::Peer;
 use super::request::{Answer, Req};
-use super::{Server, asking, mrtr, streaming};
+use super::{Server, asking, mrtr, streaming, tasks};
 
 /// Served only while `test_trigger_tool_change` has switched it on.
 pub const DYNAMIC_TOOL: &str = "test_dynamic_tool";
@@ -103,6 +103,7 @@ pub fn list(server: &Server) -> Value {
             json!({"name": DYNAMIC_TOOL, "description": "Added by test_trigger_tool_change.", "inputSchema": schema}),
         );
     }
+    tools.extend(tasks::definitions());
     json!({"tools": tools})
 }
 
@@ -115,6 +116,9 @@ pub fn call(server: &Server, req: &Req, peer: &dyn Peer) -> Answer {
         Ok(args) => args,
         Err(e) => return e,
     };
+    if let Some(answer) = tasks::call(req, peer, name, &args) {
+        return answer;
+    }
     let listed = CATALOGUE.iter().any(|(n, ..)| *n == name) || (name == DYNAMIC_TOOL && server.dynamic_tool());
     if !listed {
         return Answer::invalid(format!("unknown tool: {name}")).with_data(json!({"name": name}));
@@ -189,7 +193,7 @@ mod tests {
             assert!(!tool["description"].as_str().unwrap().is_empty());
             assert_eq!(tool["inputSchema"]["type"], "object");
         }
-        assert_eq!(names(&list).len(), CATALOGUE.len());
+        assert_eq!(names(&list).len(), CATALOGUE.len() + tasks::definitions().len());
     }
 
     #[test]
