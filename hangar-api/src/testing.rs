@@ -139,7 +139,9 @@ impl FakeSupervisor {
                 self.call(mcp_server, tool, arguments).await
             }
             // Egress mode: no front-door name leads anywhere.
-            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name } => Err(IpcError::new(
+            Request::Call { target: Target::Exposed { name }, .. }
+            | Request::TaskCall { target: Target::Exposed { name }, .. }
+            | Request::Resolve { name } => Err(IpcError::new(
                 ErrorKind::UnknownTool,
                 hangar_core::front_door::Unknown::default().message("tool", &name),
             )),

@@ -201,7 +201,10 @@ async fn discover_lists_every_version_and_carries_server_info() {
         result["supportedVersions"],
         json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])
     );
-    assert_eq!(result["capabilities"], json!({"tools": {"listChanged": false}}));
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools": {"listChanged": false}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+    );
     assert_eq!((result["ttlMs"].clone(), result["cacheScope"].clone()), (json!(0), json!("public")));
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "hangar");
     assert!(result["instructions"].is_string());

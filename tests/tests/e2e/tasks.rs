@@ -1,0 +1,186 @@
+//! Tasks (SEP-2663) through the front door: a slow call becomes a task the supervisor owns, so
+//! another API instance answers `tasks/get` for it, the death of the instance that made it loses
+//! nothing, `tasks/cancel` reaches the upstream as `notifications/cancelled`, a client that did
+//! not declare the extension gets -32021, and another identity does not see the task.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{api_listening_address, bin, key_hash, poll, sigkill};
+
+const ALICE: &str = "alice-key-0123456789";
+const BOB: &str = "bob-key-0123456789";
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A supervisor without an API of its own, on a config with two keys and a slow upstream.
+fn supervisor(dir: &Path) -> (Proc, std::path::PathBuf) {
+    let config = dir.join("hangar.yaml");
+    let yaml = format!(
+        "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n    - {{name: bob, hash: \"{}\"}}\n\
+         mcp_servers:\n  slow:\n    command: [\"{}\", \"--tools\", \"sleep,echo\"]\n",
+        key_hash(ALICE),
+        key_hash(BOB),
+        bin("hangar-upstream-fake").display()
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let socket = dir.join("s.sock");
+    let child = Command::new(bin("hangar-supervisor"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--socket")
+        .arg(&socket)
+        .args(["--no-api", "--no-prober"])
+        .env("STATE_DIRECTORY", dir.join("state"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll("the control socket", Duration::from_secs(10), || socket.exists().then_some(()));
+    (Proc(child), socket)
+}
+
+/// An API instance on the supervisor's socket; returns it and its base URL once it is ready.
+fn api(socket: &Path) -> (Proc, String) {
+    let mut child = Command::new(bin("hangar-api"))
+        .arg("--socket")
+        .arg(socket)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://{}", api_listening_address(&mut child));
+    let agent = agent();
+    poll("the API to be ready", Duration::from_secs(10), || {
+        let response = agent.get(&format!("{base}/health/ready")).call().ok()?;
+        (response.status().as_u16() == 200).then_some(())
+    });
+    (Proc(child), base)
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder().http_status_as_error(false).build().into()
+}
+
+/// A 2026-07-28 request as `key`'s holder; `takes_tasks` declares the extension. Answers the
+/// HTTP status and the JSON-RPC body.
+fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Value) {
+    let capabilities = if takes_tasks { json!({"extensions": {TASKS: {}}}) } else { json!({}) };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = agent()
+        .post(&format!("{base}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .header("X-API-Key", key);
+    if let Some(name) = &name {
+        request = request.header("Mcp-Name", name.as_str());
+    }
+    let mut response = request.send(body.to_string().as_bytes()).unwrap();
+    let status = response.status().as_u16();
+    (status, response.body_mut().read_json().unwrap_or(Value::Null))
+}
+
+fn task_get(base: &str, key: &str, task_id: &str) -> (u16, Value) {
+    mcp(base, key, "tasks/get", json!({"taskId": task_id}), true)
+}
+
+fn cancellations(base: &str) -> usize {
+    let mut response =
+        agent().get(&format!("{base}/api/mcp_servers/slow/logs?lines=1000")).header("X-API-Key", ALICE).call().unwrap();
+    let logs: Value = response.body_mut().read_json().unwrap_or(Value::Null);
+    logs["logs"].as_array().map_or(0, |lines| {
+        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
+    })
+}
+
+#[test]
+fn a_task_outlives_the_api_that_made_it_and_only_its_creator_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_supervisor, socket) = supervisor(dir.path());
+    let (first, first_base) = api(&socket);
+    let (_second, second_base) = api(&socket);
+
+    // Without the extension the same call is answered as it is, however long it takes.
+    let (status, plain) =
+        mcp(&first_base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 400}}), false);
+    assert_eq!((status, plain["result"]["resultType"].as_str()), (200, Some("complete")), "{plain}");
+    assert!(plain["result"].get("taskId").is_none(), "{plain}");
+
+    // With it, a call slower than the shortcut becomes a task.
+    let (status, created) =
+        mcp(&first_base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}}), true);
+    assert_eq!(status, 200, "{created}");
+    let created = &created["result"];
+    assert_eq!(
+        (created["resultType"].as_str(), created["status"].as_str()),
+        (Some("task"), Some("working")),
+        "{created}"
+    );
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+
+    // The instance that made it dies; the other answers for the task, which runs on.
+    sigkill(first.0.id());
+    drop(first);
+    let done = poll("the task to complete", Duration::from_secs(20), || {
+        let (status, body) = task_get(&second_base, ALICE, &task_id);
+        assert_eq!(status, 200, "{body}");
+        (body["result"]["status"] == "completed").then_some(body)
+    });
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "slept 1500 ms", "{done}");
+
+    // Another identity: no such task.
+    let (status, other) = task_get(&second_base, BOB, &task_id);
+    assert_eq!((status, other["error"]["code"].as_i64()), (200, Some(-32602)), "{other}");
+    // A request that does not declare the extension: -32021, naming it.
+    let (status, gated) = mcp(&second_base, ALICE, "tasks/get", json!({"taskId": task_id}), false);
+    assert_eq!((status, gated["error"]["code"].as_i64()), (400, Some(-32021)), "{gated}");
+    assert!(gated["error"]["data"]["requiredCapabilities"]["extensions"].get(TASKS).is_some(), "{gated}");
+    // Mcp-Name must mirror the task id.
+    let (status, _) = mcp(&second_base, ALICE, "tasks/get", json!({"taskId": "not-it"}), true);
+    assert_eq!(status, 200, "an unknown id with a matching header is a -32602 answer");
+}
+
+#[test]
+fn cancelling_a_task_cancels_its_call_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_supervisor, socket) = supervisor(dir.path());
+    let (_api, base) = api(&socket);
+    let (_, created) = mcp(&base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}), true);
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    assert_eq!(cancellations(&base), 0);
+
+    // Bob cannot cancel Alice's task.
+    let (_, refused) = mcp(&base, BOB, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(refused["error"]["code"].as_i64(), Some(-32602), "{refused}");
+
+    let (status, ack) = mcp(&base, ALICE, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(status, 200, "{ack}");
+    assert_eq!(ack["result"]["resultType"], "complete");
+    assert!(ack["result"].get("status").is_none() && ack["result"].get("taskId").is_none(), "an empty ack: {ack}");
+    let (_, cancelled) = task_get(&base, ALICE, &task_id);
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    poll("the upstream to hear the call is cancelled", Duration::from_secs(10), || {
+        (cancellations(&base) == 1).then_some(())
+    });
+    // Cancelling again is the same empty ack.
+    let (_, again) = mcp(&base, ALICE, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(again["result"]["resultType"], "complete", "{again}");
+}
