@@ -121,6 +121,11 @@ impl Book {
         Ok(self.tasks.entry(id).or_insert(task))
     }
 
+    /// Whether task `id` lives and is not finished (working, or waiting for answers).
+    pub fn is_open(&self, id: &str) -> bool {
+        self.tasks.get(id).is_some_and(|t| !t.status.is_terminal())
+    }
+
     /// `owner`'s task `id`, if it lives.
     pub fn get(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<&Task, Refusal> {
         self.expire(now_ms);

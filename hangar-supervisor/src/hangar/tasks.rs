@@ -42,6 +42,8 @@ struct TaskCall {
     arguments: Value,
     extra: Option<Value>,
     trace: Option<hangar_core::trace::TraceContext>,
+    /// A task's call may take as long as the task lives; a plain call has the usual bound.
+    timeout_ms: Option<u64>,
 }
 
 /// Unguessable task ids: a process-wide counter hashed under two random keys.
@@ -73,6 +75,15 @@ impl Tasks {
 
     fn calls(&self) -> MutexGuard<'_, HashMap<String, TaskCall>> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops what is kept to run finished or expired tasks again: only a task waiting for
+    /// answers (or working) needs its call.
+    fn forget_gone(&self) {
+        let mut book = self.book();
+        book.expire(now_ms());
+        self.calls().retain(|id, _| book.is_open(id));
+        self.runs().retain(|id, run| book.is_open(id) && !run.is_finished());
     }
 }
 
@@ -126,13 +137,15 @@ impl Hangar {
         if support.as_deref() == Some("required") && !opted_in {
             return Err(needs_tasks());
         }
-        let call = TaskCall { caller: caller.clone(), target, arguments, extra: without_tasks_extension(extra), trace };
+        let extra = without_tasks_extension(extra);
+        let mut call = TaskCall { caller: caller.clone(), target, arguments, extra, trace, timeout_ms: None };
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
         if !opted_in || support.as_deref() == Some("forbidden") {
             return me.run_call(call, None).await.map(Reply::Called);
         }
+        call.timeout_ms = Some(crate::tasks::TTL_MS);
         let running = {
             let (me, call) = (me.clone(), call.clone());
             tokio::spawn(me.run_call(call, None))
@@ -160,6 +173,7 @@ impl Hangar {
             }
         };
         unattended.0 = None;
+        self.tasks.forget_gone();
         self.tasks.calls().insert(id.clone(), call);
         let abort = running.abort_handle();
         self.tasks.runs().insert(id.clone(), abort);
@@ -183,7 +197,7 @@ impl Hangar {
             let request = Request::Call {
                 target: call.target.clone(),
                 arguments: call.arguments.clone(),
-                timeout_ms: None,
+                timeout_ms: call.timeout_ms,
                 relay: Relay::default(),
                 extra,
                 trace: call.trace.clone(),
@@ -206,6 +220,9 @@ impl Hangar {
             // Aborted: cancelled, and the book says so already.
             Err(_) => {}
         }
+        if !self.tasks.book().is_open(&id) {
+            self.tasks.calls().remove(&id);
+        }
         let mut runs = self.tasks.runs();
         if runs.get(&id).is_some_and(|h| h.is_finished()) {
             runs.remove(&id);
@@ -225,6 +242,7 @@ impl Hangar {
         if stop && let Some(run) = self.tasks.runs().remove(task_id) {
             run.abort();
         }
+        self.tasks.calls().remove(task_id);
         Ok(Reply::Task(json!({})))
     }
 
