@@ -184,3 +184,66 @@ fn cancelling_a_task_cancels_its_call_upstream() {
     let (_, again) = mcp(&base, ALICE, "tasks/cancel", json!({"taskId": task_id}), true);
     assert_eq!(again["result"]["resultType"], "complete", "{again}");
 }
+
+#[test]
+fn an_upstream_asking_for_input_parks_the_task_until_every_answer_is_in() {
+    let hangar = hangar_tests::Hangar::start(
+        "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
+    );
+    let takes_tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}}});
+    let task = |method: &str, params: Value, id: &str| {
+        let response = hangar.mcp_with(method, params, takes_tasks.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{method}: {}", response.text);
+        response.body["result"].clone()
+    };
+    // multi_input asks two questions at once, after a pause: the call is a task by then.
+    let created =
+        hangar.mcp_with("tools/call", json!({"name": "multi_input", "arguments": {}}), takes_tasks.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    let parked = poll("the task to ask", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] == "input_required").then_some(got)
+    });
+    let keys: Vec<String> = parked["inputRequests"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys.len(), 2, "{parked}");
+    assert_eq!(parked["inputRequests"][&keys[0]]["method"], "elicitation/create");
+
+    // One answer: still waiting, for the other question only.
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let ack = task("tasks/update", json!({"taskId": id, "inputResponses": {keys[0].clone(): answer}}), &id);
+    assert_eq!(ack["resultType"], "complete");
+    assert!(ack.get("status").is_none(), "an empty ack: {ack}");
+    let waiting = task("tasks/get", json!({"taskId": id}), &id);
+    assert_eq!(waiting["status"], "input_required");
+    assert_eq!(waiting["inputRequests"].as_object().unwrap().keys().cloned().collect::<Vec<_>>(), [keys[1].clone()]);
+
+    // The last answer resumes the call upstream with both answers.
+    task("tasks/update", json!({"taskId": id, "inputResponses": {keys[1].clone(): answer}}), &id);
+    let done = poll("the task to complete", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] == "completed").then_some(got)
+    });
+    assert_eq!(done["result"]["content"][0]["text"], "Got 2 answers.", "{done}");
+
+    // A tool error completes the task with isError; the status `failed` is for protocol errors.
+    for (tool, status) in [("failing_job", "completed"), ("protocol_error_job", "failed")] {
+        let created = hangar.mcp_with("tools/call", json!({"name": tool, "arguments": {}}), takes_tasks.clone(), &[]);
+        let id =
+            created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+        let done = poll("the task to finish", Duration::from_secs(10), || {
+            let got = task("tasks/get", json!({"taskId": id}), &id);
+            (got["status"] != "working").then_some(got)
+        });
+        assert_eq!(done["status"], status, "{tool}: {done}");
+        if status == "completed" {
+            assert_eq!(done["result"]["isError"], true, "{done}");
+        } else {
+            assert!(done["error"]["code"].is_i64() && done.get("result").is_none(), "{done}");
+        }
+    }
+    // failing_job needs tasks: a client that does not take them is refused with -32021.
+    let refused = hangar.mcp("tools/call", json!({"name": "failing_job", "arguments": {}}));
+    assert_eq!((refused.status, refused.body["error"]["code"].as_i64()), (400, Some(-32021)), "{}", refused.text);
+}
