@@ -3,70 +3,23 @@
 //! nothing, `tasks/cancel` reaches the upstream as `notifications/cancelled`, a client that did
 //! not declare the extension gets -32021, and another identity does not see the task.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{api_listening_address, bin, key_hash, poll, sigkill};
+use hangar_tests::{Hangar, key_hash, poll};
 
 const ALICE: &str = "alice-key-0123456789";
 const BOB: &str = "bob-key-0123456789";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A supervisor without an API of its own, on a config with two keys and a slow upstream.
-fn supervisor(dir: &Path) -> (Proc, std::path::PathBuf) {
-    let config = dir.join("hangar.yaml");
-    let yaml = format!(
+/// A hangar on a config with two keys and a slow upstream.
+fn hangar() -> Hangar {
+    Hangar::start(&format!(
         "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n    - {{name: bob, hash: \"{}\"}}\n\
-         mcp_servers:\n  slow:\n    command: [\"{}\", \"--tools\", \"sleep,echo\"]\n",
+         mcp_servers:\n  slow:\n    command: [\"{{fake}}\", \"--tools\", \"sleep,echo\"]\n",
         key_hash(ALICE),
         key_hash(BOB),
-        bin("hangar-upstream-fake").display()
-    );
-    std::fs::write(&config, yaml).unwrap();
-    let socket = dir.join("s.sock");
-    let child = Command::new(bin("hangar-supervisor"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--socket")
-        .arg(&socket)
-        .args(["--no-api", "--no-prober"])
-        .env("STATE_DIRECTORY", dir.join("state"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    poll("the control socket", Duration::from_secs(10), || socket.exists().then_some(()));
-    (Proc(child), socket)
-}
-
-/// An API instance on the supervisor's socket; returns it and its base URL once it is ready.
-fn api(socket: &Path) -> (Proc, String) {
-    let mut child = Command::new(bin("hangar-api"))
-        .arg("--socket")
-        .arg(socket)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://{}", api_listening_address(&mut child));
-    let agent = agent();
-    poll("the API to be ready", Duration::from_secs(10), || {
-        let response = agent.get(&format!("{base}/health/ready")).call().ok()?;
-        (response.status().as_u16() == 200).then_some(())
-    });
-    (Proc(child), base)
+    ))
 }
 
 fn agent() -> ureq::Agent {
@@ -113,10 +66,10 @@ fn cancellations(base: &str) -> usize {
 
 #[test]
 fn a_task_outlives_the_api_that_made_it_and_only_its_creator_sees_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_supervisor, socket) = supervisor(dir.path());
-    let (first, first_base) = api(&socket);
-    let (_second, second_base) = api(&socket);
+    let hangar = hangar();
+    let first = hangar.extra_api(&[]);
+    let first_base = format!("http://{}", first.addr);
+    let second_base = hangar.base.clone();
 
     // Without the extension the same call is answered as it is, however long it takes.
     let (status, plain) =
@@ -137,8 +90,7 @@ fn a_task_outlives_the_api_that_made_it_and_only_its_creator_sees_it() {
     let task_id = created["taskId"].as_str().unwrap().to_owned();
 
     // The instance that made it dies; the other answers for the task, which runs on.
-    sigkill(first.0.id());
-    drop(first);
+    drop(first); // SIGKILL
     let done = poll("the task to complete", Duration::from_secs(20), || {
         let (status, body) = task_get(&second_base, ALICE, &task_id);
         assert_eq!(status, 200, "{body}");
@@ -160,9 +112,8 @@ fn a_task_outlives_the_api_that_made_it_and_only_its_creator_sees_it() {
 
 #[test]
 fn cancelling_a_task_cancels_its_call_upstream() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_supervisor, socket) = supervisor(dir.path());
-    let (_api, base) = api(&socket);
+    let hangar = hangar();
+    let base = hangar.base.clone();
     let (_, created) = mcp(&base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}), true);
     let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
     assert_eq!(cancellations(&base), 0);
@@ -187,7 +138,7 @@ fn cancelling_a_task_cancels_its_call_upstream() {
 
 #[test]
 fn an_upstream_asking_for_input_parks_the_task_until_every_answer_is_in() {
-    let hangar = hangar_tests::Hangar::start(
+    let hangar = Hangar::start(
         "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
     );
     let takes_tasks =
