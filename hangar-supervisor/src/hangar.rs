@@ -279,7 +279,7 @@ impl Hangar {
             request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request).await?,
             Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
-                self.task_update(decide.caller(), &task_id, &input_responses)?
+                self.task_update(decide.caller(), &task_id, &input_responses).await?
             }
             Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), &task_id)?,
         })

@@ -169,6 +169,28 @@ impl Book {
         task.error = Some(error);
     }
 
+    /// Task `id` follows an upstream's own task (pass-through): `upstream` is that task as the
+    /// upstream's `tasks/get` answered it. Its status, result, error and questions are taken
+    /// over (the id is ours); an unknown status changes nothing. Ignored once finished here.
+    pub fn mirrored(&mut self, id: &str, upstream: &Value, now_ms: u64) {
+        let Some(task) = self.tasks.get_mut(id).filter(|t| !t.status.is_terminal()) else { return };
+        let status = match upstream.get("status").and_then(Value::as_str) {
+            Some("working") => Status::Working,
+            Some("input_required") => Status::InputRequired,
+            Some("completed") => Status::Completed,
+            Some("failed") => Status::Failed,
+            Some("cancelled") => Status::Cancelled,
+            _ => return,
+        };
+        if status != task.status {
+            task.updated_at_ms = now_ms;
+        }
+        task.status = status;
+        task.pending = upstream.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+        task.result = upstream.get("result").cloned().map(inlined);
+        task.error = upstream.get("error").cloned();
+    }
+
     /// Cancels `owner`'s task `id`: whether its run must be stopped (false for a finished one,
     /// which stays as it was: cancelling it again is no error).
     pub fn cancel(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<bool, Refusal> {

@@ -131,3 +131,21 @@ fn the_wire_shapes_use_the_renamed_fields_and_drop_related_task_meta() {
     let task = book.get("alice", "t1", T0).unwrap().detailed();
     assert_eq!(task["result"]["_meta"], json!({"keep": 1}));
 }
+
+#[test]
+fn a_mirrored_task_takes_over_the_upstreams_state_under_its_own_id() {
+    let mut book = book_with("ours", "alice");
+    book.mirrored("ours", &json!({"taskId": "theirs", "status": "input_required", "inputRequests": {"q": {}}}), T0 + 1);
+    let task = book.get("alice", "ours", T0 + 1).unwrap().detailed();
+    assert_eq!((task["taskId"].as_str(), task["status"].as_str()), (Some("ours"), Some("input_required")));
+    assert_eq!(task["inputRequests"], json!({"q": {}}));
+    book.mirrored("ours", &json!({"status": "bogus"}), T0 + 2);
+    assert_eq!(book.get("alice", "ours", T0).unwrap().status, Status::InputRequired);
+    let done = json!({"status": "completed", "result": {"content": [], "_meta": {"io.modelcontextprotocol/related-task": {}}}});
+    book.mirrored("ours", &done, T0 + 3);
+    let task = book.get("alice", "ours", T0).unwrap().detailed();
+    assert_eq!((task["status"].as_str(), &task["result"]), (Some("completed"), &json!({"content": [], "_meta": {}})));
+    // Finished here: later news changes nothing.
+    book.mirrored("ours", &json!({"status": "working"}), T0 + 4);
+    assert_eq!(book.get("alice", "ours", T0).unwrap().status, Status::Completed);
+}

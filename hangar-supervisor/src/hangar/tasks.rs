@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::task::AbortHandle;
 
 use super::Hangar;
+use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
 type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>> + Send + 'static>>;
@@ -32,7 +33,16 @@ pub struct Tasks {
     runs: Mutex<HashMap<String, AbortHandle>>,
     /// What a task was made of, to run it again after `tasks/update`.
     calls: Mutex<HashMap<String, TaskCall>>,
+    /// Tasks that follow an upstream's own task (pass-through): ours to the upstream's.
+    followed: Mutex<HashMap<String, Followed>>,
     ids: Ids,
+}
+
+/// An upstream's own task that one of ours follows.
+#[derive(Clone)]
+struct Followed {
+    server: Arc<Server>,
+    task_id: String,
 }
 
 #[derive(Clone)]
@@ -44,6 +54,8 @@ struct TaskCall {
     trace: Option<hangar_core::trace::TraceContext>,
     /// A task's call may take as long as the task lives; a plain call has the usual bound.
     timeout_ms: Option<u64>,
+    /// The server the call goes to, once resolved (for following its own task).
+    server: Option<Arc<Server>>,
 }
 
 /// Unguessable task ids: a process-wide counter hashed under two random keys.
@@ -77,6 +89,10 @@ impl Tasks {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn followed(&self) -> MutexGuard<'_, HashMap<String, Followed>> {
+        self.followed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Drops what is kept to run finished or expired tasks again: only a task waiting for
     /// answers (or working) needs its call.
     fn forget_gone(&self) {
@@ -84,6 +100,7 @@ impl Tasks {
         book.expire(now_ms());
         self.calls().retain(|id, _| book.is_open(id));
         self.runs().retain(|id, run| book.is_open(id) && !run.is_finished());
+        self.followed().retain(|id, _| book.is_open(id));
     }
 }
 
@@ -120,12 +137,16 @@ fn without_tasks_extension(mut extra: Option<Value>) -> Option<Value> {
 impl Hangar {
     /// The declaration of the tool `target` leads to, as `view` sees it (`None` if it leads
     /// nowhere: the call itself then says why).
-    async fn declaration(&self, view: &View, target: &Target) -> Option<Value> {
+    async fn declaration(&self, view: &View, target: &Target) -> Option<(Arc<Server>, Value)> {
         let (server, tool) = match target {
             Target::Tool { mcp_server, tool } => (self.visible(view, mcp_server).ok()?, tool.clone()),
             Target::Exposed { name } => self.resolve(view, name).await.ok()?,
         };
-        server.declared_tools().into_iter().find(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str()))
+        let declared = server
+            .declared_tools()
+            .into_iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str()))?;
+        Some((server, declared))
     }
 
     /// [`Request::TaskCall`].
@@ -133,12 +154,16 @@ impl Hangar {
         let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace } = request else {
             return Err(IpcError::new(ErrorKind::Internal, "not a task call"));
         };
-        let support = task_support(self.declaration(view, &target).await.as_ref());
+        let (server, declared) = self.declaration(view, &target).await.unzip();
+        let support = task_support(declared.as_ref());
         if support.as_deref() == Some("required") && !opted_in {
             return Err(needs_tasks());
         }
-        let extra = without_tasks_extension(extra);
-        let mut call = TaskCall { caller: caller.clone(), target, arguments, extra, trace, timeout_ms: None };
+        // An upstream that declares task support may make a task of its own, which ours then
+        // follows; any other is not invited to.
+        let knows_tasks = matches!(support.as_deref(), Some("optional" | "required"));
+        let extra = if knows_tasks { extra } else { without_tasks_extension(extra) };
+        let mut call = TaskCall { caller: caller.clone(), target, arguments, extra, trace, timeout_ms: None, server };
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
@@ -154,10 +179,12 @@ impl Hangar {
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
         let mut running = running;
+        let mut inline_task = None;
         if let Ok(answered) = tokio::time::timeout(shortcut, &mut running).await {
-            return answered
-                .unwrap_or_else(|_| Err(IpcError::new(ErrorKind::Internal, "the call's task ended")))
-                .map(Reply::Called);
+            match answered.unwrap_or_else(|_| Err(IpcError::new(ErrorKind::Internal, "the call's task ended"))) {
+                Ok(result) if is_task(&result) && call.server.is_some() => inline_task = Some(result),
+                answered => return answered.map(Reply::Called),
+            }
         }
         // Slower than the shortcut: a task, durably in the book before it is answered.
         let id = self.tasks.ids.next();
@@ -175,6 +202,10 @@ impl Hangar {
         unattended.0 = None;
         self.tasks.forget_gone();
         self.tasks.calls().insert(id.clone(), call);
+        if let Some(upstream_task) = inline_task {
+            me.clone().follow(&id, call_server(&self.tasks, &id), &upstream_task);
+            return Ok(Reply::Task(created));
+        }
         let abort = running.abort_handle();
         self.tasks.runs().insert(id.clone(), abort);
         tokio::spawn(me.clone().settle(id, 0, running));
@@ -215,6 +246,10 @@ impl Hangar {
         let outcome = running.await;
         let now = now_ms();
         match outcome {
+            Ok(Ok(result)) if is_task(&result) => {
+                let server = call_server(&self.tasks, &id);
+                self.clone().follow(&id, server, &result);
+            }
             Ok(Ok(result)) => self.tasks.book().answered(&id, run, result, now),
             Ok(Err(err)) => self.tasks.book().failed(&id, run, failure(&err), now),
             // Aborted: cancelled, and the book says so already.
@@ -227,6 +262,36 @@ impl Hangar {
         if runs.get(&id).is_some_and(|h| h.is_finished()) {
             runs.remove(&id);
         }
+    }
+
+    /// Task `id` follows the upstream's own task that `created` announced: asked about every
+    /// poll interval until it finishes (here or there).
+    fn follow(self: Arc<Self>, id: &str, server: Option<Arc<Server>>, created: &Value) {
+        let (Some(server), Some(upstream_id)) = (server, created.get("taskId").and_then(Value::as_str)) else { return };
+        let followed = Followed { server, task_id: upstream_id.to_owned() };
+        self.tasks.followed().insert(id.to_owned(), followed.clone());
+        self.tasks.book().mirrored(id, created, now_ms());
+        let every = created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(crate::tasks::POLL_INTERVAL_MS);
+        let every = Duration::from_millis(every.clamp(FOLLOW_EVERY.0, FOLLOW_EVERY.1));
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            while self.tasks.book().is_open(&id) {
+                tokio::time::sleep(every).await;
+                self.look(&id, &followed).await;
+            }
+            self.tasks.followed().remove(&id);
+        });
+    }
+
+    /// Asks the upstream about the task `id` follows and takes its answer over.
+    async fn look(&self, id: &str, followed: &Followed) {
+        let answer =
+            followed.server.forward("tasks/get", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT).await;
+        let upstream = match answer {
+            Ok(upstream) => upstream,
+            Err(err) => json!({"status": "failed", "error": failure(&err)}),
+        };
+        self.tasks.book().mirrored(id, &upstream, now_ms());
     }
 
     /// [`Request::TaskGet`].
@@ -243,15 +308,37 @@ impl Hangar {
             run.abort();
         }
         self.tasks.calls().remove(task_id);
+        if let Some(followed) = self.tasks.followed().remove(task_id) {
+            tokio::spawn(async move {
+                let _ = followed
+                    .server
+                    .forward("tasks/cancel", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT)
+                    .await;
+            });
+        }
         Ok(Reply::Task(json!({})))
     }
 
     /// [`Request::TaskUpdate`]: once every question is answered, the call runs again with the
     /// answers (`inputResponses`) and the upstream's `requestState`.
-    pub(super) fn task_update(&self, caller: &Caller, task_id: &str, responses: &Value) -> Result<Reply, IpcError> {
+    pub(super) async fn task_update(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        responses: &Value,
+    ) -> Result<Reply, IpcError> {
         let Some(responses) = responses.as_object() else {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "inputResponses must be an object"));
         };
+        self.tasks.book().get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        let followed = self.tasks.followed().get(task_id).cloned();
+        if let Some(followed) = followed {
+            // The upstream's task takes the answers itself; ours looks again at once.
+            let params = upstream_params(&followed.task_id, Some(Value::Object(responses.clone())));
+            followed.server.forward("tasks/update", params, FOLLOW_TIMEOUT).await?;
+            self.look(task_id, &followed).await;
+            return Ok(Reply::Task(json!({})));
+        }
         let update = self
             .tasks
             .book()
@@ -275,6 +362,34 @@ impl Hangar {
         }
         Ok(Reply::Task(json!({})))
     }
+}
+
+/// How long a forwarded `tasks/*` request to an upstream may take.
+const FOLLOW_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a followed upstream task is asked about, at most and at least.
+const FOLLOW_EVERY: (u64, u64) = (100, 5000);
+
+/// Whether a call's result is an upstream's own `CreateTaskResult`.
+fn is_task(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("task")
+        && result.get("taskId").is_some_and(Value::is_string)
+}
+
+/// The params of a `tasks/*` request to an upstream about its task `task_id`, declaring the
+/// extension (an upstream gates these methods on it).
+fn upstream_params(task_id: &str, input_responses: Option<Value>) -> Value {
+    let mut params = json!({
+        "taskId": task_id,
+        "_meta": {META_CLIENT_CAPABILITIES: {"extensions": {EXTENSION_TASKS: {}}}},
+    });
+    if let Some(responses) = input_responses {
+        params["inputResponses"] = responses;
+    }
+    params
+}
+
+fn call_server(tasks: &Tasks, id: &str) -> Option<Arc<Server>> {
+    tasks.calls().get(id).and_then(|c| c.server.clone())
 }
 
 /// Aborts a call whose caller is gone, unless disarmed (it became a task).

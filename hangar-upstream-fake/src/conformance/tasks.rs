@@ -4,7 +4,9 @@
 //! take them (`execution.taskSupport`) and takes its time, and the gateway in front of it makes
 //! the tasks. A slow fixture answers after a pause longer than a gateway's shortcut.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -28,7 +30,67 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("confirm_delete", "Asks to confirm deleting `filename` (after a second), then answers.", "optional"),
     ("multi_input", "Asks two questions at once (after a second), then answers.", "optional"),
     ("test_tool_with_task", "Asks for a name at once, then works a second and greets it.", "required"),
+    (NATIVE, "Makes a task of its own (for a client that takes tasks), done after a second.", "optional"),
 ];
+
+/// The one fixture that makes tasks itself, as a task-aware upstream would; the gateway follows
+/// its task under an id of its own (pass-through).
+const NATIVE: &str = "native_task_job";
+const NATIVE_RESULT: &str = "The native task is done.";
+
+/// The tasks `native_task_job` made: when each was made, and whether it was cancelled.
+#[derive(Debug, Default)]
+pub struct NativeTasks(Mutex<HashMap<String, (Instant, bool)>>);
+
+impl NativeTasks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, bool)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn create(&self) -> Value {
+        let mut tasks = self.lock();
+        let id = format!("native-{}", tasks.len() + 1);
+        tasks.insert(id.clone(), (Instant::now(), false));
+        json!({"resultType": "task", "taskId": id, "status": "working", "createdAt": CREATED_AT,
+            "lastUpdatedAt": CREATED_AT, "ttlMs": 60000, "pollIntervalMs": 100})
+    }
+
+    /// `tasks/get` and `tasks/cancel` for its own tasks (`tasks/update`: nothing to answer).
+    pub fn handle(&self, method: &str, req: &Req) -> Answer {
+        let Some(id) = req.params.get("taskId").and_then(Value::as_str) else {
+            return Answer::invalid("taskId must be a string");
+        };
+        let mut tasks = self.lock();
+        let Some(task) = tasks.get_mut(id) else { return Answer::invalid(format!("no task {id}")) };
+        match method {
+            "tasks/cancel" => {
+                task.1 = true;
+                Answer::Result(json!({}))
+            }
+            "tasks/get" => {
+                let mut out =
+                    json!({"taskId": id, "createdAt": CREATED_AT, "lastUpdatedAt": CREATED_AT, "ttlMs": 60000});
+                if task.1 {
+                    out["status"] = json!("cancelled");
+                } else if task.0.elapsed() >= PAUSE {
+                    out["status"] = json!("completed");
+                    out["result"] = tool_result(vec![content::text(NATIVE_RESULT)]);
+                } else {
+                    out["status"] = json!("working");
+                }
+                Answer::Result(out)
+            }
+            _ => Answer::Result(json!({})),
+        }
+    }
+}
+
+const CREATED_AT: &str = "2026-01-01T00:00:00Z";
+
+/// Whether the request's client takes tasks.
+fn takes_tasks(req: &Req) -> bool {
+    req.has_extension("io.modelcontextprotocol/tasks")
+}
 
 pub fn definitions() -> Vec<Value> {
     FIXTURES
@@ -48,7 +110,7 @@ pub fn definitions() -> Vec<Value> {
 }
 
 /// The fixture's answer, or `None` if `name` is no task fixture.
-pub fn call(req: &Req, peer: &dyn Peer, name: &str, args: &Map<String, Value>) -> Option<Answer> {
+pub fn call(native: &NativeTasks, req: &Req, peer: &dyn Peer, name: &str, args: &Map<String, Value>) -> Option<Answer> {
     let arg = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let answered = |text: String| Answer::Result(tool_result(vec![content::text(&text)]));
     Some(match name {
@@ -69,6 +131,11 @@ pub fn call(req: &Req, peer: &dyn Peer, name: &str, args: &Map<String, Value>) -
         "confirm_delete" => confirm_delete(req, peer, &arg("filename")),
         "multi_input" => multi_input(req, peer),
         "test_tool_with_task" => with_task(req, peer),
+        NATIVE if takes_tasks(req) => Answer::Result(native.create()),
+        NATIVE => {
+            std::thread::sleep(PAUSE);
+            answered(NATIVE_RESULT.to_owned())
+        }
         _ => return None,
     })
 }

@@ -116,7 +116,7 @@ pub fn call(server: &Server, req: &Req, peer: &dyn Peer) -> Answer {
         Ok(args) => args,
         Err(e) => return e,
     };
-    if let Some(answer) = tasks::call(req, peer, name, &args) {
+    if let Some(answer) = tasks::call(&server.native_tasks, req, peer, name, &args) {
         return answer;
     }
     let listed = CATALOGUE.iter().any(|(n, ..)| *n == name) || (name == DYNAMIC_TOOL && server.dynamic_tool());

@@ -198,3 +198,38 @@ fn an_upstream_asking_for_input_parks_the_task_until_every_answer_is_in() {
     let refused = hangar.mcp("tools/call", json!({"name": "failing_job", "arguments": {}}));
     assert_eq!((refused.status, refused.body["error"]["code"].as_i64()), (400, Some(-32021)), "{}", refused.text);
 }
+
+#[test]
+fn an_upstreams_own_task_is_passed_through_under_an_id_of_the_hangars() {
+    let hangar = Hangar::start(
+        "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
+    );
+    let takes_tasks = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}});
+    let get = |id: &str| {
+        let response = hangar.mcp_with("tasks/get", json!({"taskId": id}), takes_tasks.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{}", response.text);
+        response.body["result"].clone()
+    };
+    // The upstream answers at once with a task of its own; the client gets the hangar's.
+    let created =
+        hangar.mcp_with("tools/call", json!({"name": "native_task_job", "arguments": {}}), takes_tasks.clone(), &[]);
+    let result = &created.body["result"];
+    assert_eq!(result["resultType"], "task", "{}", created.text);
+    let id = result["taskId"].as_str().unwrap().to_owned();
+    assert!(!id.starts_with("native-"), "the upstream's id is not handed out: {id}");
+    let done = poll("the upstream's task to complete", Duration::from_secs(10), || {
+        let got = get(&id);
+        (got["status"] == "completed").then_some(got)
+    });
+    assert_eq!(
+        (done["taskId"].as_str(), &done["result"]["content"][0]["text"]),
+        (Some(id.as_str()), &json!("The native task is done."))
+    );
+    // The upstream's own id means nothing here.
+    let response =
+        hangar.mcp_with("tasks/get", json!({"taskId": "native-1"}), takes_tasks.clone(), &[("Mcp-Name", "native-1")]);
+    assert_eq!(response.body["error"]["code"].as_i64(), Some(-32602), "{}", response.text);
+    // Without the extension the upstream makes no task, and neither does the hangar.
+    let plain = hangar.mcp("tools/call", json!({"name": "native_task_job", "arguments": {}}));
+    assert_eq!(plain.body["result"]["content"][0]["text"], "The native task is done.", "{}", plain.text);
+}
