@@ -361,4 +361,31 @@ impl AsCaller {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
         self.request_relayed(Request::SessionFollow { session_id: session_id.into() })
     }
+    /// A `tools/call` that may become a task (see `Request::TaskCall`): the call's result, or a
+    /// `CreateTaskResult`. Dropping the future before it answers cancels the call.
+    pub async fn task_call(
+        &self,
+        target: Target,
+        arguments: Value,
+        extra: Option<Value>,
+        opted_in: bool,
+        shortcut_ms: u64,
+        param_headers: Option<Box<ParamHeaders>>,
+    ) -> Result<Value, IpcError> {
+        let trace = self.trace.clone();
+        let request = Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers };
+        match self.request(request).await? {
+            Reply::Called(result) | Reply::Task(result) => Ok(result),
+            _ => Err(unexpected("task call")),
+        }
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` (`Request::TaskGet` ...): the answer in
+    /// the wire's shape.
+    pub async fn task(&self, request: Request) -> Result<Value, IpcError> {
+        match self.request(request).await? {
+            Reply::Task(answer) => Ok(answer),
+            _ => Err(unexpected("task")),
+        }
+    }
 }

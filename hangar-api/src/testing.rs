@@ -142,12 +142,12 @@ impl FakeSupervisor {
                 self.call(mcp_server, tool, arguments).await
             }
             // Egress mode: no front-door name leads anywhere.
-            Request::Call { target: Target::Exposed { name }, .. } | Request::Resolve { name, .. } => {
-                Err(IpcError::new(
-                    ErrorKind::UnknownTool,
-                    hangar_core::front_door::Unknown::default().message("tool", &name),
-                ))
-            }
+            Request::Call { target: Target::Exposed { name }, .. }
+            | Request::TaskCall { target: Target::Exposed { name }, .. }
+            | Request::Resolve { name, .. } => Err(IpcError::new(
+                ErrorKind::UnknownTool,
+                hangar_core::front_door::Unknown::default().message("tool", &name),
+            )),
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
@@ -163,6 +163,12 @@ impl FakeSupervisor {
                 naming: Default::default(),
             })),
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
+            Request::TaskCall { .. }
+            | Request::TaskGet { .. }
+            | Request::TaskUpdate { .. }
+            | Request::TaskCancel { .. } => {
+                Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no tasks"))
+            }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             Request::Auth => Ok(Reply::Auth(Default::default())),
             // The fake has no profiles: everyone is the all-seeing anonymous caller.

@@ -18,7 +18,7 @@ use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolReco
 use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -200,6 +200,40 @@ pub enum Request {
     /// takes it over. Answers [`Reply::SessionEnded`] then.
     SessionFollow {
         session_id: String,
+    },
+    /// A `tools/call` that may become a task (SEP-2663), for a client that takes tasks
+    /// (`opted_in`). The supervisor runs the call; an answer within `shortcut_ms` comes back as
+    /// it is ([`Reply::Task`] with the result), a slower one as a `CreateTaskResult` while the
+    /// supervisor keeps running it. A tool whose declaration requires tasks, called by a client
+    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]).
+    TaskCall {
+        target: Target,
+        arguments: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<Value>,
+        opted_in: bool,
+        shortcut_ms: u64,
+        /// As [`Request::Call`]'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceContext>,
+        /// As [`Request::Call`]'s: checked at the call (and at every resumed run of its task).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        param_headers: Option<Box<ParamHeaders>>,
+    },
+    /// `tasks/get`: the task as its creator sees it (a `DetailedTask`); another caller's or an
+    /// unknown or expired id is [`ErrorKind::NotFound`].
+    TaskGet {
+        task_id: String,
+    },
+    /// `tasks/update`: answers to a task's `inputRequests`; the task resumes once all are in.
+    TaskUpdate {
+        task_id: String,
+        input_responses: Value,
+    },
+    /// `tasks/cancel`: stops the task's call (the upstream hears `notifications/cancelled`);
+    /// a task already finished is left as it is.
+    TaskCancel {
+        task_id: String,
     },
 }
 
@@ -391,6 +425,8 @@ pub enum Reply {
     SessionEnded,
     /// The message is on its way to the session's stream (or queued until one follows it).
     Posted,
+    /// The answer to a task request, in the tasks extension's wire shape.
+    Task(Value),
 }
 
 /// What a reload did, by server id.
@@ -501,6 +537,9 @@ pub enum ErrorKind {
     Internal,
     /// A request's `Mcp-Param-*` headers do not mirror its arguments (SEP-2243).
     HeaderMismatch,
+    /// The request needs a client capability the caller did not declare (MCP's -32021);
+    /// `details.requiredCapabilities` names it.
+    MissingCapability,
 }
 
 impl ErrorKind {
@@ -531,6 +570,7 @@ impl ErrorKind {
             ErrorKind::ProtocolMismatch => "ProtocolMismatch",
             ErrorKind::Internal => "InternalError",
             ErrorKind::HeaderMismatch => "HeaderMismatch",
+            ErrorKind::MissingCapability => "MissingCapability",
         }
     }
 
@@ -538,7 +578,7 @@ impl ErrorKind {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
-            ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch => 400,
+            ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch | ErrorKind::MissingCapability => 400,
             ErrorKind::Forbidden => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,

@@ -60,6 +60,14 @@ pub fn log_severity(level: &str) -> Option<usize> {
     LOG_LEVELS.iter().position(|known| *known == level)
 }
 
+/// The tasks extension (SEP-2663): declared under `capabilities.extensions` by a server that
+/// runs calls as tasks, and by a client (in its `_meta` client capabilities) that takes them.
+pub const EXTENSION_TASKS: &str = "io.modelcontextprotocol/tasks";
+/// The v1 `_meta` key naming a result's task; never on an inlined `tasks/get` result.
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// The methods of the tasks extension; `Mcp-Name` mirrors their `params.taskId`.
+pub const TASK_METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,10 +4,11 @@ mod audit;
 mod exposed;
 mod journal_view;
 mod upstream_words;
+mod tasks;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use hangar_core::access::{AuthConfig, Caller};
@@ -64,6 +65,10 @@ pub struct Hangar {
     sessions: Sessions,
     /// Whether the front door passes an upstream's error words on; replaced by a reload.
     upstream_words: RwLock<UpstreamWordsRule>,
+    /// Gateway-side tasks (SEP-2663), owned here so every API instance sees them.
+    tasks: tasks::Tasks,
+    /// Itself, for the calls a task keeps running after its request has been answered.
+    me: Weak<Hangar>,
 }
 
 impl Hangar {
@@ -87,7 +92,7 @@ impl Hangar {
             .map(|(id, server)| (id.clone(), Server::new(id.clone(), server.clone(), &config.recovery, shared.clone())))
             .collect();
         let front_door = AtomicBool::new(config.tool_access.mode == ToolAccessMode::FrontDoor);
-        let hangar = Arc::new(Hangar {
+        let hangar = Arc::new_cyclic(|me| Hangar {
             servers: RwLock::new(servers),
             shared,
             front_door,
@@ -101,6 +106,8 @@ impl Hangar {
             journal_reader,
             sessions: Sessions::default(),
             upstream_words: RwLock::new(UpstreamWordsRule::of(config)),
+            tasks: tasks::Tasks::default(),
+            me: me.clone(),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
@@ -193,7 +200,7 @@ impl Hangar {
     ) -> Result<Reply, IpcError> {
         let view = decide.view();
         if self.shared.shutting_down.load(Ordering::SeqCst)
-            && matches!(request, Request::Start { .. } | Request::Call { .. })
+            && matches!(request, Request::Start { .. } | Request::Call { .. } | Request::TaskCall { .. })
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
@@ -301,6 +308,12 @@ impl Hangar {
             | Request::SessionEnd { .. }
             | Request::SessionPost { .. }
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
+            request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request).await?,
+            Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
+            Request::TaskUpdate { task_id, input_responses } => {
+                self.task_update(decide.caller(), &task_id, &input_responses).await?
+            }
+            Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), &task_id)?,
         })
     }
 

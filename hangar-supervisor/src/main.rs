@@ -25,6 +25,7 @@ mod sessions;
 mod shutdown;
 mod spawn;
 mod subtree;
+mod tasks;
 mod upstream;
 
 use std::process::ExitCode;

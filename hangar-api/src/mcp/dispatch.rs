@@ -11,7 +11,7 @@ use super::era::Era;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
-use super::{custom_headers, front_door, stream, subscriptions, traced};
+use super::{custom_headers, front_door, stream, subscriptions, tasks, traced};
 use crate::state::Calling;
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
@@ -95,6 +95,7 @@ async fn tools_call(
     let wanted = stream::accepts_event_stream(headers)
         .then(|| Wanted::from_params(params.as_ref(), request.progress_token.take()))
         .flatten();
+    let opted_in = tasks::opted_in(params.as_ref());
     let mut call = ToolCall::from_params(params)?;
     if era.mirrors_params {
         call.param_headers = Some(custom_headers::read(headers)?);
@@ -103,6 +104,9 @@ async fn tools_call(
         && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era).await?
     {
         return Ok(Answer::Reply(reply));
+    }
+    if front_door::route(&call.name) == front_door::Route::Exposed {
+        return tasks::front_door_call(&app.supervisor, call, opted_in).await.map(Answer::Result);
     }
     front_door::tools_call(&app.supervisor, call).await.map(Answer::Result)
 }
@@ -120,7 +124,8 @@ async fn handle(
     let result = match method {
         "ping" => Ok(json!({})),
         "server/discover" => {
-            let capabilities = front_door::capabilities(supervisor).await;
+            let mut capabilities = front_door::capabilities(supervisor).await;
+            capabilities["extensions"] = tasks::extensions();
             Ok(json!({"supportedVersions": ALL_REVISIONS, "capabilities": capabilities, "instructions": INSTRUCTIONS}))
         }
         "subscriptions/listen" => {
@@ -139,6 +144,7 @@ async fn handle(
         "completion/complete" => front_door::complete(supervisor, params).await,
         "logging/setLevel" => front_door::set_level(supervisor, params).await,
         "resources/subscribe" | "resources/unsubscribe" => front_door::by_uri(supervisor, method, params).await,
+        "tasks/get" | "tasks/update" | "tasks/cancel" => tasks::handle(supervisor, method, params).await,
         _ => Err(RpcError::method_not_found(method)),
     };
     result.map(Answer::Result)

@@ -374,3 +374,14 @@ pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
 fn internal(err: IpcError) -> RpcError {
     RpcError::internal(err.message)
 }
+
+/// A front-door call's refusal or failure, as `tools_call` renders it: an unknown name (or no
+/// supervisor) is a JSON-RPC error, an upstream's JSON-RPC error keeps its code, anything else
+/// is an error result.
+pub fn refused_call(err: IpcError) -> Result<Value, RpcError> {
+    if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable | ErrorKind::HeaderMismatch) {
+        Err(refused(err))
+    } else {
+        upstream_failure(err)
+    }
+}

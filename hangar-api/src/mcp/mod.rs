@@ -25,6 +25,7 @@ mod reply;
 mod session;
 mod stream;
 mod subscriptions;
+mod tasks;
 mod tools;
 mod traced;
 

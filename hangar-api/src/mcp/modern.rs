@@ -6,7 +6,7 @@ use hangar_core::echo::bounded;
 use hangar_core::jsonrpc::{self, Message, RpcError};
 use hangar_core::mcp::{
     HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, MODERN_REVISION, PROTOCOL_ERRORS, UNSUPPORTED_VERSION,
+    META_SERVER_INFO, MODERN_REVISION, PROTOCOL_ERRORS, TASK_METHODS, UNSUPPORTED_VERSION,
 };
 use serde_json::{Map, Value, json};
 
@@ -22,7 +22,8 @@ use crate::state::Calling;
 /// Versions served on this path.
 const SUPPORTED: [&str; 1] = [MODERN_REVISION];
 /// What only 2026-07-28 serves.
-const OWN_METHODS: [&str; 2] = ["server/discover", "subscriptions/listen"];
+const OWN_METHODS: [&str; 5] =
+    ["server/discover", "subscriptions/listen", TASK_METHODS[0], TASK_METHODS[1], TASK_METHODS[2]];
 /// Results a client may cache (they carry `ttlMs` and `cacheScope`).
 const CACHEABLE: [&str; 6] =
     ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
@@ -117,6 +118,8 @@ fn check_mirrors(headers: &HeaderMap, method: &str, params: Option<&Value>) -> R
     let field = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        // SEP-2663's routing header: `Mcp-Name` carries the task id.
+        m if TASK_METHODS.contains(&m) => "taskId",
         _ => return Ok(()),
     };
     let in_body = params.and_then(|p| p.get(field)).and_then(Value::as_str);

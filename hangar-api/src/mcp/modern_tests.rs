@@ -203,7 +203,12 @@ async fn discover_lists_every_version_and_carries_server_info() {
     );
     assert_eq!(
         result["capabilities"],
-        json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}, "resources": {"listChanged": false}})
+        json!({
+            "tools": {"listChanged": false},
+            "prompts": {"listChanged": false},
+            "resources": {"listChanged": false},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        })
     );
     assert_eq!((result["ttlMs"].clone(), result["cacheScope"].clone()), (json!(0), json!("public")));
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "hangar");

@@ -20,6 +20,7 @@ mod resources;
 mod state_token;
 pub mod stdio;
 mod streaming;
+mod tasks;
 mod tools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +44,7 @@ pub struct Server {
     dynamic_tool: AtomicBool,
     dynamic_prompt: AtomicBool,
     signer: state_token::Signer,
+    native_tasks: tasks::NativeTasks,
 }
 
 impl Server {
@@ -117,6 +119,7 @@ impl Server {
             "prompts/list" => Answer::Result(prompts::list(self)),
             "prompts/get" => prompts::get(self, req, peer),
             "completion/complete" => completion::complete(req),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !legacy => self.native_tasks.handle(method, req),
             // Removed on 2026-07-28 (initialize, ping, ...) or never known.
             _ => Answer::error(protocol::METHOD_NOT_FOUND, "method not found"),
         }

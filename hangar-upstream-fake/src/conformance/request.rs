@@ -153,6 +153,11 @@ impl Req {
         self.capabilities.get(name).is_some_and(|c| !c.is_null())
     }
 
+    /// Whether the client declared extension `name` (under `capabilities.extensions`).
+    pub fn has_extension(&self, name: &str) -> bool {
+        self.capabilities.get("extensions").and_then(|e| e.get(name)).is_some_and(|e| !e.is_null())
+    }
+
     /// Whether a log message at `level` may be sent for this request.
     pub fn logs(&self, level: Level) -> bool {
         self.log_level.is_some_and(|min| level >= min)

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::content::{self, tool_result};
 use super::peer::Peer;
 use super::request::{Answer, Req};
-use super::{Server, asking, custom_headers, mrtr, streaming};
+use super::{Server, asking, custom_headers, mrtr, streaming, tasks};
 
 /// Served only while `test_trigger_tool_change` has switched it on.
 pub const DYNAMIC_TOOL: &str = "test_dynamic_tool";
@@ -104,6 +104,7 @@ pub fn list(server: &Server) -> Value {
             json!({"name": DYNAMIC_TOOL, "description": "Added by test_trigger_tool_change.", "inputSchema": schema}),
         );
     }
+    tools.extend(tasks::definitions());
     json!({"tools": tools})
 }
 
@@ -118,6 +119,9 @@ pub fn call(server: &Server, req: &Req, peer: &dyn Peer) -> Answer {
     };
     if name == custom_headers::TOOL {
         return custom_headers::call(req, &args);
+    }
+    if let Some(answer) = tasks::call(&server.native_tasks, req, peer, name, &args) {
+        return answer;
     }
     let listed = CATALOGUE.iter().any(|(n, ..)| *n == name) || (name == DYNAMIC_TOOL && server.dynamic_tool());
     if !listed {
@@ -193,7 +197,7 @@ mod tests {
             assert!(!tool["description"].as_str().unwrap().is_empty());
             assert_eq!(tool["inputSchema"]["type"], "object");
         }
-        assert_eq!(names(&list).len(), CATALOGUE.len() + 1, "the catalogue and the custom-headers tool");
+        assert_eq!(names(&list).len(), CATALOGUE.len() + 1 + tasks::definitions().len(), "the catalogue, the custom-headers tool and the task fixtures");
     }
 
     #[test]

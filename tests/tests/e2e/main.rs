@@ -61,4 +61,5 @@ mod stable_names;
 mod starts;
 mod status_page;
 mod systemd;
+mod tasks;
 mod traces;

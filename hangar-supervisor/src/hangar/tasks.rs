@@ -1,0 +1,423 @@
+//! Gateway-side tasks: a call that outlasts its shortcut becomes a task the supervisor owns
+//! (state, result, TTL in [`crate::tasks::Book`]), so any API instance answers `tasks/get` and
+//! an API instance's death loses nothing: the call runs on here. The rules are in
+//! `crate::tasks`; this file runs the calls and answers the task requests.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hangar_core::access::Caller;
+use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply, Request, Target};
+use hangar_core::jsonrpc::INTERNAL_ERROR;
+use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES};
+use hangar_core::policy::View;
+use serde_json::{Map, Value, json};
+use tokio::task::AbortHandle;
+
+use super::Hangar;
+use crate::server::Server;
+use crate::tasks::{Book, Refusal, Update};
+
+type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>> + Send + 'static>>;
+
+/// The most a shortcut may wait before the call becomes a task.
+const MAX_SHORTCUT: Duration = Duration::from_secs(10);
+
+/// The supervisor's tasks: the book, and the running call of each working task.
+#[derive(Default)]
+pub struct Tasks {
+    book: Mutex<Book>,
+    runs: Mutex<HashMap<String, AbortHandle>>,
+    /// What a task was made of, to run it again after `tasks/update`.
+    calls: Mutex<HashMap<String, TaskCall>>,
+    /// Tasks that follow an upstream's own task (pass-through): ours to the upstream's.
+    followed: Mutex<HashMap<String, Followed>>,
+    ids: Ids,
+}
+
+/// An upstream's own task that one of ours follows.
+#[derive(Clone)]
+struct Followed {
+    server: Arc<Server>,
+    task_id: String,
+}
+
+#[derive(Clone)]
+struct TaskCall {
+    caller: Caller,
+    target: Target,
+    arguments: Value,
+    extra: Option<Value>,
+    trace: Option<hangar_core::trace::TraceContext>,
+    /// The client's `Mcp-Param-*` headers (SEP-2243), checked by every run of the call.
+    param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
+    /// A task's call may take as long as the task lives; a plain call has the usual bound.
+    timeout_ms: Option<u64>,
+    /// The server the call goes to, once resolved (for following its own task).
+    server: Option<Arc<Server>>,
+}
+
+/// Unguessable task ids: a process-wide counter hashed under two random keys.
+#[derive(Default)]
+struct Ids {
+    keys: (RandomState, RandomState),
+    counter: AtomicU64,
+}
+
+impl Ids {
+    fn next(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        format!("{:016x}{:016x}", self.keys.0.hash_one(n), self.keys.1.hash_one(n))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Tasks {
+    fn book(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn runs(&self) -> MutexGuard<'_, HashMap<String, AbortHandle>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn calls(&self) -> MutexGuard<'_, HashMap<String, TaskCall>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn followed(&self) -> MutexGuard<'_, HashMap<String, Followed>> {
+        self.followed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops what is kept to run finished or expired tasks again: only a task waiting for
+    /// answers (or working) needs its call.
+    fn forget_gone(&self) {
+        let mut book = self.book();
+        book.expire(now_ms());
+        self.calls().retain(|id, _| book.is_open(id));
+        self.runs().retain(|id, run| book.is_open(id) && !run.is_finished());
+        self.followed().retain(|id, _| book.is_open(id));
+    }
+}
+
+/// How a tool declares tasks (`execution.taskSupport`): `required`, `optional` or `forbidden`
+/// (absent: the gateway may run it as a task of its own).
+fn task_support(declared: Option<&Value>) -> Option<String> {
+    declared?.get("execution")?.get("taskSupport")?.as_str().map(str::to_owned)
+}
+
+/// The refusal of a tool that needs tasks, for a client that does not take them.
+fn needs_tasks() -> IpcError {
+    IpcError::new(
+        ErrorKind::MissingCapability,
+        format!("this tool runs only as a task: declare the {EXTENSION_TASKS} extension"),
+    )
+    .with_details(json!({"requiredCapabilities": {"extensions": {EXTENSION_TASKS: {}}}}))
+}
+
+/// The client's params for the upstream without the tasks extension: the hangar owns the task,
+/// so the upstream is not invited to make one of its own.
+fn without_tasks_extension(mut extra: Option<Value>) -> Option<Value> {
+    if let Some(extensions) = extra
+        .as_mut()
+        .and_then(|e| e.get_mut("_meta"))
+        .and_then(|m| m.get_mut(META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get_mut("extensions"))
+        .and_then(Value::as_object_mut)
+    {
+        extensions.remove(EXTENSION_TASKS);
+    }
+    extra
+}
+
+impl Hangar {
+    /// The declaration of the tool `target` leads to, as `view` sees it (`None` if it leads
+    /// nowhere: the call itself then says why).
+    async fn declaration(&self, view: &View, target: &Target) -> Option<(Arc<Server>, Value)> {
+        let (server, tool) = match target {
+            Target::Tool { mcp_server, tool } => (self.visible(view, mcp_server).ok()?, tool.clone()),
+            Target::Exposed { name } => self.resolve(view, name).await.ok()?,
+        };
+        let declared = server
+            .declared_tools()
+            .into_iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str()))?;
+        Some((server, declared))
+    }
+
+    /// [`Request::TaskCall`].
+    pub(super) async fn task_call(&self, caller: &Caller, view: &View, request: Request) -> Result<Reply, IpcError> {
+        let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers } = request else {
+            return Err(IpcError::new(ErrorKind::Internal, "not a task call"));
+        };
+        let (server, declared) = self.declaration(view, &target).await.unzip();
+        let support = task_support(declared.as_ref());
+        if support.as_deref() == Some("required") && !opted_in {
+            return Err(needs_tasks());
+        }
+        // An upstream that declares task support may make a task of its own, which ours then
+        // follows; any other is not invited to.
+        let knows_tasks = matches!(support.as_deref(), Some("optional" | "required"));
+        let extra = if knows_tasks { extra } else { without_tasks_extension(extra) };
+        let mut call =
+            TaskCall { caller: caller.clone(), target, arguments, extra, trace, param_headers, timeout_ms: None, server };
+        let Some(me) = self.me.upgrade() else {
+            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
+        };
+        if !opted_in || support.as_deref() == Some("forbidden") {
+            return me.run_call(call, None).await.map(Reply::Called);
+        }
+        call.timeout_ms = Some(crate::tasks::TTL_MS);
+        let running = {
+            let (me, call) = (me.clone(), call.clone());
+            tokio::spawn(me.run_call(call, None))
+        };
+        // A caller that gives up within the shortcut stops the call, as it would a plain one.
+        let mut unattended = AbortOnDrop(Some(running.abort_handle()));
+        let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
+        let mut running = running;
+        let mut inline_task = None;
+        if let Ok(answered) = tokio::time::timeout(shortcut, &mut running).await {
+            match answered.unwrap_or_else(|_| Err(IpcError::new(ErrorKind::Internal, "the call's task ended"))) {
+                Ok(result) if is_task(&result) && call.server.is_some() => inline_task = Some(result),
+                answered => return answered.map(Reply::Called),
+            }
+        }
+        // Slower than the shortcut: a task, durably in the book before it is answered.
+        let id = self.tasks.ids.next();
+        let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
+        let created = match created {
+            Ok(created) => created,
+            Err(Refusal::Full | Refusal::Unknown) => {
+                tracing::warn!("the task book is full; the call runs without a task");
+                return running
+                    .await
+                    .unwrap_or_else(|_| Err(IpcError::new(ErrorKind::Internal, "the call's task ended")))
+                    .map(Reply::Called);
+            }
+        };
+        unattended.0 = None;
+        self.tasks.forget_gone();
+        self.tasks.calls().insert(id.clone(), call);
+        if let Some(upstream_task) = inline_task {
+            me.clone().follow(&id, call_server(&self.tasks, &id), &upstream_task);
+            return Ok(Reply::Task(created));
+        }
+        let abort = running.abort_handle();
+        self.tasks.runs().insert(id.clone(), abort);
+        tokio::spawn(me.clone().settle(id, 0, running));
+        Ok(Reply::Task(created))
+    }
+
+    /// Makes the call (audited and admitted like any call) as the task's creator. Boxed and
+    /// `Send` by declaration: a task's call is a request of its own, answered by `handle`.
+    fn run_call(self: Arc<Self>, call: TaskCall, resume: Option<Map<String, Value>>) -> RunningCall {
+        Box::pin(async move {
+            let mut extra = call.extra.clone();
+            if let Some(resume) = resume {
+                let mut params = match extra.take() {
+                    Some(Value::Object(params)) => params,
+                    _ => Map::new(),
+                };
+                params.extend(resume);
+                extra = Some(Value::Object(params));
+            }
+            let request = Request::Call {
+                target: call.target.clone(),
+                arguments: call.arguments.clone(),
+                timeout_ms: call.timeout_ms,
+                relay: Relay::default(),
+                extra,
+                trace: call.trace.clone(),
+                param_headers: call.param_headers.clone(),
+            };
+            match self.handle(&call.caller, request, None).await {
+                Outcome::Ok(Reply::Called(result)) => Ok(result),
+                Outcome::Ok(_) => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
+                Outcome::Err(err) => Err(err),
+            }
+        })
+    }
+
+    /// Waits for run `run` of task `id` and writes its outcome into the book.
+    async fn settle(self: Arc<Self>, id: String, run: u64, running: tokio::task::JoinHandle<Result<Value, IpcError>>) {
+        let outcome = running.await;
+        let now = now_ms();
+        match outcome {
+            Ok(Ok(result)) if is_task(&result) => {
+                let server = call_server(&self.tasks, &id);
+                self.clone().follow(&id, server, &result);
+            }
+            Ok(Ok(result)) => self.tasks.book().answered(&id, run, result, now),
+            Ok(Err(err)) => self.tasks.book().failed(&id, run, failure(&err), now),
+            // Aborted: cancelled, and the book says so already.
+            Err(_) => {}
+        }
+        if !self.tasks.book().is_open(&id) {
+            self.tasks.calls().remove(&id);
+        }
+        let mut runs = self.tasks.runs();
+        if runs.get(&id).is_some_and(|h| h.is_finished()) {
+            runs.remove(&id);
+        }
+    }
+
+    /// Task `id` follows the upstream's own task that `created` announced: asked about every
+    /// poll interval until it finishes (here or there).
+    fn follow(self: Arc<Self>, id: &str, server: Option<Arc<Server>>, created: &Value) {
+        let (Some(server), Some(upstream_id)) = (server, created.get("taskId").and_then(Value::as_str)) else { return };
+        let followed = Followed { server, task_id: upstream_id.to_owned() };
+        self.tasks.followed().insert(id.to_owned(), followed.clone());
+        self.tasks.book().mirrored(id, created, now_ms());
+        let every = created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(crate::tasks::POLL_INTERVAL_MS);
+        let every = Duration::from_millis(every.clamp(FOLLOW_EVERY.0, FOLLOW_EVERY.1));
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            while self.tasks.book().is_open(&id) {
+                tokio::time::sleep(every).await;
+                self.look(&id, &followed).await;
+            }
+            self.tasks.followed().remove(&id);
+        });
+    }
+
+    /// Asks the upstream about the task `id` follows and takes its answer over.
+    async fn look(&self, id: &str, followed: &Followed) {
+        let answer =
+            followed.server.forward("tasks/get", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT).await;
+        let upstream = match answer {
+            Ok(upstream) => upstream,
+            Err(err) => json!({"status": "failed", "error": failure(&err)}),
+        };
+        self.tasks.book().mirrored(id, &upstream, now_ms());
+    }
+
+    /// [`Request::TaskGet`].
+    pub(super) fn task_get(&self, caller: &Caller, task_id: &str) -> Result<Reply, IpcError> {
+        let mut book = self.tasks.book();
+        let task = book.get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        Ok(Reply::Task(task.detailed()))
+    }
+
+    /// [`Request::TaskCancel`]: the book first, then the run (dropping it tells the upstream).
+    pub(super) fn task_cancel(&self, caller: &Caller, task_id: &str) -> Result<Reply, IpcError> {
+        let stop = self.tasks.book().cancel(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        if stop && let Some(run) = self.tasks.runs().remove(task_id) {
+            run.abort();
+        }
+        self.tasks.calls().remove(task_id);
+        if let Some(followed) = self.tasks.followed().remove(task_id) {
+            tokio::spawn(async move {
+                let _ = followed
+                    .server
+                    .forward("tasks/cancel", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT)
+                    .await;
+            });
+        }
+        Ok(Reply::Task(json!({})))
+    }
+
+    /// [`Request::TaskUpdate`]: once every question is answered, the call runs again with the
+    /// answers (`inputResponses`) and the upstream's `requestState`.
+    pub(super) async fn task_update(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        responses: &Value,
+    ) -> Result<Reply, IpcError> {
+        let Some(responses) = responses.as_object() else {
+            return Err(IpcError::new(ErrorKind::InvalidArgument, "inputResponses must be an object"));
+        };
+        self.tasks.book().get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        let followed = self.tasks.followed().get(task_id).cloned();
+        if let Some(followed) = followed {
+            // The upstream's task takes the answers itself; ours looks again at once.
+            let params = upstream_params(&followed.task_id, Some(Value::Object(responses.clone())));
+            followed.server.forward("tasks/update", params, FOLLOW_TIMEOUT).await?;
+            self.look(task_id, &followed).await;
+            return Ok(Reply::Task(json!({})));
+        }
+        let update = self
+            .tasks
+            .book()
+            .update(&caller.identity, task_id, responses, now_ms())
+            .map_err(|r| refused(&r, task_id))?;
+        if let Update::Resume { input_responses, request_state, run } = update {
+            let call = self.tasks.calls().get(task_id).cloned();
+            let me = self.me.upgrade();
+            if let (Some(call), Some(me)) = (call, me) {
+                let mut resume = Map::from_iter([("inputResponses".to_owned(), input_responses)]);
+                if let Some(state) = request_state {
+                    resume.insert("requestState".into(), state);
+                }
+                let running = {
+                    let me = me.clone();
+                    tokio::spawn(me.run_call(call, Some(resume)))
+                };
+                self.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
+                tokio::spawn(me.settle(task_id.to_owned(), run, running));
+            }
+        }
+        Ok(Reply::Task(json!({})))
+    }
+}
+
+/// How long a forwarded `tasks/*` request to an upstream may take.
+const FOLLOW_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a followed upstream task is asked about, at most and at least.
+const FOLLOW_EVERY: (u64, u64) = (100, 5000);
+
+/// Whether a call's result is an upstream's own `CreateTaskResult`.
+fn is_task(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("task")
+        && result.get("taskId").is_some_and(Value::is_string)
+}
+
+/// The params of a `tasks/*` request to an upstream about its task `task_id`, declaring the
+/// extension (an upstream gates these methods on it).
+fn upstream_params(task_id: &str, input_responses: Option<Value>) -> Value {
+    let mut params = json!({
+        "taskId": task_id,
+        "_meta": {META_CLIENT_CAPABILITIES: {"extensions": {EXTENSION_TASKS: {}}}},
+    });
+    if let Some(responses) = input_responses {
+        params["inputResponses"] = responses;
+    }
+    params
+}
+
+fn call_server(tasks: &Tasks, id: &str) -> Option<Arc<Server>> {
+    tasks.calls().get(id).and_then(|c| c.server.clone())
+}
+
+/// Aborts a call whose caller is gone, unless disarmed (it became a task).
+struct AbortOnDrop(Option<AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// A task's `error`: the upstream's JSON-RPC code where it answered one, in the hangar's words.
+fn failure(err: &IpcError) -> Value {
+    let code =
+        err.details.as_ref().and_then(|d| d.get("jsonrpc_code")).and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR);
+    json!({"code": code, "message": err.message, "data": {"error_type": err.kind.as_str()}})
+}
+
+fn refused(refusal: &Refusal, task_id: &str) -> IpcError {
+    let task_id = hangar_core::echo::bounded(task_id);
+    match refusal {
+        Refusal::Unknown => IpcError::new(ErrorKind::NotFound, format!("no task {task_id} (unknown or expired)")),
+        Refusal::Full => IpcError::new(ErrorKind::ConcurrencyLimited, "too many tasks"),
+    }
+}

@@ -1,0 +1,290 @@
+//! Gateway-side tasks (SEP-2663): the book of every task the supervisor runs, and its rules.
+//!
+//! Pure: callers pass the time (milliseconds since the Unix epoch) and do the running; this
+//! file only decides. A task belongs to the identity that created it: to anyone else it does
+//! not exist. A task is kept for its `ttl_ms` from creation, then forgotten (an expired id
+//! reads as unknown, as the spec's `-32602` says); a book holds at most [`MAX_LIVE`] tasks and
+//! a result of at most [`MAX_RESULT_BYTES`].
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+/// How long a task is kept after its creation.
+pub const TTL_MS: u64 = 60 * 60 * 1000;
+/// How often a client is told to poll.
+pub const POLL_INTERVAL_MS: u64 = 500;
+/// The most tasks kept at once (over every identity); past it a call runs without a task.
+pub const MAX_LIVE: usize = 1024;
+/// The largest result a task keeps; a larger one fails the task (the result is dropped).
+pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
+/// The JSON-RPC code of a failed task whose result was too large (`-32603`, internal error).
+const INTERNAL_ERROR: i64 = -32603;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// One task.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: String,
+    pub owner: String,
+    pub status: Status,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    pub ttl_ms: u64,
+    /// The call's result (completed) or its JSON-RPC error (failed).
+    result: Option<Value>,
+    error: Option<Value>,
+    /// Questions still unanswered (input_required), by the upstream's keys.
+    pending: Map<String, Value>,
+    /// Answers gathered so far in this round.
+    answers: Map<String, Value>,
+    /// The upstream's `requestState` of the round that asked.
+    request_state: Option<Value>,
+    /// Bumped at every run, so a stale run's outcome is ignored.
+    pub run: u64,
+}
+
+/// Why a task request was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Unknown, expired, or another identity's.
+    Unknown,
+    /// The book is full.
+    Full,
+}
+
+/// What `update` asks the caller to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// Nothing more: still waiting for other answers (or not waiting for any).
+    Acknowledged,
+    /// Every question is answered: run the call again with these `inputResponses` and
+    /// `requestState`, as run number `run`.
+    Resume { input_responses: Value, request_state: Option<Value>, run: u64 },
+}
+
+#[derive(Debug, Default)]
+pub struct Book {
+    tasks: HashMap<String, Task>,
+}
+
+impl Book {
+    /// Forgets tasks past their TTL.
+    pub fn expire(&mut self, now_ms: u64) {
+        self.tasks.retain(|_, t| now_ms < t.created_at_ms.saturating_add(t.ttl_ms));
+    }
+
+    /// A new working task of `owner`, known by `id` (the caller draws it: unguessable).
+    pub fn create(&mut self, id: String, owner: &str, now_ms: u64) -> Result<&Task, Refusal> {
+        self.expire(now_ms);
+        if self.tasks.len() >= MAX_LIVE {
+            return Err(Refusal::Full);
+        }
+        let task = Task {
+            id: id.clone(),
+            owner: owner.to_owned(),
+            status: Status::Working,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            ttl_ms: TTL_MS,
+            result: None,
+            error: None,
+            pending: Map::new(),
+            answers: Map::new(),
+            request_state: None,
+            run: 0,
+        };
+        Ok(self.tasks.entry(id).or_insert(task))
+    }
+
+    /// Whether task `id` lives and is not finished (working, or waiting for answers).
+    pub fn is_open(&self, id: &str) -> bool {
+        self.tasks.get(id).is_some_and(|t| !t.status.is_terminal())
+    }
+
+    /// `owner`'s task `id`, if it lives.
+    pub fn get(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<&Task, Refusal> {
+        self.expire(now_ms);
+        self.tasks.get(id).filter(|t| t.owner == owner).ok_or(Refusal::Unknown)
+    }
+
+    fn get_mut(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<&mut Task, Refusal> {
+        self.expire(now_ms);
+        self.tasks.get_mut(id).filter(|t| t.owner == owner).ok_or(Refusal::Unknown)
+    }
+
+    /// Run `run` of task `id` answered `result` (a `tools/call` result): a tool error is
+    /// `completed` with `isError`, an `input_required` result parks the task for answers, a
+    /// result over [`MAX_RESULT_BYTES`] fails it. Ignored if the task is finished (cancelled)
+    /// or the run is stale.
+    pub fn answered(&mut self, id: &str, run: u64, result: Value, now_ms: u64) {
+        let Some(task) = self.tasks.get_mut(id).filter(|t| t.run == run && !t.status.is_terminal()) else { return };
+        task.updated_at_ms = now_ms;
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            task.status = Status::InputRequired;
+            task.pending = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+            task.answers = Map::new();
+            task.request_state = result.get("requestState").cloned();
+            return;
+        }
+        if serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len()) > MAX_RESULT_BYTES {
+            task.status = Status::Failed;
+            task.error =
+                Some(json!({"code": INTERNAL_ERROR, "message": "the task's result is larger than the hangar keeps"}));
+            return;
+        }
+        task.status = Status::Completed;
+        task.result = Some(inlined(result));
+    }
+
+    /// Run `run` of task `id` failed with a JSON-RPC error `{code, message, data?}`.
+    pub fn failed(&mut self, id: &str, run: u64, error: Value, now_ms: u64) {
+        let Some(task) = self.tasks.get_mut(id).filter(|t| t.run == run && !t.status.is_terminal()) else { return };
+        task.updated_at_ms = now_ms;
+        task.status = Status::Failed;
+        task.error = Some(error);
+    }
+
+    /// Task `id` follows an upstream's own task (pass-through): `upstream` is that task as the
+    /// upstream's `tasks/get` answered it. Its status, result, error and questions are taken
+    /// over (the id is ours); an unknown status changes nothing. Ignored once finished here.
+    pub fn mirrored(&mut self, id: &str, upstream: &Value, now_ms: u64) {
+        let Some(task) = self.tasks.get_mut(id).filter(|t| !t.status.is_terminal()) else { return };
+        let status = match upstream.get("status").and_then(Value::as_str) {
+            Some("working") => Status::Working,
+            Some("input_required") => Status::InputRequired,
+            Some("completed") => Status::Completed,
+            Some("failed") => Status::Failed,
+            Some("cancelled") => Status::Cancelled,
+            _ => return,
+        };
+        if status != task.status {
+            task.updated_at_ms = now_ms;
+        }
+        task.status = status;
+        task.pending = upstream.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+        task.result = upstream.get("result").cloned().map(inlined);
+        task.error = upstream.get("error").cloned();
+    }
+
+    /// Cancels `owner`'s task `id`: whether its run must be stopped (false for a finished one,
+    /// which stays as it was: cancelling it again is no error).
+    pub fn cancel(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<bool, Refusal> {
+        let task = self.get_mut(owner, id, now_ms)?;
+        if task.status.is_terminal() {
+            return Ok(false);
+        }
+        task.status = Status::Cancelled;
+        task.updated_at_ms = now_ms;
+        task.pending.clear();
+        Ok(true)
+    }
+
+    /// Answers to some of a parked task's questions. Answers to keys not asked are ignored;
+    /// once every question has an answer the task works again and the caller resumes it.
+    pub fn update(
+        &mut self,
+        owner: &str,
+        id: &str,
+        responses: &Map<String, Value>,
+        now_ms: u64,
+    ) -> Result<Update, Refusal> {
+        let task = self.get_mut(owner, id, now_ms)?;
+        if task.status != Status::InputRequired {
+            return Ok(Update::Acknowledged);
+        }
+        for (key, answer) in responses {
+            if task.pending.remove(key).is_some() {
+                task.answers.insert(key.clone(), answer.clone());
+            }
+        }
+        task.updated_at_ms = now_ms;
+        if !task.pending.is_empty() {
+            return Ok(Update::Acknowledged);
+        }
+        task.status = Status::Working;
+        task.run += 1;
+        let input_responses = Value::Object(std::mem::take(&mut task.answers));
+        Ok(Update::Resume { input_responses, request_state: task.request_state.take(), run: task.run })
+    }
+}
+
+impl Task {
+    /// The `DetailedTask` of `tasks/get` (without `resultType`, which the era adds).
+    pub fn detailed(&self) -> Value {
+        let mut out = self.envelope();
+        match self.status {
+            Status::Completed => out["result"] = self.result.clone().unwrap_or_else(|| json!({"content": []})),
+            Status::Failed => {
+                out["error"] =
+                    self.error.clone().unwrap_or_else(|| json!({"code": INTERNAL_ERROR, "message": "the task failed"}))
+            }
+            Status::InputRequired => out["inputRequests"] = Value::Object(self.pending.clone()),
+            Status::Working | Status::Cancelled => {}
+        }
+        out
+    }
+
+    /// The `CreateTaskResult` answered to the call that made the task.
+    pub fn created(&self) -> Value {
+        let mut out = self.envelope();
+        out["resultType"] = json!("task");
+        out
+    }
+
+    fn envelope(&self) -> Value {
+        json!({
+            "taskId": self.id,
+            "status": self.status.as_str(),
+            "createdAt": rfc3339(self.created_at_ms),
+            "lastUpdatedAt": rfc3339(self.updated_at_ms),
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        })
+    }
+}
+
+/// A result as `tasks/get` inlines it: without its own `resultType` (the task's status says
+/// it) and without the v1 related-task `_meta` (the task id is at the root).
+fn inlined(mut result: Value) -> Value {
+    if let Some(map) = result.as_object_mut() {
+        map.remove("resultType");
+        if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+            meta.remove(hangar_core::mcp::META_RELATED_TASK);
+        }
+    }
+    result
+}
+
+fn rfc3339(ms: u64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+#[cfg(test)]
+#[path = "tasks_tests.rs"]
+mod tests;

@@ -1,0 +1,235 @@
+//! Tasks (SEP-2663) through the front door: a slow call becomes a task the supervisor owns, so
+//! another API instance answers `tasks/get` for it, the death of the instance that made it loses
+//! nothing, `tasks/cancel` reaches the upstream as `notifications/cancelled`, a client that did
+//! not declare the extension gets -32021, and another identity does not see the task.
+
+use std::time::Duration;
+
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{Hangar, key_hash, poll};
+
+const ALICE: &str = "alice-key-0123456789";
+const BOB: &str = "bob-key-0123456789";
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// A hangar on a config with two keys and a slow upstream.
+fn hangar() -> Hangar {
+    Hangar::start(&format!(
+        "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n    - {{name: bob, hash: \"{}\"}}\n\
+         mcp_servers:\n  slow:\n    command: [\"{{fake}}\", \"--tools\", \"sleep,echo\"]\n",
+        key_hash(ALICE),
+        key_hash(BOB),
+    ))
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder().http_status_as_error(false).build().into()
+}
+
+/// A 2026-07-28 request as `key`'s holder; `takes_tasks` declares the extension. Answers the
+/// HTTP status and the JSON-RPC body.
+fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Value) {
+    let capabilities = if takes_tasks { json!({"extensions": {TASKS: {}}}) } else { json!({}) };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = agent()
+        .post(&format!("{base}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .header("X-API-Key", key);
+    if let Some(name) = &name {
+        request = request.header("Mcp-Name", name.as_str());
+    }
+    let mut response = request.send(body.to_string().as_bytes()).unwrap();
+    let status = response.status().as_u16();
+    (status, response.body_mut().read_json().unwrap_or(Value::Null))
+}
+
+fn task_get(base: &str, key: &str, task_id: &str) -> (u16, Value) {
+    mcp(base, key, "tasks/get", json!({"taskId": task_id}), true)
+}
+
+fn cancellations(base: &str) -> usize {
+    let mut response =
+        agent().get(&format!("{base}/api/mcp_servers/slow/logs?lines=1000")).header("X-API-Key", ALICE).call().unwrap();
+    let logs: Value = response.body_mut().read_json().unwrap_or(Value::Null);
+    logs["logs"].as_array().map_or(0, |lines| {
+        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
+    })
+}
+
+#[test]
+fn a_task_outlives_the_api_that_made_it_and_only_its_creator_sees_it() {
+    let hangar = hangar();
+    let first = hangar.extra_api(&[]);
+    let first_base = format!("http://{}", first.addr);
+    let second_base = hangar.base.clone();
+
+    // Without the extension the same call is answered as it is, however long it takes.
+    let (status, plain) =
+        mcp(&first_base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 400}}), false);
+    assert_eq!((status, plain["result"]["resultType"].as_str()), (200, Some("complete")), "{plain}");
+    assert!(plain["result"].get("taskId").is_none(), "{plain}");
+
+    // With it, a call slower than the shortcut becomes a task.
+    let (status, created) =
+        mcp(&first_base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}}), true);
+    assert_eq!(status, 200, "{created}");
+    let created = &created["result"];
+    assert_eq!(
+        (created["resultType"].as_str(), created["status"].as_str()),
+        (Some("task"), Some("working")),
+        "{created}"
+    );
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+
+    // The instance that made it dies; the other answers for the task, which runs on.
+    drop(first); // SIGKILL
+    let done = poll("the task to complete", Duration::from_secs(20), || {
+        let (status, body) = task_get(&second_base, ALICE, &task_id);
+        assert_eq!(status, 200, "{body}");
+        (body["result"]["status"] == "completed").then_some(body)
+    });
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "slept 1500 ms", "{done}");
+
+    // Another identity: no such task.
+    let (status, other) = task_get(&second_base, BOB, &task_id);
+    assert_eq!((status, other["error"]["code"].as_i64()), (200, Some(-32602)), "{other}");
+    // A request that does not declare the extension: -32021, naming it.
+    let (status, gated) = mcp(&second_base, ALICE, "tasks/get", json!({"taskId": task_id}), false);
+    assert_eq!((status, gated["error"]["code"].as_i64()), (400, Some(-32021)), "{gated}");
+    assert!(gated["error"]["data"]["requiredCapabilities"]["extensions"].get(TASKS).is_some(), "{gated}");
+    // Mcp-Name must mirror the task id.
+    let (status, _) = mcp(&second_base, ALICE, "tasks/get", json!({"taskId": "not-it"}), true);
+    assert_eq!(status, 200, "an unknown id with a matching header is a -32602 answer");
+}
+
+#[test]
+fn cancelling_a_task_cancels_its_call_upstream() {
+    let hangar = hangar();
+    let base = hangar.base.clone();
+    let (_, created) = mcp(&base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}), true);
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    assert_eq!(cancellations(&base), 0);
+
+    // Bob cannot cancel Alice's task.
+    let (_, refused) = mcp(&base, BOB, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(refused["error"]["code"].as_i64(), Some(-32602), "{refused}");
+
+    let (status, ack) = mcp(&base, ALICE, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(status, 200, "{ack}");
+    assert_eq!(ack["result"]["resultType"], "complete");
+    assert!(ack["result"].get("status").is_none() && ack["result"].get("taskId").is_none(), "an empty ack: {ack}");
+    let (_, cancelled) = task_get(&base, ALICE, &task_id);
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    poll("the upstream to hear the call is cancelled", Duration::from_secs(10), || {
+        (cancellations(&base) == 1).then_some(())
+    });
+    // Cancelling again is the same empty ack.
+    let (_, again) = mcp(&base, ALICE, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(again["result"]["resultType"], "complete", "{again}");
+}
+
+#[test]
+fn an_upstream_asking_for_input_parks_the_task_until_every_answer_is_in() {
+    let hangar = Hangar::start(
+        "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
+    );
+    let takes_tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}}});
+    let task = |method: &str, params: Value, id: &str| {
+        let response = hangar.mcp_with(method, params, takes_tasks.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{method}: {}", response.text);
+        response.body["result"].clone()
+    };
+    // multi_input asks two questions at once, after a pause: the call is a task by then.
+    let created =
+        hangar.mcp_with("tools/call", json!({"name": "multi_input", "arguments": {}}), takes_tasks.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    let parked = poll("the task to ask", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] == "input_required").then_some(got)
+    });
+    let keys: Vec<String> = parked["inputRequests"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys.len(), 2, "{parked}");
+    assert_eq!(parked["inputRequests"][&keys[0]]["method"], "elicitation/create");
+
+    // One answer: still waiting, for the other question only.
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let ack = task("tasks/update", json!({"taskId": id, "inputResponses": {keys[0].clone(): answer}}), &id);
+    assert_eq!(ack["resultType"], "complete");
+    assert!(ack.get("status").is_none(), "an empty ack: {ack}");
+    let waiting = task("tasks/get", json!({"taskId": id}), &id);
+    assert_eq!(waiting["status"], "input_required");
+    assert_eq!(waiting["inputRequests"].as_object().unwrap().keys().cloned().collect::<Vec<_>>(), [keys[1].clone()]);
+
+    // The last answer resumes the call upstream with both answers.
+    task("tasks/update", json!({"taskId": id, "inputResponses": {keys[1].clone(): answer}}), &id);
+    let done = poll("the task to complete", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] == "completed").then_some(got)
+    });
+    assert_eq!(done["result"]["content"][0]["text"], "Got 2 answers.", "{done}");
+
+    // A tool error completes the task with isError; the status `failed` is for protocol errors.
+    for (tool, status) in [("failing_job", "completed"), ("protocol_error_job", "failed")] {
+        let created = hangar.mcp_with("tools/call", json!({"name": tool, "arguments": {}}), takes_tasks.clone(), &[]);
+        let id =
+            created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+        let done = poll("the task to finish", Duration::from_secs(10), || {
+            let got = task("tasks/get", json!({"taskId": id}), &id);
+            (got["status"] != "working").then_some(got)
+        });
+        assert_eq!(done["status"], status, "{tool}: {done}");
+        if status == "completed" {
+            assert_eq!(done["result"]["isError"], true, "{done}");
+        } else {
+            assert!(done["error"]["code"].is_i64() && done.get("result").is_none(), "{done}");
+        }
+    }
+    // failing_job needs tasks: a client that does not take them is refused with -32021.
+    let refused = hangar.mcp("tools/call", json!({"name": "failing_job", "arguments": {}}));
+    assert_eq!((refused.status, refused.body["error"]["code"].as_i64()), (400, Some(-32021)), "{}", refused.text);
+}
+
+#[test]
+fn an_upstreams_own_task_is_passed_through_under_an_id_of_the_hangars() {
+    let hangar = Hangar::start(
+        "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
+    );
+    let takes_tasks = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}});
+    let get = |id: &str| {
+        let response = hangar.mcp_with("tasks/get", json!({"taskId": id}), takes_tasks.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{}", response.text);
+        response.body["result"].clone()
+    };
+    // The upstream answers at once with a task of its own; the client gets the hangar's.
+    let created =
+        hangar.mcp_with("tools/call", json!({"name": "native_task_job", "arguments": {}}), takes_tasks.clone(), &[]);
+    let result = &created.body["result"];
+    assert_eq!(result["resultType"], "task", "{}", created.text);
+    let id = result["taskId"].as_str().unwrap().to_owned();
+    assert!(!id.starts_with("native-"), "the upstream's id is not handed out: {id}");
+    let done = poll("the upstream's task to complete", Duration::from_secs(10), || {
+        let got = get(&id);
+        (got["status"] == "completed").then_some(got)
+    });
+    assert_eq!(
+        (done["taskId"].as_str(), &done["result"]["content"][0]["text"]),
+        (Some(id.as_str()), &json!("The native task is done."))
+    );
+    // The upstream's own id means nothing here.
+    let response =
+        hangar.mcp_with("tasks/get", json!({"taskId": "native-1"}), takes_tasks.clone(), &[("Mcp-Name", "native-1")]);
+    assert_eq!(response.body["error"]["code"].as_i64(), Some(-32602), "{}", response.text);
+    // Without the extension the upstream makes no task, and neither does the hangar.
+    let plain = hangar.mcp("tools/call", json!({"name": "native_task_job", "arguments": {}}));
+    assert_eq!(plain.body["result"]["content"][0]["text"], "The native task is done.", "{}", plain.text);
+}
