@@ -273,4 +273,62 @@ impl AsCaller {
             _ => Err(unexpected("metrics")),
         }
     }
+    /// A front-door call in a legacy `session` that its client may cancel by `request_id`
+    /// (its own id for the call) from any API instance; otherwise as [`AsCaller::call_relayed`].
+    pub fn call_cancellable(
+        &self,
+        session: &str,
+        request_id: Value,
+        call: (Target, Value, Option<Value>),
+        relay: Relay,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let (target, arguments, extra) = call;
+        let op = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace: self.trace.clone() };
+        let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op) };
+        let (notices, reply) = self.request_relayed(request);
+        let result = async move {
+            match reply.await? {
+                Reply::Called(result) => Ok(result),
+                _ => Err(unexpected("call")),
+            }
+        };
+        (notices, Box::pin(result))
+    }
+
+    /// A legacy client's `notifications/cancelled` for its call `request_id` in `session`;
+    /// whether the call was still running.
+    pub async fn cancel_client_call(&self, session: &str, request_id: Value) -> Result<bool, IpcError> {
+        match self.request(Request::CancelClientCall { session: session.into(), request_id }).await? {
+            Reply::ClientCancelled { found } => Ok(found),
+            _ => Err(unexpected("cancel_client_call")),
+        }
+    }
+
+    /// Waits for the client's answer to our request `request_id` in `session`: a notice comes
+    /// once the wait is registered (send the request then), the reply is the client's response.
+    pub fn await_client_answer(
+        &self,
+        session: &str,
+        request_id: &str,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let request = Request::AwaitClientAnswer { session: session.into(), request_id: request_id.into() };
+        let (registered, reply) = self.request_relayed(request);
+        let answer = async move {
+            match reply.await? {
+                Reply::ClientAnswered(response) => Ok(response),
+                _ => Err(unexpected("await_client_answer")),
+            }
+        };
+        (registered, Box::pin(answer))
+    }
+
+    /// A client's response to our request `request_id` in `session`, to whoever waits for it;
+    /// whether someone did.
+    pub async fn client_answer(&self, session: &str, request_id: &str, response: Value) -> Result<bool, IpcError> {
+        let request = Request::ClientAnswer { session: session.into(), request_id: request_id.into(), response };
+        match self.request(request).await? {
+            Reply::ClientAnswerDelivered { found } => Ok(found),
+            _ => Err(unexpected("client_answer")),
+        }
+    }
 }

@@ -158,6 +158,34 @@ pub enum Request {
         params: Value,
         timeout_ms: Option<u64>,
     },
+    /// A legacy session's request (`op`, a call) that its client may cancel by its own request
+    /// id from any API instance ([`Request::CancelClientCall`]); otherwise answered as `op` alone.
+    ClientCall {
+        session: String,
+        request_id: Value,
+        op: Box<Request>,
+    },
+    /// A legacy client's `notifications/cancelled`: stops the caller's own [`Request::ClientCall`]
+    /// with that session and request id, if it still runs. Answers [`Reply::ClientCancelled`].
+    CancelClientCall {
+        session: String,
+        request_id: Value,
+    },
+    /// Waits for the client's answer to a server-to-client request (id `request_id`) that the
+    /// caller sent on a stream of `session`: a [`ServerFrame::Notice`] (`{}`) once the wait is
+    /// registered, then [`Reply::ClientAnswered`], whichever API instance the answer reached.
+    AwaitClientAnswer {
+        session: String,
+        request_id: String,
+    },
+    /// A client's JSON-RPC response (the message: `result` or `error`) to a server-to-client
+    /// request, handed to the caller's own [`Request::AwaitClientAnswer`]. Answers
+    /// [`Reply::ClientAnswerDelivered`].
+    ClientAnswer {
+        session: String,
+        request_id: String,
+        response: Value,
+    },
 }
 
 /// What a call names.
@@ -315,6 +343,16 @@ pub enum Reply {
         mcp_server: String,
         tool: String,
     },
+    /// Whether a [`Request::CancelClientCall`] found the call running.
+    ClientCancelled {
+        found: bool,
+    },
+    /// The client's response message to a server-to-client request.
+    ClientAnswered(Value),
+    /// Whether a [`Request::ClientAnswer`] found someone waiting for it.
+    ClientAnswerDelivered {
+        found: bool,
+    },
 }
 
 /// What a reload did, by server id.
@@ -417,6 +455,8 @@ pub enum ErrorKind {
     SupervisorUnavailable,
     ProtocolMismatch,
     Internal,
+    /// The caller's client cancelled the request (a legacy `notifications/cancelled`).
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -446,6 +486,7 @@ impl ErrorKind {
             ErrorKind::SupervisorUnavailable => "SupervisorUnavailable",
             ErrorKind::ProtocolMismatch => "ProtocolMismatch",
             ErrorKind::Internal => "InternalError",
+            ErrorKind::Cancelled => "Cancelled",
         }
     }
 
@@ -461,6 +502,8 @@ impl ErrorKind {
             ErrorKind::Timeout => 504,
             ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,
             ErrorKind::Internal => 500,
+            // nginx's "client closed request": nobody is left to read it.
+            ErrorKind::Cancelled => 499,
         }
     }
 }

@@ -497,8 +497,12 @@ fn relay_notices(
     op: &Request,
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)> {
+    let op = match op {
+        Request::ClientCall { op, .. } => op,
+        op => op,
+    };
     let relayed = matches!(op, Request::Call { relay, .. } if !relay.is_off())
-        || matches!(op, Request::Events { follow: true, .. });
+        || matches!(op, Request::Events { follow: true, .. } | Request::AwaitClientAnswer { .. });
     if !relayed {
         return None;
     }

@@ -1,6 +1,7 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
 mod audit;
+mod client_relay;
 mod exposed;
 mod journal_view;
 
@@ -28,6 +29,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use self::audit::{Decision, Shown};
+use self::client_relay::ClientRelay;
 use self::exposed::ByView;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
@@ -57,6 +59,8 @@ pub struct Hangar {
     limiter: RwLock<Arc<Limiter>>,
     /// The journal's read side (its own connection).
     journal_reader: Arc<crate::journal::read::Reader>,
+    /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
+    client_relay: ClientRelay,
 }
 
 impl Hangar {
@@ -91,6 +95,7 @@ impl Hangar {
             reloading: tokio::sync::Mutex::new(()),
             limiter: RwLock::new(hangar_limiter(config)),
             journal_reader,
+            client_relay: ClientRelay::default(),
         })
     }
 
@@ -145,6 +150,19 @@ impl Hangar {
     /// connection's business and is answered there. `notices` carries an upstream's
     /// notifications about a relayed call back to its caller.
     pub async fn handle(
+        &self,
+        caller: &Caller,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Outcome {
+        if let Request::ClientCall { session, request_id, op } = request {
+            let call = self.handle_one(caller, *op, notices);
+            return self.client_relay.cancellable(&caller.identity, &session, &request_id, call).await;
+        }
+        self.handle_one(caller, request, notices).await
+    }
+
+    async fn handle_one(
         &self,
         caller: &Caller,
         request: Request,
@@ -268,6 +286,21 @@ impl Hangar {
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
                 let _permit = self.admit(&server)?;
                 Reply::Forwarded(server.forward(&method, params, timeout).await?)
+            }
+            Request::ClientCall { .. } => {
+                return Err(IpcError::new(ErrorKind::InvalidArgument, "a client call cannot wrap another"));
+            }
+            Request::CancelClientCall { session, request_id } => {
+                let found = self.client_relay.cancel(&decide.caller().identity, &session, &request_id);
+                Reply::ClientCancelled { found }
+            }
+            Request::AwaitClientAnswer { session, request_id } => {
+                let identity = &decide.caller().identity;
+                Reply::ClientAnswered(self.client_relay.await_answer(identity, &session, &request_id, notices).await?)
+            }
+            Request::ClientAnswer { session, request_id, response } => {
+                let found = self.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
+                Reply::ClientAnswerDelivered { found }
             }
         })
     }

@@ -18,7 +18,7 @@ use super::errors::session_not_found;
 use super::headers::single;
 use super::id::{Id, Incoming};
 use super::reply::McpReply;
-use super::{front_door, session};
+use super::{front_door, relay, session};
 use crate::state::Calling;
 
 /// What only a session serves (beyond `initialize`); 2026-07-28 removed them.
@@ -49,15 +49,19 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpRe
     {
         return initialize(app, id, params.as_ref()).await;
     }
-    if let Err(reply) = check_session(headers, &id) {
-        return reply;
-    }
+    let session = match check_session(headers, &id) {
+        Ok(session) => session,
+        Err(reply) => return reply,
+    };
     match message {
         Message::Request { id, method, params } => {
-            let request = Request { id, method, params, progress_token: body.progress_token };
+            let request = Request { id, method, params, progress_token: body.progress_token, session: Some(session) };
             dispatch::dispatch(app, headers, &LEGACY, request).await
         }
-        Message::Notification { .. } | Message::Response { .. } => McpReply::accepted(),
+        message @ (Message::Notification { .. } | Message::Response { .. }) => {
+            relay::from_client(&app.supervisor, &session, message).await;
+            McpReply::accepted()
+        }
     }
 }
 
@@ -83,7 +87,7 @@ async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply 
 
 /// A request without a session is a bad request; one with an id we would never mint is an
 /// unknown session (404, so the client starts over with `initialize`).
-fn check_session(headers: &HeaderMap, id: &Id) -> Result<(), McpReply> {
+fn check_session(headers: &HeaderMap, id: &Id) -> Result<String, McpReply> {
     match single(headers, HEADER_SESSION_ID) {
         Ok(None) => Err(McpReply::error(
             StatusCode::BAD_REQUEST,
@@ -92,7 +96,7 @@ fn check_session(headers: &HeaderMap, id: &Id) -> Result<(), McpReply> {
                 "Bad Request: missing session (no Mcp-Session-Id header); send initialize first",
             ),
         )),
-        Ok(Some(session)) if session::parse(&session).is_some() => Ok(()),
+        Ok(Some(session)) if session::parse(&session).is_some() => Ok(session),
         _ => Err(McpReply::error(StatusCode::NOT_FOUND, id, &session_not_found())),
     }
 }

@@ -19,6 +19,7 @@ mod legacy;
 mod modern;
 mod params;
 pub mod refusal;
+mod relay;
 mod reply;
 mod session;
 mod stream;

@@ -1,0 +1,291 @@
+//! A legacy session's front-door `tools/call`, with requests both ways: the client may cancel it
+//! by its own request id from any API instance (`notifications/cancelled`), and an upstream's
+//! `input_required` (2026-07-28 MRTR) reaches the client as server-to-client requests on the
+//! call's event stream, whose answers (POSTed to any API instance, routed by the supervisor)
+//! go back to the upstream as the retry's `inputResponses`.
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use hangar_core::echo::bounded;
+use hangar_core::ipc::{ErrorKind, IpcError, Target};
+use hangar_core::jsonrpc::{Message, RpcError};
+use hangar_core::mcp::{
+    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
+    RESULT_TYPE_INPUT_REQUIRED,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::era::Era;
+use super::front_door::{self, upstream_failure};
+use super::id::Id;
+use super::params::{ToolCall, Wanted};
+use super::reply::{Answer, McpReply, sse_event};
+use super::stream;
+use crate::random;
+use crate::supervisor::AsCaller;
+
+/// How many times one call may come back `input_required` before the hangar gives up on it.
+const MAX_ROUNDS: usize = 16;
+/// How long a question to the client may wait for its answer (a person may be answering it).
+const CLIENT_ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A front-door call in a legacy session, as far as it has got.
+struct LegacyCall {
+    supervisor: AsCaller,
+    session: String,
+    id: Id,
+    target: Target,
+    arguments: Value,
+    params: Map<String, Value>,
+}
+
+/// How a round of the call ended.
+enum Round {
+    Done(Result<Value, IpcError>),
+    /// The client closed the stream: dropping the call cancels it upstream.
+    Left,
+}
+
+impl LegacyCall {
+    /// One `tools/call` to the upstream, cancellable by the client's id; its notifications the
+    /// client asked for go on `events` meanwhile.
+    async fn round(&self, events: Option<&mpsc::Sender<Bytes>>, wanted: Option<&Wanted>) -> Round {
+        let relay = wanted.map(stream::relay).unwrap_or_default();
+        let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
+        let call = (self.target.clone(), self.arguments.clone(), extra);
+        let (mut notices, reply) = self.supervisor.call_cancellable(&self.session, self.id.to_value(), call, relay);
+        let (Some(events), Some(wanted)) = (events, wanted) else { return Round::Done(reply.await) };
+        tokio::pin!(reply);
+        let outcome = loop {
+            tokio::select! {
+                Some(notice) = notices.recv() => {
+                    if let Some(notice) = stream::rewrite(wanted, notice)
+                        && events.send(notice).await.is_err()
+                    {
+                        return Round::Left;
+                    }
+                }
+                outcome = &mut reply => break outcome,
+                () = events.closed() => return Round::Left,
+            }
+        };
+        while let Ok(notice) = notices.try_recv() {
+            if let Some(notice) = stream::rewrite(wanted, notice) {
+                let _ = events.send(notice).await;
+            }
+        }
+        Round::Done(outcome)
+    }
+
+    /// The retry after the client answered: its answers and the upstream's state, as asked.
+    fn retry_with(&mut self, responses: Map<String, Value>, asked: &Value) {
+        self.params.insert(INPUT_RESPONSES.into(), Value::Object(responses));
+        match asked.get(REQUEST_STATE) {
+            Some(state) => self.params.insert(REQUEST_STATE.into(), state.clone()),
+            None => self.params.remove(REQUEST_STATE),
+        };
+    }
+}
+
+/// Whether an upstream's result asks for the client's input first.
+fn input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some(RESULT_TYPE_INPUT_REQUIRED)
+}
+
+/// A legacy session's `tools/call` of an upstream tool (a front-door name). Streamed when the client asked to hear about the call, or when the upstream asks
+/// the client something (if it takes event streams); plain JSON otherwise.
+pub async fn tools_call(
+    supervisor: &AsCaller,
+    headers: &HeaderMap,
+    session: &str,
+    id: &Id,
+    call: ToolCall,
+    wanted: Option<Wanted>,
+    era: &'static Era,
+) -> Result<McpReply, RpcError> {
+    // Resolved first: an unknown name is a plain JSON answer.
+    let target = front_door::resolve(supervisor, &call.name).await?;
+    let arguments = front_door::upstream_arguments(call.arguments)?;
+    let mut params = match front_door::pass_on(call.extra) {
+        Some(Value::Object(params)) => params,
+        _ => Map::new(),
+    };
+    let streams = stream::accepts_event_stream(headers);
+    if streams {
+        declare_capabilities(&mut params);
+    }
+    let call = LegacyCall {
+        supervisor: supervisor.clone(),
+        session: session.to_owned(),
+        id: id.clone(),
+        target,
+        arguments,
+        params,
+    };
+    if let Some(wanted) = wanted {
+        return Ok(streamed(call, None, Some(wanted), era));
+    }
+    let outcome = match call.round(None, None).await {
+        Round::Done(outcome) => outcome,
+        Round::Left => Err(IpcError::new(ErrorKind::Cancelled, "the client left")),
+    };
+    match outcome {
+        Ok(result) if streams && input_required(&result) => Ok(streamed(call, Some(result), None, era)),
+        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
+            Err(front_door::refused(err))
+        }
+        outcome => {
+            let result = outcome.or_else(upstream_failure)?;
+            Ok(McpReply::result(id, (era.finish)("tools/call", result)))
+        }
+    }
+}
+
+/// What a legacy session's client can be asked, declared to the upstream per request (2026-07-28
+/// `_meta`), unless the client's params declared it themselves.
+///
+/// TODO(k-sessions): the capabilities the session declared at `initialize`, once the
+/// supervisor keeps sessions; until then a client that takes event streams (where the
+/// questions go) is taken to have declared sampling, elicitation and roots.
+fn declare_capabilities(params: &mut Map<String, Value>) {
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    if let Value::Object(meta) = meta
+        && !meta.contains_key(META_CLIENT_CAPABILITIES)
+    {
+        let declared: Map<String, Value> = CLIENT_REQUESTS.iter().map(|(_, c)| ((*c).to_owned(), json!({}))).collect();
+        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(declared));
+    }
+}
+
+/// Answers the call as an event stream: notifications, the upstream's questions as requests to
+/// the client, and at last the response. `first` is a round already made.
+fn streamed(mut call: LegacyCall, first: Option<Value>, wanted: Option<Wanted>, era: &'static Era) -> McpReply {
+    let (events, stream) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let mut outcome = match first {
+            Some(result) => Ok(result),
+            None => match call.round(Some(&events), wanted.as_ref()).await {
+                Round::Done(outcome) => outcome,
+                Round::Left => return,
+            },
+        };
+        let mut rounds = 0;
+        let outcome = loop {
+            match outcome {
+                Ok(result) if input_required(&result) => {
+                    rounds += 1;
+                    if rounds > MAX_ROUNDS {
+                        break Err(RpcError::internal(format!(
+                            "the upstream asked for input more than {MAX_ROUNDS} times; the hangar gave up"
+                        )));
+                    }
+                    match ask(&call.supervisor, &call.session, &events, &result).await {
+                        Ok(responses) => call.retry_with(responses, &result),
+                        Err(Asked::Left) => return,
+                        Err(Asked::Failed(err)) => break Err(err),
+                    }
+                    outcome = match call.round(Some(&events), wanted.as_ref()).await {
+                        Round::Done(outcome) => outcome,
+                        Round::Left => return,
+                    };
+                }
+                outcome => break outcome.or_else(upstream_failure).map(|result| (era.finish)("tools/call", result)),
+            }
+        };
+        let _ = events.send(sse_event(&Answer { id: call.id, outcome })).await;
+    });
+    McpReply::events(stream)
+}
+
+/// Why the client's answers did not come.
+enum Asked {
+    Left,
+    Failed(RpcError),
+}
+
+/// Sends each of the upstream's questions to the client as a request on the stream, and waits
+/// for every answer (wherever it is POSTed); the answers by the upstream's keys.
+async fn ask(
+    supervisor: &AsCaller,
+    session: &str,
+    events: &mpsc::Sender<Bytes>,
+    asked: &Value,
+) -> Result<Map<String, Value>, Asked> {
+    let Some(questions) = asked.get(INPUT_REQUESTS).and_then(Value::as_object) else {
+        return Err(Asked::Failed(RpcError::internal("the upstream asked for input without `inputRequests`")));
+    };
+    let mut waits = Vec::new();
+    for (key, question) in questions {
+        let method = question.get("method").and_then(Value::as_str).unwrap_or_default();
+        if !CLIENT_REQUESTS.iter().any(|(known, _)| *known == method) {
+            let method = bounded(method);
+            return Err(Asked::Failed(RpcError::internal(format!(
+                "the upstream asked the client an unknown `{method}`"
+            ))));
+        }
+        let request_id = format!("hangar-ask-{}", random::hex(12));
+        let (mut registered, mut answer) = supervisor.await_client_answer(session, &request_id);
+        // Asked only once the supervisor waits for the answer, so no answer finds nobody.
+        let waiting = tokio::select! {
+            registered = registered.recv() => registered.is_some(),
+            _ = &mut answer => false,
+        };
+        if !waiting {
+            return Err(Asked::Failed(RpcError::internal("the supervisor could not wait for the client's answer")));
+        }
+        let request = json!({"jsonrpc": "2.0", "id": request_id, "method": method, "params": question.get("params")});
+        if events.send(sse_event(&request)).await.is_err() {
+            return Err(Asked::Left);
+        }
+        waits.push((key.clone(), method.to_owned(), answer));
+    }
+    let mut responses = Map::new();
+    for (key, method, answer) in waits {
+        let response = tokio::select! {
+            response = tokio::time::timeout(CLIENT_ANSWER_WAIT, answer) => response,
+            () = events.closed() => return Err(Asked::Left),
+        };
+        let Ok(response) = response else {
+            return Err(Asked::Failed(RpcError::internal(format!("the client did not answer `{method}` in time"))));
+        };
+        let response = response.map_err(|err| Asked::Failed(RpcError::internal(err.message)))?;
+        match response.get("result") {
+            Some(result) => responses.insert(key, result.clone()),
+            None => {
+                let why = response.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
+                let why = bounded(why);
+                return Err(Asked::Failed(RpcError::internal(format!("the client refused `{method}`: {why}"))));
+            }
+        };
+    }
+    Ok(responses)
+}
+
+/// What a legacy session's client sends that is not a request: a cancel of one of its calls, or
+/// its answer to one of our requests, each handed to the supervisor (the call or the wait may
+/// be another API instance's). Anything else is acknowledged and dropped.
+pub async fn from_client(supervisor: &AsCaller, session: &str, message: Message<Id>) {
+    let outcome = match message {
+        Message::Notification { method, params } if method == NOTIFICATION_CANCELLED => {
+            let Some(request_id) =
+                params.as_ref().and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_number())
+            else {
+                return;
+            };
+            supervisor.cancel_client_call(session, request_id.clone()).await.map(drop)
+        }
+        Message::Response { id, outcome } => {
+            let Value::String(request_id) = id.to_value() else { return };
+            let response = match outcome {
+                Ok(result) => json!({"result": result}),
+                Err(error) => json!({"error": error.to_json()}),
+            };
+            supervisor.client_answer(session, &request_id, response).await.map(drop)
+        }
+        _ => Ok(()),
+    };
+    if let Err(err) = outcome {
+        tracing::debug!(error = %err.message, "a legacy client's cancel or answer did not reach the supervisor");
+    }
+}
