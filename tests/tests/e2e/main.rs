@@ -34,6 +34,7 @@ mod journal_crash;
 mod journal_gap;
 mod journal_state;
 mod json_logs;
+mod legacy_relay;
 mod lifecycle;
 mod limits;
 mod long_lines;
