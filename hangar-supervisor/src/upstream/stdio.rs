@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hangar_core::jsonrpc::{METHOD_NOT_FOUND, Message, PendingMap, RpcError, classify_value};
+use hangar_core::jsonrpc::{Message, PendingMap, RpcError, classify_value};
 use serde_json::{Value, json};
 use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
@@ -257,13 +257,7 @@ fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender
             None => routes.log.push(Stream::Stdout, line),
         },
         Ok(Message::Request { id, method, .. }) => {
-            // Answer its own requests: ping with {}, anything else (sampling, roots...) -32601.
-            let answer = if method == "ping" {
-                json!({"jsonrpc": "2.0", "id": id, "result": {}})
-            } else {
-                let error = RpcError::new(METHOD_NOT_FOUND, "the hangar does not serve this method to upstreams");
-                json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
-            };
+            let answer = super::answer_upstream_request(&id, &method);
             if let Some(writer) = answers.upgrade() {
                 let _ = writer.send(encode(&answer));
             }

@@ -13,7 +13,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, node, poll, raw_http, repo_root, sigkill};
+use hangar_tests::{Hangar, node, poll, raw_http, repo_root, server_everything, sigkill};
 
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
@@ -211,4 +211,32 @@ fn a_client_answer_posted_to_another_api_instance_completes_the_call() {
     assert_eq!(done["id"], "call-1", "{done}");
     let text = first_text(&done["result"]);
     assert!(text.starts_with("User response: action=accept") && text.contains("bob@example.com"), "{done}");
+}
+
+#[test]
+fn a_legacy_upstream_sees_a_capable_client_and_its_own_requests_get_a_clear_error() {
+    let config = format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    command: ["{node}", "{everything}", "stdio"]
+"#,
+        node = node().display(),
+        everything = server_everything().display()
+    );
+    let hangar = Hangar::start(&config);
+    let listed = hangar.mcp("tools/list", json!({}));
+    let tools: Vec<&str> = listed.body["result"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).filter(|n| !n.starts_with("hangar_")).collect())
+        .unwrap_or_default();
+    // The tools server-everything registers only for a client with sampling, elicitation, roots.
+    for conditional in ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"] {
+        assert!(tools.contains(&conditional), "{conditional} is listed: {tools:?}");
+    }
+    assert_eq!(tools.len(), 16, "{tools:?}");
+    let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
+    let text = asked.body.to_string();
+    assert!(text.contains("no client can answer `sampling/createMessage`"), "{text}");
 }
