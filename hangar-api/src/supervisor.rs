@@ -182,13 +182,18 @@ impl AsCaller {
         relay: Relay,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let request = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace: self.trace.clone() };
+        self.relayed(request, "call", called)
+    }
+
+    /// A relayed request whose reply `pick` reads (`op` names it when the reply is another).
+    fn relayed<T: Send + 'static>(
+        &self,
+        request: Request,
+        op: &'static str,
+        pick: fn(Reply) -> Option<T>,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<T, IpcError>>) {
         let (notices, reply) = self.request_relayed(request);
-        let result = async move {
-            match reply.await? {
-                Reply::Called(result) => Ok(result),
-                _ => Err(unexpected("call")),
-            }
-        };
+        let result = async move { pick(reply.await?).ok_or_else(|| unexpected(op)) };
         (notices, Box::pin(result))
     }
 
@@ -285,14 +290,7 @@ impl AsCaller {
         let (target, arguments, extra) = call;
         let op = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace: self.trace.clone() };
         let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op) };
-        let (notices, reply) = self.request_relayed(request);
-        let result = async move {
-            match reply.await? {
-                Reply::Called(result) => Ok(result),
-                _ => Err(unexpected("call")),
-            }
-        };
-        (notices, Box::pin(result))
+        self.relayed(request, "call", called)
     }
 
     /// A legacy client's `notifications/cancelled` for its call `request_id` in `session`;
@@ -312,14 +310,10 @@ impl AsCaller {
         request_id: &str,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let request = Request::AwaitClientAnswer { session: session.into(), request_id: request_id.into() };
-        let (registered, reply) = self.request_relayed(request);
-        let answer = async move {
-            match reply.await? {
-                Reply::ClientAnswered(response) => Ok(response),
-                _ => Err(unexpected("await_client_answer")),
-            }
-        };
-        (registered, Box::pin(answer))
+        self.relayed(request, "await_client_answer", |reply| match reply {
+            Reply::ClientAnswered(response) => Some(response),
+            _ => None,
+        })
     }
 
     /// A client's response to our request `request_id` in `session`, to whoever waits for it;
@@ -330,5 +324,13 @@ impl AsCaller {
             Reply::ClientAnswerDelivered { found } => Ok(found),
             _ => Err(unexpected("client_answer")),
         }
+    }
+}
+
+/// The result of a `Call` reply.
+fn called(reply: Reply) -> Option<Value> {
+    match reply {
+        Reply::Called(result) => Some(result),
+        _ => None,
     }
 }
