@@ -4,8 +4,9 @@
 //! reaches the upstream as a cancel of that call. Both work whichever API instance the client's
 //! follow-up POST reaches: the supervisor routes it.
 //!
-//! Driven by the TypeScript SDK 1.x (`tests/fixtures/legacy_relay_client.mjs`; needs
-//! `scripts/setup-clients`) and by raw HTTP where a second API instance is involved.
+//! Driven by the TypeScript SDK 1.x (`tests/fixtures/legacy_relay_client.mjs`), the Python `mcp`
+//! client (`tests/fixtures/py_relay_client.py`; both need `scripts/setup-clients`), and by raw
+//! HTTP where a second API instance is involved.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -13,7 +14,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, node, poll, raw_http, repo_root, server_everything, sigkill};
+use hangar_tests::{Hangar, node, poll, python, raw_http, repo_root, server_everything, sigkill};
 
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
@@ -239,4 +240,36 @@ mcp_servers:
     let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
     let text = asked.body.to_string();
     assert!(text.contains("no client can answer `sampling/createMessage`"), "{text}");
+}
+
+/// Runs `py_relay_client.py URL MODE` (bounded) and parses the one JSON line it prints.
+fn py_relay_client(hangar: &Hangar, mode: &str) -> Value {
+    let script = repo_root().join("tests/fixtures/py_relay_client.py");
+    let mut child = Command::new(python())
+        .arg(&script)
+        .args([format!("{}/mcp", hangar.base).as_str(), mode])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run py_relay_client.py");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let line = next_line(&mut child, &mut stdout);
+    assert!(child.wait().expect("the client exits").success(), "{line}");
+    serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))
+}
+
+#[test]
+fn the_python_client_answers_an_upstreams_questions_in_either_era() {
+    let hangar = Hangar::start(CONFIG);
+    for (mode, version) in [("legacy", LEGACY), ("2026-07-28", "2026-07-28")] {
+        let seen = py_relay_client(&hangar, mode);
+        assert_eq!(seen["protocol_version"], version, "{seen}");
+        assert_eq!(seen["sampling"], json!(["LLM response: sampled: What is 2+2?"]), "{mode}: {seen}");
+        let elicited = seen["elicitation"][0].as_str().unwrap_or_default();
+        assert!(
+            elicited.starts_with("User response: action=accept") && elicited.contains("carol@example.com"),
+            "{seen}"
+        );
+    }
 }
