@@ -5,7 +5,7 @@
 //! follow-up POST reaches: the supervisor routes it.
 //!
 //! Driven by the TypeScript SDK 1.x (`tests/fixtures/legacy_relay_client.mjs`), the Python `mcp`
-//! client (`tests/fixtures/py_relay_client.py`; both need `scripts/setup-clients`), and by raw
+//! client (`tests/fixtures/py_client.py ... ask`; both need `scripts/setup-clients`), and by raw
 //! HTTP where a second API instance is involved.
 
 use std::io::{BufRead, BufReader, Write};
@@ -35,19 +35,24 @@ fn cancellations(hangar: &Hangar) -> usize {
     })
 }
 
-/// Runs `legacy_relay_client.mjs URL MODE` with piped stdin and stdout.
-fn ts_client(hangar: &Hangar, mode: &str) -> (Child, BufReader<ChildStdout>) {
-    let script = repo_root().join("tests/fixtures/legacy_relay_client.mjs");
-    let mut child = Command::new(node())
-        .arg(&script)
-        .args([format!("{}/mcp", hangar.base).as_str(), mode])
+/// Runs `program args...` with piped stdin and stdout.
+fn spawn_client(program: &std::path::Path, args: &[&str]) -> (Child, BufReader<ChildStdout>) {
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("run legacy_relay_client.mjs");
+        .unwrap_or_else(|err| panic!("run {}: {err}", program.display()));
     let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
     (child, stdout)
+}
+
+/// Runs `legacy_relay_client.mjs URL MODE`.
+fn ts_client(hangar: &Hangar, mode: &str) -> (Child, BufReader<ChildStdout>) {
+    let script = repo_root().join("tests/fixtures/legacy_relay_client.mjs");
+    let url = format!("{}/mcp", hangar.base);
+    spawn_client(&node(), &[script.to_str().unwrap_or_default(), url.as_str(), mode])
 }
 
 /// The client's next line (bounded: a client that hangs is killed, which ends the read).
@@ -242,18 +247,12 @@ mcp_servers:
     assert!(text.contains("no client can answer `sampling/createMessage`"), "{text}");
 }
 
-/// Runs `py_relay_client.py URL MODE` (bounded) and parses the one JSON line it prints.
-fn py_relay_client(hangar: &Hangar, mode: &str) -> Value {
-    let script = repo_root().join("tests/fixtures/py_relay_client.py");
-    let mut child = Command::new(python())
-        .arg(&script)
-        .args([format!("{}/mcp", hangar.base).as_str(), mode])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run py_relay_client.py");
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+/// Runs `py_client.py URL MODE ask` (bounded) and parses the one JSON line it prints.
+fn py_asked_client(hangar: &Hangar, mode: &str) -> Value {
+    let script = repo_root().join("tests/fixtures/py_client.py");
+    let url = format!("{}/mcp", hangar.base);
+    let (mut child, mut stdout) =
+        spawn_client(&python(), &[script.to_str().unwrap_or_default(), url.as_str(), mode, "ask"]);
     let line = next_line(&mut child, &mut stdout);
     assert!(child.wait().expect("the client exits").success(), "{line}");
     serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))
@@ -263,7 +262,7 @@ fn py_relay_client(hangar: &Hangar, mode: &str) -> Value {
 fn the_python_client_answers_an_upstreams_questions_in_either_era() {
     let hangar = Hangar::start(CONFIG);
     for (mode, version) in [("legacy", LEGACY), ("2026-07-28", "2026-07-28")] {
-        let seen = py_relay_client(&hangar, mode);
+        let seen = py_asked_client(&hangar, mode);
         assert_eq!(seen["protocol_version"], version, "{seen}");
         assert_eq!(seen["sampling"], json!(["LLM response: sampled: What is 2+2?"]), "{mode}: {seen}");
         let elicited = seen["elicitation"][0].as_str().unwrap_or_default();
