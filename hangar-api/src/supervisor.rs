@@ -325,6 +325,16 @@ impl AsCaller {
             _ => Err(unexpected("client_answer")),
         }
     }
+
+    /// The client's response to an upstream's own request, relayed to it as `ask_id`; whether
+    /// the upstream still waited.
+    pub async fn answer_upstream(&self, mcp_server: &str, ask_id: &str, response: Value) -> Result<bool, IpcError> {
+        let request = Request::AnswerUpstream { mcp_server: mcp_server.into(), ask_id: ask_id.into(), response };
+        match self.request(request).await? {
+            Reply::UpstreamAnswered { found } => Ok(found),
+            _ => Err(unexpected("answer_upstream")),
+        }
+    }
 }
 
 /// The result of a `Call` reply.

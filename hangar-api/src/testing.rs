@@ -177,6 +177,7 @@ impl FakeSupervisor {
             Request::ClientCall { op, .. } => Box::pin(self.answer(*op)).await,
             Request::CancelClientCall { .. } => Ok(Reply::ClientCancelled { found: false }),
             Request::ClientAnswer { .. } => Ok(Reply::ClientAnswerDelivered { found: false }),
+            Request::AnswerUpstream { .. } => Ok(Reply::UpstreamAnswered { found: false }),
             Request::AwaitClientAnswer { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor asks its clients nothing"))
             }

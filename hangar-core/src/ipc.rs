@@ -186,6 +186,14 @@ pub enum Request {
         request_id: String,
         response: Value,
     },
+    /// The client's response message (`result` or `error`) to an upstream's own request that a
+    /// call relayed with [`Relay::asks`], by the `id` it was relayed with. Answers
+    /// [`Reply::UpstreamAnswered`].
+    AnswerUpstream {
+        mcp_server: String,
+        ask_id: String,
+        response: Value,
+    },
 }
 
 /// What a call names.
@@ -241,11 +249,16 @@ pub struct Relay {
     /// `notifications/message` log lines sent while the call runs.
     #[serde(default)]
     pub logs: bool,
+    /// A legacy upstream's own requests to the client (sampling, elicitation, roots) while the
+    /// call runs, each a request-shaped notice (`id`, `method`, `params`, and the `mcp_server`
+    /// asking) that [`Request::AnswerUpstream`] answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks: bool,
 }
 
 impl Relay {
     pub fn is_off(&self) -> bool {
-        !self.progress && !self.logs
+        !self.progress && !self.logs && !self.asks
     }
 }
 
@@ -351,6 +364,10 @@ pub enum Reply {
     ClientAnswered(Value),
     /// Whether a [`Request::ClientAnswer`] found someone waiting for it.
     ClientAnswerDelivered {
+        found: bool,
+    },
+    /// Whether an [`Request::AnswerUpstream`] found the upstream's request still waiting.
+    UpstreamAnswered {
         found: bool,
     },
 }
@@ -537,7 +554,7 @@ mod tests {
                     target: Target::tool("math", "add"),
                     arguments: serde_json::json!({"a": "x\ny"}),
                     timeout_ms: Some(5),
-                    relay: Relay { progress: true, logs: false },
+                    relay: Relay { progress: true, logs: false, asks: false },
                     extra: Some(serde_json::json!({"requestState": "s"})),
                     trace: crate::trace::TraceContext::parse(
                         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

@@ -302,6 +302,10 @@ impl Hangar {
                 let found = self.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
                 Reply::ClientAnswerDelivered { found }
             }
+            Request::AnswerUpstream { mcp_server, ask_id, response } => {
+                let server = self.visible(view, &mcp_server)?;
+                Reply::UpstreamAnswered { found: server.answer_ask(&ask_id, &response) }
+            }
         })
     }
 
@@ -371,7 +375,12 @@ impl Hangar {
         }
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
-        let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
+        let relay = notices.map(|to| crate::upstream::Relay {
+            progress: relay.progress,
+            logs: relay.logs,
+            asks: relay.asks,
+            to,
+        });
         let _permit = self.admit(&server)?;
         let traced = CallTrace { parent: trace, identity: &caller.identity };
         server.call(&tool, arguments, extra, timeout, relay, traced).await

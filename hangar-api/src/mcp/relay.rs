@@ -50,19 +50,19 @@ enum Round {
 impl LegacyCall {
     /// One `tools/call` to the upstream, cancellable by the client's id; its notifications the
     /// client asked for go on `events` meanwhile.
+    /// On a stream, a legacy upstream's own requests to the client come too, and are asked.
     async fn round(&self, events: Option<&mpsc::Sender<Bytes>>, wanted: Option<&Wanted>) -> Round {
-        let relay = wanted.map(stream::relay).unwrap_or_default();
+        let mut relay = wanted.map(stream::relay).unwrap_or_default();
+        relay.asks = events.is_some();
         let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
         let call = (self.target.clone(), self.arguments.clone(), extra);
         let (mut notices, reply) = self.supervisor.call_cancellable(&self.session, self.id.to_value(), call, relay);
-        let (Some(events), Some(wanted)) = (events, wanted) else { return Round::Done(reply.await) };
+        let Some(events) = events else { return Round::Done(reply.await) };
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
                 Some(notice) = notices.recv() => {
-                    if let Some(notice) = stream::rewrite(wanted, notice)
-                        && events.send(notice).await.is_err()
-                    {
+                    if self.pass_on(events, wanted, notice).await.is_err() {
                         return Round::Left;
                     }
                 }
@@ -71,11 +71,37 @@ impl LegacyCall {
             }
         };
         while let Ok(notice) = notices.try_recv() {
-            if let Some(notice) = stream::rewrite(wanted, notice) {
-                let _ = events.send(notice).await;
-            }
+            let _ = self.pass_on(events, wanted, notice).await;
         }
         Round::Done(outcome)
+    }
+
+    /// A notice about the call, to the client: a notification it asked for, or an upstream's
+    /// own request, asked and answered. `Err` when the client left.
+    async fn pass_on(&self, events: &mpsc::Sender<Bytes>, wanted: Option<&Wanted>, notice: Value) -> Result<(), ()> {
+        if notice.get("id").is_some() {
+            return self.answer_upstream_ask(events, notice).await;
+        }
+        match wanted.and_then(|wanted| stream::rewrite(wanted, notice)) {
+            Some(notice) => events.send(notice).await.map_err(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// Asks the client what a legacy upstream asked, and gives the upstream its answer (or the
+    /// hangar's error when the client could not be asked).
+    async fn answer_upstream_ask(&self, events: &mpsc::Sender<Bytes>, ask: Value) -> Result<(), ()> {
+        let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default();
+        let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
+        let response = match ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await {
+            Ok(response) => response,
+            Err(Asked::Left) => return Err(()),
+            Err(Asked::Failed(error)) => json!({"error": error.to_json()}),
+        };
+        if let Err(err) = self.supervisor.answer_upstream(server, ask_id, response).await {
+            tracing::debug!(error = %err.message, "a client's answer to an upstream's request did not reach it");
+        }
+        Ok(())
     }
 
     /// The retry after the client answered: its answers and the upstream's state, as asked.
@@ -204,8 +230,8 @@ enum Asked {
     Failed(RpcError),
 }
 
-/// Sends each of the upstream's questions to the client as a request on the stream, and waits
-/// for every answer (wherever it is POSTed); the answers by the upstream's keys.
+/// Sends each of the upstream's questions to the client as a request on the stream, one after
+/// another, and waits for each answer (wherever it is POSTed); the answers by the upstream's keys.
 async fn ask(
     supervisor: &AsCaller,
     session: &str,
@@ -215,43 +241,12 @@ async fn ask(
     let Some(questions) = asked.get(INPUT_REQUESTS).and_then(Value::as_object) else {
         return Err(Asked::Failed(RpcError::internal("the upstream asked for input without `inputRequests`")));
     };
-    let mut waits = Vec::new();
+    let mut responses = Map::new();
     for (key, question) in questions {
         let method = question.get("method").and_then(Value::as_str).unwrap_or_default();
-        if !CLIENT_REQUESTS.iter().any(|(known, _)| *known == method) {
-            let method = bounded(method);
-            return Err(Asked::Failed(RpcError::internal(format!(
-                "the upstream asked the client an unknown `{method}`"
-            ))));
-        }
-        let request_id = format!("hangar-ask-{}", random::hex(12));
-        let (mut registered, mut answer) = supervisor.await_client_answer(session, &request_id);
-        // Asked only once the supervisor waits for the answer, so no answer finds nobody.
-        let waiting = tokio::select! {
-            registered = registered.recv() => registered.is_some(),
-            _ = &mut answer => false,
-        };
-        if !waiting {
-            return Err(Asked::Failed(RpcError::internal("the supervisor could not wait for the client's answer")));
-        }
-        let request = json!({"jsonrpc": "2.0", "id": request_id, "method": method, "params": question.get("params")});
-        if events.send(sse_event(&request)).await.is_err() {
-            return Err(Asked::Left);
-        }
-        waits.push((key.clone(), method.to_owned(), answer));
-    }
-    let mut responses = Map::new();
-    for (key, method, answer) in waits {
-        let response = tokio::select! {
-            response = tokio::time::timeout(CLIENT_ANSWER_WAIT, answer) => response,
-            () = events.closed() => return Err(Asked::Left),
-        };
-        let Ok(response) = response else {
-            return Err(Asked::Failed(RpcError::internal(format!("the client did not answer `{method}` in time"))));
-        };
-        let response = response.map_err(|err| Asked::Failed(RpcError::internal(err.message)))?;
+        let response = ask_client(supervisor, session, events, method, question.get("params")).await?;
         match response.get("result") {
-            Some(result) => responses.insert(key, result.clone()),
+            Some(result) => responses.insert(key.clone(), result.clone()),
             None => {
                 let why = response.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
                 let why = bounded(why);
@@ -260,6 +255,43 @@ async fn ask(
         };
     }
     Ok(responses)
+}
+
+/// Sends the client one request (`method`: sampling, elicitation or roots) on the stream and
+/// waits for its response message (`result` or `error`), wherever the client POSTs it.
+async fn ask_client(
+    supervisor: &AsCaller,
+    session: &str,
+    events: &mpsc::Sender<Bytes>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<Value, Asked> {
+    if !CLIENT_REQUESTS.iter().any(|(known, _)| *known == method) {
+        let method = bounded(method);
+        return Err(Asked::Failed(RpcError::internal(format!("the upstream asked the client an unknown `{method}`"))));
+    }
+    let request_id = format!("hangar-ask-{}", random::hex(12));
+    let (mut registered, mut answer) = supervisor.await_client_answer(session, &request_id);
+    // Asked only once the supervisor waits for the answer, so no answer finds nobody.
+    let waiting = tokio::select! {
+        registered = registered.recv() => registered.is_some(),
+        _ = &mut answer => false,
+    };
+    if !waiting {
+        return Err(Asked::Failed(RpcError::internal("the supervisor could not wait for the client's answer")));
+    }
+    let request = json!({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params});
+    if events.send(sse_event(&request)).await.is_err() {
+        return Err(Asked::Left);
+    }
+    let response = tokio::select! {
+        response = tokio::time::timeout(CLIENT_ANSWER_WAIT, answer) => response,
+        () = events.closed() => return Err(Asked::Left),
+    };
+    let Ok(response) = response else {
+        return Err(Asked::Failed(RpcError::internal(format!("the client did not answer `{method}` in time"))));
+    };
+    response.map_err(|err| Asked::Failed(RpcError::internal(err.message)))
 }
 
 /// What a legacy session's client sends that is not a request: a cancel of one of its calls, or

@@ -30,7 +30,7 @@ pub struct UpstreamCall {
 }
 
 pub fn relay(wanted: &Wanted) -> Relay {
-    Relay { progress: wanted.progress_token.is_some(), logs: wanted.wants_logs() }
+    Relay { progress: wanted.progress_token.is_some(), logs: wanted.wants_logs(), asks: false }
 }
 
 /// The notification as the client should see it (one SSE event), or `None` if it did not ask

@@ -75,13 +75,15 @@ impl RequestError {
 pub struct Relay {
     pub progress: bool,
     pub logs: bool,
+    /// The upstream's own requests to the client go to this call (see `ipc::Relay::asks`).
+    pub asks: bool,
     pub to: mpsc::UnboundedSender<Value>,
 }
 
-/// The answer to an upstream's own request (`id`, `method`): `ping` is answered; what a client
-/// would answer (sampling, elicitation, roots: the hangar declares them, so the tools that need
-/// them are listed) gets a clear error, since no calling client is asked yet; anything else is
-/// not served.
+/// The answer to an upstream's own request (`id`, `method`) that no client was asked (see
+/// `stdio::relay_ask`): `ping` is answered; what a client would answer (sampling, elicitation,
+/// roots: the hangar declares them, so the tools that need them are listed) gets a clear error;
+/// anything else is not served.
 fn answer_upstream_request(id: &Value, method: &str) -> Value {
     if method == "ping" {
         return json!({"jsonrpc": "2.0", "id": id, "result": {}});
@@ -90,9 +92,9 @@ fn answer_upstream_request(id: &Value, method: &str) -> Value {
         Some((method, capability)) => RpcError::new(
             INTERNAL_ERROR,
             format!(
-                "hangar: no client can answer `{method}` here: the hangar does not yet pass a server's own \
-                 requests on to the calling client (the `{capability}` capability is declared so that the \
-                 server's tools are listed)"
+                "hangar: no client was asked `{method}`: the hangar asks it only of the client of the one \
+                 call in flight to this server that a legacy session takes as an event stream (the \
+                 `{capability}` capability is declared so that the server's tools are listed)"
             ),
         ),
         None => RpcError::new(METHOD_NOT_FOUND, "the hangar does not serve this method to upstreams"),
@@ -154,6 +156,15 @@ pub struct Upstream {
 }
 
 impl Upstream {
+    /// Answers the upstream's own request relayed as `ask_id` with the client's `response`;
+    /// whether it was still waiting (only a stdio upstream's requests are relayed).
+    pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
+        match &self.link {
+            Link::Stdio(link) => link.answer_ask(ask_id, response),
+            Link::Http(_) => false,
+        }
+    }
+
     pub fn stdio(link: StdioUpstream) -> Upstream {
         Upstream { era: Mutex::new(Era::Modern), link: Link::Stdio(link) }
     }

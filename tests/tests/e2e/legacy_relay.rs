@@ -219,8 +219,7 @@ fn a_client_answer_posted_to_another_api_instance_completes_the_call() {
     assert!(text.starts_with("User response: action=accept") && text.contains("bob@example.com"), "{done}");
 }
 
-#[test]
-fn a_legacy_upstream_sees_a_capable_client_and_its_own_requests_get_a_clear_error() {
+fn everything_behind_the_front_door() -> Hangar {
     let config = format!(
         r#"
 tool_access: {{mode: front_door}}
@@ -231,7 +230,12 @@ mcp_servers:
         node = node().display(),
         everything = server_everything().display()
     );
-    let hangar = Hangar::start(&config);
+    Hangar::start(&config)
+}
+
+#[test]
+fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() {
+    let hangar = everything_behind_the_front_door();
     let listed = hangar.mcp("tools/list", json!({}));
     let tools: Vec<&str> = listed.body["result"]["tools"]
         .as_array()
@@ -242,9 +246,16 @@ mcp_servers:
         assert!(tools.contains(&conditional), "{conditional} is listed: {tools:?}");
     }
     assert_eq!(tools.len(), 16, "{tools:?}");
+    // A legacy client on an event stream is asked, and its answer goes back to the server.
+    let (mut child, mut stdout) = ts_client(&hangar, "everything");
+    let sampled = json_line(&mut child, &mut stdout);
+    let text = first_text(&sampled["result"]);
+    assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
+    assert!(child.wait().expect("the client exits").success());
+    // A modern client is not asked (yet): the server hears a clear error, which its tool reports.
     let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
     let text = asked.body.to_string();
-    assert!(text.contains("no client can answer `sampling/createMessage`"), "{text}");
+    assert!(text.contains("no client was asked `sampling/createMessage`"), "{text}");
 }
 
 /// Runs `py_client.py URL MODE ask` (bounded) and parses the one JSON line it prints.
