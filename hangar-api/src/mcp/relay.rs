@@ -14,7 +14,7 @@ use hangar_core::mcp::{
     RESULT_TYPE_INPUT_REQUIRED,
 };
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::era::Era;
 use super::front_door::{self, upstream_failure};
@@ -43,48 +43,49 @@ struct LegacyCall {
 /// How a round of the call ended.
 enum Round {
     Done(Result<Value, IpcError>),
-    /// The client closed the stream: dropping the call cancels it upstream.
+    /// The client left (closed the stream, or its POST): dropping the call cancels it upstream.
     Left,
 }
 
 impl LegacyCall {
-    /// One `tools/call` to the upstream, cancellable by the client's id; its notifications the
-    /// client asked for go on `events` meanwhile.
-    /// On a stream, a legacy upstream's own requests to the client come too, and are asked.
-    async fn round(&self, events: Option<&mpsc::Sender<Bytes>>, wanted: Option<&Wanted>) -> Round {
+    /// One `tools/call` to the upstream, cancellable by the client's id; the notifications the
+    /// client asked for go to it meanwhile, and, when it takes event streams, a legacy
+    /// upstream's own requests are asked of it (either starts the event stream).
+    async fn round(&self, sink: &mut Sink, wanted: Option<&Wanted>) -> Round {
         let mut relay = wanted.map(stream::relay).unwrap_or_default();
-        relay.asks = events.is_some();
+        relay.asks = sink.streams;
         let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
         let call = (self.target.clone(), self.arguments.clone(), extra);
         let (mut notices, reply) = self.supervisor.call_cancellable(&self.session, self.id.to_value(), call, relay);
-        let Some(events) = events else { return Round::Done(reply.await) };
         tokio::pin!(reply);
         let outcome = loop {
-            tokio::select! {
-                Some(notice) = notices.recv() => {
-                    if self.pass_on(events, wanted, notice).await.is_err() {
-                        return Round::Left;
-                    }
-                }
+            let notice = tokio::select! {
+                Some(notice) = notices.recv() => notice,
                 outcome = &mut reply => break outcome,
-                () = events.closed() => return Round::Left,
+                () = sink.gone() => return Round::Left,
+            };
+            if self.pass_on(sink, wanted, notice).await.is_err() {
+                return Round::Left;
             }
         };
         while let Ok(notice) = notices.try_recv() {
-            let _ = self.pass_on(events, wanted, notice).await;
+            let _ = self.pass_on(sink, wanted, notice).await;
         }
         Round::Done(outcome)
     }
 
     /// A notice about the call, to the client: a notification it asked for, or an upstream's
     /// own request, asked and answered. `Err` when the client left.
-    async fn pass_on(&self, events: &mpsc::Sender<Bytes>, wanted: Option<&Wanted>, notice: Value) -> Result<(), ()> {
-        if notice.get("id").is_some() {
-            return self.answer_upstream_ask(events, notice).await;
+    async fn pass_on(&self, sink: &mut Sink, wanted: Option<&Wanted>, notice: Value) -> Result<(), ()> {
+        let is_ask = notice.get("id").is_some();
+        let event = if is_ask { None } else { wanted.and_then(|wanted| stream::rewrite(wanted, notice.clone())) };
+        if !is_ask && event.is_none() {
+            return Ok(());
         }
-        match wanted.and_then(|wanted| stream::rewrite(wanted, notice)) {
-            Some(notice) => events.send(notice).await.map_err(drop),
-            None => Ok(()),
+        let events = sink.stream().ok_or(())?;
+        match event {
+            Some(event) => events.send(event).await.map_err(drop),
+            None => self.answer_upstream_ask(events, notice).await,
         }
     }
 
@@ -119,8 +120,9 @@ fn input_required(result: &Value) -> bool {
     result.get("resultType").and_then(Value::as_str) == Some(RESULT_TYPE_INPUT_REQUIRED)
 }
 
-/// A legacy session's `tools/call` of an upstream tool (a front-door name). Streamed when the client asked to hear about the call, or when the upstream asks
-/// the client something (if it takes event streams); plain JSON otherwise.
+/// A legacy session's `tools/call` of an upstream tool (a front-door name). Answered as an event
+/// stream once something must reach the client before the end (a notification it asked for, a
+/// question for it, if it takes event streams); as plain JSON otherwise.
 pub async fn tools_call(
     supervisor: &AsCaller,
     headers: &HeaderMap,
@@ -149,23 +151,95 @@ pub async fn tools_call(
         arguments,
         params,
     };
-    if let Some(wanted) = wanted {
-        return Ok(streamed(call, None, Some(wanted), era));
+    let (answer, answered) = oneshot::channel();
+    let mut sink = Sink { streams, answer: Some(answer), events: None };
+    if wanted.is_some() {
+        // The client asked to hear about the call: the stream starts at once.
+        sink.stream();
     }
-    let outcome = match call.round(None, None).await {
+    tokio::spawn(run(call, sink, wanted, era));
+    answered.await.map_err(|_| RpcError::internal("the call ended without an answer"))
+}
+
+/// Where the call's answer goes: the POST's plain JSON answer until something must go to the
+/// client before the end (a notification, a question), then an event stream.
+struct Sink {
+    /// Whether the client takes event streams (else it is never asked anything).
+    streams: bool,
+    answer: Option<oneshot::Sender<McpReply>>,
+    events: Option<mpsc::Sender<Bytes>>,
+}
+
+impl Sink {
+    /// The event stream, started (as the POST's answer) if it was not yet; `None` when the
+    /// client does not take streams or has left.
+    fn stream(&mut self) -> Option<&mpsc::Sender<Bytes>> {
+        if self.events.is_none() && self.streams {
+            let (events, stream) = mpsc::channel(64);
+            self.answer.take()?.send(McpReply::events(stream)).ok()?;
+            self.events = Some(events);
+        }
+        self.events.as_ref()
+    }
+
+    /// Resolves when the client has gone (closed the stream, or the POST before its answer).
+    async fn gone(&mut self) {
+        match (&self.events, &mut self.answer) {
+            (Some(events), _) => events.closed().await,
+            (None, Some(answer)) => answer.closed().await,
+            (None, None) => std::future::pending().await,
+        }
+    }
+
+    /// The call's answer, on the stream if it started, else as the POST's JSON answer.
+    async fn finish(mut self, id: Id, outcome: Result<Value, RpcError>, era: &'static Era) {
+        if let Some(events) = self.events.take() {
+            let _ = events.send(sse_event(&Answer { id, outcome })).await;
+        } else if let Some(answer) = self.answer.take() {
+            let reply = match outcome {
+                Ok(result) => McpReply::result(&id, result),
+                Err(error) => McpReply::error((era.error_status)(&error), &id, &error),
+            };
+            let _ = answer.send(reply);
+        }
+    }
+}
+
+/// Runs the call to its end: rounds with the upstream, and between them the upstream's questions
+/// (`input_required`) asked of the client on the stream, the answers carried back in the retry.
+async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: &'static Era) {
+    let mut outcome = match call.round(&mut sink, wanted.as_ref()).await {
         Round::Done(outcome) => outcome,
-        Round::Left => Err(IpcError::new(ErrorKind::Cancelled, "the client left")),
+        Round::Left => return,
     };
-    match outcome {
-        Ok(result) if streams && input_required(&result) => Ok(streamed(call, Some(result), None, era)),
-        Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
-            Err(front_door::refused(err))
+    let mut rounds = 0;
+    let outcome = loop {
+        match outcome {
+            Ok(result) if input_required(&result) && sink.streams => {
+                rounds += 1;
+                if rounds > MAX_ROUNDS {
+                    break Err(RpcError::internal(format!(
+                        "the upstream asked for input more than {MAX_ROUNDS} times; the hangar gave up"
+                    )));
+                }
+                let Some(events) = sink.stream() else { return };
+                match ask(&call.supervisor, &call.session, events, &result).await {
+                    Ok(responses) => call.retry_with(responses, &result),
+                    Err(Asked::Left) => return,
+                    Err(Asked::Failed(err)) => break Err(err),
+                }
+                outcome = match call.round(&mut sink, wanted.as_ref()).await {
+                    Round::Done(outcome) => outcome,
+                    Round::Left => return,
+                };
+            }
+            Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
+                break Err(front_door::refused(err));
+            }
+            outcome => break outcome.or_else(upstream_failure).map(|result| (era.finish)("tools/call", result)),
         }
-        outcome => {
-            let result = outcome.or_else(upstream_failure)?;
-            Ok(McpReply::result(id, (era.finish)("tools/call", result)))
-        }
-    }
+    };
+    sink.finish(call.id, outcome, era).await;
 }
 
 /// What a legacy session's client can be asked, declared to the upstream per request (2026-07-28
@@ -182,46 +256,6 @@ fn declare_capabilities(params: &mut Map<String, Value>) {
         let declared: Map<String, Value> = CLIENT_REQUESTS.iter().map(|(_, c)| ((*c).to_owned(), json!({}))).collect();
         meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(declared));
     }
-}
-
-/// Answers the call as an event stream: notifications, the upstream's questions as requests to
-/// the client, and at last the response. `first` is a round already made.
-fn streamed(mut call: LegacyCall, first: Option<Value>, wanted: Option<Wanted>, era: &'static Era) -> McpReply {
-    let (events, stream) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let mut outcome = match first {
-            Some(result) => Ok(result),
-            None => match call.round(Some(&events), wanted.as_ref()).await {
-                Round::Done(outcome) => outcome,
-                Round::Left => return,
-            },
-        };
-        let mut rounds = 0;
-        let outcome = loop {
-            match outcome {
-                Ok(result) if input_required(&result) => {
-                    rounds += 1;
-                    if rounds > MAX_ROUNDS {
-                        break Err(RpcError::internal(format!(
-                            "the upstream asked for input more than {MAX_ROUNDS} times; the hangar gave up"
-                        )));
-                    }
-                    match ask(&call.supervisor, &call.session, &events, &result).await {
-                        Ok(responses) => call.retry_with(responses, &result),
-                        Err(Asked::Left) => return,
-                        Err(Asked::Failed(err)) => break Err(err),
-                    }
-                    outcome = match call.round(Some(&events), wanted.as_ref()).await {
-                        Round::Done(outcome) => outcome,
-                        Round::Left => return,
-                    };
-                }
-                outcome => break outcome.or_else(upstream_failure).map(|result| (era.finish)("tools/call", result)),
-            }
-        };
-        let _ = events.send(sse_event(&Answer { id: call.id, outcome })).await;
-    });
-    McpReply::events(stream)
 }
 
 /// Why the client's answers did not come.

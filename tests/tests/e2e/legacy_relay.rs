@@ -246,11 +246,13 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
         assert!(tools.contains(&conditional), "{conditional} is listed: {tools:?}");
     }
     assert_eq!(tools.len(), 16, "{tools:?}");
-    // A legacy client on an event stream is asked, and its answer goes back to the server.
+    // A legacy client is asked on its call's event stream, whether or not it asked for progress.
     let (mut child, mut stdout) = ts_client(&hangar, "everything");
-    let sampled = json_line(&mut child, &mut stdout);
-    let text = first_text(&sampled["result"]);
-    assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
+    for _ in ["plain", "with progress"] {
+        let sampled = json_line(&mut child, &mut stdout);
+        let text = first_text(&sampled["result"]);
+        assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
+    }
     assert!(child.wait().expect("the client exits").success());
     // A modern client is not asked (yet): the server hears a clear error, which its tool reports.
     let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
