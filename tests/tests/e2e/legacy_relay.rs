@@ -285,3 +285,21 @@ fn the_python_client_answers_an_upstreams_questions_in_either_era() {
         );
     }
 }
+
+#[test]
+fn a_legacy_client_dropping_its_plain_call_cancels_it_upstream() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let session = legacy_session(&hangar);
+    let own = hangar.base.trim_start_matches("http://").to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 60000}}});
+    let stream = open_post(&own, &session, "application/json, text/event-stream", &call);
+    poll("the call to reach the upstream", Duration::from_secs(20), || {
+        (hangar.details("slow")["health"]["total_invocations"] == 1).then_some(())
+    });
+    drop(stream);
+    poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
+        (cancellations(&hangar) == 1).then_some(())
+    });
+}
