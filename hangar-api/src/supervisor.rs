@@ -180,7 +180,7 @@ impl AsCaller {
         arguments: Value,
         timeout_ms: Option<u64>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let relay = Relay { progress: true, logs: false };
+        let relay = Relay { progress: true, logs: false, asks: false };
         let target = Target::tool(mcp_server, tool);
         self.call_request(Request::Call {
             target,
@@ -223,13 +223,18 @@ impl AsCaller {
         &self,
         request: Request,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        self.relayed(request, "call", called)
+    }
+
+    /// A relayed request whose reply `pick` reads (`op` names it when the reply is another).
+    fn relayed<T: Send + 'static>(
+        &self,
+        request: Request,
+        op: &'static str,
+        pick: fn(Reply) -> Option<T>,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<T, IpcError>>) {
         let (notices, reply) = self.request_relayed(request);
-        let result = async move {
-            match reply.await? {
-                Reply::Called(result) => Ok(result),
-                _ => Err(unexpected("call")),
-            }
-        };
+        let result = async move { pick(reply.await?).ok_or_else(|| unexpected(op)) };
         (notices, Box::pin(result))
     }
 
@@ -387,5 +392,72 @@ impl AsCaller {
             Reply::Task(answer) => Ok(answer),
             _ => Err(unexpected("task")),
         }
+    }
+
+    /// A front-door call in a legacy `session` that its client may cancel by `request_id`
+    /// (its own id for the call) from any API instance; otherwise as [`AsCaller::call_relayed`].
+    pub fn call_cancellable(
+        &self,
+        session: &str,
+        request_id: Value,
+        call: (Target, Value, Option<Value>),
+        relay: Relay,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let (target, arguments, extra) = call;
+        let trace = self.trace.clone();
+        let op = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers: None };
+        let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op) };
+        self.relayed(request, "call", called)
+    }
+
+    /// A legacy client's `notifications/cancelled` for its call `request_id` in `session`;
+    /// whether the call was still running.
+    pub async fn cancel_client_call(&self, session: &str, request_id: Value) -> Result<bool, IpcError> {
+        match self.request(Request::CancelClientCall { session: session.into(), request_id }).await? {
+            Reply::ClientCancelled { found } => Ok(found),
+            _ => Err(unexpected("cancel_client_call")),
+        }
+    }
+
+    /// Waits for the client's answer to our request `request_id` in `session`: a notice comes
+    /// once the wait is registered (send the request then), the reply is the client's response.
+    pub fn await_client_answer(
+        &self,
+        session: &str,
+        request_id: &str,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let request = Request::AwaitClientAnswer { session: session.into(), request_id: request_id.into() };
+        self.relayed(request, "await_client_answer", |reply| match reply {
+            Reply::ClientAnswered(response) => Some(response),
+            _ => None,
+        })
+    }
+
+    /// A client's response to our request `request_id` in `session`, to whoever waits for it;
+    /// whether someone did.
+    pub async fn client_answer(&self, session: &str, request_id: &str, response: Value) -> Result<bool, IpcError> {
+        let request = Request::ClientAnswer { session: session.into(), request_id: request_id.into(), response };
+        match self.request(request).await? {
+            Reply::ClientAnswerDelivered { found } => Ok(found),
+            _ => Err(unexpected("client_answer")),
+        }
+    }
+
+    /// The client's response to an upstream's own request, relayed to it as `ask_id`; whether
+    /// the upstream still waited.
+    pub async fn answer_upstream(&self, mcp_server: &str, ask_id: &str, response: Value) -> Result<bool, IpcError> {
+        let request = Request::AnswerUpstream { mcp_server: mcp_server.into(), ask_id: ask_id.into(), response };
+        match self.request(request).await? {
+            Reply::UpstreamAnswered { found } => Ok(found),
+            _ => Err(unexpected("answer_upstream")),
+        }
+    }
+}
+
+/// The result of a `Call` reply.
+fn called(reply: Reply) -> Option<Value> {
+    match reply {
+        Reply::Called(result) => Some(result),
+        _ => None,
     }
 }

@@ -209,6 +209,14 @@ impl FakeSupervisor {
             Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))
             }
+            // Legacy sessions' requests both ways: nothing runs, nobody waits.
+            Request::ClientCall { op, .. } => Box::pin(self.answer(*op)).await,
+            Request::CancelClientCall { .. } => Ok(Reply::ClientCancelled { found: false }),
+            Request::ClientAnswer { .. } => Ok(Reply::ClientAnswerDelivered { found: false }),
+            Request::AnswerUpstream { .. } => Ok(Reply::UpstreamAnswered { found: false }),
+            Request::AwaitClientAnswer { .. } => {
+                Err(IpcError::new(ErrorKind::Internal, "the fake supervisor asks its clients nothing"))
+            }
         }
     }
 

@@ -235,6 +235,42 @@ pub enum Request {
     TaskCancel {
         task_id: String,
     },
+    /// A legacy session's request (`op`, a call) that its client may cancel by its own request
+    /// id from any API instance ([`Request::CancelClientCall`]); otherwise answered as `op` alone.
+    ClientCall {
+        session: String,
+        request_id: Value,
+        op: Box<Request>,
+    },
+    /// A legacy client's `notifications/cancelled`: stops the caller's own [`Request::ClientCall`]
+    /// with that session and request id, if it still runs. Answers [`Reply::ClientCancelled`].
+    CancelClientCall {
+        session: String,
+        request_id: Value,
+    },
+    /// Waits for the client's answer to a server-to-client request (id `request_id`) that the
+    /// caller sent on a stream of `session`: a [`ServerFrame::Notice`] (`{}`) once the wait is
+    /// registered, then [`Reply::ClientAnswered`], whichever API instance the answer reached.
+    AwaitClientAnswer {
+        session: String,
+        request_id: String,
+    },
+    /// A client's JSON-RPC response (the message: `result` or `error`) to a server-to-client
+    /// request, handed to the caller's own [`Request::AwaitClientAnswer`]. Answers
+    /// [`Reply::ClientAnswerDelivered`].
+    ClientAnswer {
+        session: String,
+        request_id: String,
+        response: Value,
+    },
+    /// The client's response message (`result` or `error`) to an upstream's own request that a
+    /// call relayed with [`Relay::asks`], by the `id` it was relayed with. Answers
+    /// [`Reply::UpstreamAnswered`].
+    AnswerUpstream {
+        mcp_server: String,
+        ask_id: String,
+        response: Value,
+    },
 }
 
 /// What a request in a session changes in it.
@@ -317,11 +353,16 @@ pub struct Relay {
     /// `notifications/message` log lines sent while the call runs.
     #[serde(default)]
     pub logs: bool,
+    /// A legacy upstream's own requests to the client (sampling, elicitation, roots) while the
+    /// call runs, each a request-shaped notice (`id`, `method`, `params`, and the `mcp_server`
+    /// asking) that [`Request::AnswerUpstream`] answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks: bool,
 }
 
 impl Relay {
     pub fn is_off(&self) -> bool {
-        !self.progress && !self.logs
+        !self.progress && !self.logs && !self.asks
     }
 }
 
@@ -427,6 +468,20 @@ pub enum Reply {
     Posted,
     /// The answer to a task request, in the tasks extension's wire shape.
     Task(Value),
+    /// Whether a [`Request::CancelClientCall`] found the call running.
+    ClientCancelled {
+        found: bool,
+    },
+    /// The client's response message to a server-to-client request.
+    ClientAnswered(Value),
+    /// Whether a [`Request::ClientAnswer`] found someone waiting for it.
+    ClientAnswerDelivered {
+        found: bool,
+    },
+    /// Whether an [`Request::AnswerUpstream`] found the upstream's request still waiting.
+    UpstreamAnswered {
+        found: bool,
+    },
 }
 
 /// What a reload did, by server id.
@@ -540,6 +595,8 @@ pub enum ErrorKind {
     /// The request needs a client capability the caller did not declare (MCP's -32021);
     /// `details.requiredCapabilities` names it.
     MissingCapability,
+    /// The caller's client cancelled the request (a legacy `notifications/cancelled`).
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -571,6 +628,7 @@ impl ErrorKind {
             ErrorKind::Internal => "InternalError",
             ErrorKind::HeaderMismatch => "HeaderMismatch",
             ErrorKind::MissingCapability => "MissingCapability",
+            ErrorKind::Cancelled => "Cancelled",
         }
     }
 
@@ -586,6 +644,8 @@ impl ErrorKind {
             ErrorKind::Timeout => 504,
             ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,
             ErrorKind::Internal => 500,
+            // nginx's "client closed request": nobody is left to read it.
+            ErrorKind::Cancelled => 499,
         }
     }
 }
@@ -619,7 +679,7 @@ mod tests {
                     target: Target::tool("math", "add"),
                     arguments: serde_json::json!({"a": "x\ny"}),
                     timeout_ms: Some(5),
-                    relay: Relay { progress: true, logs: false },
+                    relay: Relay { progress: true, logs: false, asks: false },
                     extra: Some(serde_json::json!({"requestState": "s"})),
                     trace: crate::trace::TraceContext::parse(
                         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

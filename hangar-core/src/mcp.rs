@@ -68,6 +68,20 @@ pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The methods of the tasks extension; `Mcp-Name` mirrors their `params.taskId`.
 pub const TASK_METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
 
+/// 2026-07-28 (MRTR): a result's `resultType` when the server needs the client's input first.
+pub const RESULT_TYPE_INPUT_REQUIRED: &str = "input_required";
+/// MRTR: the questions of an `input_required` result, by key: `{method, params}` each.
+pub const INPUT_REQUESTS: &str = "inputRequests";
+/// MRTR: the client's answers in the retry, by the same keys.
+pub const INPUT_RESPONSES: &str = "inputResponses";
+/// MRTR: the server's opaque state, handed back in the retry.
+pub const REQUEST_STATE: &str = "requestState";
+/// A client giving up on one of its requests (`params.requestId`).
+pub const NOTIFICATION_CANCELLED: &str = "notifications/cancelled";
+/// What a client can be asked for, by method, and the capability each needs.
+pub const CLIENT_REQUESTS: [(&str, &str); 3] =
+    [("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
+
 #[cfg(test)]
 mod tests {
     use super::*;

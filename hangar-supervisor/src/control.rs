@@ -497,8 +497,15 @@ fn relay_notices(
     op: &Request,
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)> {
+    let op = match op {
+        Request::ClientCall { op, .. } => op,
+        op => op,
+    };
     let relayed = matches!(op, Request::Call { relay, .. } if !relay.is_off())
-        || matches!(op, Request::Events { follow: true, .. } | Request::SessionFollow { .. });
+        || matches!(
+            op,
+            Request::Events { follow: true, .. } | Request::SessionFollow { .. } | Request::AwaitClientAnswer { .. }
+        );
     if !relayed {
         return None;
     }

@@ -1,10 +1,11 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
 mod audit;
+mod client_relay;
 mod exposed;
 mod journal_view;
-mod upstream_words;
 mod tasks;
+mod upstream_words;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use self::audit::{Decision, Shown};
+use self::client_relay::ClientRelay;
 use self::exposed::ByView;
 use self::upstream_words::UpstreamWordsRule;
 use crate::journal::Journal;
@@ -69,6 +71,8 @@ pub struct Hangar {
     tasks: tasks::Tasks,
     /// Itself, for the calls a task keeps running after its request has been answered.
     me: Weak<Hangar>,
+    /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
+    client_relay: ClientRelay,
 }
 
 impl Hangar {
@@ -108,6 +112,7 @@ impl Hangar {
             upstream_words: RwLock::new(UpstreamWordsRule::of(config)),
             tasks: tasks::Tasks::default(),
             me: me.clone(),
+            client_relay: ClientRelay::default(),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
@@ -171,6 +176,19 @@ impl Hangar {
     /// connection's business and is answered there. `notices` carries an upstream's
     /// notifications about a relayed call back to its caller.
     pub async fn handle(
+        &self,
+        caller: &Caller,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Outcome {
+        if let Request::ClientCall { session, request_id, op } = request {
+            let call = self.handle_one(caller, *op, notices);
+            return self.client_relay.cancellable(&caller.identity, &session, &request_id, call).await;
+        }
+        self.handle_one(caller, request, notices).await
+    }
+
+    async fn handle_one(
         &self,
         caller: &Caller,
         request: Request,
@@ -314,6 +332,25 @@ impl Hangar {
                 self.task_update(decide.caller(), &task_id, &input_responses).await?
             }
             Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), &task_id)?,
+            Request::ClientCall { .. } => {
+                return Err(IpcError::new(ErrorKind::InvalidArgument, "a client call cannot wrap another"));
+            }
+            Request::CancelClientCall { session, request_id } => {
+                let found = self.client_relay.cancel(&decide.caller().identity, &session, &request_id);
+                Reply::ClientCancelled { found }
+            }
+            Request::AwaitClientAnswer { session, request_id } => {
+                let identity = &decide.caller().identity;
+                Reply::ClientAnswered(self.client_relay.await_answer(identity, &session, &request_id, notices).await?)
+            }
+            Request::ClientAnswer { session, request_id, response } => {
+                let found = self.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
+                Reply::ClientAnswerDelivered { found }
+            }
+            Request::AnswerUpstream { mcp_server, ask_id, response } => {
+                let server = self.visible(view, &mcp_server)?;
+                Reply::UpstreamAnswered { found: server.answer_ask(&ask_id, &response) }
+            }
         })
     }
 
@@ -386,7 +423,12 @@ impl Hangar {
         }
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
-        let relay = notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, to });
+        let relay = notices.map(|to| crate::upstream::Relay {
+            progress: relay.progress,
+            logs: relay.logs,
+            asks: relay.asks,
+            to,
+        });
         let _permit = self.admit(&server)?;
         let traced = CallTrace { parent: trace, identity: &caller.identity };
         server.call(&tool, arguments, extra, timeout, relay, traced).await

@@ -11,7 +11,7 @@ use super::era::Era;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
-use super::{custom_headers, front_door, stream, subscriptions, tasks, traced};
+use super::{custom_headers, front_door, relay, stream, subscriptions, tasks, traced};
 use crate::state::Calling;
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
@@ -22,6 +22,9 @@ pub struct Request {
     pub params: Option<Value>,
     /// `params._meta.progressToken` as the client wrote it (see `Incoming::progress_token`).
     pub progress_token: Option<Id>,
+    /// The legacy session the request came in (`None` for 2026-07-28): its calls take requests
+    /// both ways (`relay`).
+    pub session: Option<String>,
 }
 
 /// How a handler answered: a result for the era to shape, or a reply of its own (a stream).
@@ -99,6 +102,12 @@ async fn tools_call(
     let mut call = ToolCall::from_params(params)?;
     if era.mirrors_params {
         call.param_headers = Some(custom_headers::read(headers)?);
+    }
+    if let Some(session) = &request.session
+        && front_door::route(&call.name) == front_door::Route::Exposed
+    {
+        let reply = relay::tools_call(&app.supervisor, headers, session, &request.id, call, wanted, era).await?;
+        return Ok(Answer::Reply(reply));
     }
     if let Some(wanted) = wanted
         && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era).await?

@@ -80,7 +80,7 @@ pub async fn resolve(
 /// words the supervisor rendered (`front_door::Unknown::message`: bounded, and naming the
 /// qualified names an ambiguous name now has), as a JSON-RPC error. A supervisor that does not
 /// answer is an internal error.
-fn refused(err: IpcError) -> RpcError {
+pub fn refused(err: IpcError) -> RpcError {
     match err.kind {
         ErrorKind::UnknownTool => RpcError::invalid_params(err.message),
         ErrorKind::HeaderMismatch => header_mismatch(err.message),

@@ -29,6 +29,11 @@ impl Id {
         matches!(self.0.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
     }
 
+    /// The id as a JSON value (what keys it at the supervisor, as a cancel names it).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
     /// The id's JSON text.
     #[cfg(test)]
     pub fn as_str(&self) -> &str {

@@ -10,8 +10,8 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::{SessionChange, SessionState};
 use hangar_core::jsonrpc::{self, Message, RpcError};
 use hangar_core::mcp::{
-    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_LOG_LEVEL,
-    META_SERVER_INFO,
+    CLIENT_REQUESTS, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, LATEST_LEGACY_REVISION, LEGACY_REVISIONS,
+    META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO,
 };
 use serde_json::{Value, json};
 
@@ -22,7 +22,7 @@ use super::errors::session_not_found;
 use super::headers::single;
 use super::id::{Id, Incoming};
 use super::reply::McpReply;
-use super::{front_door, session};
+use super::{front_door, relay, session};
 use crate::state::Calling;
 
 /// What only a session serves (beyond `initialize`); 2026-07-28 removed them.
@@ -58,16 +58,19 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpRe
         Message::Request { method, params, .. } => session::change(method, params.as_ref()),
         _ => None,
     };
-    let state = match check_session(app, headers, &id, change).await {
-        Ok(state) => state,
+    let (session, state) = match check_session(app, headers, &id, change).await {
+        Ok(found) => found,
         Err(reply) => return reply,
     };
     match message {
         Message::Request { id, method, params } => {
-            let request = Request { id, method, params, progress_token: body.progress_token };
+            let request = Request { id, method, params, progress_token: body.progress_token, session: Some(session) };
             in_session(app, headers, &state, request).await
         }
-        Message::Notification { .. } | Message::Response { .. } => McpReply::accepted(),
+        message @ (Message::Notification { .. } | Message::Response { .. }) => {
+            relay::from_client(&app.supervisor, &session, message).await;
+            McpReply::accepted()
+        }
     }
 }
 
@@ -76,19 +79,29 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpRe
 /// supervisor hands it the upstream's updates).
 async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mut request: Request) -> McpReply {
     if request.method == "tools/call"
-        && let Some(level) = &state.log_level
         && let Some(Value::Object(params)) = &mut request.params
+        && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
     {
-        let meta = params.entry("_meta").or_insert_with(|| json!({}));
-        if let Value::Object(meta) = meta {
+        if let Some(level) = &state.log_level {
             meta.entry(META_LOG_LEVEL).or_insert_with(|| json!(level));
         }
+        // What the client said at `initialize` it can be asked (sampling, elicitation, roots),
+        // declared to the upstream for this call as a 2026-07-28 client would (`relay.rs`).
+        meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| askable(&state.capabilities));
     }
     if matches!(request.method.as_str(), "resources/subscribe" | "resources/unsubscribe") {
         let reply = dispatch::dispatch(app, headers, &LEGACY, request).await;
         return session::subscription_kept(reply);
     }
     dispatch::dispatch(app, headers, &LEGACY, request).await
+}
+
+/// The part of a client's `initialize` capabilities that says what it can be asked.
+fn askable(capabilities: &Value) -> Value {
+    let declared = CLIENT_REQUESTS
+        .iter()
+        .filter_map(|(_, capability)| Some(((*capability).to_owned(), capabilities.get(*capability)?.clone())));
+    Value::Object(declared.collect())
 }
 
 /// The `initialize` answer: the client's version if we speak it, else our latest.
@@ -129,7 +142,7 @@ async fn check_session(
     headers: &HeaderMap,
     id: &Id,
     change: Option<SessionChange>,
-) -> Result<SessionState, McpReply> {
+) -> Result<(String, SessionState), McpReply> {
     let session = match single(headers, HEADER_SESSION_ID) {
         Ok(None) => {
             return Err(McpReply::error(
@@ -143,7 +156,9 @@ async fn check_session(
         Ok(Some(session)) if session::parse(&session).is_some() => session,
         _ => return Err(McpReply::error(StatusCode::NOT_FOUND, id, &session_not_found())),
     };
-    session::check(app, &session, change).await.map_err(|(status, err)| McpReply::error(status, id, &err))
+    let state =
+        session::check(app, &session, change).await.map_err(|(status, err)| McpReply::error(status, id, &err))?;
+    Ok((session, state))
 }
 
 /// A modern upstream's result, bridged for a legacy client: without the 2026-07-28 fields.

@@ -21,6 +21,7 @@ mod modern;
 mod old_sse;
 mod params;
 pub mod refusal;
+mod relay;
 mod reply;
 mod session;
 mod stream;

@@ -137,7 +137,8 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, mut body: Incoming) -> M
     let progress_token = body.progress_token.take();
     match validate(headers, body) {
         Ok(Checked::Request { id, method, params }) => {
-            dispatch::dispatch(app, headers, &MODERN, Request { id, method, params, progress_token }).await
+            dispatch::dispatch(app, headers, &MODERN, Request { id, method, params, progress_token, session: None })
+                .await
         }
         Ok(Checked::Notification) => McpReply::accepted(),
         Err(reply) => reply,

@@ -31,13 +31,13 @@ pub struct UpstreamCall {
     pub extra: Option<Value>,
 }
 
-fn relay(wanted: &Wanted) -> Relay {
-    Relay { progress: wanted.progress_token.is_some(), logs: wanted.wants_logs() }
+pub fn relay(wanted: &Wanted) -> Relay {
+    Relay { progress: wanted.progress_token.is_some(), logs: wanted.wants_logs(), asks: false }
 }
 
 /// The notification as the client should see it (one SSE event), or `None` if it did not ask
 /// for it.
-fn rewrite(wanted: &Wanted, notification: Value) -> Option<Bytes> {
+pub fn rewrite(wanted: &Wanted, notification: Value) -> Option<Bytes> {
     match notification.get("method").and_then(Value::as_str)? {
         "notifications/progress" => {
             let token = wanted.progress_token.as_ref()?;

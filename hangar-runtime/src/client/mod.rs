@@ -206,6 +206,10 @@ fn budget_for(request: &Request) -> Duration {
         Request::Check { timeout_ms, .. } => Duration::from_millis(*timeout_ms).saturating_add(CALL_SLACK),
         // Followed events stream until the caller cancels (drops the request).
         Request::Events { follow: true, .. } => Duration::MAX,
+        Request::ClientCall { op, .. } => budget_for(op),
+        // A client's answer may wait for a person; the caller bounds it, and drops it if its
+        // client leaves.
+        Request::AwaitClientAnswer { .. } => Duration::MAX,
         _ => DEFAULT_BUDGET,
     }
 }

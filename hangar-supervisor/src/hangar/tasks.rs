@@ -153,7 +153,8 @@ impl Hangar {
 
     /// [`Request::TaskCall`].
     pub(super) async fn task_call(&self, caller: &Caller, view: &View, request: Request) -> Result<Reply, IpcError> {
-        let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers } = request else {
+        let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers } = request
+        else {
             return Err(IpcError::new(ErrorKind::Internal, "not a task call"));
         };
         let (server, declared) = self.declaration(view, &target).await.unzip();
@@ -165,8 +166,16 @@ impl Hangar {
         // follows; any other is not invited to.
         let knows_tasks = matches!(support.as_deref(), Some("optional" | "required"));
         let extra = if knows_tasks { extra } else { without_tasks_extension(extra) };
-        let mut call =
-            TaskCall { caller: caller.clone(), target, arguments, extra, trace, param_headers, timeout_ms: None, server };
+        let mut call = TaskCall {
+            caller: caller.clone(),
+            target,
+            arguments,
+            extra,
+            trace,
+            param_headers,
+            timeout_ms: None,
+            server,
+        };
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };

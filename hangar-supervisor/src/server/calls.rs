@@ -98,6 +98,13 @@ impl Server {
     /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
     /// A prompt or resource list of a server that is not running is answered from its last
     /// known catalog, if it has one, without starting it.
+    /// Hands the client's answer to the running upstream's own request relayed as `ask_id`;
+    /// whether it still waited (a restarted upstream asked nothing of this client).
+    pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
+        let upstream = self.lock().process.as_ref().map(|process| process.upstream.clone());
+        upstream.is_some_and(|upstream| upstream.answer_ask(ask_id, response))
+    }
+
     pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
         let listing = super::memory::is_first_page(method, &params);
         if listing && let Some(remembered) = self.remembered_list(method) {

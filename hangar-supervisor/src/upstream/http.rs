@@ -258,6 +258,17 @@ impl HttpUpstream {
                 super::relay_notification(relays, method, params, &self.notices);
                 None
             }
+            // Its own request in the answer stream (a legacy server's sampling...): answered by
+            // a POST of its own, as a client would.
+            Ok(Message::Request { id, method, .. }) => {
+                let answer = super::answer_upstream_request(&id, &method);
+                let post =
+                    self.post(Era::Legacy, &method, &Value::Null, serde_json::to_vec(&answer).unwrap_or_default());
+                tokio::spawn(async move {
+                    let _ = post.timeout(Duration::from_secs(10)).send().await;
+                });
+                None
+            }
             _ => {
                 self.log.push(
                     Stream::Stdout,

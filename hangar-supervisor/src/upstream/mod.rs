@@ -13,9 +13,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hangar_core::ipc::ErrorKind;
-use hangar_core::jsonrpc::{METHOD_NOT_FOUND, RpcError};
+use hangar_core::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError};
 use hangar_core::mcp::{
-    LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PREFIX,
+    CLIENT_REQUESTS, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PREFIX,
     META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS,
 };
 use serde_json::{Value, json};
@@ -85,7 +85,36 @@ impl RequestError {
 pub struct Relay {
     pub progress: bool,
     pub logs: bool,
+    /// The upstream's own requests to the client go to this call (see `ipc::Relay::asks`).
+    pub asks: bool,
     pub to: mpsc::UnboundedSender<Value>,
+}
+
+/// The answer to an upstream's own request (`id`, `method`) that no client was asked (see
+/// `stdio::relay_ask`): `ping` is answered; what a client would answer (sampling, elicitation,
+/// roots: the hangar declares them, so the tools that need them are listed) gets a clear error;
+/// anything else is not served.
+fn answer_upstream_request(id: &Value, method: &str) -> Value {
+    if method == "ping" {
+        return json!({"jsonrpc": "2.0", "id": id, "result": {}});
+    }
+    let error = match CLIENT_REQUESTS.iter().find(|(known, _)| *known == method) {
+        Some((method, capability)) => RpcError::new(
+            INTERNAL_ERROR,
+            format!(
+                "hangar: no client was asked `{method}`: the hangar asks it only of the client of the one \
+                 call in flight to this server that a legacy session takes as an event stream (the \
+                 `{capability}` capability is declared so that the server's tools are listed)"
+            ),
+        ),
+        None => RpcError::new(METHOD_NOT_FOUND, "the hangar does not serve this method to upstreams"),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
+}
+
+/// What the hangar declares as a legacy upstream's client: everything a client can be asked.
+fn client_capabilities() -> Value {
+    Value::Object(CLIENT_REQUESTS.iter().map(|(_, capability)| ((*capability).to_owned(), json!({}))).collect())
 }
 
 /// Hands a notification to the relays it concerns: `notifications/progress` to the one whose
@@ -154,6 +183,15 @@ pub struct Upstream {
 }
 
 impl Upstream {
+    /// Answers the upstream's own request relayed as `ask_id` with the client's `response`;
+    /// whether it was still waiting (only a stdio upstream's requests are relayed).
+    pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
+        match &self.link {
+            Link::Stdio(link) => link.answer_ask(ask_id, response),
+            Link::Http(_) => false,
+        }
+    }
+
     pub fn stdio(link: StdioUpstream) -> Upstream {
         Upstream { era: Mutex::new(Era::Modern), link: Link::Stdio(link) }
     }
@@ -253,7 +291,7 @@ impl Upstream {
         self.set_era(Era::Legacy);
         let params = json!({
             "protocolVersion": LATEST_LEGACY_REVISION,
-            "capabilities": {},
+            "capabilities": client_capabilities(),
             "clientInfo": {"name": "hangar", "version": env!("CARGO_PKG_VERSION")},
         });
         let result = match self.request("initialize", params, remaining()).await {

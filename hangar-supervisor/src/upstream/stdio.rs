@@ -7,10 +7,13 @@
 //! whose caller gives up (timeout, or its future dropped) is cancelled upstream with
 //! `notifications/cancelled`. Protocol `_meta` and era detection are [`super::Upstream`]'s.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hangar_core::jsonrpc::{METHOD_NOT_FOUND, Message, PendingMap, RpcError, classify_value};
+use hangar_core::jsonrpc::{Message, PendingMap, RpcError, classify_value};
+use hangar_core::mcp::CLIENT_REQUESTS;
 use serde_json::{Value, json};
 use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
@@ -32,6 +35,10 @@ const OVERSIZED: i64 = i64::MIN;
 /// What the reader needs to route what it reads.
 struct Routes {
     pending: Mutex<PendingMap<Waiter>>,
+    /// The upstream's own requests relayed to a call's client, by the id they were relayed
+    /// with: the upstream's id for each.
+    asks: Mutex<HashMap<String, Value>>,
+    next_ask: AtomicU64,
     /// Relayed requests, by the id the upstream saw (which is also their progress token).
     relays: Mutex<Vec<(u64, Relay)>>,
     log: Arc<LogRing>,
@@ -46,6 +53,20 @@ pub struct StdioUpstream {
 }
 
 impl StdioUpstream {
+    /// Answers the upstream's request relayed as `ask_id` with the client's response message
+    /// (`result` or `error`); whether it was still waiting.
+    pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
+        let Some(id) = lock(&self.routes.asks).remove(ask_id) else { return false };
+        let mut answer = json!({"jsonrpc": "2.0", "id": id});
+        match (response.get("result"), response.get("error")) {
+            (Some(result), _) => answer["result"] = result.clone(),
+            (None, Some(error)) => answer["error"] = error.clone(),
+            (None, None) => answer["error"] = RpcError::internal("the client answered nothing").to_json(),
+        }
+        let writer = lock(&self.writer).clone();
+        writer.is_some_and(|writer| writer.send(encode(&answer)).is_ok())
+    }
+
     /// Wires the pipes and starts the reader and writer tasks.
     pub fn start(
         stdin: ChildStdin,
@@ -55,7 +76,14 @@ impl StdioUpstream {
     ) -> StdioUpstream {
         let (tx, rx) = mpsc::unbounded_channel();
         let (closed_tx, closed) = watch::channel(false);
-        let routes = Arc::new(Routes { pending: Mutex::default(), relays: Mutex::default(), log, notices });
+        let routes = Arc::new(Routes {
+            pending: Mutex::default(),
+            asks: Mutex::default(),
+            next_ask: AtomicU64::new(1),
+            relays: Mutex::default(),
+            log,
+            notices,
+        });
         let upstream = StdioUpstream { writer: Mutex::new(Some(tx.clone())), routes: routes.clone(), closed };
         tokio::spawn(async move {
             // A failed write means the child is gone; the reader sees that and ends the connection.
@@ -244,6 +272,27 @@ fn trim_start(bytes: &[u8]) -> &[u8] {
     &bytes[skip..]
 }
 
+/// Relays the upstream's own request for the client (sampling, elicitation, roots) to the one
+/// call in flight whose client can be asked; whether it did. With none, or several (a stdio
+/// request names no call, so which client asked is unknown), the hangar answers it itself.
+fn relay_ask(routes: &Routes, id: &Value, method: &str, params: Option<Value>) -> bool {
+    if !CLIENT_REQUESTS.iter().any(|(known, _)| *known == method) {
+        return false;
+    }
+    let relays = lock(&routes.relays);
+    let mut askers = relays.iter().filter(|(_, relay)| relay.asks);
+    let (Some((_, asker)), None) = (askers.next(), askers.next()) else { return false };
+    let ask_id = format!("upstream-ask-{}", routes.next_ask.fetch_add(1, Ordering::Relaxed));
+    lock(&routes.asks).insert(ask_id.clone(), id.clone());
+    let ask = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "params": params,
+        "mcp_server": routes.log.server_id()});
+    if asker.to.send(ask).is_err() {
+        lock(&routes.asks).remove(&ask_id);
+        return false;
+    }
+    true
+}
+
 fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender<Vec<u8>>) {
     let Ok(message) = serde_json::from_slice::<Value>(line) else {
         routes.log.push(Stream::Stdout, line);
@@ -256,14 +305,11 @@ fn handle_line(line: &[u8], routes: &Routes, answers: &mpsc::WeakUnboundedSender
             }
             None => routes.log.push(Stream::Stdout, line),
         },
-        Ok(Message::Request { id, method, .. }) => {
-            // Answer its own requests: ping with {}, anything else (sampling, roots...) -32601.
-            let answer = if method == "ping" {
-                json!({"jsonrpc": "2.0", "id": id, "result": {}})
-            } else {
-                let error = RpcError::new(METHOD_NOT_FOUND, "the hangar does not serve this method to upstreams");
-                json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
-            };
+        Ok(Message::Request { id, method, params }) => {
+            if relay_ask(routes, &id, &method, params) {
+                return;
+            }
+            let answer = super::answer_upstream_request(&id, &method);
             if let Some(writer) = answers.upgrade() {
                 let _ = writer.send(encode(&answer));
             }

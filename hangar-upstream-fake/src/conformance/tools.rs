@@ -197,7 +197,11 @@ mod tests {
             assert!(!tool["description"].as_str().unwrap().is_empty());
             assert_eq!(tool["inputSchema"]["type"], "object");
         }
-        assert_eq!(names(&list).len(), CATALOGUE.len() + 1 + tasks::definitions().len(), "the catalogue, the custom-headers tool and the task fixtures");
+        assert_eq!(
+            names(&list).len(),
+            CATALOGUE.len() + 1 + tasks::definitions().len(),
+            "the catalogue, the custom-headers tool and the task fixtures"
+        );
     }
 
     #[test]

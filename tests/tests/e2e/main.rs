@@ -36,6 +36,7 @@ mod journal_crash;
 mod journal_gap;
 mod journal_state;
 mod json_logs;
+mod legacy_relay;
 mod legacy_sessions;
 mod lifecycle;
 mod limits;

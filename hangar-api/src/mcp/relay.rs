@@ -1,0 +1,355 @@
+//! A legacy session's front-door `tools/call`, with requests both ways: the client may cancel it
+//! by its own request id from any API instance (`notifications/cancelled`), and an upstream's
+//! `input_required` (2026-07-28 MRTR) reaches the client as server-to-client requests on the
+//! call's event stream, whose answers (POSTed to any API instance, routed by the supervisor)
+//! go back to the upstream as the retry's `inputResponses`.
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use hangar_core::echo::bounded;
+use hangar_core::ipc::{ErrorKind, IpcError, Target};
+use hangar_core::jsonrpc::{Message, RpcError};
+use hangar_core::mcp::{
+    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
+    RESULT_TYPE_INPUT_REQUIRED,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::era::Era;
+use super::front_door::{self, upstream_failure};
+use super::id::Id;
+use super::params::{ToolCall, Wanted};
+use super::reply::{Answer, McpReply, sse_event};
+use super::stream;
+use crate::random;
+use crate::supervisor::AsCaller;
+
+/// How many times one call may come back `input_required` before the hangar gives up on it.
+const MAX_ROUNDS: usize = 16;
+/// How long a question to the client may wait for its answer (a person may be answering it).
+const CLIENT_ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A front-door call in a legacy session, as far as it has got.
+struct LegacyCall {
+    supervisor: AsCaller,
+    session: String,
+    id: Id,
+    target: Target,
+    arguments: Value,
+    params: Map<String, Value>,
+}
+
+/// How a round of the call ended.
+enum Round {
+    Done(Result<Value, IpcError>),
+    /// The client left (closed the stream, or its POST): dropping the call cancels it upstream.
+    Left,
+}
+
+impl LegacyCall {
+    /// One `tools/call` to the upstream, cancellable by the client's id; the notifications the
+    /// client asked for go to it meanwhile, and, when it takes event streams, a legacy
+    /// upstream's own requests are asked of it (either starts the event stream).
+    async fn round(&self, sink: &mut Sink, wanted: Option<&Wanted>) -> Round {
+        let mut relay = wanted.map(stream::relay).unwrap_or_default();
+        relay.asks = sink.streams;
+        let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
+        let call = (self.target.clone(), self.arguments.clone(), extra);
+        let (mut notices, reply) = self.supervisor.call_cancellable(&self.session, self.id.to_value(), call, relay);
+        tokio::pin!(reply);
+        let outcome = loop {
+            let notice = tokio::select! {
+                Some(notice) = notices.recv() => notice,
+                outcome = &mut reply => break outcome,
+                () = sink.gone() => return Round::Left,
+            };
+            if self.pass_on(sink, wanted, notice).await.is_err() {
+                return Round::Left;
+            }
+        };
+        while let Ok(notice) = notices.try_recv() {
+            let _ = self.pass_on(sink, wanted, notice).await;
+        }
+        Round::Done(outcome)
+    }
+
+    /// A notice about the call, to the client: a notification it asked for, or an upstream's
+    /// own request, asked and answered. `Err` when the client left.
+    async fn pass_on(&self, sink: &mut Sink, wanted: Option<&Wanted>, notice: Value) -> Result<(), ()> {
+        let is_ask = notice.get("id").is_some();
+        let event = if is_ask { None } else { wanted.and_then(|wanted| stream::rewrite(wanted, notice.clone())) };
+        if !is_ask && event.is_none() {
+            return Ok(());
+        }
+        let events = sink.stream().ok_or(())?;
+        match event {
+            Some(event) => events.send(event).await.map_err(drop),
+            None => self.answer_upstream_ask(events, notice).await,
+        }
+    }
+
+    /// Asks the client what a legacy upstream asked, and gives the upstream its answer (or the
+    /// hangar's error when the client could not be asked).
+    async fn answer_upstream_ask(&self, events: &mpsc::Sender<Bytes>, ask: Value) -> Result<(), ()> {
+        let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default();
+        let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
+        let response = match ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await {
+            Ok(response) => response,
+            Err(Asked::Left) => return Err(()),
+            Err(Asked::Failed(error)) => json!({"error": error.to_json()}),
+        };
+        if let Err(err) = self.supervisor.answer_upstream(server, ask_id, response).await {
+            tracing::debug!(error = %err.message, "a client's answer to an upstream's request did not reach it");
+        }
+        Ok(())
+    }
+
+    /// The retry after the client answered: its answers and the upstream's state, as asked.
+    fn retry_with(&mut self, responses: Map<String, Value>, asked: &Value) {
+        self.params.insert(INPUT_RESPONSES.into(), Value::Object(responses));
+        match asked.get(REQUEST_STATE) {
+            Some(state) => self.params.insert(REQUEST_STATE.into(), state.clone()),
+            None => self.params.remove(REQUEST_STATE),
+        };
+    }
+}
+
+/// Whether an upstream's result asks for the client's input first.
+fn input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some(RESULT_TYPE_INPUT_REQUIRED)
+}
+
+/// A legacy session's `tools/call` of an upstream tool (a front-door name). Answered as an event
+/// stream once something must reach the client before the end (a notification it asked for, a
+/// question for it, if it takes event streams); as plain JSON otherwise.
+pub async fn tools_call(
+    supervisor: &AsCaller,
+    headers: &HeaderMap,
+    session: &str,
+    id: &Id,
+    call: ToolCall,
+    wanted: Option<Wanted>,
+    era: &'static Era,
+) -> Result<McpReply, RpcError> {
+    // Resolved first: an unknown name is a plain JSON answer.
+    let target = front_door::resolve(supervisor, &call.name, None).await?;
+    let arguments = front_door::upstream_arguments(call.arguments)?;
+    let mut params = match front_door::pass_on(call.extra) {
+        Some(Value::Object(params)) => params,
+        _ => Map::new(),
+    };
+    let streams = stream::accepts_event_stream(headers);
+    if streams {
+        declare_capabilities(&mut params);
+    }
+    let call = LegacyCall {
+        supervisor: supervisor.clone(),
+        session: session.to_owned(),
+        id: id.clone(),
+        target,
+        arguments,
+        params,
+    };
+    let (answer, answered) = oneshot::channel();
+    let mut sink = Sink { streams, answer: Some(answer), events: None };
+    if wanted.is_some() {
+        // The client asked to hear about the call: the stream starts at once.
+        sink.stream();
+    }
+    tokio::spawn(run(call, sink, wanted, era));
+    answered.await.map_err(|_| RpcError::internal("the call ended without an answer"))
+}
+
+/// Where the call's answer goes: the POST's plain JSON answer until something must go to the
+/// client before the end (a notification, a question), then an event stream.
+struct Sink {
+    /// Whether the client takes event streams (else it is never asked anything).
+    streams: bool,
+    answer: Option<oneshot::Sender<McpReply>>,
+    events: Option<mpsc::Sender<Bytes>>,
+}
+
+impl Sink {
+    /// The event stream, started (as the POST's answer) if it was not yet; `None` when the
+    /// client does not take streams or has left.
+    fn stream(&mut self) -> Option<&mpsc::Sender<Bytes>> {
+        if self.events.is_none() && self.streams {
+            let (events, stream) = mpsc::channel(64);
+            self.answer.take()?.send(McpReply::events(stream)).ok()?;
+            self.events = Some(events);
+        }
+        self.events.as_ref()
+    }
+
+    /// Resolves when the client has gone (closed the stream, or the POST before its answer).
+    async fn gone(&mut self) {
+        match (&self.events, &mut self.answer) {
+            (Some(events), _) => events.closed().await,
+            (None, Some(answer)) => answer.closed().await,
+            (None, None) => std::future::pending().await,
+        }
+    }
+
+    /// The call's answer, on the stream if it started, else as the POST's JSON answer.
+    async fn finish(mut self, id: Id, outcome: Result<Value, RpcError>, era: &'static Era) {
+        if let Some(events) = self.events.take() {
+            let _ = events.send(sse_event(&Answer { id, outcome })).await;
+        } else if let Some(answer) = self.answer.take() {
+            let reply = match outcome {
+                Ok(result) => McpReply::result(&id, result),
+                Err(error) => McpReply::error((era.error_status)(&error), &id, &error),
+            };
+            let _ = answer.send(reply);
+        }
+    }
+}
+
+/// Runs the call to its end: rounds with the upstream, and between them the upstream's questions
+/// (`input_required`) asked of the client on the stream, the answers carried back in the retry.
+async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: &'static Era) {
+    let mut outcome = match call.round(&mut sink, wanted.as_ref()).await {
+        Round::Done(outcome) => outcome,
+        Round::Left => return,
+    };
+    let mut rounds = 0;
+    let outcome = loop {
+        match outcome {
+            Ok(result) if input_required(&result) && sink.streams => {
+                rounds += 1;
+                if rounds > MAX_ROUNDS {
+                    break Err(RpcError::internal(format!(
+                        "the upstream asked for input more than {MAX_ROUNDS} times; the hangar gave up"
+                    )));
+                }
+                let Some(events) = sink.stream() else { return };
+                match ask(&call.supervisor, &call.session, events, &result).await {
+                    Ok(responses) => call.retry_with(responses, &result),
+                    Err(Asked::Left) => return,
+                    Err(Asked::Failed(err)) => break Err(err),
+                }
+                outcome = match call.round(&mut sink, wanted.as_ref()).await {
+                    Round::Done(outcome) => outcome,
+                    Round::Left => return,
+                };
+            }
+            Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
+                break Err(front_door::refused(err));
+            }
+            outcome => break outcome.or_else(upstream_failure).map(|result| (era.finish)("tools/call", result)),
+        }
+    };
+    sink.finish(call.id, outcome, era).await;
+}
+
+/// What a legacy session's client can be asked, declared to the upstream per request (2026-07-28
+/// `_meta`), unless already declared: a session's call carries what its client declared at
+/// `initialize` (`legacy::in_session`); a call without one (none is known) is taken to come from
+/// a client that can be asked for sampling, elicitation and roots on the stream it takes.
+fn declare_capabilities(params: &mut Map<String, Value>) {
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    if let Value::Object(meta) = meta
+        && !meta.contains_key(META_CLIENT_CAPABILITIES)
+    {
+        let declared: Map<String, Value> = CLIENT_REQUESTS.iter().map(|(_, c)| ((*c).to_owned(), json!({}))).collect();
+        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(declared));
+    }
+}
+
+/// Why the client's answers did not come.
+enum Asked {
+    Left,
+    Failed(RpcError),
+}
+
+/// Sends each of the upstream's questions to the client as a request on the stream, one after
+/// another, and waits for each answer (wherever it is POSTed); the answers by the upstream's keys.
+async fn ask(
+    supervisor: &AsCaller,
+    session: &str,
+    events: &mpsc::Sender<Bytes>,
+    asked: &Value,
+) -> Result<Map<String, Value>, Asked> {
+    let Some(questions) = asked.get(INPUT_REQUESTS).and_then(Value::as_object) else {
+        return Err(Asked::Failed(RpcError::internal("the upstream asked for input without `inputRequests`")));
+    };
+    let mut responses = Map::new();
+    for (key, question) in questions {
+        let method = question.get("method").and_then(Value::as_str).unwrap_or_default();
+        let response = ask_client(supervisor, session, events, method, question.get("params")).await?;
+        match response.get("result") {
+            Some(result) => responses.insert(key.clone(), result.clone()),
+            None => {
+                let why = response.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
+                let why = bounded(why);
+                return Err(Asked::Failed(RpcError::internal(format!("the client refused `{method}`: {why}"))));
+            }
+        };
+    }
+    Ok(responses)
+}
+
+/// Sends the client one request (`method`: sampling, elicitation or roots) on the stream and
+/// waits for its response message (`result` or `error`), wherever the client POSTs it.
+async fn ask_client(
+    supervisor: &AsCaller,
+    session: &str,
+    events: &mpsc::Sender<Bytes>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<Value, Asked> {
+    if !CLIENT_REQUESTS.iter().any(|(known, _)| *known == method) {
+        let method = bounded(method);
+        return Err(Asked::Failed(RpcError::internal(format!("the upstream asked the client an unknown `{method}`"))));
+    }
+    let request_id = format!("hangar-ask-{}", random::hex(12));
+    let (mut registered, mut answer) = supervisor.await_client_answer(session, &request_id);
+    // Asked only once the supervisor waits for the answer, so no answer finds nobody.
+    let waiting = tokio::select! {
+        registered = registered.recv() => registered.is_some(),
+        _ = &mut answer => false,
+    };
+    if !waiting {
+        return Err(Asked::Failed(RpcError::internal("the supervisor could not wait for the client's answer")));
+    }
+    let request = json!({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params});
+    if events.send(sse_event(&request)).await.is_err() {
+        return Err(Asked::Left);
+    }
+    let response = tokio::select! {
+        response = tokio::time::timeout(CLIENT_ANSWER_WAIT, answer) => response,
+        () = events.closed() => return Err(Asked::Left),
+    };
+    let Ok(response) = response else {
+        return Err(Asked::Failed(RpcError::internal(format!("the client did not answer `{method}` in time"))));
+    };
+    response.map_err(|err| Asked::Failed(RpcError::internal(err.message)))
+}
+
+/// What a legacy session's client sends that is not a request: a cancel of one of its calls, or
+/// its answer to one of our requests, each handed to the supervisor (the call or the wait may
+/// be another API instance's). Anything else is acknowledged and dropped.
+pub async fn from_client(supervisor: &AsCaller, session: &str, message: Message<Id>) {
+    let outcome = match message {
+        Message::Notification { method, params } if method == NOTIFICATION_CANCELLED => {
+            let Some(request_id) =
+                params.as_ref().and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_number())
+            else {
+                return;
+            };
+            supervisor.cancel_client_call(session, request_id.clone()).await.map(drop)
+        }
+        Message::Response { id, outcome } => {
+            let Value::String(request_id) = id.to_value() else { return };
+            let response = match outcome {
+                Ok(result) => json!({"result": result}),
+                Err(error) => json!({"error": error.to_json()}),
+            };
+            supervisor.client_answer(session, &request_id, response).await.map(drop)
+        }
+        _ => Ok(()),
+    };
+    if let Err(err) = outcome {
+        tracing::debug!(error = %err.message, "a legacy client's cancel or answer did not reach the supervisor");
+    }
+}

@@ -1,0 +1,305 @@
+//! Requests both ways for legacy (2025-11-25) clients through the front door: an upstream's
+//! questions (`input_required`: sampling, elicitation) reach the client as requests on its call's
+//! event stream and its answers go back to the upstream; a client's `notifications/cancelled`
+//! reaches the upstream as a cancel of that call. Both work whichever API instance the client's
+//! follow-up POST reaches: the supervisor routes it.
+//!
+//! Driven by the TypeScript SDK 1.x (`tests/fixtures/legacy_relay_client.mjs`), the Python `mcp`
+//! client (`tests/fixtures/py_client.py ... ask`; both need `scripts/setup-clients`), and by raw
+//! HTTP where a second API instance is involved.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use hangar_tests::serde_json::{self, Value, json};
+use hangar_tests::{Hangar, node, poll, python, raw_http, repo_root, server_everything, sigkill};
+
+const CONFIG: &str = r#"
+tool_access: {mode: front_door}
+mcp_servers:
+  conformance:
+    command: ["{fake}", "--conformance"]
+  slow:
+    command: ["{fake}", "--tools", "sleep,echo"]
+"#;
+
+const LEGACY: &str = "2025-11-25";
+
+/// How many `notifications/cancelled` the `slow` upstream has received (the fake logs each).
+fn cancellations(hangar: &Hangar) -> usize {
+    let logs = hangar.get("/api/mcp_servers/slow/logs?lines=1000");
+    logs.body["logs"].as_array().map_or(0, |lines| {
+        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
+    })
+}
+
+/// Runs `program args...` with piped stdin and stdout.
+fn spawn_client(program: &std::path::Path, args: &[&str]) -> (Child, BufReader<ChildStdout>) {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|err| panic!("run {}: {err}", program.display()));
+    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    (child, stdout)
+}
+
+/// Runs `legacy_relay_client.mjs URL MODE`.
+fn ts_client(hangar: &Hangar, mode: &str) -> (Child, BufReader<ChildStdout>) {
+    let script = repo_root().join("tests/fixtures/legacy_relay_client.mjs");
+    let url = format!("{}/mcp", hangar.base);
+    spawn_client(&node(), &[script.to_str().unwrap_or_default(), url.as_str(), mode])
+}
+
+/// The client's next line (bounded: a client that hangs is killed, which ends the read).
+fn next_line(child: &mut Child, stdout: &mut BufReader<ChildStdout>) -> String {
+    let pid = child.id();
+    let (done, waiting) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if waiting.recv_timeout(Duration::from_secs(60)) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            sigkill(pid);
+        }
+    });
+    let mut line = String::new();
+    let read = stdout.read_line(&mut line);
+    let _ = done.send(());
+    if read.is_err() || line.is_empty() {
+        let _ = child.kill();
+        panic!("the TypeScript client printed nothing more (exit: {:?})", child.wait());
+    }
+    line
+}
+
+fn json_line(child: &mut Child, stdout: &mut BufReader<ChildStdout>) -> Value {
+    let line = next_line(child, stdout);
+    serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))
+}
+
+fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_legacy_ts_client_answers_an_upstreams_sampling_and_elicitation() {
+    let hangar = Hangar::start(CONFIG);
+    let (mut child, mut stdout) = ts_client(&hangar, "ask");
+    let sampled = json_line(&mut child, &mut stdout);
+    assert_eq!(sampled["tool"], "test_sampling");
+    assert_eq!(first_text(&sampled["result"]), "LLM response: sampled: What is 2+2?", "{sampled}");
+    let elicited = json_line(&mut child, &mut stdout);
+    assert_eq!(elicited["tool"], "test_elicitation");
+    let text = first_text(&elicited["result"]);
+    assert!(text.starts_with("User response: action=accept") && text.contains("alice@example.com"), "{elicited}");
+    assert!(child.wait().expect("the client exits").success());
+}
+
+#[test]
+fn a_legacy_ts_client_aborting_a_call_cancels_it_upstream() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let (mut child, mut stdout) = ts_client(&hangar, "cancel");
+    assert_eq!(next_line(&mut child, &mut stdout).trim(), "calling");
+    poll("the call to reach the upstream", Duration::from_secs(20), || {
+        (hangar.details("slow")["health"]["total_invocations"] == 1).then_some(())
+    });
+    assert_eq!(cancellations(&hangar), 0);
+    child.stdin.as_mut().expect("piped stdin").write_all(b"abort\n").expect("tell the client to abort");
+    poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
+        (cancellations(&hangar) == 1).then_some(())
+    });
+    assert_eq!(json_line(&mut child, &mut stdout)["aborted"], true);
+    // The session and the server go on.
+    let echo = json_line(&mut child, &mut stdout);
+    assert_eq!(echo["echo"]["structuredContent"], json!({"after": true}), "{echo}");
+    assert!(child.wait().expect("the client exits").success());
+}
+
+/// `initialize` on the hangar's own API; the session id.
+fn legacy_session(hangar: &Hangar) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY,
+        "capabilities": {"sampling": {}, "elicitation": {}},
+        "clientInfo": {"name": "hangar-tests", "version": "0"},
+    }});
+    let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let answer = hangar.post_raw("/mcp", &headers, body.to_string().as_bytes());
+    answer.header("mcp-session-id").expect("a session id").to_owned()
+}
+
+/// Sends a legacy POST of `body` in `session` to `addr` on a connection of its own, unread.
+fn open_post(addr: &str, session: &str, accept: &str, body: &Value) -> TcpStream {
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(addr).expect("connect to the API");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("a read timeout");
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: {accept}\r\n\
+         MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send the request");
+    stream
+}
+
+/// A legacy POST of `body` in `session` to `addr` (another API instance): its status.
+fn post_to(addr: &str, session: &str, body: &Value) -> u16 {
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n"
+    );
+    raw_http(addr, &head, body.to_string().as_bytes()).expect("POST to the other API").0
+}
+
+/// The next JSON-RPC message on an event stream.
+fn next_event(reader: &mut BufReader<TcpStream>) -> Value {
+    loop {
+        let mut line = String::new();
+        let read = reader.read_line(&mut line).expect("read the event stream");
+        assert!(read > 0, "the event stream ended");
+        if let Some(data) = line.trim_end().strip_prefix("data: ") {
+            return serde_json::from_str(data).unwrap_or_else(|err| panic!("{err}: {data}"));
+        }
+    }
+}
+
+#[test]
+fn a_cancel_posted_to_another_api_instance_reaches_the_upstream() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let session = legacy_session(&hangar);
+    let own = hangar.base.trim_start_matches("http://").to_owned();
+    // Answered as plain JSON: the client does not take event streams.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 60000}}});
+    let stream = open_post(&own, &session, "application/json", &call);
+    poll("the call to reach the upstream", Duration::from_secs(20), || {
+        (hangar.details("slow")["health"]["total_invocations"] == 1).then_some(())
+    });
+    let other = hangar.extra_api(&[]);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "test"}});
+    // Another session's cancel of the same id is no cancel of this call.
+    let stranger = legacy_session(&hangar);
+    assert_eq!(post_to(&other.addr, &stranger, &cancel), 202);
+    assert_eq!(post_to(&other.addr, &session, &cancel), 202);
+    poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
+        (cancellations(&hangar) == 1).then_some(())
+    });
+    // The call's own POST is answered (the client has stopped waiting, but nothing hangs).
+    let mut answer = String::new();
+    let _ = BufReader::new(stream).read_line(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(cancellations(&hangar), 1, "one cancel, of the one call");
+}
+
+#[test]
+fn a_client_answer_posted_to_another_api_instance_completes_the_call() {
+    let hangar = Hangar::start(CONFIG);
+    let session = legacy_session(&hangar);
+    let own = hangar.base.trim_start_matches("http://").to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
+        "params": {"name": "test_elicitation", "arguments": {"message": "Who are you?"}}});
+    let stream = open_post(&own, &session, "application/json, text/event-stream", &call);
+    let mut events = BufReader::new(stream);
+    let question = next_event(&mut events);
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "Who are you?");
+    let other = hangar.extra_api(&[]);
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
+        "result": {"action": "accept", "content": {"username": "bob", "email": "bob@example.com"}}});
+    assert_eq!(post_to(&other.addr, &session, &answer), 202);
+    let done = next_event(&mut events);
+    assert_eq!(done["id"], "call-1", "{done}");
+    let text = first_text(&done["result"]);
+    assert!(text.starts_with("User response: action=accept") && text.contains("bob@example.com"), "{done}");
+}
+
+fn everything_behind_the_front_door() -> Hangar {
+    let config = format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    command: ["{node}", "{everything}", "stdio"]
+"#,
+        node = node().display(),
+        everything = server_everything().display()
+    );
+    Hangar::start(&config)
+}
+
+#[test]
+fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() {
+    let hangar = everything_behind_the_front_door();
+    let listed = hangar.mcp("tools/list", json!({}));
+    let tools: Vec<&str> = listed.body["result"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).filter(|n| !n.starts_with("hangar_")).collect())
+        .unwrap_or_default();
+    // The tools server-everything registers only for a client with sampling, elicitation, roots.
+    for conditional in ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"] {
+        assert!(tools.contains(&conditional), "{conditional} is listed: {tools:?}");
+    }
+    assert_eq!(tools.len(), 16, "{tools:?}");
+    // A legacy client is asked on its call's event stream, whether or not it asked for progress.
+    let (mut child, mut stdout) = ts_client(&hangar, "everything");
+    for _ in ["plain", "with progress"] {
+        let sampled = json_line(&mut child, &mut stdout);
+        let text = first_text(&sampled["result"]);
+        assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
+    }
+    assert!(child.wait().expect("the client exits").success());
+    // A modern client is not asked (yet): the server hears a clear error, which its tool reports.
+    let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
+    let text = asked.body.to_string();
+    assert!(text.contains("no client was asked `sampling/createMessage`"), "{text}");
+}
+
+/// Runs `py_client.py URL MODE ask` (bounded) and parses the one JSON line it prints.
+fn py_asked_client(hangar: &Hangar, mode: &str) -> Value {
+    let script = repo_root().join("tests/fixtures/py_client.py");
+    let url = format!("{}/mcp", hangar.base);
+    let (mut child, mut stdout) =
+        spawn_client(&python(), &[script.to_str().unwrap_or_default(), url.as_str(), mode, "ask"]);
+    let line = next_line(&mut child, &mut stdout);
+    assert!(child.wait().expect("the client exits").success(), "{line}");
+    serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))
+}
+
+#[test]
+fn the_python_client_answers_an_upstreams_questions_in_either_era() {
+    let hangar = Hangar::start(CONFIG);
+    for (mode, version) in [("legacy", LEGACY), ("2026-07-28", "2026-07-28")] {
+        let seen = py_asked_client(&hangar, mode);
+        assert_eq!(seen["protocol_version"], version, "{seen}");
+        assert_eq!(seen["sampling"], json!(["LLM response: sampled: What is 2+2?"]), "{mode}: {seen}");
+        let elicited = seen["elicitation"][0].as_str().unwrap_or_default();
+        assert!(
+            elicited.starts_with("User response: action=accept") && elicited.contains("carol@example.com"),
+            "{seen}"
+        );
+    }
+}
+
+#[test]
+fn a_legacy_client_dropping_its_plain_call_cancels_it_upstream() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let session = legacy_session(&hangar);
+    let own = hangar.base.trim_start_matches("http://").to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 60000}}});
+    let stream = open_post(&own, &session, "application/json, text/event-stream", &call);
+    poll("the call to reach the upstream", Duration::from_secs(20), || {
+        (hangar.details("slow")["health"]["total_invocations"] == 1).then_some(())
+    });
+    drop(stream);
+    poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
+        (cancellations(&hangar) == 1).then_some(())
+    });
+}
