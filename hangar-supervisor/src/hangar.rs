@@ -182,10 +182,11 @@ impl Hangar {
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Outcome {
         if let Request::ClientCall { session, request_id, op } = request {
-            let call = self.handle_one(caller, *op, notices);
+            // Only the front door wraps its calls so (a legacy session's), whatever they target.
+            let call = self.handle_one(caller, *op, notices, Via::FrontDoor);
             return self.client_relay.cancellable(&caller.identity, &session, &request_id, call).await;
         }
-        self.handle_one(caller, request, notices).await
+        self.handle_one(caller, request, notices, Via::Request).await
     }
 
     async fn handle_one(
@@ -193,12 +194,13 @@ impl Hangar {
         caller: &Caller,
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
+        via: Via,
     ) -> Outcome {
         let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
         let outcome = match admit_caller(&access, caller) {
             Ok(view) => {
                 let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
-                let answer = self.answer(&decide, request, notices).await;
+                let answer = self.answer(&decide, request, notices, via).await;
                 decide.finish(&answer);
                 answer
             }
@@ -215,6 +217,7 @@ impl Hangar {
         decide: &Decision<'_>,
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
+        via: Via,
     ) -> Result<Reply, IpcError> {
         let view = decide.view();
         if self.shared.shutting_down.load(Ordering::SeqCst)
@@ -250,7 +253,7 @@ impl Hangar {
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
             Request::Call { target, arguments, timeout_ms, relay, extra, trace, param_headers } => {
-                let to_front_door = matches!(target, Target::Exposed { .. });
+                let to_front_door = via == Via::FrontDoor || matches!(target, Target::Exposed { .. });
                 let call = CallRequest { target, arguments, timeout_ms, relay, extra, param_headers };
                 let called = self.call(decide, call, trace, notices).await;
                 Reply::Called(called.map_err(|err| self.upstream_words(err, to_front_door))?)
@@ -784,4 +787,12 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&message, sees));
     }
+}
+
+/// How a request came: on its own, or as the front door's call wrapped in a
+/// [`Request::ClientCall`] (which may target a tool by server and name, resolved beforehand).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Request,
+    FrontDoor,
 }

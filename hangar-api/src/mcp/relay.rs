@@ -132,7 +132,9 @@ pub async fn tools_call(
     wanted: Option<Wanted>,
     era: &'static Era,
 ) -> Result<McpReply, RpcError> {
-    // Resolved first: an unknown name is a plain JSON answer.
+    // Resolved first: an unknown name is a plain JSON answer. The call still names the tool by
+    // its front-door name, so the supervisor treats it as one (an upstream's error words reach
+    // this client, as `tool_access.upstream_errors` says).
     let target = front_door::resolve(supervisor, &call.name, None).await?;
     let arguments = front_door::upstream_arguments(call.arguments)?;
     let mut params = match front_door::pass_on(call.extra) {
