@@ -346,3 +346,10 @@ pub fn upstream_failure(err: IpcError) -> Result<Value, RpcError> {
 fn internal(err: IpcError) -> RpcError {
     RpcError::internal(err.message)
 }
+
+/// The server that has `uri` (as the client wrote it) and the URI that server knows it by: where
+/// a legacy session's subscription lives upstream.
+pub async fn resource_owner_of(supervisor: &AsCaller, uri: &str) -> Option<(String, String)> {
+    let front_door = front_door_servers(supervisor, "resources/subscribe").await.ok()?;
+    resource_owner(supervisor, &front_door, uri).await
+}

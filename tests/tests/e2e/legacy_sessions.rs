@@ -245,3 +245,37 @@ fn a_subscribed_resource_s_updates_reach_the_session_s_stream() {
     assert_eq!(status, 200, "{text}");
     assert!(!text.contains("\"error\""), "{text}");
 }
+
+/// The conformance fake (a 2026-07-28 upstream, which knows no `resources/subscribe`) behind
+/// the front door, every name qualified: the client's URI is not the upstream's.
+const QUALIFIED_CONFORMANCE: &str = r#"
+tool_access: {mode: front_door, names: always_qualified}
+mcp_servers:
+  fixtures:
+    command: ["{fake}", "--conformance"]
+    expose_as: conf
+"#;
+
+#[test]
+fn the_python_client_s_subscription_reaches_a_2026_07_28_upstream_as_a_listen_and_its_updates_come_back() {
+    let hangar = Hangar::start(QUALIFIED_CONFORMANCE);
+    let script = repo_root().join("tests/fixtures/py_subscribe_client.py");
+    let url = format!("{}/mcp", hangar.base);
+    let args = [url.as_str(), "conf__test://watched-resource", "conf__touch_resource", "test://watched-resource"];
+    let output = Command::new(python())
+        .arg(&script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run py_subscribe_client.py");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "py_subscribe_client.py failed:\n{stderr}\nhangar log:\n{}", hangar.log());
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    // The update names the resource as the client wrote it, not as the upstream knows it.
+    assert_eq!(seen["updated"], json!(["conf__test://watched-resource"]), "{seen}");
+    let touches = seen["touches"].as_array().unwrap();
+    assert_eq!(touches.last().unwrap(), "1 listen(s) told", "one upstream listen holds the URI: {seen}");
+    let after = seen["after_unsubscribe"].as_array().unwrap();
+    assert_eq!(after.last().unwrap(), "0 listen(s) told", "unsubscribing cancels the upstream listen: {seen}");
+    assert_eq!(seen["late"], json!([]), "{seen}");
+}
