@@ -398,6 +398,44 @@ mod tests {
     }
 
     #[test]
+    fn bridged_subscriptions_name_the_upstream_listens_and_their_updates_the_client_s_uri() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        opened(&mut registry, "s", now);
+        opened(&mut registry, "t", now);
+        let bridge = |uri: &str, server: &str, upstream: &str| {
+            Some(SessionChange::SubscribeUpstream {
+                uri: uri.into(),
+                mcp_server: server.into(),
+                upstream_uri: upstream.into(),
+            })
+        };
+        let state = registry.use_session("s", "alice", bridge("conf__a://x", "conf", "a://x"), now).unwrap();
+        assert_eq!(state.subscriptions, vec!["conf__a://x".to_owned()], "bridging subscribes too");
+        registry.use_session("t", "alice", bridge("a://x", "conf", "a://x"), now).unwrap();
+        registry.use_session("t", "alice", bridge("b://y", "other", "b://y"), now).unwrap();
+        let wanted = registry.upstream_subscriptions(now);
+        assert_eq!(wanted.len(), 2);
+        assert_eq!(wanted["conf"], BTreeSet::from(["a://x".to_owned()]), "one listen per server, URIs merged");
+
+        let (stream, mut heard) = mpsc::unbounded_channel();
+        registry.follow("s", "alice", stream, now).unwrap();
+        let updated = |uri: &str| {
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}})
+        };
+        registry.notify("other", &updated("a://x"), |_| true);
+        registry.notify("conf", &updated("a://x"), |_| true);
+        let expected =
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "conf__a://x"}});
+        assert_eq!(heard.try_recv().unwrap(), expected, "only the owner's update, named as the client wrote it");
+        assert!(heard.try_recv().is_err());
+
+        registry.use_session("s", "alice", Some(SessionChange::Unsubscribe("conf__a://x".into())), now).unwrap();
+        registry.end("t", "alice", now).unwrap();
+        assert!(registry.upstream_subscriptions(now).is_empty(), "no session wants a listen any more");
+    }
+
+    #[test]
     fn posts_reach_the_follower_or_wait_for_the_next_one_and_the_end_ends_the_stream() {
         let (mut registry, now) = (Registry::default(), Instant::now());
         opened(&mut registry, "s", now);
