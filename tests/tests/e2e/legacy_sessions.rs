@@ -279,3 +279,33 @@ fn the_python_client_s_subscription_reaches_a_2026_07_28_upstream_as_a_listen_an
     assert_eq!(after.last().unwrap(), "0 listen(s) told", "unsubscribing cancels the upstream listen: {seen}");
     assert_eq!(seen["late"], json!([]), "{seen}");
 }
+
+#[test]
+fn the_typescript_sdk_hears_progress_and_log_lines_during_a_call_over_the_old_sse_transport() {
+    let hangar = Hangar::start(
+        r#"
+tool_access: {mode: front_door}
+mcp_servers:
+  fixtures:
+    command: ["{fake}", "--conformance"]
+"#,
+    );
+    let script = repo_root().join("tests/fixtures/ts_sse_progress.mjs");
+    let output = Command::new(node())
+        .arg(&script)
+        .arg(format!("{}/sse", hangar.base))
+        .args(["debug", "test_tool_with_progress", "test_tool_with_logging"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ts_sse_progress.mjs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "ts_sse_progress.mjs failed:\n{stderr}\n{stdout}\nhangar log:\n{}", hangar.log());
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    let (progress, logging) = (&seen["calls"][0], &seen["calls"][1]);
+    let reported: Vec<i64> =
+        progress["progress"].as_array().unwrap().iter().filter_map(|p| p["progress"].as_i64()).collect();
+    assert_eq!(reported, [0, 50, 100], "every progress report, in order, before the answer: {seen}");
+    assert!(progress["result"]["isError"] != json!(true), "{seen}");
+    assert_eq!(logging["logs"].as_array().map(Vec::len), Some(3), "the call's three log lines: {seen}");
+    assert!(logging["result"]["content"].is_array(), "{seen}");
+}
