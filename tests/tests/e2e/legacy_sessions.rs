@@ -309,3 +309,37 @@ mcp_servers:
     assert_eq!(logging["logs"].as_array().map(Vec::len), Some(3), "the call's three log lines: {seen}");
     assert!(logging["result"]["content"].is_array(), "{seen}");
 }
+
+#[test]
+fn an_http_upstream_s_log_lines_outside_any_request_reach_the_python_client_s_stream() {
+    // server-everything over streamable HTTP (a legacy upstream): its simulated log lines go on
+    // its standalone GET stream, which the hangar now reads.
+    let port = hangar_tests::free_port();
+    let hangar = Hangar::start(&format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    mode: http
+    command: ["{node}", "--require", "{preload}", "{everything}", "streamableHttp"]
+    env: {{PORT: "{port}"}}
+    endpoint: http://127.0.0.1:{port}/mcp
+    handshake_timeout_s: 30
+"#,
+        node = node().display(),
+        preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
+        everything = server_everything().display(),
+    ));
+    let script = repo_root().join("tests/fixtures/py_logging_client.py");
+    let output = Command::new(python())
+        .arg(&script)
+        .args([format!("{}/mcp", hangar.base).as_str(), "debug"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run py_logging_client.py");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "py_logging_client.py failed:\n{stderr}\nhangar log:\n{}", hangar.log());
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    let after = seen["after"].as_array().unwrap();
+    assert!(!after.is_empty(), "a simulated log line arrived after the call, on the GET stream: {seen}");
+}
