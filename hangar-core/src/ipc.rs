@@ -285,6 +285,11 @@ pub enum SessionChange {
     Unsubscribe(String),
     /// `initialize` inside a session that exists before it (the 2024-11-05 HTTP+SSE transport).
     Initialize { version: String, capabilities: Value },
+    /// Where the session's subscription to `uri` (as the client wrote it) lives upstream: the
+    /// server that has it and the URI that server knows it by, so the supervisor holds that
+    /// server's `subscriptions/listen` for it (2026-07-28) and names its updates as the client
+    /// wrote the URI. Subscribes to `uri` too if the session had not.
+    SubscribeUpstream { uri: String, mcp_server: String, upstream_uri: String },
 }
 
 /// A legacy session as the supervisor keeps it.

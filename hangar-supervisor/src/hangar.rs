@@ -4,6 +4,7 @@ mod audit;
 mod client_relay;
 mod exposed;
 mod journal_view;
+mod listens;
 mod tasks;
 mod upstream_words;
 
@@ -16,8 +17,8 @@ use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::{Naming, Unknown};
 use hangar_core::ipc::{
-    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, Target,
-    WhoAmI,
+    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
+    SessionChange, Target, WhoAmI,
 };
 use hangar_core::journal::{AuditConfig, Happened};
 use hangar_core::lifecycle::StopReason;
@@ -73,6 +74,8 @@ pub struct Hangar {
     me: Weak<Hangar>,
     /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
     client_relay: ClientRelay,
+    /// The sessions' resource subscriptions, held at 2026-07-28 upstreams.
+    listens: listens::Listens,
 }
 
 impl Hangar {
@@ -113,6 +116,7 @@ impl Hangar {
             tasks: tasks::Tasks::default(),
             me: me.clone(),
             client_relay: ClientRelay::default(),
+            listens: Default::default(),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
@@ -619,8 +623,6 @@ impl Hangar {
         }
     }
 
-    /// Stops taking work and stops every server, in parallel; returns once every child is reaped
-    /// or, past `deadline`, killed.
     /// A legacy session's request, by its owner (`caller`).
     async fn session(
         &self,
@@ -629,6 +631,38 @@ impl Hangar {
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
         let identity = caller.identity.as_str();
+        let subscriptions_change = match &request {
+            Request::SessionUse { change, .. } => matches!(
+                change,
+                Some(
+                    SessionChange::Subscribe(_)
+                        | SessionChange::Unsubscribe(_)
+                        | SessionChange::SubscribeUpstream { .. }
+                )
+            ),
+            Request::SessionOpen { .. } | Request::SessionEnd { .. } => true,
+            _ => false,
+        };
+        let reply = self.session_request(caller, identity, request, notices).await;
+        if subscriptions_change {
+            self.hold_listens();
+        }
+        reply
+    }
+
+    /// Holds the upstream listens the sessions' subscriptions now need.
+    fn hold_listens(&self) {
+        let wanted = self.sessions.with(|all, now| all.upstream_subscriptions(now));
+        self.listens.update(wanted, |id| self.server(id).ok());
+    }
+
+    async fn session_request(
+        &self,
+        caller: &Caller,
+        identity: &str,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
         let sessions = &self.sessions;
         Ok(match request {
             Request::SessionOpen { session_id, version, capabilities } => {
@@ -663,6 +697,8 @@ impl Hangar {
         })
     }
 
+    /// Stops taking work and stops every server, in parallel; returns once every child is reaped
+    /// or, past `deadline`, killed.
     pub async fn shutdown(&self, deadline: Duration) {
         self.shared.shutting_down.store(true, Ordering::SeqCst);
         let stops = self.all().into_iter().map(|server| {
@@ -785,7 +821,7 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
         let Some(hangar) = hangar.upgrade() else { return };
         let access = hangar.access.read().unwrap_or_else(|p| p.into_inner()).clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
-        hangar.sessions.with(|all, _| all.notify(&message, sees));
+        hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));
     }
 }
 

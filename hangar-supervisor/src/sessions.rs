@@ -12,7 +12,7 @@
 //!
 //! [`Registry`] is the pure rule set (time passed in); [`Sessions`] holds it behind a lock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use hangar_core::access::Caller;
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
 use hangar_core::mcp::{LEGACY_REVISIONS, log_severity};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// How long a session lives without use.
@@ -42,6 +42,9 @@ struct Session {
     last_used: Instant,
     stream: Option<mpsc::UnboundedSender<Value>>,
     pending: VecDeque<Value>,
+    /// Where each subscription lives upstream, once the API found its owner: URI as the
+    /// client wrote it → (server, URI as that server knows it).
+    upstream: HashMap<String, (String, String)>,
 }
 
 impl Session {
@@ -71,6 +74,22 @@ impl Session {
         }
     }
 
+    /// The URIs, as the client wrote them, of its subscriptions that `mcp_server`'s update of
+    /// `upstream_uri` concerns: those bridged to it, else one the client wrote just so.
+    fn subscribed_as(&self, mcp_server: &str, upstream_uri: &str) -> Vec<String> {
+        let bridged: Vec<String> = self
+            .upstream
+            .iter()
+            .filter(|(_, (server, uri))| server == mcp_server && uri == upstream_uri)
+            .map(|(exposed, _)| exposed.clone())
+            .collect();
+        if !bridged.is_empty() {
+            return bridged;
+        }
+        let unbridged = |s: &&String| **s == upstream_uri && !self.upstream.contains_key(*s);
+        self.state.subscriptions.iter().filter(unbridged).cloned().collect()
+    }
+
     /// Whether an upstream's unsolicited notification concerns this session.
     fn wants(&self, method: &str, params: Option<&Value>) -> bool {
         match method {
@@ -79,10 +98,6 @@ impl Session {
                 let severity = level.and_then(log_severity).unwrap_or(usize::MAX);
                 let wanted = self.state.log_level.as_deref().and_then(log_severity).unwrap_or(0);
                 severity >= wanted
-            }
-            "notifications/resources/updated" => {
-                let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
-                uri.is_some_and(|uri| self.state.subscriptions.iter().any(|s| s == uri))
             }
             _ => false,
         }
@@ -137,6 +152,7 @@ impl Registry {
             last_used: now,
             stream: None,
             pending: VecDeque::new(),
+            upstream: HashMap::new(),
         };
         self.sessions.insert(id.to_owned(), session);
         Ok(state)
@@ -174,7 +190,21 @@ impl Registry {
                 return Err(invalid(format!("a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")));
             }
             Some(SessionChange::Subscribe(uri)) => subscriptions.push(uri),
-            Some(SessionChange::Unsubscribe(uri)) => subscriptions.retain(|s| *s != uri),
+            Some(SessionChange::Unsubscribe(uri)) => {
+                subscriptions.retain(|s| *s != uri);
+                session.upstream.remove(&uri);
+            }
+            Some(SessionChange::SubscribeUpstream { uri, .. })
+                if !subscriptions.contains(&uri) && subscriptions.len() >= MAX_SUBSCRIPTIONS =>
+            {
+                return Err(invalid(format!("a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")));
+            }
+            Some(SessionChange::SubscribeUpstream { uri, mcp_server, upstream_uri }) => {
+                if !subscriptions.contains(&uri) {
+                    subscriptions.push(uri.clone());
+                }
+                session.upstream.insert(uri, (mcp_server, upstream_uri));
+            }
             Some(SessionChange::Initialize { version, capabilities }) => {
                 if !LEGACY_REVISIONS.contains(&version.as_str()) {
                     return Err(invalid(format!("`{}` is not a legacy protocol version", bounded(&version))));
@@ -215,15 +245,36 @@ impl Registry {
     }
 
     /// An upstream's notification outside any request, to every session that holds a stream,
-    /// wants it (log level, subscription), and whose opener `sees` the server.
-    pub fn notify(&mut self, message: &Value, sees: impl Fn(&Caller) -> bool) {
+    /// wants it (log level, subscription), and whose opener `sees` the server. A resource update
+    /// names the URI as each session wrote it (without the upstream's subscription id).
+    pub fn notify(&mut self, mcp_server: &str, message: &Value, sees: impl Fn(&Caller) -> bool) {
         let Some(method) = message.get("method").and_then(Value::as_str) else { return };
         let params = message.get("params");
         for session in self.sessions.values_mut() {
-            if session.streaming() && session.wants(method, params) && sees(&session.caller) {
+            if !session.streaming() || !sees(&session.caller) {
+                continue;
+            }
+            if method == "notifications/resources/updated" {
+                let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or_default();
+                for exposed in session.subscribed_as(mcp_server, uri) {
+                    let params = json!({"uri": exposed});
+                    session.deliver(json!({"jsonrpc": "2.0", "method": method, "params": params}), false);
+                }
+            } else if session.wants(method, params) {
                 session.deliver(message.clone(), false);
             }
         }
+    }
+
+    /// What each server's `subscriptions/listen` must hold: the URIs, as it knows them, that
+    /// live sessions subscribed to through it. Expired sessions are forgotten here.
+    pub fn upstream_subscriptions(&mut self, now: Instant) -> BTreeMap<String, BTreeSet<String>> {
+        self.sessions.retain(|_, session| !session.expired(now));
+        let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (server, uri) in self.sessions.values().flat_map(|s| s.upstream.values()) {
+            wanted.entry(server.clone()).or_default().insert(uri.clone());
+        }
+        wanted
     }
 
     #[cfg(test)]
@@ -248,7 +299,6 @@ impl Sessions {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn caller(identity: &str) -> Caller {
         Caller { identity: identity.into(), profile: None }
@@ -335,16 +385,54 @@ mod tests {
         let log = |level: &str| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "data": level}});
         let updated =
             |uri: &str| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
-        registry.notify(&log("error"), |_| true);
+        registry.notify("srv", &log("error"), |_| true);
         let (stream, mut heard) = mpsc::unbounded_channel();
         registry.follow("s", "alice", stream, now).unwrap();
         for message in [log("info"), log("error"), updated("file:///b"), updated("file:///a"), json!({"method": "x"})] {
-            registry.notify(&message, |_| true);
+            registry.notify("srv", &message, |_| true);
         }
-        registry.notify(&log("emergency"), |_| false);
+        registry.notify("srv", &log("emergency"), |_| false);
         assert_eq!(heard.try_recv().unwrap(), log("error"));
         assert_eq!(heard.try_recv().unwrap(), updated("file:///a"));
         assert!(heard.try_recv().is_err(), "nothing else: not below the level, not unsubscribed, not unseen");
+    }
+
+    #[test]
+    fn bridged_subscriptions_name_the_upstream_listens_and_their_updates_the_client_s_uri() {
+        let (mut registry, now) = (Registry::default(), Instant::now());
+        opened(&mut registry, "s", now);
+        opened(&mut registry, "t", now);
+        let bridge = |uri: &str, server: &str, upstream: &str| {
+            Some(SessionChange::SubscribeUpstream {
+                uri: uri.into(),
+                mcp_server: server.into(),
+                upstream_uri: upstream.into(),
+            })
+        };
+        let state = registry.use_session("s", "alice", bridge("conf__a://x", "conf", "a://x"), now).unwrap();
+        assert_eq!(state.subscriptions, vec!["conf__a://x".to_owned()], "bridging subscribes too");
+        registry.use_session("t", "alice", bridge("a://x", "conf", "a://x"), now).unwrap();
+        registry.use_session("t", "alice", bridge("b://y", "other", "b://y"), now).unwrap();
+        let wanted = registry.upstream_subscriptions(now);
+        assert_eq!(wanted.len(), 2);
+        assert_eq!(wanted["conf"], BTreeSet::from(["a://x".to_owned()]), "one listen per server, URIs merged");
+
+        let (stream, mut heard) = mpsc::unbounded_channel();
+        registry.follow("s", "alice", stream, now).unwrap();
+        let updated = |uri: &str| {
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}})
+        };
+        registry.notify("other", &updated("a://x"), |_| true);
+        registry.notify("conf", &updated("a://x"), |_| true);
+        let expected =
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "conf__a://x"}});
+        assert_eq!(heard.try_recv().unwrap(), expected, "only the owner's update, named as the client wrote it");
+        assert!(heard.try_recv().is_err());
+
+        registry.use_session("s", "alice", Some(SessionChange::Unsubscribe("conf__a://x".into())), now).unwrap();
+        registry.end("t", "alice", now).unwrap();
+        assert!(registry.upstream_subscriptions(now).is_empty(), "no session wants a listen any more");
     }
 
     #[test]

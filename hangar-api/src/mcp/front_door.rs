@@ -385,3 +385,10 @@ pub fn refused_call(err: IpcError) -> Result<Value, RpcError> {
         upstream_failure(err)
     }
 }
+
+/// The server that has `uri` (as the client wrote it) and the URI that server knows it by: where
+/// a legacy session's subscription lives upstream.
+pub async fn resource_owner_of(supervisor: &AsCaller, uri: &str) -> Option<(String, String)> {
+    let front_door = front_door_servers(supervisor, "resources/subscribe").await.ok()?;
+    resource_owner(supervisor, &front_door, uri).await
+}

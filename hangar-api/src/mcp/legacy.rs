@@ -90,8 +90,17 @@ async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mu
         meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| askable(&state.capabilities));
     }
     if matches!(request.method.as_str(), "resources/subscribe" | "resources/unsubscribe") {
-        let reply = dispatch::dispatch(app, headers, &LEGACY, request).await;
-        return session::subscription_kept(reply);
+        let subscribed = (request.method == "resources/subscribe")
+            .then(|| request.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str).map(str::to_owned))
+            .flatten();
+        let reply = session::subscription_kept(dispatch::dispatch(app, headers, &LEGACY, request).await);
+        if let Some(uri) = subscribed
+            && reply.body.as_ref().is_some_and(|answer| answer.outcome.is_ok())
+            && let Ok(Some(session_id)) = single(headers, HEADER_SESSION_ID)
+        {
+            session::bridge_subscription(app, &session_id, uri).await;
+        }
+        return reply;
     }
     dispatch::dispatch(app, headers, &LEGACY, request).await
 }

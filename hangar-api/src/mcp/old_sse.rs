@@ -112,12 +112,40 @@ async fn message(
     if reply.status == StatusCode::NOT_FOUND {
         return reply;
     }
+    if let Some(events) = reply.events {
+        // A call that streams (progress, log lines, then its answer): each message goes on the
+        // session's stream as it comes, while the POST is already answered.
+        tokio::spawn(post_each(app.supervisor.clone(), session_id, events));
+        return McpReply::accepted();
+    }
     let Some(answer) = reply.body else { return McpReply::accepted() };
     let answer = serde_json::to_value(&answer).unwrap_or_default();
     match app.supervisor.session_post(&session_id, answer).await {
         Ok(()) => McpReply::accepted(),
         Err(err) => McpReply::error(session::failure_status(&err), &Value::Null, &session_not_found()),
     }
+}
+
+/// Posts each message of a streamed answer to the session's stream, in order, until the answer
+/// ends or the session does.
+async fn post_each(supervisor: AsCaller, session_id: String, mut events: mpsc::Receiver<Bytes>) {
+    while let Some(event) = events.recv().await {
+        let Some(message) = event_message(&event) else { continue };
+        if let Err(err) = supervisor.session_post(&session_id, message).await {
+            tracing::debug!(%err, "a streamed answer's session ended");
+            return;
+        }
+    }
+}
+
+/// The JSON message one whole SSE event carries; none for a comment (a keep-alive).
+fn event_message(event: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(event).ok()?;
+    let data: Vec<&str> = text.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim_start).collect();
+    if data.is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data.join("\n")).ok()
 }
 
 /// The params of an `initialize` request (`Some(None)` when it has none).
@@ -140,12 +168,28 @@ async fn initialize(app: &Calling, session_id: &str, incoming: &Incoming, params
     }
 }
 
-/// The request's headers as a legacy `/mcp` request in the session, answered as plain JSON.
+/// The request's headers as a legacy `/mcp` request in the session.
 fn in_session(headers: &HeaderMap, session_id: &str) -> HeaderMap {
     let mut headers = headers.clone();
     if let Ok(value) = HeaderValue::from_str(session_id) {
         headers.insert(HEADER_SESSION_ID, value);
     }
-    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    // A call that asked to hear about itself (a progress token, a log level) streams; its
+    // messages are carried to the session's stream one by one.
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     headers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_event_s_message_is_its_data_and_a_comment_has_none() {
+        let message = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}});
+        assert_eq!(event_message(&sse_event(&message)), Some(message));
+        assert_eq!(event_message(KEEP_ALIVE_COMMENT), None);
+        assert_eq!(event_message(b"event: message\ndata: {not json\n\n"), None);
+    }
 }

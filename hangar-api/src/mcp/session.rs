@@ -83,6 +83,19 @@ pub fn subscription_kept(mut reply: McpReply) -> McpReply {
     reply
 }
 
+/// Tells the supervisor where the session's subscription to `uri` lives upstream, so it holds
+/// that server's `subscriptions/listen` (2026-07-28) and names the updates as the client wrote
+/// the URI. A URI no server has stays the plain record it is.
+pub async fn bridge_subscription(app: &Calling, session_id: &str, uri: String) {
+    let Some((mcp_server, upstream_uri)) = super::front_door::resource_owner_of(&app.supervisor, &uri).await else {
+        return;
+    };
+    let change = SessionChange::SubscribeUpstream { uri, mcp_server, upstream_uri };
+    if let Err(err) = app.supervisor.session_use(session_id, Some(change)).await {
+        tracing::debug!(kind = err.kind.as_str(), "a subscription was not bridged upstream");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

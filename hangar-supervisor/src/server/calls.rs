@@ -185,3 +185,28 @@ impl Drop for CallInFlight<'_> {
         inner.last_used = Instant::now();
     }
 }
+
+impl Server {
+    /// Holds a 2026-07-28 `subscriptions/listen` on the running upstream until it ends (the
+    /// upstream closes it, goes down, or `timeout` passes) or the future is dropped (which
+    /// cancels it upstream). Never starts the server: a subscription does not keep a stopped
+    /// server up. [`ErrorKind::ProtocolMismatch`] for a legacy upstream, which takes
+    /// `resources/subscribe` itself.
+    pub async fn listen(&self, params: Value, timeout: Duration) -> Result<Value, IpcError> {
+        let upstream = {
+            let inner = self.lock();
+            let running = matches!(inner.lifecycle.state(), State::Ready | State::Degraded);
+            match (&inner.process, inner.meta.protocol_era.as_deref()) {
+                (Some(process), Some("modern")) if running => process.upstream.clone(),
+                (Some(_), Some(_)) if running => {
+                    return Err(IpcError::new(ErrorKind::ProtocolMismatch, "a legacy upstream has no listen"));
+                }
+                _ => return Err(IpcError::new(ErrorKind::Stopped, format!("`{}` is not running", self.id))),
+            }
+        };
+        upstream
+            .request("subscriptions/listen", params, timeout)
+            .await
+            .map_err(|err| self.request_failure("listen", err))
+    }
+}

@@ -34,6 +34,16 @@ pub struct HttpUpstream {
     legacy_version: Mutex<Option<String>>,
     log: Arc<LogRing>,
     notices: mpsc::UnboundedSender<Notice>,
+    /// The legacy session's standalone GET stream, read while the link lives.
+    standalone: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for HttpUpstream {
+    fn drop(&mut self) {
+        if let Some(stream) = self.standalone.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            stream.abort();
+        }
+    }
 }
 
 impl HttpUpstream {
@@ -52,6 +62,7 @@ impl HttpUpstream {
             legacy_version: Mutex::default(),
             log,
             notices,
+            standalone: Mutex::default(),
         })
     }
 
@@ -236,6 +247,53 @@ impl HttpUpstream {
         tracing::warn!(limit = MAX_BODY_BYTES, "an upstream sent a message over the size limit; skipped");
         self.log.push(Stream::Stdout, format!("[hangar] skipped unread: {what}").as_bytes());
         let _ = self.notices.send(Notice::Oversized);
+    }
+
+    /// Opens the legacy session's standalone GET stream, where the server sends what belongs to
+    /// no request (log lines, resource updates, list changes): read while the link lives, its
+    /// notifications acted on as any other. A server that offers none (405) is left alone.
+    pub(super) fn open_standalone_stream(&self) {
+        let mut request = self.client.get(&self.endpoint).header(ACCEPT, "text/event-stream");
+        if let Some(version) = self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+            request = request.header(HEADER_PROTOCOL_VERSION, version);
+        }
+        if let Some(session) = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            request = request.header(HEADER_SESSION_ID, session);
+        }
+        let (notices, log) = (self.notices.clone(), self.log.clone());
+        let stream = tokio::spawn(async move {
+            let Ok(mut response) = request.send().await else { return };
+            let is_sse = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            if !response.status().is_success() || !is_sse {
+                return;
+            }
+            let mut reader = SseReader::new(MAX_BODY_BYTES);
+            while let Ok(Some(chunk)) = response.chunk().await {
+                for event in reader.feed(&chunk) {
+                    let SseEvent::Data(data) = event else {
+                        log.push(Stream::Stdout, b"[hangar] skipped unread: an oversized event on the GET stream");
+                        let _ = notices.send(Notice::Oversized);
+                        continue;
+                    };
+                    if let Ok(Message::Notification { method, params }) = serde_json::from_slice::<Value>(&data)
+                        .map_err(|_| ())
+                        .and_then(|v| classify_value(v).map_err(|_| ()))
+                    {
+                        if method == "notifications/tools/list_changed" {
+                            let _ = notices.send(Notice::ToolsChanged);
+                        }
+                        super::relay_notification(&[], method, params, &notices);
+                    }
+                }
+            }
+        });
+        if let Some(previous) = self.standalone.lock().unwrap_or_else(|p| p.into_inner()).replace(stream) {
+            previous.abort();
+        }
     }
 
     /// The answer to `id` if `message` is it; acts on notifications and logs anything else.

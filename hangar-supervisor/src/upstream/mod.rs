@@ -314,6 +314,9 @@ impl Upstream {
             link.set_legacy_version(&version);
         }
         self.notify("notifications/initialized", json!({}));
+        if let Link::Http(link) = &self.link {
+            link.open_standalone_stream();
+        }
         Ok(Handshake { era: Era::Legacy, protocol_version: version })
     }
 }

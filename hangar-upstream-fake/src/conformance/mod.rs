@@ -12,6 +12,7 @@ mod completion;
 mod content;
 pub mod custom_headers;
 mod inputs;
+mod listens;
 mod mrtr;
 pub mod peer;
 mod prompts;
@@ -45,6 +46,7 @@ pub struct Server {
     dynamic_prompt: AtomicBool,
     signer: state_token::Signer,
     native_tasks: tasks::NativeTasks,
+    listens: listens::Listens,
 }
 
 impl Server {
@@ -79,11 +81,22 @@ impl Server {
     pub fn handle(&self, msg: &Value, peer: &dyn Peer) -> Option<Value> {
         let (id, method, params) = match protocol::classify(msg) {
             Incoming::Request { id, method, params } => (id, method, params),
-            Incoming::Notification | Incoming::Response { .. } => return None,
+            Incoming::Notification => {
+                if msg.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+                    self.listens.cancelled(msg);
+                }
+                return None;
+            }
+            Incoming::Response { .. } => return None,
             Incoming::Invalid { id } => {
                 return Some(protocol::error(&id, protocol::INVALID_REQUEST, "invalid request", None));
             }
         };
+        if method == "subscriptions/listen" {
+            // Never answered: the stream stays open until the client cancels it.
+            self.listens.listen(id, params, peer);
+            return None;
+        }
         let params = match params {
             None => Map::new(),
             Some(Value::Object(params)) => params.clone(),

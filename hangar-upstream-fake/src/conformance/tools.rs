@@ -42,10 +42,13 @@ const CATALOGUE: &[(&str, &str, &str)] = &[
     ("test_input_required_result_multi_round", "input_required twice, with a new requestState each round.", NO_ARGS),
     ("test_input_required_result_tampered_state", "input_required with an integrity-protected requestState.", NO_ARGS),
     ("test_input_required_result_capabilities", "Asks only for what the client declared it can answer.", NO_ARGS),
+    (TOUCH_RESOURCE, "Tells the subscriptions/listen streams holding `uri` that it changed.", "uri"),
     (JSON_SCHEMA_TOOL, "Has an input schema using JSON Schema 2020-12 keywords.", NO_ARGS),
 ];
 
 const JSON_SCHEMA_TOOL: &str = "json_schema_2020_12_tool";
+/// Sends `notifications/resources/updated` for `uri` on the listens that hold it.
+const TOUCH_RESOURCE: &str = "touch_resource";
 
 fn input_schema(name: &str, arg: &str) -> Value {
     match (name, arg) {
@@ -158,6 +161,10 @@ pub fn call(server: &Server, req: &Req, peer: &dyn Peer) -> Answer {
         "test_missing_capability" => asking::missing_capability(req),
         "test_streaming_elicitation" => asking::streaming_elicitation(req, peer),
         JSON_SCHEMA_TOOL => done(vec![content::text(&format!("called with {}", Value::Object(args.clone())))]),
+        TOUCH_RESOURCE => {
+            let told = server.listens.touch(&arg("uri"), peer);
+            done(vec![content::text(&format!("{told} listen(s) told"))])
+        }
         DYNAMIC_TOOL => done(vec![content::text("The dynamic tool is here.")]),
         other => mrtr::call(server, req, peer, other),
     }

@@ -170,17 +170,8 @@ fn the_old_sse_transport_answers_on_the_stream_whichever_instance_took_the_post(
 #[test]
 fn the_typescript_sdk_connects_over_the_old_sse_transport() {
     let hangar = Hangar::start(FAKE);
-    let script = repo_root().join("tests/fixtures/ts_sse_client.mjs");
-    let output = Command::new(node())
-        .arg(&script)
-        .arg(format!("{}/sse", hangar.base))
-        .args(["add", r#"{"a": 2, "b": 3}"#])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ts_sse_client.mjs");
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "ts_sse_client.mjs failed:\n{stderr}\n{stdout}\nhangar log:\n{}", hangar.log());
-    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    let sse = format!("{}/sse", hangar.base);
+    let seen = run_client(&hangar, node(), "ts_sse_client.mjs", &[&sse, "add", r#"{"a": 2, "b": 3}"#]);
     let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(tools.contains(&"add") && tools.contains(&"hangar_call"), "{seen}");
     assert_eq!(seen["result"]["structuredContent"], json!({"result": 5}), "{seen}");
@@ -204,16 +195,7 @@ mcp_servers:
 #[test]
 fn the_python_client_hears_log_lines_sent_outside_any_request_at_its_level() {
     let hangar = everything();
-    let script = repo_root().join("tests/fixtures/py_logging_client.py");
-    let output = Command::new(python())
-        .arg(&script)
-        .args([format!("{}/mcp", hangar.base).as_str(), "debug"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run py_logging_client.py");
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "py_logging_client.py failed:\n{stderr}\nhangar log:\n{}", hangar.log());
-    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line");
+    let seen = run_client(&hangar, python(), "py_logging_client.py", &[&format!("{}/mcp", hangar.base), "debug"]);
     assert_eq!(seen["protocol_version"], "2025-11-25", "{seen}");
     let after = seen["after"].as_array().unwrap();
     assert!(!after.is_empty(), "a simulated log line arrived after the call, on the GET stream: {seen}");
@@ -244,4 +226,84 @@ fn a_subscribed_resource_s_updates_reach_the_session_s_stream() {
     let (status, text) = legacy(&here, Some(&session), 4, "resources/unsubscribe", json!({"uri": uri}));
     assert_eq!(status, 200, "{text}");
     assert!(!text.contains("\"error\""), "{text}");
+}
+
+#[test]
+fn the_python_client_s_subscription_reaches_a_2026_07_28_upstream_as_a_listen_and_its_updates_come_back() {
+    // The conformance fake (a 2026-07-28 upstream, which knows no `resources/subscribe`) behind
+    // the front door, every name qualified: the client's URI is not the upstream's.
+    let hangar = Hangar::start(crate::stable_names::ONE_CONFORMANCE);
+    let url = format!("{}/mcp", hangar.base);
+    let args = [url.as_str(), "conf__test://watched-resource", "conf__touch_resource", "test://watched-resource"];
+    let seen = run_client(&hangar, python(), "py_subscribe_client.py", &args);
+    // The update names the resource as the client wrote it, not as the upstream knows it.
+    assert_eq!(seen["updated"], json!(["conf__test://watched-resource"]), "{seen}");
+    let touches = seen["touches"].as_array().unwrap();
+    assert_eq!(touches.last().unwrap(), "1 listen(s) told", "one upstream listen holds the URI: {seen}");
+    let after = seen["after_unsubscribe"].as_array().unwrap();
+    assert_eq!(after.last().unwrap(), "0 listen(s) told", "unsubscribing cancels the upstream listen: {seen}");
+    assert_eq!(seen["late"], json!([]), "{seen}");
+}
+
+#[test]
+fn the_typescript_sdk_hears_progress_and_log_lines_during_a_call_over_the_old_sse_transport() {
+    let hangar = Hangar::start(
+        r#"
+tool_access: {mode: front_door}
+mcp_servers:
+  fixtures:
+    command: ["{fake}", "--conformance"]
+"#,
+    );
+    let sse = format!("{}/sse", hangar.base);
+    let tools = ["test_tool_with_progress", "test_tool_with_logging"];
+    let seen = run_client(&hangar, node(), "ts_sse_progress.mjs", &[&sse, "debug", tools[0], tools[1]]);
+    let (progress, logging) = (&seen["calls"][0], &seen["calls"][1]);
+    let reported: Vec<i64> =
+        progress["progress"].as_array().unwrap().iter().filter_map(|p| p["progress"].as_i64()).collect();
+    // Reports come in order; the last may lose the race with the answer (the client drops a
+    // report for a call it has done with), so only the first is certain.
+    assert!(reported.starts_with(&[0]) && reported.is_sorted(), "progress during the call, in order: {seen}");
+    assert!(progress["result"]["isError"] != json!(true), "{seen}");
+    assert_eq!(logging["logs"].as_array().map(Vec::len), Some(3), "the call's three log lines: {seen}");
+    assert!(logging["result"]["content"].is_array(), "{seen}");
+}
+
+#[test]
+fn an_http_upstream_s_log_lines_outside_any_request_reach_the_python_client_s_stream() {
+    // server-everything over streamable HTTP (a legacy upstream): its simulated log lines go on
+    // its standalone GET stream, which the hangar now reads.
+    let port = hangar_tests::free_port();
+    let hangar = Hangar::start(&format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    mode: http
+    command: ["{node}", "--require", "{preload}", "{everything}", "streamableHttp"]
+    env: {{PORT: "{port}"}}
+    endpoint: http://127.0.0.1:{port}/mcp
+    handshake_timeout_s: 30
+"#,
+        node = node().display(),
+        preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
+        everything = server_everything().display(),
+    ));
+    let seen = run_client(&hangar, python(), "py_logging_client.py", &[&format!("{}/mcp", hangar.base), "debug"]);
+    let after = seen["after"].as_array().unwrap();
+    assert!(!after.is_empty(), "a simulated log line arrived after the call, on the GET stream: {seen}");
+}
+
+/// Runs the client `script` (tests/fixtures) with `program` and `args`; its last line of output,
+/// as JSON. A failed run fails the test with its output and the hangar's log.
+fn run_client(hangar: &Hangar, program: std::path::PathBuf, script: &str, args: &[&str]) -> Value {
+    let output = Command::new(program)
+        .arg(repo_root().join("tests/fixtures").join(script))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|err| panic!("run {script}: {err}"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{script} failed:\n{stderr}\n{stdout}\nhangar log:\n{}", hangar.log());
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line")
 }

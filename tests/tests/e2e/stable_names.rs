@@ -161,7 +161,7 @@ fn prompts_follow_the_same_rule() {
     );
 }
 
-const ONE_CONFORMANCE: &str = r#"
+pub(crate) const ONE_CONFORMANCE: &str = r#"
 tool_access: {mode: front_door, names: always_qualified}
 mcp_servers:
   fixtures:
