@@ -314,8 +314,7 @@ async fn ask_client(
     if !waiting {
         return Err(Asked::Failed(RpcError::internal("the supervisor could not wait for the client's answer")));
     }
-    let request = json!({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params});
-    if events.send(sse_event(&request)).await.is_err() {
+    if events.send(sse_event(&client_request(&request_id, method, params))).await.is_err() {
         return Err(Asked::Left);
     }
     let response = tokio::select! {
@@ -326,6 +325,16 @@ async fn ask_client(
         return Err(Asked::Failed(RpcError::internal(format!("the client did not answer `{method}` in time"))));
     };
     response.map_err(|err| Asked::Failed(RpcError::internal(err.message)))
+}
+
+/// Our request `id` to the client. A request without params (`roots/list`) has no `params`
+/// member: a client may drop `"params": null` as an invalid message and never answer it.
+fn client_request(id: &str, method: &str, params: Option<&Value>) -> Value {
+    let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+    if let Some(params) = params.filter(|params| !params.is_null()) {
+        request["params"] = params.clone();
+    }
+    request
 }
 
 /// What a legacy session's client sends that is not a request: a cancel of one of its calls, or
@@ -353,5 +362,20 @@ pub async fn from_client(supervisor: &AsCaller, session: &str, message: Message<
     };
     if let Err(err) = outcome {
         tracing::debug!(error = %err.message, "a legacy client's cancel or answer did not reach the supervisor");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_without_params_has_no_params_member() {
+        for params in [None, Some(&Value::Null)] {
+            let request = client_request("q-1", "roots/list", params);
+            assert_eq!(request, json!({"jsonrpc": "2.0", "id": "q-1", "method": "roots/list"}));
+        }
+        let params = json!({"maxTokens": 1});
+        assert_eq!(client_request("q-2", "sampling/createMessage", Some(&params))["params"], params);
     }
 }

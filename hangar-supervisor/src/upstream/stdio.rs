@@ -284,8 +284,11 @@ fn relay_ask(routes: &Routes, id: &Value, method: &str, params: Option<Value>) -
     let (Some((_, asker)), None) = (askers.next(), askers.next()) else { return false };
     let ask_id = format!("upstream-ask-{}", routes.next_ask.fetch_add(1, Ordering::Relaxed));
     lock(&routes.asks).insert(ask_id.clone(), id.clone());
-    let ask = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "params": params,
-        "mcp_server": routes.log.server_id()});
+    let mut ask = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "mcp_server": routes.log.server_id()});
+    // Absent stays absent (`roots/list` has no params): never `"params": null`.
+    if let Some(params) = params {
+        ask["params"] = params;
+    }
     if asker.to.send(ask).is_err() {
         lock(&routes.asks).remove(&ask_id);
         return false;

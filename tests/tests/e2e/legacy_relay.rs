@@ -303,3 +303,24 @@ fn a_legacy_client_dropping_its_plain_call_cancels_it_upstream() {
         (cancellations(&hangar) == 1).then_some(())
     });
 }
+
+/// A question without params (`roots/list`) reaches the client as a request it answers (no
+/// `"params": null`, which the TypeScript SDK drops as invalid, leaving the call waiting).
+#[test]
+fn a_legacy_upstreams_question_without_params_is_answered_by_a_legacy_client() {
+    let config = format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  roots:
+    command: ["{node}", "{server}"]
+"#,
+        node = node().display(),
+        server = repo_root().join("tests/fixtures/ts_roots_server.mjs").display()
+    );
+    let hangar = Hangar::start(&config);
+    let (mut child, mut stdout) = ts_client(&hangar, "roots");
+    let asked = json_line(&mut child, &mut stdout);
+    assert_eq!(first_text(&asked["result"]), "roots: file:///tmp/project", "{asked}");
+    assert!(child.wait().expect("the client exits").success());
+}
