@@ -81,6 +81,9 @@ pub const NOTIFICATION_CANCELLED: &str = "notifications/cancelled";
 /// What a client can be asked for, by method, and the capability each needs.
 pub const CLIENT_REQUESTS: [(&str, &str); 3] =
     [("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
+/// The start of a `requestState` the hangar minted for a call it holds while its client answers
+/// a legacy upstream's own request (anything else is an upstream's own state).
+pub const HELD_CALL_STATE_PREFIX: &str = "hangar-held-";
 
 #[cfg(test)]
 mod tests {

@@ -3,6 +3,7 @@
 mod audit;
 mod client_relay;
 mod exposed;
+mod held_calls;
 mod journal_view;
 mod listens;
 mod tasks;
@@ -76,6 +77,8 @@ pub struct Hangar {
     client_relay: ClientRelay,
     /// The sessions' resource subscriptions, held at 2026-07-28 upstreams.
     listens: listens::Listens,
+    /// 2026-07-28 clients' calls waiting for their answer to a legacy upstream's own request.
+    held: held_calls::HeldCalls,
 }
 
 impl Hangar {
@@ -117,6 +120,7 @@ impl Hangar {
             me: me.clone(),
             client_relay: ClientRelay::default(),
             listens: Default::default(),
+            held: held_calls::HeldCalls::default(),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));

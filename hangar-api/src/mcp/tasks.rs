@@ -4,7 +4,9 @@
 
 use hangar_core::ipc::{ErrorKind, IpcError, Request, Target};
 use hangar_core::jsonrpc::RpcError;
-use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES, MISSING_CAPABILITY};
+use hangar_core::mcp::{
+    EXTENSION_TASKS, HELD_CALL_STATE_PREFIX, META_CLIENT_CAPABILITIES, MISSING_CAPABILITY, REQUEST_STATE,
+};
 use serde_json::{Value, json};
 
 use super::front_door::{pass_on, refused_call, upstream_arguments};
@@ -52,8 +54,14 @@ pub async fn front_door_call(supervisor: &AsCaller, call: ToolCall, opted_in: bo
     };
     let target = Target::Exposed { name };
     let param_headers = param_headers.map(Box::new);
+    let resumes_held_call =
+        extra.get(REQUEST_STATE).and_then(Value::as_str).is_some_and(|state| state.starts_with(HELD_CALL_STATE_PREFIX));
     match supervisor.task_call(target, arguments, pass_on(extra), opted_in, SHORTCUT_MS, param_headers).await {
         Err(err) if err.kind == ErrorKind::MissingCapability => Err(missing_capability(err)),
+        // A retry naming no call the hangar holds (unknown, expired, spent or another's).
+        Err(err) if err.kind == ErrorKind::InvalidArgument && resumes_held_call => {
+            Err(RpcError::invalid_params(err.message))
+        }
         Err(err) => refused_call(err),
         Ok(result) => Ok(result),
     }

@@ -10,14 +10,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply, Request, Target};
+use hangar_core::ipc::{ErrorKind, IpcError, Relay, Reply, Request, Target};
 use hangar_core::jsonrpc::INTERNAL_ERROR;
 use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES};
 use hangar_core::policy::View;
 use serde_json::{Map, Value, json};
 use tokio::task::AbortHandle;
 
-use super::Hangar;
+use super::{Hangar, held_calls};
 use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
@@ -62,13 +62,13 @@ struct TaskCall {
 
 /// Unguessable task ids: a process-wide counter hashed under two random keys.
 #[derive(Default)]
-struct Ids {
+pub(super) struct Ids {
     keys: (RandomState, RandomState),
     counter: AtomicU64,
 }
 
 impl Ids {
-    fn next(&self) -> String {
+    pub(super) fn next(&self) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         format!("{:016x}{:016x}", self.keys.0.hash_one(n), self.keys.1.hash_one(n))
     }
@@ -237,20 +237,26 @@ impl Hangar {
                 params.extend(resume);
                 extra = Some(Value::Object(params));
             }
+            // The retry of a call held for its client's answer goes on with that call.
+            if let Some(token) = held_calls::held_token(extra.as_ref()) {
+                return self.resume_held(&call.caller, token, extra.as_ref()).await;
+            }
+            let declared = held_calls::declared_capabilities(extra.as_ref());
             let request = Request::Call {
                 target: call.target.clone(),
                 arguments: call.arguments.clone(),
                 timeout_ms: call.timeout_ms,
-                relay: Relay::default(),
+                // A legacy upstream's own requests to a client that can answer them come back
+                // to `wait_or_hold`.
+                relay: Relay { asks: held_calls::can_be_asked(&declared), ..Relay::default() },
                 extra,
                 trace: call.trace.clone(),
                 param_headers: call.param_headers.clone(),
             };
-            match self.handle(&call.caller, request, None).await {
-                Outcome::Ok(Reply::Called(result)) => Ok(result),
-                Outcome::Ok(_) => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
-                Outcome::Err(err) => Err(err),
-            }
+            let (asks_to, asks) = tokio::sync::mpsc::unbounded_channel();
+            let (me, caller) = (self.clone(), call.caller.clone());
+            let call_task = tokio::spawn(async move { me.handle(&caller, request, Some(asks_to)).await });
+            self.wait_or_hold(&call.caller, held_calls::Running { call: call_task, asks, declared }).await
         })
     }
 

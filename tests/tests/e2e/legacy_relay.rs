@@ -254,18 +254,63 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
         assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
     }
     assert!(child.wait().expect("the client exits").success());
-    // A modern client is not asked (yet): the server hears a clear error, which its tool reports.
+    // A modern client that did not declare sampling is not asked: the server hears a clear
+    // error, which its tool reports.
     let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
     let text = asked.body.to_string();
     assert!(text.contains("no client was asked `sampling/createMessage`"), "{text}");
+    // One that did is answered `input_required` (the call held at the supervisor); its retry
+    // carries the answer to the upstream and gets the same call's result.
+    let sampling = json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}});
+    let call = json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}});
+    let asked = hangar.mcp_with("tools/call", call.clone(), sampling.clone(), &[]);
+    let result = &asked.body["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", asked.body);
+    let (key, question) = result["inputRequests"].as_object().and_then(|q| q.iter().next()).expect("a question");
+    assert_eq!(question["method"], "sampling/createMessage", "{question}");
+    let state = result["requestState"].clone();
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled: hi"}, "model": "m"});
+    let mut retry = call.clone();
+    retry["inputResponses"] = json!({key.as_str(): answer});
+    retry["requestState"] = state.clone();
+    // A made-up state names no held call.
+    let forged = {
+        let mut forged = retry.clone();
+        forged["requestState"] = json!("hangar-held-0000000000000000");
+        hangar.mcp_with("tools/call", forged, sampling.clone(), &[])
+    };
+    assert_eq!(forged.body["error"]["code"], -32602, "{}", forged.body);
+    let done = hangar.mcp_with("tools/call", retry.clone(), sampling.clone(), &[]);
+    let text = first_text(&done.body["result"]);
+    assert!(text.starts_with("LLM sampling result") && text.contains("sampled: hi"), "{}", done.body);
+    // The state is spent.
+    let again = hangar.mcp_with("tools/call", retry, sampling, &[]);
+    assert_eq!(again.body["error"]["code"], -32602, "{}", again.body);
+}
+
+#[test]
+fn the_python_client_answers_a_legacy_upstreams_own_sampling_request_at_2026_07_28() {
+    let hangar = everything_behind_the_front_door();
+    let seen = py_asked_client_mode(&hangar, "2026-07-28", "ask-everything");
+    assert_eq!(seen["protocol_version"], "2026-07-28", "{seen}");
+    let text = seen["sampling"][0].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("LLM sampling result") && text.contains("sampled: ") && text.contains("What is 2+2?"),
+        "{seen}"
+    );
 }
 
 /// Runs `py_client.py URL MODE ask` (bounded) and parses the one JSON line it prints.
 fn py_asked_client(hangar: &Hangar, mode: &str) -> Value {
+    py_asked_client_mode(hangar, mode, "ask")
+}
+
+/// Runs `py_client.py URL MODE RUN` (bounded) and parses the one JSON line it prints.
+fn py_asked_client_mode(hangar: &Hangar, mode: &str, run: &str) -> Value {
     let script = repo_root().join("tests/fixtures/py_client.py");
     let url = format!("{}/mcp", hangar.base);
     let (mut child, mut stdout) =
-        spawn_client(&python(), &[script.to_str().unwrap_or_default(), url.as_str(), mode, "ask"]);
+        spawn_client(&python(), &[script.to_str().unwrap_or_default(), url.as_str(), mode, run]);
     let line = next_line(&mut child, &mut stdout);
     assert!(child.wait().expect("the client exits").success(), "{line}");
     serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))

@@ -1,0 +1,206 @@
+//! A 2026-07-28 client's front-door call whose legacy upstream asks the client something
+//! mid-call (sampling, elicitation, roots): the call is held here, still running, and answered
+//! `input_required` with a `requestState` naming it. The client's retry (to any API instance)
+//! with `inputResponses` and that state answers the upstream's request and waits on for the
+//! same call's result: the call is not sent again. A held call belongs to its caller's identity
+//! and waits at most [`HOLD`] for the retry; then it is cancelled upstream and the upstream's
+//! request is answered with an error.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use hangar_core::access::Caller;
+use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Reply};
+use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
+use hangar_core::mcp::{
+    CLIENT_REQUESTS, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, REQUEST_STATE,
+    RESULT_TYPE_INPUT_REQUIRED,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::Hangar;
+
+/// How long a held call waits for the client's retry.
+pub const HOLD: Duration = Duration::from_secs(60);
+/// The key of the one question in `inputRequests`.
+const ASK_KEY: &str = "upstream";
+
+/// A front-door call running on its own, and the upstream's requests about it.
+pub struct Running {
+    pub call: JoinHandle<Outcome>,
+    pub asks: mpsc::UnboundedReceiver<Value>,
+    /// The client capabilities the call's `_meta` declared (what the client may be asked).
+    pub declared: Value,
+}
+
+/// A call waiting for its client's answer to the upstream's request `ask_id`.
+struct Held {
+    identity: String,
+    server: String,
+    ask_id: String,
+    running: Running,
+}
+
+#[derive(Default)]
+pub struct HeldCalls {
+    held: Mutex<HashMap<String, Held>>,
+    /// Unguessable, like task ids.
+    ids: super::tasks::Ids,
+}
+
+impl HeldCalls {
+    fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The token of a `requestState` that names a held call, if it is one.
+pub fn held_token(extra: Option<&Value>) -> Option<&str> {
+    extra?.get(REQUEST_STATE)?.as_str()?.strip_prefix(HELD_CALL_STATE_PREFIX)
+}
+
+/// The client capabilities a call's params declare in `_meta`.
+pub fn declared_capabilities(extra: Option<&Value>) -> Value {
+    extra.and_then(|e| e.get("_meta")).and_then(|m| m.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or(Value::Null)
+}
+
+/// Whether a client that declared `declared` can be asked anything an upstream may ask.
+pub fn can_be_asked(declared: &Value) -> bool {
+    CLIENT_REQUESTS.iter().any(|(_, capability)| declared.get(capability).is_some())
+}
+
+/// Aborts the call it guards unless disarmed (a caller gone mid-wait stops the call).
+struct AbortUnlessHeld(Option<tokio::task::AbortHandle>);
+
+impl Drop for AbortUnlessHeld {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}
+
+fn unknown_state() -> IpcError {
+    IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
+}
+
+impl Hangar {
+    /// Waits for `running` to end, or for its upstream to ask the client something the client
+    /// declared it can answer: then the call is held and answered `input_required`.
+    pub(super) async fn wait_or_hold(&self, caller: &Caller, mut running: Running) -> Result<Value, IpcError> {
+        let mut guard = AbortUnlessHeld(Some(running.call.abort_handle()));
+        loop {
+            let ask = tokio::select! {
+                outcome = &mut running.call => return match outcome {
+                    Ok(Outcome::Ok(Reply::Called(result))) => Ok(result),
+                    Ok(Outcome::Ok(_)) => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
+                    Ok(Outcome::Err(err)) => Err(err),
+                    Err(_) => Err(IpcError::new(ErrorKind::Internal, "the call's task ended")),
+                },
+                Some(ask) = running.asks.recv() => ask,
+            };
+            let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
+            let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map(|(_, c)| *c);
+            if !capability.is_some_and(|c| running.declared.get(c).is_some()) {
+                self.answer_held_ask(&server, &ask_id, json!({"error": not_declared(&method).to_json()}));
+                continue;
+            }
+            let mut question = json!({"method": method});
+            if let Some(params) = ask.get("params") {
+                question["params"] = params.clone();
+            }
+            let token = self.held.ids.next();
+            guard.0 = None;
+            let held = Held { identity: caller.identity.clone(), server, ask_id, running };
+            self.held.held().insert(token.clone(), held);
+            self.expire_held(token.clone());
+            return Ok(json!({
+                "resultType": RESULT_TYPE_INPUT_REQUIRED,
+                INPUT_REQUESTS: {ASK_KEY: question},
+                REQUEST_STATE: format!("{HELD_CALL_STATE_PREFIX}{token}"),
+            }));
+        }
+    }
+
+    /// The client's retry of a held call: its answer goes to the upstream's request, then the
+    /// same call is waited for. An unknown token, or another identity's, is refused alike.
+    pub(super) async fn resume_held(
+        &self,
+        caller: &Caller,
+        token: &str,
+        extra: Option<&Value>,
+    ) -> Result<Value, IpcError> {
+        let held = {
+            let mut book = self.held.held();
+            match book.get(token) {
+                Some(held) if held.identity == caller.identity => book.remove(token),
+                _ => None,
+            }
+        };
+        let held = held.ok_or_else(unknown_state)?;
+        let answer = extra.and_then(|e| e.get(INPUT_RESPONSES)).and_then(|r| r.get(ASK_KEY));
+        let response = match answer {
+            Some(result) => json!({"result": result}),
+            None => json!({"error": RpcError::new(INTERNAL_ERROR, "hangar: the client gave no answer").to_json()}),
+        };
+        self.answer_held_ask(&held.server, &held.ask_id, response);
+        self.wait_or_hold(caller, held.running).await
+    }
+
+    fn answer_held_ask(&self, server: &str, ask_id: &str, response: Value) {
+        let delivered = self.server(server).is_ok_and(|server| server.answer_ask(ask_id, &response));
+        if !delivered {
+            tracing::debug!(mcp_server = server, "an answer to an upstream's request found it no longer waiting");
+        }
+    }
+
+    /// Forgets the held call `token` after [`HOLD`] if no retry took it: its upstream's
+    /// request is answered with an error and the call is cancelled upstream.
+    fn expire_held(&self, token: String) {
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(HOLD).await;
+            let Some(hangar) = me.upgrade() else { return };
+            let Some(held) = hangar.held.held().remove(&token) else { return };
+            let error = RpcError::new(INTERNAL_ERROR, "hangar: the client did not answer in time");
+            hangar.answer_held_ask(&held.server, &held.ask_id, json!({"error": error.to_json()}));
+            held.running.call.abort();
+        });
+    }
+}
+
+/// The upstream's request when the calling client did not declare the capability it needs.
+fn not_declared(method: &str) -> RpcError {
+    let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map_or("", |(_, c)| *c);
+    RpcError::new(
+        INTERNAL_ERROR,
+        format!("hangar: no client was asked `{method}`: the calling client did not declare `{capability}`"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_hangars_own_states_name_held_calls() {
+        assert_eq!(held_token(Some(&json!({REQUEST_STATE: "hangar-held-abc"}))), Some("abc"));
+        assert_eq!(held_token(Some(&json!({REQUEST_STATE: "the-upstreams-own"}))), None);
+        assert_eq!(held_token(Some(&json!({REQUEST_STATE: 7}))), None);
+        assert_eq!(held_token(None), None);
+    }
+
+    #[test]
+    fn the_declared_capabilities_come_from_the_meta() {
+        let extra = json!({"_meta": {META_CLIENT_CAPABILITIES: {"sampling": {}}}});
+        assert_eq!(declared_capabilities(Some(&extra)), json!({"sampling": {}}));
+        assert!(can_be_asked(&declared_capabilities(Some(&extra))));
+        assert_eq!(declared_capabilities(Some(&json!({}))), Value::Null);
+        assert!(!can_be_asked(&Value::Null));
+        assert!(!can_be_asked(&json!({"extensions": {}})));
+    }
+}
