@@ -105,7 +105,7 @@ impl Hangar {
             let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
             let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map(|(_, c)| *c);
-            if !capability.is_some_and(|c| running.declared.get(c).is_some()) {
+            if capability.is_none_or(|c| running.declared.get(c).is_none()) {
                 self.answer_held_ask(&server, &ask_id, json!({"error": not_declared(&method).to_json()}));
                 continue;
             }

@@ -103,8 +103,9 @@ fn answer_upstream_request(id: &Value, method: &str) -> Value {
             INTERNAL_ERROR,
             format!(
                 "hangar: no client was asked `{method}`: the hangar asks it only of the client of the one \
-                 call in flight to this server that a legacy session takes as an event stream (the \
-                 `{capability}` capability is declared so that the server's tools are listed)"
+                 call in flight to this server whose client can be asked: a legacy session's event \
+                 stream, or a 2026-07-28 client that declared `{capability}` (declared to the server \
+                 so that its tools are listed)"
             ),
         ),
         None => RpcError::new(METHOD_NOT_FOUND, "the hangar does not serve this method to upstreams"),
