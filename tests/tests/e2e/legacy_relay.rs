@@ -324,3 +324,72 @@ mcp_servers:
     assert_eq!(first_text(&asked["result"]), "roots: file:///tmp/project", "{asked}");
     assert!(child.wait().expect("the client exits").success());
 }
+
+/// A legacy session's `hangar_call` is cancelled like a front-door call: every call of the
+/// batch, whether answered as plain JSON or as an event stream (a progress token), by a cancel
+/// POSTed to another API instance.
+#[test]
+fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let session = legacy_session(&hangar);
+    let own = hangar.base.trim_start_matches("http://").to_owned();
+    let other = hangar.extra_api(&[]);
+    let sleep = json!({"mcp_server": "slow", "tool": "sleep", "arguments": {"ms": 60000}});
+    let cancel = |id: u64| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "test"}});
+    // Two calls in one batch, answered as plain JSON.
+    let batch = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "hangar_call", "arguments": {"calls": [sleep, sleep]}}});
+    let plain = open_post(&own, &session, "application/json", &batch);
+    poll("both calls to reach the upstream", Duration::from_secs(20), || {
+        (hangar.details("slow")["health"]["total_invocations"] == 2).then_some(())
+    });
+    assert_eq!(post_to(&other.addr, &session, &cancel(9)), 202);
+    poll("the upstream to be told both calls are cancelled", Duration::from_secs(20), || {
+        (cancellations(&hangar) == 2).then_some(())
+    });
+    let mut answer = String::new();
+    let _ = BufReader::new(plain).read_line(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // One call, answered as an event stream (the client asked to hear of progress).
+    let watched = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "hangar_call", "arguments": {"calls": [sleep]}, "_meta": {"progressToken": "p"}}});
+    let _stream = open_post(&own, &session, "application/json, text/event-stream", &watched);
+    poll("the watched call to reach the upstream", Duration::from_secs(20), || {
+        (hangar.details("slow")["health"]["total_invocations"] == 3).then_some(())
+    });
+    assert_eq!(post_to(&other.addr, &session, &cancel(10)), 202);
+    poll("the upstream to be told the watched call is cancelled", Duration::from_secs(20), || {
+        (cancellations(&hangar) == 3).then_some(())
+    });
+}
+
+/// A legacy HTTP upstream's own request, sent on the event stream answering the POST of a call,
+/// belongs to that call: its client is asked, and its answer is POSTed back to the upstream.
+#[test]
+fn a_legacy_http_upstreams_own_request_reaches_the_legacy_client_of_its_call() {
+    // server-everything over streamable HTTP (a legacy upstream), on loopback only.
+    let port = hangar_tests::free_port();
+    let hangar = Hangar::start(&format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    mode: http
+    command: ["{node}", "--require", "{preload}", "{everything}", "streamableHttp"]
+    env: {{PORT: "{port}"}}
+    endpoint: http://127.0.0.1:{port}/mcp
+    handshake_timeout_s: 30
+"#,
+        node = node().display(),
+        preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
+        everything = server_everything().display(),
+    ));
+    let (mut child, mut stdout) = ts_client(&hangar, "everything");
+    for _ in ["plain", "with progress"] {
+        let sampled = json_line(&mut child, &mut stdout);
+        let text = first_text(&sampled["result"]);
+        assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
+    }
+    assert!(child.wait().expect("the client exits").success());
+}
