@@ -156,6 +156,12 @@ impl HttpUpstream {
         });
     }
 
+    /// Sends a notification and waits (bounded) for its answer, so the server has taken it in.
+    pub(super) async fn notify_sent(&self, era: Era, method: &str, params: Value) {
+        let request = self.post(era, method, &params, super::message(None, method, &params));
+        let _ = request.timeout(Duration::from_secs(10)).send().await;
+    }
+
     fn post(&self, era: Era, method: &str, params: &Value, body: Vec<u8>) -> reqwest::RequestBuilder {
         let mut request = self
             .client

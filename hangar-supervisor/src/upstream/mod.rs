@@ -325,9 +325,15 @@ impl Upstream {
         if let Link::Http(link) = &self.link {
             link.set_legacy_version(&version);
         }
-        self.notify("notifications/initialized", json!({}));
-        if let Link::Http(link) = &self.link {
-            link.open_standalone_stream();
+        match &self.link {
+            Link::Http(link) => {
+                // Awaited: a server registers what depends on the client's capabilities (tools
+                // needing sampling...) when told, so the first `tools/list` must come after.
+                let params = with_meta(Era::Legacy, json!({}));
+                link.notify_sent(Era::Legacy, "notifications/initialized", params).await;
+                link.open_standalone_stream();
+            }
+            Link::Stdio(_) => self.notify("notifications/initialized", json!({})),
         }
         Ok(Handshake { era: Era::Legacy, protocol_version: version })
     }

@@ -385,6 +385,12 @@ mcp_servers:
         preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
         everything = server_everything().display(),
     ));
+    // Listed once the server has started and answered its tools.
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "everything"}));
+    poll("the sampling tool to be listed", Duration::from_secs(30), || {
+        let listed = hangar.mcp("tools/list", json!({})).body.to_string();
+        listed.contains("trigger-sampling-request").then_some(())
+    });
     let (mut child, mut stdout) = ts_client(&hangar, "everything");
     for _ in ["plain", "with progress"] {
         let sampled = json_line(&mut child, &mut stdout);
