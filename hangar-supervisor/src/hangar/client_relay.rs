@@ -61,7 +61,8 @@ impl<T: Clone> Registry<T> {
     /// Hands `value` to every registration under `key`; whether one took it.
     fn take(&self, key: &Key, value: T) -> bool {
         let entries = self.lock().remove(key).unwrap_or_default();
-        entries.into_iter().fold(false, |taken, entry| entry.sender.send(value.clone()).is_ok() || taken)
+        // Every one is sent to (no short cut): each call under the key stops.
+        entries.into_iter().map(|entry| entry.sender.send(value.clone()).is_ok()).filter(|sent| *sent).count() > 0
     }
 }
 
