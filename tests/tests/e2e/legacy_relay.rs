@@ -247,6 +247,16 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
     }
     assert_eq!(tools.len(), 16, "{tools:?}");
     // A legacy client is asked on its call's event stream, whether or not it asked for progress.
+    a_ts_client_is_asked_for_sampling_mid_call(&hangar);
+    // A modern client is not asked (yet): the server hears a clear error, which its tool reports.
+    let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
+    let text = asked.body.to_string();
+    assert!(text.contains("no client was asked `sampling/createMessage`"), "{text}");
+}
+
+/// The TypeScript client (mode `everything`) calls server-everything's sampling tool, plain and
+/// with progress, is asked on the call's event stream, and the tool returns what it sampled.
+fn a_ts_client_is_asked_for_sampling_mid_call(hangar: &Hangar) {
     let (mut child, mut stdout) = ts_client(&hangar, "everything");
     for _ in ["plain", "with progress"] {
         let sampled = json_line(&mut child, &mut stdout);
@@ -254,10 +264,6 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
         assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
     }
     assert!(child.wait().expect("the client exits").success());
-    // A modern client is not asked (yet): the server hears a clear error, which its tool reports.
-    let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
-    let text = asked.body.to_string();
-    assert!(text.contains("no client was asked `sampling/createMessage`"), "{text}");
 }
 
 /// Runs `py_client.py URL MODE ask` (bounded) and parses the one JSON line it prints.
@@ -336,18 +342,24 @@ fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream
     let own = hangar.base.trim_start_matches("http://").to_owned();
     let other = hangar.extra_api(&[]);
     let sleep = json!({"mcp_server": "slow", "tool": "sleep", "arguments": {"ms": 60000}});
-    let cancel = |id: u64| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "test"}});
+    // Once the upstream has `calls` calls in all, the cancel of `id` (POSTed to the other
+    // instance) reaches it for each still running: the cancels add up to the calls.
+    let cancelled_elsewhere = |id: u64, calls: usize| {
+        poll("the calls to reach the upstream", Duration::from_secs(20), || {
+            (hangar.details("slow")["health"]["total_invocations"] == calls).then_some(())
+        });
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "test"}});
+        assert_eq!(post_to(&other.addr, &session, &cancel), 202);
+        poll("the upstream to be told the calls are cancelled", Duration::from_secs(20), || {
+            (cancellations(&hangar) == calls).then_some(())
+        });
+    };
     // Two calls in one batch, answered as plain JSON.
     let batch = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
         "params": {"name": "hangar_call", "arguments": {"calls": [sleep, sleep]}}});
     let plain = open_post(&own, &session, "application/json", &batch);
-    poll("both calls to reach the upstream", Duration::from_secs(20), || {
-        (hangar.details("slow")["health"]["total_invocations"] == 2).then_some(())
-    });
-    assert_eq!(post_to(&other.addr, &session, &cancel(9)), 202);
-    poll("the upstream to be told both calls are cancelled", Duration::from_secs(20), || {
-        (cancellations(&hangar) == 2).then_some(())
-    });
+    cancelled_elsewhere(9, 2);
     let mut answer = String::new();
     let _ = BufReader::new(plain).read_line(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -355,13 +367,7 @@ fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream
     let watched = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
         "params": {"name": "hangar_call", "arguments": {"calls": [sleep]}, "_meta": {"progressToken": "p"}}});
     let _stream = open_post(&own, &session, "application/json, text/event-stream", &watched);
-    poll("the watched call to reach the upstream", Duration::from_secs(20), || {
-        (hangar.details("slow")["health"]["total_invocations"] == 3).then_some(())
-    });
-    assert_eq!(post_to(&other.addr, &session, &cancel(10)), 202);
-    poll("the upstream to be told the watched call is cancelled", Duration::from_secs(20), || {
-        (cancellations(&hangar) == 3).then_some(())
-    });
+    cancelled_elsewhere(10, 3);
 }
 
 /// A legacy HTTP upstream's own request, sent on the event stream answering the POST of a call,
@@ -369,33 +375,12 @@ fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream
 #[test]
 fn a_legacy_http_upstreams_own_request_reaches_the_legacy_client_of_its_call() {
     // server-everything over streamable HTTP (a legacy upstream), on loopback only.
-    let port = hangar_tests::free_port();
-    let hangar = Hangar::start(&format!(
-        r#"
-tool_access: {{mode: front_door}}
-mcp_servers:
-  everything:
-    mode: http
-    command: ["{node}", "--require", "{preload}", "{everything}", "streamableHttp"]
-    env: {{PORT: "{port}"}}
-    endpoint: http://127.0.0.1:{port}/mcp
-    handshake_timeout_s: 30
-"#,
-        node = node().display(),
-        preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
-        everything = server_everything().display(),
-    ));
+    let hangar = Hangar::start(&hangar_tests::everything_over_http(hangar_tests::free_port()));
     // Listed once the server has started and answered its tools.
     hangar.tool_ok("hangar_start", json!({"mcp_server": "everything"}));
     poll("the sampling tool to be listed", Duration::from_secs(30), || {
         let listed = hangar.mcp("tools/list", json!({})).body.to_string();
         listed.contains("trigger-sampling-request").then_some(())
     });
-    let (mut child, mut stdout) = ts_client(&hangar, "everything");
-    for _ in ["plain", "with progress"] {
-        let sampled = json_line(&mut child, &mut stdout);
-        let text = first_text(&sampled["result"]);
-        assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
-    }
-    assert!(child.wait().expect("the client exits").success());
+    a_ts_client_is_asked_for_sampling_mid_call(&hangar);
 }
