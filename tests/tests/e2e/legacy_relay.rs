@@ -257,7 +257,7 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
 /// The TypeScript client (mode `everything`) calls server-everything's sampling tool, plain and
 /// with progress, is asked on the call's event stream, and the tool returns what it sampled.
 fn a_ts_client_is_asked_for_sampling_mid_call(hangar: &Hangar) {
-    let (mut child, mut stdout) = ts_client(&hangar, "everything");
+    let (mut child, mut stdout) = ts_client(hangar, "everything");
     for _ in ["plain", "with progress"] {
         let sampled = json_line(&mut child, &mut stdout);
         let text = first_text(&sampled["result"]);
