@@ -10,6 +10,7 @@ use tokio::sync::broadcast;
 use hangar_core::access::Caller;
 use hangar_core::trace::TraceContext;
 use hangar_runtime::telemetry::Telemetry;
+use serde_json::Value;
 
 use crate::auth::Auth;
 use crate::error::ApiError;
@@ -91,5 +92,11 @@ impl Calling {
     /// The same caller, its calls placed in `trace` (see `supervisor::AsCaller::traced`).
     pub fn traced(&self, trace: TraceContext) -> Calling {
         Calling { supervisor: self.supervisor.traced(trace), ..self.clone() }
+    }
+
+    /// The same caller, its tool calls cancellable by its client (see
+    /// `supervisor::AsCaller::cancellable_by`).
+    pub fn cancellable_by(&self, session: &str, request_id: Value) -> Calling {
+        Calling { supervisor: self.supervisor.cancellable_by(session, request_id), ..self.clone() }
     }
 }

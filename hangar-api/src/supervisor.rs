@@ -76,11 +76,33 @@ pub struct AsCaller {
     /// Where this caller's tool calls sit in a trace: the client's context, or the API's
     /// request span in it (see `mcp::dispatch`).
     trace: Option<TraceContext>,
+    /// The legacy session and the client's request id its `hangar_call` calls go under, so the
+    /// client's `notifications/cancelled` stops them from any API instance.
+    cancellable_by: Option<(String, Value)>,
 }
 
 impl AsCaller {
     pub fn new(supervisor: Arc<dyn Supervisor>, caller: Caller) -> AsCaller {
-        AsCaller { supervisor, caller, trace: None }
+        AsCaller { supervisor, caller, trace: None, cancellable_by: None }
+    }
+
+    /// The same caller, whose tool calls (by server and name) its client may cancel by
+    /// `request_id` in `session` (a legacy session's `hangar_call`).
+    pub fn cancellable_by(&self, session: &str, request_id: Value) -> AsCaller {
+        AsCaller { cancellable_by: Some((session.to_owned(), request_id)), ..self.clone() }
+    }
+
+    /// `call` wrapped for its client to cancel, when it may.
+    fn maybe_cancellable(&self, call: Request) -> Request {
+        match &self.cancellable_by {
+            Some((session, request_id)) => Request::ClientCall {
+                session: session.clone(),
+                request_id: request_id.clone(),
+                op: Box::new(call),
+                hangar_call: true,
+            },
+            None => call,
+        }
     }
 
     /// The same caller, whose tool calls carry `trace` to the supervisor (and on to the upstream).
@@ -165,7 +187,7 @@ impl AsCaller {
             trace: self.trace.clone(),
             param_headers: None,
         };
-        match self.request(request).await? {
+        match self.request(self.maybe_cancellable(request)).await? {
             Reply::Called(result) => Ok(result),
             _ => Err(unexpected("call")),
         }
@@ -182,7 +204,7 @@ impl AsCaller {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let relay = Relay { progress: true, logs: false, asks: false };
         let target = Target::tool(mcp_server, tool);
-        self.call_request(Request::Call {
+        self.call_request(self.maybe_cancellable(Request::Call {
             target,
             arguments,
             timeout_ms,
@@ -190,7 +212,7 @@ impl AsCaller {
             extra: None,
             trace: self.trace.clone(),
             param_headers: None,
-        })
+        }))
     }
 
     /// The front door's `tools/call`, to a tool by its front-door name (the supervisor resolves
@@ -406,7 +428,7 @@ impl AsCaller {
         let (target, arguments, extra) = call;
         let trace = self.trace.clone();
         let op = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers: None };
-        let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op) };
+        let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op), hangar_call: false };
         self.relayed(request, "call", called)
     }
 

@@ -241,6 +241,10 @@ pub enum Request {
         session: String,
         request_id: Value,
         op: Box<Request>,
+        /// `op` is one call of the client's `hangar_call` (several may share the request id, all
+        /// cancelled at once), answered as the hangar's own surface: no upstream words.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        hangar_call: bool,
     },
     /// A legacy client's `notifications/cancelled`: stops the caller's own [`Request::ClientCall`]
     /// with that session and request id, if it still runs. Answers [`Reply::ClientCancelled`].

@@ -189,9 +189,11 @@ impl Hangar {
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Outcome {
-        if let Request::ClientCall { session, request_id, op } = request {
-            // Only the front door wraps its calls so (a legacy session's), whatever they target.
-            let call = self.handle_one(caller, *op, notices, Via::FrontDoor);
+        if let Request::ClientCall { session, request_id, op, hangar_call } = request {
+            // The front door wraps its calls so (a legacy session's), whatever they target; a
+            // legacy `hangar_call` wraps each of its calls, which stay the hangar's own surface.
+            let via = if hangar_call { Via::Request } else { Via::FrontDoor };
+            let call = self.handle_one(caller, *op, notices, via);
             return self.client_relay.cancellable(&caller.identity, &session, &request_id, call).await;
         }
         self.handle_one(caller, request, notices, Via::Request).await

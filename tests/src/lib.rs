@@ -736,3 +736,23 @@ pub fn python_json(hangar: &Hangar, script: &str, args: &[&str]) -> Value {
     let line = stdout.lines().rfind(|line| !line.trim().is_empty()).unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|err| panic!("{script} {args:?} printed no JSON ({err}): {stdout}"))
 }
+
+/// A config with server-everything over streamable HTTP (a legacy upstream) as `everything`,
+/// on loopback `port` only (`tests/fixtures/loopback_only.cjs`), behind the front door.
+pub fn everything_over_http(port: u16) -> String {
+    format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  everything:
+    mode: http
+    command: ["{node}", "--require", "{preload}", "{everything}", "streamableHttp"]
+    env: {{PORT: "{port}"}}
+    endpoint: http://127.0.0.1:{port}/mcp
+    handshake_timeout_s: 30
+"#,
+        node = node().display(),
+        preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
+        everything = server_everything().display(),
+    )
+}

@@ -109,6 +109,15 @@ async fn tools_call(
         let reply = relay::tools_call(&app.supervisor, headers, session, &request.id, call, wanted, era).await?;
         return Ok(Answer::Reply(reply));
     }
+    // A legacy session's `hangar_call`: its client may cancel it by its id, as a call above.
+    let cancellable;
+    let app = match &request.session {
+        Some(session) if call.name == "hangar_call" => {
+            cancellable = app.cancellable_by(session, request.id.to_value());
+            &cancellable
+        }
+        _ => app,
+    };
     if let Some(wanted) = wanted
         && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era).await?
     {

@@ -32,9 +32,9 @@ struct Entry<T> {
 }
 
 /// Registrations under keys, each removed by its own guard (and only its own) when its waiter
-/// ends, however it ends.
+/// ends, however it ends. Several may share a key (the calls of one `hangar_call`).
 struct Registry<T> {
-    entries: Mutex<HashMap<Key, Entry<T>>>,
+    entries: Mutex<HashMap<Key, Vec<Entry<T>>>>,
     tickets: AtomicU64,
 }
 
@@ -44,38 +44,42 @@ impl<T> Default for Registry<T> {
     }
 }
 
-impl<T> Registry<T> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry<T>>> {
+impl<T: Clone> Registry<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vec<Entry<T>>>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers `key` (replacing an earlier registration: a client reusing an id means the new
-    /// request); the receiver hears what [`Registry::take`] sends.
+    /// Registers `key` beside any earlier registration under it; the receiver hears what
+    /// [`Registry::take`] sends.
     fn register(&self, key: Key) -> (Registered<'_, T>, oneshot::Receiver<T>) {
         let (sender, receiver) = oneshot::channel();
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(key.clone(), Entry { ticket, sender });
+        self.lock().entry(key.clone()).or_default().push(Entry { ticket, sender });
         (Registered { registry: self, key, ticket }, receiver)
     }
 
-    /// Hands `value` to the registration under `key`; whether there was one.
+    /// Hands `value` to every registration under `key`; whether one took it.
     fn take(&self, key: &Key, value: T) -> bool {
-        let entry = self.lock().remove(key);
-        entry.is_some_and(|entry| entry.sender.send(value).is_ok())
+        let entries = self.lock().remove(key).unwrap_or_default();
+        // Every one is sent to (no short cut): each call under the key stops.
+        entries.into_iter().map(|entry| entry.sender.send(value.clone()).is_ok()).filter(|sent| *sent).count() > 0
     }
 }
 
-struct Registered<'a, T> {
+struct Registered<'a, T: Clone> {
     registry: &'a Registry<T>,
     key: Key,
     ticket: u64,
 }
 
-impl<T> Drop for Registered<'_, T> {
+impl<T: Clone> Drop for Registered<'_, T> {
     fn drop(&mut self) {
         let mut entries = self.registry.lock();
-        if entries.get(&self.key).is_some_and(|entry| entry.ticket == self.ticket) {
-            entries.remove(&self.key);
+        if let Some(list) = entries.get_mut(&self.key) {
+            list.retain(|entry| entry.ticket != self.ticket);
+            if list.is_empty() {
+                entries.remove(&self.key);
+            }
         }
     }
 }
@@ -155,6 +159,21 @@ mod tests {
         let done = relay.cancellable("alice", "s1", &id, async { Outcome::Ok(Reply::Pong) }).await;
         assert!(matches!(done, Outcome::Ok(Reply::Pong)));
         assert!(!relay.cancel("alice", "s1", &id), "a finished call leaves nothing behind");
+    }
+
+    #[tokio::test]
+    async fn one_cancel_stops_every_call_under_its_id() {
+        let relay = ClientRelay::default();
+        let id = json!(7);
+        let first = relay.cancellable("alice", "s1", &id, std::future::pending());
+        let second = relay.cancellable("alice", "s1", &id, std::future::pending());
+        tokio::pin!(first, second);
+        tokio::select! { _ = &mut first => panic!("ended early"), () = tokio::task::yield_now() => {} }
+        tokio::select! { _ = &mut second => panic!("ended early"), () = tokio::task::yield_now() => {} }
+        assert!(relay.cancel("alice", "s1", &id));
+        assert!(matches!(first.await, Outcome::Err(e) if e.kind == ErrorKind::Cancelled));
+        assert!(matches!(second.await, Outcome::Err(e) if e.kind == ErrorKind::Cancelled));
+        assert!(relay.calls.lock().is_empty());
     }
 
     #[tokio::test]

@@ -6,13 +6,16 @@
 //! Whatever the upstream says beyond the JSON-RPC answer (error texts, odd bodies) goes to the
 //! server's log only.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
 use hangar_core::jsonrpc::{Message, classify_value};
-use hangar_core::mcp::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, MODERN_REVISION};
+use hangar_core::mcp::{
+    CLIENT_REQUESTS, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, MODERN_REVISION,
+};
 use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
@@ -36,6 +39,10 @@ pub struct HttpUpstream {
     notices: mpsc::UnboundedSender<Notice>,
     /// The legacy session's standalone GET stream, read while the link lives.
     standalone: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The upstream's own requests relayed to a call's client, by the id they were relayed
+    /// with: the upstream's id for each.
+    asks: Mutex<HashMap<String, Value>>,
+    next_ask: AtomicU64,
 }
 
 impl Drop for HttpUpstream {
@@ -63,7 +70,42 @@ impl HttpUpstream {
             log,
             notices,
             standalone: Mutex::default(),
+            asks: Mutex::default(),
+            next_ask: AtomicU64::new(1),
         })
+    }
+
+    /// Answers the upstream's request relayed as `ask_id` with the client's response message
+    /// (`result` or `error`), POSTed as a client would; whether it was still waiting.
+    pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
+        let Some(id) = self.asks.lock().unwrap_or_else(|p| p.into_inner()).remove(ask_id) else { return false };
+        let answer = super::ask_answer(id, response);
+        let post = self.post(Era::Legacy, "", &Value::Null, serde_json::to_vec(&answer).unwrap_or_default());
+        tokio::spawn(async move {
+            let _ = post.timeout(Duration::from_secs(10)).send().await;
+        });
+        true
+    }
+
+    /// Relays the upstream's own request for the client (sampling, elicitation, roots), sent
+    /// on the answer stream of a call, to that call's client if it can be asked; whether it did.
+    fn relay_ask(&self, id: &Value, method: &str, params: Option<Value>, relays: &[(u64, Relay)]) -> bool {
+        if !CLIENT_REQUESTS.iter().any(|(known, _)| *known == method) {
+            return false;
+        }
+        let Some((_, asker)) = relays.iter().find(|(_, relay)| relay.asks) else { return false };
+        let ask_id = format!("upstream-ask-{}", self.next_ask.fetch_add(1, Ordering::Relaxed));
+        let mut asks = self.asks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ask = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "mcp_server": self.log.server_id()});
+        // Absent stays absent (`roots/list` has no params): never `"params": null`.
+        if let Some(params) = params {
+            ask["params"] = params;
+        }
+        if asker.to.send(ask).is_err() {
+            return false;
+        }
+        asks.insert(ask_id, id.clone());
+        true
     }
 
     pub(super) fn set_legacy_version(&self, version: &str) {
@@ -112,6 +154,12 @@ impl HttpUpstream {
         tokio::spawn(async move {
             let _ = request.timeout(Duration::from_secs(10)).send().await;
         });
+    }
+
+    /// Sends a notification and waits (bounded) for its answer, so the server has taken it in.
+    pub(super) async fn notify_sent(&self, era: Era, method: &str, params: Value) {
+        let request = self.post(era, method, &params, super::message(None, method, &params));
+        let _ = request.timeout(Duration::from_secs(10)).send().await;
     }
 
     fn post(&self, era: Era, method: &str, params: &Value, body: Vec<u8>) -> reqwest::RequestBuilder {
@@ -318,7 +366,10 @@ impl HttpUpstream {
             }
             // Its own request in the answer stream (a legacy server's sampling...): answered by
             // a POST of its own, as a client would.
-            Ok(Message::Request { id, method, .. }) => {
+            Ok(Message::Request { id, method, params }) => {
+                if self.relay_ask(&id, &method, params, relays) {
+                    return None;
+                }
                 let answer = super::answer_upstream_request(&id, &method);
                 let post =
                     self.post(Era::Legacy, &method, &Value::Null, serde_json::to_vec(&answer).unwrap_or_default());

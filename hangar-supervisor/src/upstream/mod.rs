@@ -90,6 +90,18 @@ pub struct Relay {
     pub to: mpsc::UnboundedSender<Value>,
 }
 
+/// The JSON-RPC response to an upstream's own request `id`, from the client's response message
+/// (`result` or `error`) to the request as relayed.
+fn ask_answer(id: Value, response: &Value) -> Value {
+    let mut answer = json!({"jsonrpc": "2.0", "id": id});
+    match (response.get("result"), response.get("error")) {
+        (Some(result), _) => answer["result"] = result.clone(),
+        (None, Some(error)) => answer["error"] = error.clone(),
+        (None, None) => answer["error"] = RpcError::internal("the client answered nothing").to_json(),
+    }
+    answer
+}
+
 /// The answer to an upstream's own request (`id`, `method`) that no client was asked (see
 /// `stdio::relay_ask`): `ping` is answered; what a client would answer (sampling, elicitation,
 /// roots: the hangar declares them, so the tools that need them are listed) gets a clear error;
@@ -185,11 +197,11 @@ pub struct Upstream {
 
 impl Upstream {
     /// Answers the upstream's own request relayed as `ask_id` with the client's `response`;
-    /// whether it was still waiting (only a stdio upstream's requests are relayed).
+    /// whether it was still waiting.
     pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
         match &self.link {
             Link::Stdio(link) => link.answer_ask(ask_id, response),
-            Link::Http(_) => false,
+            Link::Http(link) => link.answer_ask(ask_id, response),
         }
     }
 
@@ -314,9 +326,15 @@ impl Upstream {
         if let Link::Http(link) = &self.link {
             link.set_legacy_version(&version);
         }
-        self.notify("notifications/initialized", json!({}));
-        if let Link::Http(link) = &self.link {
-            link.open_standalone_stream();
+        match &self.link {
+            Link::Http(link) => {
+                // Awaited: a server registers what depends on the client's capabilities (tools
+                // needing sampling...) when told, so the first `tools/list` must come after.
+                let params = with_meta(Era::Legacy, json!({}));
+                link.notify_sent(Era::Legacy, "notifications/initialized", params).await;
+                link.open_standalone_stream();
+            }
+            Link::Stdio(_) => self.notify("notifications/initialized", json!({})),
         }
         Ok(Handshake { era: Era::Legacy, protocol_version: version })
     }

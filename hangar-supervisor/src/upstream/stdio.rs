@@ -57,12 +57,7 @@ impl StdioUpstream {
     /// (`result` or `error`); whether it was still waiting.
     pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
         let Some(id) = lock(&self.routes.asks).remove(ask_id) else { return false };
-        let mut answer = json!({"jsonrpc": "2.0", "id": id});
-        match (response.get("result"), response.get("error")) {
-            (Some(result), _) => answer["result"] = result.clone(),
-            (None, Some(error)) => answer["error"] = error.clone(),
-            (None, None) => answer["error"] = RpcError::internal("the client answered nothing").to_json(),
-        }
+        let answer = super::ask_answer(id, response);
         let writer = lock(&self.writer).clone();
         writer.is_some_and(|writer| writer.send(encode(&answer)).is_ok())
     }

@@ -247,13 +247,7 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
     }
     assert_eq!(tools.len(), 16, "{tools:?}");
     // A legacy client is asked on its call's event stream, whether or not it asked for progress.
-    let (mut child, mut stdout) = ts_client(&hangar, "everything");
-    for _ in ["plain", "with progress"] {
-        let sampled = json_line(&mut child, &mut stdout);
-        let text = first_text(&sampled["result"]);
-        assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
-    }
-    assert!(child.wait().expect("the client exits").success());
+    a_ts_client_is_asked_for_sampling_mid_call(&hangar);
     // A modern client that did not declare sampling is not asked: the server hears a clear
     // error, which its tool reports.
     let asked = hangar.mcp("tools/call", json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}));
@@ -286,6 +280,18 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
     // The state is spent.
     let again = hangar.mcp_with("tools/call", retry, sampling, &[]);
     assert_eq!(again.body["error"]["code"], -32602, "{}", again.body);
+}
+
+/// The TypeScript client (mode `everything`) calls server-everything's sampling tool, plain and
+/// with progress, is asked on the call's event stream, and the tool returns what it sampled.
+fn a_ts_client_is_asked_for_sampling_mid_call(hangar: &Hangar) {
+    let (mut child, mut stdout) = ts_client(hangar, "everything");
+    for _ in ["plain", "with progress"] {
+        let sampled = json_line(&mut child, &mut stdout);
+        let text = first_text(&sampled["result"]);
+        assert!(text.starts_with("LLM sampling result") && text.contains("sampled: Resource"), "{sampled}");
+    }
+    assert!(child.wait().expect("the client exits").success());
 }
 
 #[test]
@@ -368,4 +374,58 @@ mcp_servers:
     let asked = json_line(&mut child, &mut stdout);
     assert_eq!(first_text(&asked["result"]), "roots: file:///tmp/project", "{asked}");
     assert!(child.wait().expect("the client exits").success());
+}
+
+/// A legacy session's `hangar_call` is cancelled like a front-door call: every call of the
+/// batch, whether answered as plain JSON or as an event stream (a progress token), by a cancel
+/// POSTed to another API instance.
+#[test]
+fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream() {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let session = legacy_session(&hangar);
+    let own = hangar.base.trim_start_matches("http://").to_owned();
+    let other = hangar.extra_api(&[]);
+    let sleep = json!({"mcp_server": "slow", "tool": "sleep", "arguments": {"ms": 60000}});
+    // Once the upstream has `calls` calls in all, the cancel of `id` (POSTed to the other
+    // instance) reaches it for each still running: the cancels add up to the calls.
+    let cancelled_elsewhere = |id: u64, calls: usize| {
+        poll("the calls to reach the upstream", Duration::from_secs(20), || {
+            (hangar.details("slow")["health"]["total_invocations"] == calls).then_some(())
+        });
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "test"}});
+        assert_eq!(post_to(&other.addr, &session, &cancel), 202);
+        poll("the upstream to be told the calls are cancelled", Duration::from_secs(20), || {
+            (cancellations(&hangar) == calls).then_some(())
+        });
+    };
+    // Two calls in one batch, answered as plain JSON.
+    let batch = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "hangar_call", "arguments": {"calls": [sleep, sleep]}}});
+    let plain = open_post(&own, &session, "application/json", &batch);
+    cancelled_elsewhere(9, 2);
+    let mut answer = String::new();
+    let _ = BufReader::new(plain).read_line(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // One call, answered as an event stream (the client asked to hear of progress).
+    let watched = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "hangar_call", "arguments": {"calls": [sleep]}, "_meta": {"progressToken": "p"}}});
+    let _stream = open_post(&own, &session, "application/json, text/event-stream", &watched);
+    cancelled_elsewhere(10, 3);
+}
+
+/// A legacy HTTP upstream's own request, sent on the event stream answering the POST of a call,
+/// belongs to that call: its client is asked, and its answer is POSTed back to the upstream.
+#[test]
+fn a_legacy_http_upstreams_own_request_reaches_the_legacy_client_of_its_call() {
+    // server-everything over streamable HTTP (a legacy upstream), on loopback only.
+    let hangar = Hangar::start(&hangar_tests::everything_over_http(hangar_tests::free_port()));
+    // Listed once the server has started and answered its tools.
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "everything"}));
+    poll("the sampling tool to be listed", Duration::from_secs(30), || {
+        let listed = hangar.mcp("tools/list", json!({})).body.to_string();
+        listed.contains("trigger-sampling-request").then_some(())
+    });
+    a_ts_client_is_asked_for_sampling_mid_call(&hangar);
 }

@@ -273,22 +273,7 @@ mcp_servers:
 fn an_http_upstream_s_log_lines_outside_any_request_reach_the_python_client_s_stream() {
     // server-everything over streamable HTTP (a legacy upstream): its simulated log lines go on
     // its standalone GET stream, which the hangar now reads.
-    let port = hangar_tests::free_port();
-    let hangar = Hangar::start(&format!(
-        r#"
-tool_access: {{mode: front_door}}
-mcp_servers:
-  everything:
-    mode: http
-    command: ["{node}", "--require", "{preload}", "{everything}", "streamableHttp"]
-    env: {{PORT: "{port}"}}
-    endpoint: http://127.0.0.1:{port}/mcp
-    handshake_timeout_s: 30
-"#,
-        node = node().display(),
-        preload = repo_root().join("tests/fixtures/loopback_only.cjs").display(),
-        everything = server_everything().display(),
-    ));
+    let hangar = Hangar::start(&hangar_tests::everything_over_http(hangar_tests::free_port()));
     let seen = run_client(&hangar, python(), "py_logging_client.py", &[&format!("{}/mcp", hangar.base), "debug"]);
     let after = seen["after"].as_array().unwrap();
     assert!(!after.is_empty(), "a simulated log line arrived after the call, on the GET stream: {seen}");
