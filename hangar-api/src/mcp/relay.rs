@@ -10,8 +10,7 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, Target};
 use hangar_core::jsonrpc::{Message, RpcError};
 use hangar_core::mcp::{
-    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
-    RESULT_TYPE_INPUT_REQUIRED,
+    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, NOTIFICATION_CANCELLED, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -132,19 +131,17 @@ pub async fn tools_call(
     wanted: Option<Wanted>,
     era: &'static Era,
 ) -> Result<McpReply, RpcError> {
-    // Resolved first: an unknown name is a plain JSON answer. The call still names the tool by
-    // its front-door name, so the supervisor treats it as one (an upstream's error words reach
-    // this client, as `tool_access.upstream_errors` says).
+    // Resolved first: an unknown name is a plain JSON answer. (The supervisor treats the
+    // `ClientCall` as the front-door call it is, whatever it targets: an upstream's error words
+    // reach this client, as `tool_access.upstream_errors` says.) What the client can be asked is
+    // in the params' `_meta` already: `legacy::in_session` declares what it said at `initialize`.
     let target = front_door::resolve(supervisor, &call.name, None).await?;
     let arguments = front_door::upstream_arguments(call.arguments)?;
-    let mut params = match front_door::pass_on(call.extra) {
+    let params = match front_door::pass_on(call.extra) {
         Some(Value::Object(params)) => params,
         _ => Map::new(),
     };
     let streams = stream::accepts_event_stream(headers);
-    if streams {
-        declare_capabilities(&mut params);
-    }
     let call = LegacyCall {
         supervisor: supervisor.clone(),
         session: session.to_owned(),
@@ -242,20 +239,6 @@ async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: 
         }
     };
     sink.finish(call.id, outcome, era).await;
-}
-
-/// What a legacy session's client can be asked, declared to the upstream per request (2026-07-28
-/// `_meta`), unless already declared: a session's call carries what its client declared at
-/// `initialize` (`legacy::in_session`); a call without one (none is known) is taken to come from
-/// a client that can be asked for sampling, elicitation and roots on the stream it takes.
-fn declare_capabilities(params: &mut Map<String, Value>) {
-    let meta = params.entry("_meta").or_insert_with(|| json!({}));
-    if let Value::Object(meta) = meta
-        && !meta.contains_key(META_CLIENT_CAPABILITIES)
-    {
-        let declared: Map<String, Value> = CLIENT_REQUESTS.iter().map(|(_, c)| ((*c).to_owned(), json!({}))).collect();
-        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(declared));
-    }
 }
 
 /// Why the client's answers did not come.
