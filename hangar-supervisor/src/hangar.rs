@@ -6,6 +6,7 @@ mod exposed;
 mod held_calls;
 mod journal_view;
 mod listens;
+mod running;
 mod tasks;
 mod upstream_words;
 

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::Hangar;
+use super::running::{AbortOnDrop, Ids};
 
 /// How long a held call waits for the client's retry.
 pub const HOLD: Duration = Duration::from_secs(60);
@@ -48,7 +49,7 @@ struct Held {
 pub struct HeldCalls {
     held: Mutex<HashMap<String, Held>>,
     /// Unguessable, like task ids.
-    ids: super::tasks::Ids,
+    ids: Ids,
 }
 
 impl HeldCalls {
@@ -72,17 +73,6 @@ pub fn can_be_asked(declared: &Value) -> bool {
     CLIENT_REQUESTS.iter().any(|(_, capability)| declared.get(capability).is_some())
 }
 
-/// Aborts the call it guards unless disarmed (a caller gone mid-wait stops the call).
-struct AbortUnlessHeld(Option<tokio::task::AbortHandle>);
-
-impl Drop for AbortUnlessHeld {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
-            handle.abort();
-        }
-    }
-}
-
 fn unknown_state() -> IpcError {
     IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
 }
@@ -91,7 +81,7 @@ impl Hangar {
     /// Waits for `running` to end, or for its upstream to ask the client something the client
     /// declared it can answer: then the call is held and answered `input_required`.
     pub(super) async fn wait_or_hold(&self, caller: &Caller, mut running: Running) -> Result<Value, IpcError> {
-        let mut guard = AbortUnlessHeld(Some(running.call.abort_handle()));
+        let mut guard = AbortOnDrop(Some(running.call.abort_handle()));
         loop {
             let ask = tokio::select! {
                 outcome = &mut running.call => return match outcome {

@@ -4,8 +4,6 @@
 //! `crate::tasks`; this file runs the calls and answers the task requests.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -17,6 +15,7 @@ use hangar_core::policy::View;
 use serde_json::{Map, Value, json};
 use tokio::task::AbortHandle;
 
+use super::running::{AbortOnDrop, Ids};
 use super::{Hangar, held_calls};
 use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
@@ -58,20 +57,6 @@ struct TaskCall {
     timeout_ms: Option<u64>,
     /// The server the call goes to, once resolved (for following its own task).
     server: Option<Arc<Server>>,
-}
-
-/// Unguessable task ids: a process-wide counter hashed under two random keys.
-#[derive(Default)]
-pub(super) struct Ids {
-    keys: (RandomState, RandomState),
-    counter: AtomicU64,
-}
-
-impl Ids {
-    pub(super) fn next(&self) -> String {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        format!("{:016x}{:016x}", self.keys.0.hash_one(n), self.keys.1.hash_one(n))
-    }
 }
 
 fn now_ms() -> u64 {
@@ -409,17 +394,6 @@ fn upstream_params(task_id: &str, input_responses: Option<Value>) -> Value {
 
 fn call_server(tasks: &Tasks, id: &str) -> Option<Arc<Server>> {
     tasks.calls().get(id).and_then(|c| c.server.clone())
-}
-
-/// Aborts a call whose caller is gone, unless disarmed (it became a task).
-struct AbortOnDrop(Option<AbortHandle>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
-            handle.abort();
-        }
-    }
 }
 
 /// A task's `error`: the upstream's JSON-RPC code where it answered one, in the hangar's words.
