@@ -24,7 +24,6 @@ mod mcp;
 mod metrics;
 mod oauth;
 mod page;
-mod random;
 mod rest;
 mod serve;
 mod shapes;
@@ -39,6 +38,7 @@ use std::time::Duration;
 
 use hangar_runtime::exit::run_main;
 use hangar_runtime::logging;
+use hangar_runtime::random;
 
 use crate::args::Args;
 use crate::auth::Auth;

@@ -474,6 +474,17 @@ impl AsCaller {
             _ => Err(unexpected("answer_upstream")),
         }
     }
+
+    /// `hangar_call` run by the supervisor, which makes it a task once it takes longer than
+    /// `shortcut_ms` (see `Request::TaskBatch`): the `tools/call` result, or a
+    /// `CreateTaskResult`. Dropping the future before it answers cancels the batch.
+    pub async fn batch_task(&self, batch: hangar_core::batch::BatchSpec, shortcut_ms: u64) -> Result<Value, IpcError> {
+        let request = Request::TaskBatch { batch, shortcut_ms, trace: self.trace.clone() };
+        match self.request(request).await? {
+            Reply::Called(result) | Reply::Task(result) => Ok(result),
+            _ => Err(unexpected("batch task")),
+        }
+    }
 }
 
 /// The result of a `Call` reply.

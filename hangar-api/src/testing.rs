@@ -166,7 +166,8 @@ impl FakeSupervisor {
             Request::TaskCall { .. }
             | Request::TaskGet { .. }
             | Request::TaskUpdate { .. }
-            | Request::TaskCancel { .. } => {
+            | Request::TaskCancel { .. }
+            | Request::TaskBatch { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no tasks"))
             }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),

@@ -275,6 +275,18 @@ pub enum Request {
         ask_id: String,
         response: Value,
     },
+    /// `hangar_call` for a client that takes tasks (SEP-2663): the supervisor runs the batch
+    /// (each call as a [`Request::Call`] of the caller's, by server and tool); an answer within
+    /// `shortcut_ms` comes back as it is ([`Reply::Called`], the `tools/call` result carrying the
+    /// report), a slower one as a `CreateTaskResult` ([`Reply::Task`]) while the supervisor runs
+    /// on. Cancelling the task stops every call of the batch.
+    TaskBatch {
+        batch: crate::batch::BatchSpec,
+        shortcut_ms: u64,
+        /// As [`Request::Call`]'s, for every call of the batch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceContext>,
+    },
 }
 
 /// What a request in a session changes in it.

@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`backoff`]: exponential backoff with jitter.
+//! - [`batch`]: `hangar_call`'s batch as data: its calls, its report, and the result carrying it.
 //! - [`echo`]: bounding the client input an error message quotes back.
 //! - [`front_door`]: how upstream tools and prompts are named behind one endpoint.
 //! - [`metrics`]: the Prometheus text of `/metrics`, rendered from a snapshot.
@@ -30,6 +31,7 @@
 
 pub mod access;
 pub mod backoff;
+pub mod batch;
 pub mod config;
 pub mod custom_headers;
 pub mod echo;

@@ -3,12 +3,15 @@
 //! - [`exit`]: the sysexits codes, and [`exit::run_main`], the edge where a fatal error is said
 //!   and becomes the exit code.
 //! - [`args`]: command-line parsing with sysexits exit codes.
+//! - [`batch`]: running `hangar_call`'s batch of calls, bounded, reported in order (the API runs
+//!   it for a plain call, the supervisor for a task).
 //! - [`client`]: a multiplexed, self-reconnecting client of the supervisor's control socket,
 //!   used by the API and the prober (and by operators' tools).
 //! - [`lines`]: newline-delimited I/O with a bound on line length, and batched line writing.
 //! - [`logging`]: `tracing` to stderr, human or JSON.
 //! - [`signals`]: the stop signals (SIGTERM, SIGINT) and the reload signal (SIGHUP), awaited
 //!   as one future.
+//! - [`random`]: unpredictable hex ids (sessions, batches, calls).
 //! - [`runtime`]: the tokio runtime (one thread unless `HANGAR_WORKER_THREADS` asks for more).
 //! - [`telemetry`] (feature `telemetry`): span export over OTLP/HTTP, off unless configured.
 //!
@@ -17,10 +20,12 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod batch;
 pub mod client;
 pub mod exit;
 pub mod lines;
 pub mod logging;
+pub mod random;
 pub mod runtime;
 pub mod signals;
 #[cfg(feature = "telemetry")]

@@ -232,7 +232,10 @@ impl Hangar {
     ) -> Result<Reply, IpcError> {
         let view = decide.view();
         if self.shared.shutting_down.load(Ordering::SeqCst)
-            && matches!(request, Request::Start { .. } | Request::Call { .. } | Request::TaskCall { .. })
+            && matches!(
+                request,
+                Request::Start { .. } | Request::Call { .. } | Request::TaskCall { .. } | Request::TaskBatch { .. }
+            )
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
@@ -341,6 +344,7 @@ impl Hangar {
             | Request::SessionPost { .. }
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
             request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request).await?,
+            request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request).await?,
             Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
                 self.task_update(decide.caller(), &task_id, &input_responses).await?

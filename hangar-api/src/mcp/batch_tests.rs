@@ -1,5 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
+use std::sync::atomic::Ordering;
+
 use serde_json::json;
 
 use super::*;

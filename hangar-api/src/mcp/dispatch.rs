@@ -11,7 +11,7 @@ use super::era::Era;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
-use super::{custom_headers, front_door, relay, stream, subscriptions, tasks, traced};
+use super::{custom_headers, front_door, relay, stream, subscriptions, tasks, tools, traced};
 use crate::state::Calling;
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
@@ -125,6 +125,12 @@ async fn tools_call(
     }
     if front_door::route(&call.name) == front_door::Route::Exposed {
         return tasks::front_door_call(&app.supervisor, call, opted_in).await.map(Answer::Result);
+    }
+    // Outside a legacy session (whose client cannot poll), an opted-in client's `hangar_call`
+    // is the supervisor's to run, and may become a task.
+    if opted_in && request.session.is_none() && call.name == "hangar_call" {
+        let result = tools::hangar_call_task(&app.supervisor, call.arguments, tasks::SHORTCUT_MS).await;
+        return result.map(Answer::Result);
     }
     front_door::tools_call(&app.supervisor, call).await.map(Answer::Result)
 }

@@ -1,5 +1,6 @@
 //! The `hangar_*` tools served at `/mcp`: their declarations and what each one does.
 
+use hangar_core::batch::{tool_result, with_upstream_blocks};
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::RpcError;
@@ -10,7 +11,6 @@ use serde_json::{Value, json};
 use super::args::Arguments;
 use super::batch;
 use super::errors::ToolFailure;
-use crate::json::object;
 use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
 use crate::supervisor::AsCaller;
 
@@ -123,62 +123,19 @@ pub async fn call(supervisor: &AsCaller, name: &str, arguments: Option<Value>) -
     match outcome {
         Ok(value) if name == "hangar_call" => Ok(with_upstream_blocks(value)),
         Ok(value) => Ok(tool_result(value, false)),
-        Err(ToolFailure::Tool(err)) => {
+        Err(failure) => failed(failure),
+    }
+}
+
+/// A tool's failure: its own error result, or a JSON-RPC error (bad arguments).
+fn failed(failure: ToolFailure) -> Result<Value, RpcError> {
+    match failure {
+        ToolFailure::Tool(err) => {
             let value = json!({"error": err.message, "error_type": err.kind.as_str(), "details": err.details});
             Ok(tool_result(value, true))
         }
-        Err(ToolFailure::Rpc(err)) => Err(err),
+        ToolFailure::Rpc(err) => Err(err),
     }
-}
-
-/// The same JSON as text (for clients that read only text) and as structured content.
-fn tool_result(value: Value, is_error: bool) -> Value {
-    // serde_json::to_string writes straight into a buffer; `Value`'s Display goes through
-    // fmt::Formatter a piece at a time, several times slower.
-    let text = serde_json::to_string(&value).unwrap_or_default();
-    let text = object([("type", Value::from("text")), ("text", Value::String(text))]);
-    object([("content", Value::Array(vec![text])), ("structuredContent", value), ("isError", Value::Bool(is_error))])
-}
-
-/// The most content blocks of upstream results a `hangar_call` result carries besides its report.
-pub const MAX_UPSTREAM_BLOCKS: usize = 64;
-/// The most bytes of text and encoded data those blocks hold together.
-pub const MAX_UPSTREAM_BLOCK_BYTES: usize = 8 << 20;
-/// The content block types of MCP (2025-06-18 and later), which a client can render.
-const BLOCK_TYPES: [&str; 5] = ["text", "image", "audio", "resource", "resource_link"];
-
-/// The successful calls' own content blocks, in call order, after the report: an image stays an
-/// image a model can see, not escaped JSON inside the report's text. Bounded in count and size; a
-/// block of a type MCP does not define, or past the bounds, stays only in the report.
-fn upstream_blocks(report: &Value) -> Vec<Value> {
-    let results = report.get("results").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let blocks = results
-        .iter()
-        .filter_map(|r| r.pointer("/result/content").and_then(Value::as_array))
-        .flatten()
-        .filter(|b| b.get("type").and_then(Value::as_str).is_some_and(|t| BLOCK_TYPES.contains(&t)));
-    let mut bytes = 0usize;
-    let mut out = Vec::new();
-    for block in blocks {
-        let size = block_bytes(block);
-        if out.len() == MAX_UPSTREAM_BLOCKS || bytes.saturating_add(size) > MAX_UPSTREAM_BLOCK_BYTES {
-            break;
-        }
-        bytes += size;
-        out.push(block.clone());
-    }
-    out
-}
-
-/// A block's bulk: its text, encoded data or embedded resource's text or blob.
-fn block_bytes(block: &Value) -> usize {
-    let len = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
-    let resource = block.get("resource");
-    len(block.get("text"))
-        + len(block.get("data"))
-        + len(resource.and_then(|r| r.get("text")))
-        + len(resource.and_then(|r| r.get("blob")))
-        + len(block.get("uri"))
 }
 
 fn to_json<T: Serialize>(value: &T) -> Outcome {
@@ -259,14 +216,19 @@ pub async fn hangar_call_watched(
     with_upstream_blocks(value)
 }
 
-/// The report (text and structured), then the calls' own content blocks.
-fn with_upstream_blocks(value: Value) -> Value {
-    let blocks = upstream_blocks(&value);
-    let mut result = tool_result(value, false);
-    if let Some(Value::Array(content)) = result.get_mut("content") {
-        content.extend(blocks);
-    }
-    result
+/// `hangar_call` for a client that takes tasks (SEP-2663): the supervisor runs the batch, and
+/// one slower than `shortcut_ms` becomes a task it owns (any API instance answers `tasks/get`).
+/// Its arguments are read here first, and refused as [`call`] refuses them.
+pub async fn hangar_call_task(
+    supervisor: &AsCaller,
+    arguments: Option<Value>,
+    shortcut_ms: u64,
+) -> Result<Value, RpcError> {
+    let spec = match batch::parse(Arguments::new(arguments)?) {
+        Ok(spec) => spec,
+        Err(failure) => return failed(failure),
+    };
+    supervisor.batch_task(spec, shortcut_ms).await.or_else(|err| failed(err.into()))
 }
 
 #[cfg(test)]

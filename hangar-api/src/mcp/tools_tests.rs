@@ -136,24 +136,3 @@ async fn hangar_call_reports_the_batch() {
         param_headers: None,
     }));
 }
-
-#[test]
-fn hangar_call_carries_upstream_blocks_after_the_report_within_bounds() {
-    let image = json!({"type": "image", "data": "iVBOR", "mimeType": "image/png"});
-    let report = json!({"results": [
-        {"result": {"content": [{"type": "text", "text": "hi"}, image.clone(), {"type": "mystery", "x": 1}]}},
-        {"result": null},
-        {"result": {"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}},
-    ]});
-    let result = with_upstream_blocks(report.clone());
-    let types: Vec<&str> = result["content"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["text", "text", "image", "resource_link"], "the report, then the calls' blocks in order");
-    assert_eq!(result["structuredContent"], report, "the report is unchanged");
-
-    let many: Vec<Value> = (0..200).map(|i| json!({"type": "text", "text": i.to_string()})).collect();
-    let blocks = upstream_blocks(&json!({"results": [{"result": {"content": many}}]}));
-    assert_eq!(blocks.len(), MAX_UPSTREAM_BLOCKS);
-    let huge = json!({"type": "image", "data": "A".repeat(MAX_UPSTREAM_BLOCK_BYTES), "mimeType": "image/png"});
-    let blocks = upstream_blocks(&json!({"results": [{"result": {"content": [image, huge]}}]}));
-    assert_eq!(blocks.len(), 1, "a block past the size bound stays only in the report");
-}

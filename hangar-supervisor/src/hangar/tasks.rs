@@ -20,6 +20,8 @@ use super::{Hangar, held_calls};
 use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
+mod batch;
+
 type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>> + Send + 'static>>;
 
 /// The most a shortcut may wait before the call becomes a task.

@@ -233,3 +233,104 @@ fn an_upstreams_own_task_is_passed_through_under_an_id_of_the_hangars() {
     let plain = hangar.mcp("tools/call", json!({"name": "native_task_job", "arguments": {}}));
     assert_eq!(plain.body["result"]["content"][0]["text"], "The native task is done.", "{}", plain.text);
 }
+
+// `hangar_call` as a task: the supervisor runs the batch, so it is a task like a front-door call.
+
+/// `hangar_call` of `calls` as `key`'s holder.
+fn hangar_call(base: &str, key: &str, calls: Value, takes_tasks: bool) -> (u16, Value) {
+    mcp(base, key, "tools/call", json!({"name": "hangar_call", "arguments": {"calls": calls}}), takes_tasks)
+}
+
+fn sleep_call(ms: u64) -> Value {
+    json!({"mcp_server": "slow", "tool": "sleep", "arguments": {"ms": ms}})
+}
+
+#[test]
+fn a_slow_hangar_call_becomes_a_task_that_outlives_the_api_that_made_it() {
+    let hangar = hangar();
+    let first = hangar.extra_api(&[]);
+    let first_base = format!("http://{}", first.addr);
+    let second_base = hangar.base.clone();
+
+    // Two calls, one of them to no such server: the batch is slower than the shortcut.
+    let calls = json!([sleep_call(1500), {"mcp_server": "nowhere", "tool": "x"}]);
+    let (status, created) = hangar_call(&first_base, ALICE, calls, true);
+    assert_eq!(status, 200, "{created}");
+    let created = &created["result"];
+    assert_eq!(
+        (created["resultType"].as_str(), created["status"].as_str()),
+        (Some("task"), Some("working")),
+        "{created}"
+    );
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+
+    // The instance that made it dies; the other answers for the task, which runs on.
+    drop(first); // SIGKILL
+    let done = poll("the batch's task to complete", Duration::from_secs(20), || {
+        let (status, body) = task_get(&second_base, ALICE, &task_id);
+        assert_eq!(status, 200, "{body}");
+        (body["result"]["status"] != "working").then_some(body)
+    });
+    let done = &done["result"];
+    assert_eq!(done["status"], "completed", "a failed call is the report's business: {done}");
+    let result = &done["result"];
+    assert_eq!(result["isError"], false, "{done}");
+    let report = &result["structuredContent"];
+    assert_eq!((report["total"].as_u64(), report["succeeded"].as_u64()), (Some(2), Some(1)), "{report}");
+    assert_eq!(report["results"][0]["result"]["content"][0]["text"], "slept 1500 ms", "{report}");
+    assert_eq!(
+        (report["results"][1]["success"].as_bool(), report["results"][1]["error_type"].as_str()),
+        (Some(false), Some("not_found")),
+        "the report says which call failed: {report}"
+    );
+    let text: Value = hangar_tests::serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, report, "the report as text too");
+    assert_eq!(result["content"][1]["text"], "slept 1500 ms", "the call's own blocks follow: {result}");
+
+    // Another identity: no such task.
+    let (status, other) = task_get(&second_base, BOB, &task_id);
+    assert_eq!((status, other["error"]["code"].as_i64()), (200, Some(-32602)), "{other}");
+}
+
+#[test]
+fn a_fast_hangar_call_is_answered_as_it_is_and_cancelling_a_batch_task_cancels_every_call() {
+    let hangar = hangar();
+    let base = hangar.base.clone();
+
+    // Within the shortcut: the same answer as without tasks, ids and times aside.
+    let (_, opted) = hangar_call(&base, ALICE, json!([sleep_call(5), sleep_call(6)]), true);
+    let (_, plain) = hangar_call(&base, ALICE, json!([sleep_call(5), sleep_call(6)]), false);
+    let shape = |answer: &Value| {
+        let mut result = answer["result"].clone();
+        let report = result["structuredContent"].as_object_mut().unwrap();
+        for key in ["batch_id", "elapsed_ms"] {
+            report.remove(key);
+        }
+        for call in report["results"].as_array_mut().unwrap() {
+            let call = call.as_object_mut().unwrap();
+            call.remove("call_id");
+            call.remove("elapsed_ms");
+        }
+        let content = result["content"].as_array_mut().unwrap();
+        content.remove(0); // the report's text, with its ids
+        result
+    };
+    assert_eq!(opted["result"]["resultType"], "complete", "{opted}");
+    assert_eq!(shape(&opted), shape(&plain), "{opted}\n{plain}");
+
+    // A slow batch is a task; cancelling it stops both of its calls upstream.
+    let calls = json!([sleep_call(60_000), sleep_call(60_000)]);
+    let (_, created) = hangar_call(&base, ALICE, calls, true);
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    assert_eq!(cancellations(&base), 0);
+    let (_, refused) = mcp(&base, BOB, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!(refused["error"]["code"].as_i64(), Some(-32602), "Bob cannot cancel it: {refused}");
+
+    let (status, ack) = mcp(&base, ALICE, "tasks/cancel", json!({"taskId": task_id}), true);
+    assert_eq!((status, &ack["result"]["resultType"]), (200, &json!("complete")), "{ack}");
+    let (_, cancelled) = task_get(&base, ALICE, &task_id);
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    poll("the upstream to hear both calls are cancelled", Duration::from_secs(10), || {
+        (cancellations(&base) == 2).then_some(())
+    });
+}
