@@ -241,6 +241,23 @@ fn hangar_call(base: &str, key: &str, calls: Value, takes_tasks: bool) -> (u16, 
     mcp(base, key, "tools/call", json!({"name": "hangar_call", "arguments": {"calls": calls}}), takes_tasks)
 }
 
+/// The id of the working task a call's answer created.
+fn working_task((status, answer): (u16, Value)) -> String {
+    let created = &answer["result"];
+    let made = (status, created["resultType"].as_str(), created["status"].as_str());
+    assert_eq!(made, (200, Some("task"), Some("working")), "{answer}");
+    created["taskId"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Alice's task `task_id` once it is no longer working, as `tasks/get` answers it at `base`.
+fn finished(base: &str, task_id: &str) -> Value {
+    poll("the task to finish", Duration::from_secs(20), || {
+        let (status, body) = task_get(base, ALICE, task_id);
+        assert_eq!(status, 200, "{body}");
+        (body["result"]["status"] != "working").then_some(body)
+    })
+}
+
 fn sleep_call(ms: u64) -> Value {
     json!({"mcp_server": "slow", "tool": "sleep", "arguments": {"ms": ms}})
 }
@@ -254,23 +271,11 @@ fn a_slow_hangar_call_becomes_a_task_that_outlives_the_api_that_made_it() {
 
     // Two calls, one of them to no such server: the batch is slower than the shortcut.
     let calls = json!([sleep_call(1500), {"mcp_server": "nowhere", "tool": "x"}]);
-    let (status, created) = hangar_call(&first_base, ALICE, calls, true);
-    assert_eq!(status, 200, "{created}");
-    let created = &created["result"];
-    assert_eq!(
-        (created["resultType"].as_str(), created["status"].as_str()),
-        (Some("task"), Some("working")),
-        "{created}"
-    );
-    let task_id = created["taskId"].as_str().unwrap().to_owned();
+    let task_id = working_task(hangar_call(&first_base, ALICE, calls, true));
 
     // The instance that made it dies; the other answers for the task, which runs on.
     drop(first); // SIGKILL
-    let done = poll("the batch's task to complete", Duration::from_secs(20), || {
-        let (status, body) = task_get(&second_base, ALICE, &task_id);
-        assert_eq!(status, 200, "{body}");
-        (body["result"]["status"] != "working").then_some(body)
-    });
+    let done = finished(&second_base, &task_id);
     let done = &done["result"];
     assert_eq!(done["status"], "completed", "a failed call is the report's business: {done}");
     let result = &done["result"];
@@ -320,8 +325,7 @@ fn a_fast_hangar_call_is_answered_as_it_is_and_cancelling_a_batch_task_cancels_e
 
     // A slow batch is a task; cancelling it stops both of its calls upstream.
     let calls = json!([sleep_call(60_000), sleep_call(60_000)]);
-    let (_, created) = hangar_call(&base, ALICE, calls, true);
-    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    let task_id = working_task(hangar_call(&base, ALICE, calls, true));
     assert_eq!(cancellations(&base), 0);
     let (_, refused) = mcp(&base, BOB, "tasks/cancel", json!({"taskId": task_id}), true);
     assert_eq!(refused["error"]["code"].as_i64(), Some(-32602), "Bob cannot cancel it: {refused}");
