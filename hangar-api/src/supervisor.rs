@@ -478,8 +478,13 @@ impl AsCaller {
     /// `hangar_call` run by the supervisor, which makes it a task once it takes longer than
     /// `shortcut_ms` (see `Request::TaskBatch`): the `tools/call` result, or a
     /// `CreateTaskResult`. Dropping the future before it answers cancels the batch.
-    pub async fn batch_task(&self, batch: hangar_core::batch::BatchSpec, shortcut_ms: u64) -> Result<Value, IpcError> {
-        let request = Request::TaskBatch { batch, shortcut_ms, trace: self.trace.clone() };
+    pub async fn batch_task(
+        &self,
+        batch: hangar_core::batch::BatchSpec,
+        extra: Option<Value>,
+        shortcut_ms: u64,
+    ) -> Result<Value, IpcError> {
+        let request = Request::TaskBatch { batch, shortcut_ms, trace: self.trace.clone(), extra };
         match self.request(request).await? {
             Reply::Called(result) | Reply::Task(result) => Ok(result),
             _ => Err(unexpected("batch task")),

@@ -286,6 +286,10 @@ pub enum Request {
         /// As [`Request::Call`]'s, for every call of the batch.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace: Option<TraceContext>,
+        /// The client's params for every call's upstream (its `_meta` client capabilities), so
+        /// an upstream may ask it for input (which parks the task).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<Value>,
     },
 }
 

@@ -129,7 +129,7 @@ async fn tools_call(
     // Outside a legacy session (whose client cannot poll), an opted-in client's `hangar_call`
     // is the supervisor's to run, and may become a task.
     if opted_in && request.session.is_none() && call.name == "hangar_call" {
-        let result = tools::hangar_call_task(&app.supervisor, call.arguments, tasks::SHORTCUT_MS).await;
+        let result = tools::hangar_call_task(&app.supervisor, call.arguments, &call.extra, tasks::SHORTCUT_MS).await;
         return result.map(Answer::Result);
     }
     front_door::tools_call(&app.supervisor, call).await.map(Answer::Result)

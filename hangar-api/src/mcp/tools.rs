@@ -5,8 +5,9 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::lifecycle::State;
+use hangar_core::mcp::META_CLIENT_CAPABILITIES;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::args::Arguments;
 use super::batch;
@@ -218,17 +219,21 @@ pub async fn hangar_call_watched(
 
 /// `hangar_call` for a client that takes tasks (SEP-2663): the supervisor runs the batch, and
 /// one slower than `shortcut_ms` becomes a task it owns (any API instance answers `tasks/get`).
-/// Its arguments are read here first, and refused as [`call`] refuses them.
+/// Its arguments are read here first, and refused as [`call`] refuses them. The calls declare
+/// the client's capabilities (from `params`, the call's other params) to their upstreams.
 pub async fn hangar_call_task(
     supervisor: &AsCaller,
     arguments: Option<Value>,
+    params: &Map<String, Value>,
     shortcut_ms: u64,
 ) -> Result<Value, RpcError> {
     let spec = match batch::parse(Arguments::new(arguments)?) {
         Ok(spec) => spec,
         Err(failure) => return failed(failure),
     };
-    supervisor.batch_task(spec, shortcut_ms).await.or_else(|err| failed(err.into()))
+    let capabilities = params.get("_meta").and_then(|m| m.get(META_CLIENT_CAPABILITIES)).cloned();
+    let extra = capabilities.map(|c| json!({"_meta": {META_CLIENT_CAPABILITIES: c}}));
+    supervisor.batch_task(spec, extra, shortcut_ms).await.or_else(|err| failed(err.into()))
 }
 
 #[cfg(test)]

@@ -351,6 +351,10 @@ impl Hangar {
             .update(&caller.identity, task_id, responses, now_ms())
             .map_err(|r| refused(&r, task_id))?;
         if let Update::Resume { input_responses, request_state, run } = update {
+            // A `hangar_call` batch parked for its calls' questions resumes its own way.
+            if self.resume_batch(caller, task_id, &input_responses, request_state.as_ref(), run) {
+                return Ok(Reply::Task(json!({})));
+            }
             let call = self.tasks.calls().get(task_id).cloned();
             let me = self.me.upgrade();
             if let (Some(call), Some(me)) = (call, me) {

@@ -338,3 +338,49 @@ fn a_fast_hangar_call_is_answered_as_it_is_and_cancelling_a_batch_task_cancels_e
         (cancellations(&base) == 2).then_some(())
     });
 }
+
+#[test]
+fn a_batch_call_asking_for_input_parks_the_batch_task_until_it_is_answered() {
+    let hangar = Hangar::start(
+        "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
+    );
+    let takes_tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}}});
+    let task = |method: &str, params: Value, id: &str| {
+        let response = hangar.mcp_with(method, params, takes_tasks.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{method}: {}", response.text);
+        response.body["result"].clone()
+    };
+    // multi_input asks two questions; failing_job ends with a tool error meanwhile.
+    let calls = json!([
+        {"mcp_server": "conf", "tool": "failing_job"},
+        {"mcp_server": "conf", "tool": "multi_input"},
+    ]);
+    let arguments = json!({"name": "hangar_call", "arguments": {"calls": calls}});
+    let created = hangar.mcp_with("tools/call", arguments, takes_tasks.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    let parked = poll("the batch's task to ask", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] == "input_required").then_some(got)
+    });
+    let mut keys: Vec<String> = parked["inputRequests"].as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    assert_eq!(keys, ["1/first_name", "1/second_name"], "the questions of call 1, by its index: {parked}");
+    assert_eq!(parked["inputRequests"]["1/first_name"]["method"], "elicitation/create", "{parked}");
+    assert!(parked.get("requestState").is_none(), "the batch's state stays in the hangar: {parked}");
+
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let answers = json!({"1/first_name": answer, "1/second_name": answer});
+    task("tasks/update", json!({"taskId": id, "inputResponses": answers}), &id);
+    let done = poll("the batch's task to complete", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] != "working").then_some(got)
+    });
+    assert_eq!(done["status"], "completed", "{done}");
+    let report = &done["result"]["structuredContent"];
+    assert_eq!(report["results"][1]["result"]["content"][0]["text"], "Got 2 answers.", "{done}");
+    assert_eq!(report["results"][0]["result"]["isError"], true, "the tool error is the call's: {done}");
+    assert_eq!((report["succeeded"].as_u64(), report["success"].as_bool()), (Some(2), Some(true)), "{report}");
+    assert_eq!(done["result"]["content"][2]["text"], "Got 2 answers.", "{done}");
+}

@@ -1,40 +1,58 @@
 //! `hangar_call` as a task: the supervisor runs the batch itself (`hangar_runtime::batch`, each
 //! call a [`Request::Call`] of the caller's made in place, audited and admitted like any), so a
 //! batch that outlasts its shortcut is a task like a front-door call's: in the book, run on here
-//! whatever happens to the API instance that asked, and cancelled as a whole.
+//! whatever happens to the API instance that asked, and cancelled as a whole. A call of the
+//! batch that asks for input (`input_required`) parks the task with its questions (keyed
+//! `<index>/<key>`); once every answer is in, the parked calls run again with theirs and the
+//! report is completed.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hangar_core::access::Caller;
-use hangar_core::batch::{BatchSpec, CallSpec, with_upstream_blocks};
+use hangar_core::batch::{BatchSpec, CallReport, CallSpec, with_upstream_blocks};
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply, Request, Target};
+use hangar_core::jsonrpc::INTERNAL_ERROR;
+use hangar_core::mcp::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use hangar_core::trace::TraceContext;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::task::JoinSet;
 
-use super::{AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms};
+use super::{AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, without_tasks_extension};
 
 impl Hangar {
     /// [`Request::TaskBatch`]: the batch's `tools/call` result if it ends within the shortcut,
     /// else a task, recorded in the book before it is answered.
     pub(in crate::hangar) async fn task_batch(&self, caller: &Caller, request: Request) -> Result<Reply, IpcError> {
-        let Request::TaskBatch { batch, shortcut_ms, trace } = request else {
+        let Request::TaskBatch { batch, shortcut_ms, trace, extra } = request else {
             return Err(IpcError::new(ErrorKind::Internal, "not a batch task"));
         };
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
-        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace));
+        // The hangar owns the task: the upstreams are not invited to make their own.
+        let extra = without_tasks_extension(extra);
+        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
+        // A batch that asks for input within the shortcut is a task at once: only a task can ask.
+        let mut parked = None;
         if let Ok(answered) = tokio::time::timeout(shortcut, &mut running).await {
-            return answered.unwrap_or_else(|_| Err(ended())).map(Reply::Called);
+            match answered.unwrap_or_else(|_| Err(ended())) {
+                Ok(result) if asks(&result) => parked = Some(result),
+                answered => return answered.map(Reply::Called),
+            }
         }
         let id = self.tasks.ids.next();
         let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
         let created = match created {
             Ok(created) => created,
+            Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => {
+                return Err(IpcError::new(ErrorKind::ConcurrencyLimited, "too many tasks"));
+            }
             Err(Refusal::Full | Refusal::Unknown) => {
                 tracing::warn!("the task book is full; the batch runs without a task");
                 return running.await.unwrap_or_else(|_| Err(ended())).map(Reply::Called);
@@ -42,6 +60,10 @@ impl Hangar {
         };
         unattended.0 = None;
         self.tasks.forget_gone();
+        if let Some(result) = parked {
+            self.tasks.book().answered(&id, 0, result, now_ms());
+            return Ok(Reply::Task(created));
+        }
         self.tasks.runs().insert(id.clone(), running.abort_handle());
         tokio::spawn(me.settle(id, 0, running));
         Ok(Reply::Task(created))
@@ -49,30 +71,105 @@ impl Hangar {
 
     /// Runs every call of `batch` as `caller`: the result carries the report (a failed call is
     /// in it, so the result is no error). Boxed and `Send` by declaration, as `run_call` is.
-    fn run_batch(self: Arc<Self>, caller: Caller, batch: BatchSpec, trace: Option<TraceContext>) -> RunningCall {
+    fn run_batch(
+        self: Arc<Self>,
+        caller: Caller,
+        batch: BatchSpec,
+        trace: Option<TraceContext>,
+        extra: Option<Value>,
+    ) -> RunningCall {
         Box::pin(async move {
+            let calls: Vec<(usize, CallSpec)> = batch.calls.iter().cloned().enumerate().collect();
             let report = hangar_runtime::batch::run(batch, |call| {
-                let (me, caller, trace) = (self.clone(), caller.clone(), trace.clone());
-                async move { me.batch_call(&caller, call, trace).await }
+                let (me, caller, trace, extra) = (self.clone(), caller.clone(), trace.clone(), extra.clone());
+                async move { me.batch_call(&caller, call, trace, extra).await }
             })
             .await;
-            Ok(with_upstream_blocks(report.into_value()))
+            Ok(settled(report.into_value(), calls, extra))
         })
     }
 
-    /// One call of a batch, as the API would have sent it for a plain `hangar_call`.
+    /// Resumes task `task_id`, a batch parked for its calls' questions, when `request_state`
+    /// says it is one (else false): its parked calls run again with their answers.
+    pub(in crate::hangar) fn resume_batch(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        responses: &Value,
+        request_state: Option<&Value>,
+        run: u64,
+    ) -> bool {
+        let Some(parked) = request_state.and_then(|s| s.get(PARKED)) else { return false };
+        let parked = match serde_json::from_value::<Parked>(parked.clone()) {
+            Ok(parked) => parked,
+            Err(err) => {
+                tracing::error!(%err, "a parked batch's state did not read back");
+                let lost = json!({"code": INTERNAL_ERROR, "message": "the batch's state was lost"});
+                self.tasks.book().failed(task_id, run, lost, now_ms());
+                return true;
+            }
+        };
+        let Some(me) = self.me.upgrade() else { return true };
+        let running = tokio::spawn(me.clone().run_parked(caller.clone(), parked, answers_by_call(responses)));
+        self.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
+        tokio::spawn(me.settle(task_id.to_owned(), run, running));
+        true
+    }
+
+    /// Runs a parked batch's calls again, each with its answers and its upstream's
+    /// `requestState`, and puts their outcomes in the report.
+    fn run_parked(
+        self: Arc<Self>,
+        caller: Caller,
+        parked: Parked,
+        mut answers: HashMap<usize, Map<String, Value>>,
+    ) -> RunningCall {
+        Box::pin(async move {
+            let Parked { mut report, calls, extra: client_extra } = parked;
+            let again: Vec<(usize, CallSpec)> = calls.iter().map(|p| (p.index, p.call.clone())).collect();
+            // Dropping the set (the task was cancelled) stops every call.
+            let mut running = JoinSet::new();
+            for ParkedCall { index, call, request_state } in calls {
+                let answers = Value::Object(answers.remove(&index).unwrap_or_default());
+                let mut extra = match client_extra.clone() {
+                    Some(Value::Object(params)) => params,
+                    _ => Map::new(),
+                };
+                extra.insert(INPUT_RESPONSES.to_owned(), answers);
+                if let Some(state) = request_state {
+                    extra.insert(REQUEST_STATE.into(), state);
+                }
+                let (me, caller) = (self.clone(), caller.clone());
+                running.spawn(async move {
+                    let started = Instant::now();
+                    let outcome = me.batch_call(&caller, call, None, Some(Value::Object(extra))).await;
+                    (index, started, outcome)
+                });
+            }
+            while let Some(joined) = running.join_next().await {
+                let Ok((index, started, outcome)) = joined else { continue };
+                let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                replace_call(&mut report, index, outcome, elapsed_ms);
+            }
+            Ok(settled(report, again, client_extra))
+        })
+    }
+
+    /// One call of a batch, as the API would have sent it for a plain `hangar_call` (`extra`:
+    /// the answers of a resumed call).
     async fn batch_call(
         &self,
         caller: &Caller,
         call: CallSpec,
         trace: Option<TraceContext>,
+        extra: Option<Value>,
     ) -> Result<Value, IpcError> {
         let request = Request::Call {
             target: Target::tool(call.mcp_server, call.tool),
             arguments: call.arguments,
             timeout_ms: Some(call.timeout_ms),
             relay: Relay::default(),
-            extra: None,
+            extra,
             trace,
             param_headers: None,
         };
@@ -86,4 +183,81 @@ impl Hangar {
 
 fn ended() -> IpcError {
     IpcError::new(ErrorKind::Internal, "the batch's task ended")
+}
+
+/// Where a parked batch keeps its state: in the `requestState` the book keeps for the task
+/// (never shown to the client).
+const PARKED: &str = "hangar/parked_batch";
+
+/// A batch waiting for answers: its report so far, and the calls that asked.
+#[derive(Serialize, Deserialize)]
+struct Parked {
+    report: Value,
+    calls: Vec<ParkedCall>,
+    /// The client's params for the calls' upstreams.
+    extra: Option<Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ParkedCall {
+    index: usize,
+    call: CallSpec,
+    request_state: Option<Value>,
+}
+
+/// Whether a batch's result asks for input (it parks the task).
+fn asks(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// The batch's result once its calls have run: `hangar_call`'s result carrying `report`, or,
+/// when some of `calls` (by index) asked for input, an `input_required` result with their
+/// questions (keyed `<index>/<key>`) whose `requestState` keeps the report and those calls.
+fn settled(report: Value, calls: Vec<(usize, CallSpec)>, extra: Option<Value>) -> Value {
+    let mut questions = Map::new();
+    let mut parked = Vec::new();
+    for (index, call) in calls {
+        let Some(result) = report.pointer(&format!("/results/{index}/result")).filter(|r| asks(r)) else { continue };
+        for (key, question) in result.get(INPUT_REQUESTS).and_then(Value::as_object).into_iter().flatten() {
+            questions.insert(format!("{index}/{key}"), question.clone());
+        }
+        parked.push(ParkedCall { index, call, request_state: result.get(REQUEST_STATE).cloned() });
+    }
+    if questions.is_empty() {
+        return with_upstream_blocks(report);
+    }
+    let state = serde_json::to_value(Parked { report, calls: parked, extra }).unwrap_or_default();
+    json!({"resultType": "input_required", INPUT_REQUESTS: questions, REQUEST_STATE: {PARKED: state}})
+}
+
+/// The client's answers (`<index>/<key>`), by call index and the upstream's own keys.
+fn answers_by_call(responses: &Value) -> HashMap<usize, Map<String, Value>> {
+    let mut by_call: HashMap<usize, Map<String, Value>> = HashMap::new();
+    for (key, answer) in responses.as_object().into_iter().flatten() {
+        if let Some((index, key)) = key.split_once('/')
+            && let Ok(index) = index.parse::<usize>()
+        {
+            by_call.entry(index).or_default().insert(key.to_owned(), answer.clone());
+        }
+    }
+    by_call
+}
+
+/// Call `index` of `report` ran again: its outcome replaces the one that asked, and the
+/// counts follow.
+fn replace_call(report: &mut Value, index: usize, outcome: Result<Value, IpcError>, elapsed_ms: u64) {
+    let Some(slot) = report.pointer_mut(&format!("/results/{index}")) else { return };
+    let call_id = slot.get("call_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let spent = slot.get("elapsed_ms").and_then(Value::as_u64).unwrap_or(0).saturating_add(elapsed_ms);
+    let replaced = match outcome {
+        Ok(result) => CallReport::succeeded(index, call_id, result, spent),
+        Err(err) => CallReport::failed(index, call_id, &err, spent),
+    };
+    *slot = serde_json::to_value(&replaced).unwrap_or_default();
+    let results = report.get("results").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let total = results.len();
+    let succeeded = results.iter().filter(|c| c["success"] == true).count();
+    report["succeeded"] = json!(succeeded);
+    report["failed"] = json!(total - succeeded);
+    report["success"] = json!(succeeded == total);
 }
