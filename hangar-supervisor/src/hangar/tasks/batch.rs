@@ -261,3 +261,64 @@ fn replace_call(report: &mut Value, index: usize, outcome: Result<Value, IpcErro
     report["failed"] = json!(total - succeeded);
     report["success"] = json!(succeeded == total);
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str) -> CallSpec {
+        CallSpec { mcp_server: "m".into(), tool: tool.into(), arguments: json!({}), timeout_ms: 1000 }
+    }
+
+    fn report(results: Vec<Value>) -> Value {
+        json!({"total": results.len(), "succeeded": results.len(), "failed": 0, "success": true, "results": results})
+    }
+
+    fn slot(index: usize, result: Value) -> Value {
+        json!({"index": index, "call_id": format!("c{index}"), "success": true, "result": result, "elapsed_ms": 5})
+    }
+
+    #[test]
+    fn a_batch_with_no_questions_is_hangar_calls_result() {
+        let report = report(vec![slot(0, json!({"content": [{"type": "text", "text": "hi"}]}))]);
+        let result = settled(report.clone(), vec![(0, call("a"))], None);
+        assert_eq!((result["isError"].clone(), result["structuredContent"].clone()), (json!(false), report));
+    }
+
+    #[test]
+    fn questions_are_keyed_by_call_and_the_state_reads_back() {
+        let asking = json!({"resultType": "input_required", "inputRequests": {"name": {"method": "elicitation/create"}}, "requestState": "s1"});
+        let report = report(vec![slot(0, json!({"content": []})), slot(1, asking)]);
+        let extra = Some(json!({"_meta": {"k": 1}}));
+        let result = settled(report, vec![(0, call("a")), (1, call("b"))], extra.clone());
+        assert!(asks(&result));
+        assert_eq!(result[INPUT_REQUESTS].as_object().unwrap().keys().collect::<Vec<_>>(), ["1/name"]);
+        let parked: Parked = serde_json::from_value(result[REQUEST_STATE][PARKED].clone()).unwrap();
+        assert_eq!(parked.calls.len(), 1);
+        assert_eq!((parked.calls[0].index, parked.calls[0].request_state.clone()), (1, Some(json!("s1"))));
+        assert_eq!((parked.calls[0].call.tool.as_str(), parked.extra), ("b", extra));
+    }
+
+    #[test]
+    fn answers_go_to_their_calls_and_odd_keys_are_dropped() {
+        let by_call = answers_by_call(&json!({"1/name": "Ada", "1/a/b": 2, "0/x": true, "name": 1, "z/y": 0}));
+        assert_eq!(by_call.len(), 2);
+        assert_eq!(by_call[&1], Map::from_iter([("name".into(), json!("Ada")), ("a/b".into(), json!(2))]));
+        assert_eq!(by_call[&0], Map::from_iter([("x".into(), json!(true))]));
+    }
+
+    #[test]
+    fn a_resumed_call_replaces_its_slot_and_the_counts_follow() {
+        let mut report = report(vec![slot(0, json!({})), slot(1, json!({"resultType": "input_required"}))]);
+        let err = IpcError::new(ErrorKind::UpstreamError, "no");
+        replace_call(&mut report, 1, Err(err), 7);
+        assert_eq!((report["succeeded"].clone(), report["failed"].clone()), (json!(1), json!(1)));
+        assert_eq!(report["success"], false);
+        let slot = &report["results"][1];
+        assert_eq!((slot["call_id"].clone(), slot["elapsed_ms"].clone()), (json!("c1"), json!(12)));
+        assert_eq!(slot["error_type"], "upstream_error");
+        replace_call(&mut report, 9, Ok(json!({})), 1); // no such call: nothing changes
+        assert_eq!(report["results"].as_array().unwrap().len(), 2);
+    }
+}
