@@ -341,16 +341,12 @@ fn a_fast_hangar_call_is_answered_as_it_is_and_cancelling_a_batch_task_cancels_e
 
 #[test]
 fn a_batch_call_asking_for_input_parks_the_batch_task_until_it_is_answered() {
-    let hangar = Hangar::start(
-        "tool_access: {mode: front_door}\nmcp_servers:\n  conf: {command: [\"{fake}\", \"--conformance\"]}\n",
-    );
+    let hangar =
+        Hangar::start(&format!("tool_access: {{mode: front_door}}\nmcp_servers:\n  conf: {CONFORMANCE_FAKE}\n"));
+    // A client that takes tasks and can be asked to fill in a form.
     let takes_tasks =
         json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}}});
-    let task = |method: &str, params: Value, id: &str| {
-        let response = hangar.mcp_with(method, params, takes_tasks.clone(), &[("Mcp-Name", id)]);
-        assert_eq!(response.status, 200, "{method}: {}", response.text);
-        response.body["result"].clone()
-    };
+    let task = |method: &str, params: Value, id: &str| about_task(&hangar, &takes_tasks, method, params, id);
     // multi_input asks two questions; failing_job ends with a tool error meanwhile.
     let calls = json!([
         {"mcp_server": "conf", "tool": "failing_job"},
@@ -383,4 +379,14 @@ fn a_batch_call_asking_for_input_parks_the_batch_task_until_it_is_answered() {
     assert_eq!(report["results"][0]["result"]["isError"], true, "the tool error is the call's: {done}");
     assert_eq!((report["succeeded"].as_u64(), report["success"].as_bool()), (Some(2), Some(true)), "{report}");
     assert_eq!(done["result"]["content"][2]["text"], "Got 2 answers.", "{done}");
+}
+
+/// The fake serving the suite's fixtures, as an upstream's config.
+const CONFORMANCE_FAKE: &str = "{command: [\"{fake}\", \"--conformance\"]}";
+
+/// `method` (`tasks/*`) about task `id` with `meta` (the client's capabilities): its result.
+fn about_task(hangar: &Hangar, meta: &Value, method: &str, params: Value, id: &str) -> Value {
+    let response = hangar.mcp_with(method, params, meta.clone(), &[("Mcp-Name", id)]);
+    assert_eq!(response.status, 200, "{method}: {}", response.text);
+    response.body["result"].clone()
 }
