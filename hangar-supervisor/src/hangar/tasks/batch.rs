@@ -50,12 +50,14 @@ impl Hangar {
         let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
         let created = match created {
             Ok(created) => created,
-            Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => {
-                return Err(IpcError::new(ErrorKind::ConcurrencyLimited, "too many tasks"));
-            }
+            Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => return Err(too_many()),
             Err(Refusal::Full | Refusal::Unknown) => {
                 tracing::warn!("the task book is full; the batch runs without a task");
-                return running.await.unwrap_or_else(|_| Err(ended())).map(Reply::Called);
+                // Without a task, a batch whose calls ask cannot be answered.
+                return match running.await.unwrap_or_else(|_| Err(ended())) {
+                    Ok(result) if asks(&result) => Err(too_many()),
+                    answered => answered.map(Reply::Called),
+                };
             }
         };
         unattended.0 = None;
@@ -179,6 +181,10 @@ impl Hangar {
             Outcome::Err(err) => Err(err),
         }
     }
+}
+
+fn too_many() -> IpcError {
+    IpcError::new(ErrorKind::ConcurrencyLimited, "too many tasks: a batch whose calls ask for input needs one")
 }
 
 fn ended() -> IpcError {
