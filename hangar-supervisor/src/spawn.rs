@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 
+use crate::kernel_limits::{self, Limits};
 use crate::{cgroup, children, guardian, lineage, proctree};
 
 /// The number of the next upstream spawn (its instance, named by its environment marker).
@@ -62,12 +63,18 @@ enum Role {
 
 /// Starts an upstream `program args...` with extra `env`, in a new process group (see the
 /// module's notes for everything else it sets up).
-pub fn spawn<I, S>(program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+pub fn spawn<I, S>(
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    limits: &Limits,
+) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream, program, args, env, pipes)
+    spawn_as(Role::Upstream, program, args, env, pipes, limits)
 }
 
 /// Starts one of the hangar's helpers (its stdout and stderr inherited).
@@ -76,10 +83,17 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit)
+    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit, &Limits::default())
 }
 
-fn spawn_as<I, S>(role: Role, program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+fn spawn_as<I, S>(
+    role: Role,
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    limits: &Limits,
+) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -100,19 +114,26 @@ where
         // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
         command.env(proctree::MARKER, lineage::marker(instance));
     }
-    let cgroup = match role {
-        Role::Upstream => cgroup::create()?,
-        Role::Helper => None,
+    // Its cgroup v2 (kill mode) and the groups holding its limits (`kernel_limits.rs`).
+    let groups = match role {
+        Role::Upstream => kernel_limits::create(limits)?,
+        Role::Helper => kernel_limits::Groups::default(),
     };
-    if let Some(dir) = &cgroup {
+    for dir in &groups.dirs {
         // Before anything runs in it: a supervisor killed from here on leaves it to the guardian.
         guardian::watch_cgroup(dir);
     }
-    let cgroup_procs = match &cgroup {
-        Some(dir) => {
-            Some(CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).map_err(io::Error::other)?)
+    let cgroup_procs = groups
+        .dirs
+        .iter()
+        .map(|dir| CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).map_err(io::Error::other))
+        .collect::<io::Result<Vec<_>>>();
+    let cgroup_procs = match cgroup_procs {
+        Ok(procs) => procs,
+        Err(err) => {
+            remove_groups(&groups.dirs);
+            return Err(err);
         }
-        None => None,
     };
     // Registered under the lock the orphan sweep takes, so the new child is never swept; the
     // guardian's pipe held still so the child can write to it before exec.
@@ -121,6 +142,7 @@ where
     let setup = PreExec {
         supervisor: std::process::id(),
         cgroup_procs,
+        rlimits: groups.rlimits,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
     };
@@ -131,7 +153,7 @@ where
         own.insert(pid);
         if role == Role::Upstream {
             // Before the sweep can run again: what it orphans from its first instant is its own.
-            lineage::register(pid, cgroup.clone(), instance);
+            lineage::register(pid, groups.dirs.clone(), instance);
         }
     }
     drop(announce);
@@ -142,12 +164,17 @@ where
             Ok(child)
         }
         (spawned, _) => {
-            if let Some(dir) = &cgroup {
-                cgroup::kill_and_remove(dir, std::time::Duration::from_secs(1));
-                guardian::forget_cgroup(dir);
-            }
+            remove_groups(&groups.dirs);
             spawned
         }
+    }
+}
+
+/// Empties and removes the groups of a spawn that failed.
+fn remove_groups(dirs: &[std::path::PathBuf]) {
+    for dir in dirs {
+        cgroup::kill_and_remove(dir, std::time::Duration::from_secs(1));
+        guardian::forget_cgroup(dir);
     }
 }
 
@@ -170,8 +197,11 @@ fn pipe_copies(child: &Child) -> Vec<std::os::fd::OwnedFd> {
 struct PreExec {
     /// The supervisor's pid: the child must still be its child once set up.
     supervisor: u32,
-    /// `<its cgroup>/cgroup.procs`, to join before exec.
-    cgroup_procs: Option<CString>,
+    /// `cgroup.procs` of each of its groups (its cgroup v2, v1 groups holding its limits), to
+    /// join before exec.
+    cgroup_procs: Vec<CString>,
+    /// The limits no cgroup holds on this host (`kernel_limits.rs`).
+    rlimits: kernel_limits::Rlimits,
     /// The guardians' sockets, to announce `+PID` on.
     guardians: [Option<RawFd>; guardian::GUARDIANS],
     /// SIGKILL when the supervisor's forking thread dies.
@@ -183,20 +213,32 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid) on
-        // memory prepared before the fork; it allocates nothing and takes no locks.
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid,
+        // setrlimit) on memory prepared before the fork; it allocates nothing and takes no locks.
         unsafe {
             command.pre_exec(move || {
-                if let Some(procs) = &self.cgroup_procs {
+                // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of
+                // the upstream runs; "0" moves the writer itself, in v1 as in v2.
+                for procs in &self.cgroup_procs {
                     let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                     if fd < 0 {
                         return Err(io::Error::last_os_error());
                     }
-                    // "0" moves the writer itself.
                     let written = libc::write(fd, c"0".as_ptr().cast(), 1);
                     libc::close(fd);
                     if written != 1 {
                         return Err(io::Error::last_os_error());
+                    }
+                }
+                // Limits hook: the rlimits fallback, where no cgroup holds a limit.
+                for (resource, limit) in
+                    [(libc::RLIMIT_AS, self.rlimits.address_space), (libc::RLIMIT_NPROC, self.rlimits.processes)]
+                {
+                    if let Some(limit) = limit {
+                        let both = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                        if libc::setrlimit(resource, &both) != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
                     }
                 }
                 let (line, len) = announcement(libc::getpid() as u32);

@@ -335,7 +335,7 @@ impl Server {
     fn spawn_child(&self, pipes: Pipes) -> Result<tokio::process::Child, StartFailure> {
         let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
         let env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        spawn::spawn(program.as_ref(), args, &env, pipes)
+        spawn::spawn(program.as_ref(), args, &env, pipes, &self.kernel_limits())
             .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))
     }
 

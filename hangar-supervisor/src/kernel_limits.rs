@@ -1,0 +1,180 @@
+//! An upstream's memory and process limits (`sandbox.memory_mb`, `sandbox.max_processes`), held
+//! by the kernel: each limit by the first of these the host offers.
+//!
+//! 1. The upstream's own cgroup v2 (`memory.max` with `memory.swap.max` 0, `pids.max`), where the
+//!    supervisor's cgroup is delegated with those controllers (`cgroup.rs`).
+//! 2. cgroup v1 groups of its own (`memory.limit_in_bytes`, `pids.max`), where those hierarchies
+//!    are writable (`cgroup_v1.rs`).
+//! 3. `RLIMIT_AS` and `RLIMIT_NPROC`, set between fork and exec (`spawn.rs`): weaker (address
+//!    space, not memory; processes per user, not per upstream, and not enforced for root), and
+//!    the server's details say so.
+//!
+//! An upstream the OOM killer killed in its group reads as out of memory ([`ran_out_of_memory`]).
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::{cgroup, cgroup_v1, lineage};
+
+/// The limits one upstream is held to; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub memory_mb: Option<u64>,
+    pub max_processes: Option<u64>,
+}
+
+impl Limits {
+    pub fn memory_bytes(&self) -> Option<u64> {
+        self.memory_mb.map(|mb| mb.saturating_mul(1 << 20))
+    }
+}
+
+/// What holds one limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    CgroupV2,
+    CgroupV1,
+    Rlimit,
+}
+
+impl Holder {
+    /// The holder of a limit, in the words the server's details show.
+    pub fn describe(self, limit: &str) -> String {
+        let how = match (self, limit) {
+            (Holder::CgroupV2, "memory") => "cgroup v2 (memory.max)",
+            (Holder::CgroupV2, _) => "cgroup v2 (pids.max)",
+            (Holder::CgroupV1, "memory") => "cgroup v1 (memory.limit_in_bytes)",
+            (Holder::CgroupV1, _) => "cgroup v1 (pids.max)",
+            (Holder::Rlimit, "memory") => "rlimit fallback (no delegated cgroup): RLIMIT_AS caps address space",
+            (Holder::Rlimit, _) => "rlimit fallback (no delegated cgroup): RLIMIT_NPROC counts the user's processes",
+        };
+        format!("{limit}: {how}")
+    }
+}
+
+/// Who holds each limit that is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Holders {
+    pub memory: Option<Holder>,
+    pub processes: Option<Holder>,
+}
+
+impl Holders {
+    /// One line per limit set, for the server's details (`memory: cgroup v2 (memory.max)`).
+    pub fn describe(&self) -> Vec<String> {
+        let memory = self.memory.map(|holder| holder.describe("memory"));
+        let processes = self.processes.map(|holder| holder.describe("processes"));
+        memory.into_iter().chain(processes).collect()
+    }
+}
+
+/// What this host holds each of `limits` with (the same for every spawn of one supervisor).
+pub fn holders(limits: &Limits) -> Holders {
+    if *limits == Limits::default() {
+        return Holders::default();
+    }
+    let v2 = cgroup::controllers();
+    let v1 = cgroup_v1::hierarchies();
+    let pick = |set: bool, in_v2: bool, in_v1: bool| {
+        set.then(|| match (in_v2, in_v1) {
+            (true, _) => Holder::CgroupV2,
+            (false, true) => Holder::CgroupV1,
+            (false, false) => Holder::Rlimit,
+        })
+    };
+    Holders {
+        memory: pick(limits.memory_mb.is_some(), v2.memory, v1.memory.is_some()),
+        processes: pick(limits.max_processes.is_some(), v2.pids, v1.pids.is_some()),
+    }
+}
+
+/// What one upstream's spawn sets up: the groups its child joins before exec (its cgroup v2 in
+/// `cgroup` kill mode, and any v1 groups), and the rlimits it sets on itself there.
+#[derive(Debug, Default)]
+pub struct Groups {
+    pub dirs: Vec<PathBuf>,
+    pub rlimits: Rlimits,
+}
+
+/// The fallback rlimits (bytes of address space, processes), set between fork and exec.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Rlimits {
+    pub address_space: Option<u64>,
+    pub processes: Option<u64>,
+}
+
+/// Creates one upstream's groups and limits them; removes what it made if a step fails (the
+/// start then fails with the reason: a limit is never silently dropped).
+pub fn create(limits: &Limits) -> io::Result<Groups> {
+    let holders = holders(limits);
+    let mut groups = Groups::default();
+    let v2 = cgroup::create()?;
+    let by = |holder: Option<Holder>, wanted: Holder, value: Option<u64>| value.filter(|_| holder == Some(wanted));
+    let set_up = (|| {
+        if let Some(dir) = &v2 {
+            groups.dirs.push(dir.clone());
+            cgroup::limit(
+                dir,
+                by(holders.memory, Holder::CgroupV2, limits.memory_bytes()),
+                by(holders.processes, Holder::CgroupV2, limits.max_processes),
+            )?;
+        }
+        let v1_memory = by(holders.memory, Holder::CgroupV1, limits.memory_bytes());
+        let v1_pids = by(holders.processes, Holder::CgroupV1, limits.max_processes);
+        if v1_memory.is_some() || v1_pids.is_some() {
+            groups.dirs.extend(cgroup_v1::create(v1_memory, v1_pids)?);
+        }
+        Ok::<_, io::Error>(())
+    })();
+    if let Err(err) = set_up {
+        for dir in &groups.dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+        return Err(io::Error::new(err.kind(), format!("cannot set the upstream's memory and process limits: {err}")));
+    }
+    groups.rlimits = Rlimits {
+        address_space: by(holders.memory, Holder::Rlimit, limits.memory_bytes()),
+        processes: by(holders.processes, Holder::Rlimit, limits.max_processes),
+    };
+    Ok(groups)
+}
+
+/// Whether the OOM killer killed a process in upstream `pid`'s groups (read before they are
+/// removed, once it died by SIGKILL).
+pub fn ran_out_of_memory(pid: u32) -> bool {
+    lineage::running(pid).is_some_and(|upstream| upstream.groups.iter().any(|dir| cgroup::oom_kills(dir) > 0))
+}
+
+/// How an upstream the OOM killer killed ended, in the hangar's words (the dead record's detail
+/// reads `its process ` and this).
+pub fn out_of_memory(memory_mb: Option<u64>) -> String {
+    match memory_mb {
+        Some(mb) => format!("ran out of memory (memory_mb: {mb}), so the kernel killed it (SIGKILL)"),
+        None => "ran out of memory, so the kernel killed it (SIGKILL)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limit_set_is_described_with_its_holder() {
+        let holders = Holders { memory: Some(Holder::Rlimit), processes: Some(Holder::CgroupV1) };
+        assert_eq!(
+            holders.describe(),
+            [
+                "memory: rlimit fallback (no delegated cgroup): RLIMIT_AS caps address space",
+                "processes: cgroup v1 (pids.max)"
+            ]
+        );
+        assert!(Holders::default().describe().is_empty());
+        assert_eq!(Holder::CgroupV2.describe("memory"), "memory: cgroup v2 (memory.max)");
+    }
+
+    #[test]
+    fn out_of_memory_names_the_limit() {
+        assert_eq!(out_of_memory(Some(256)), "ran out of memory (memory_mb: 256), so the kernel killed it (SIGKILL)");
+        assert_eq!(Limits { memory_mb: Some(2), max_processes: None }.memory_bytes(), Some(2 << 20));
+    }
+}
