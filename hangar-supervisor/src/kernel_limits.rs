@@ -23,6 +23,12 @@ pub struct Limits {
     pub max_processes: Option<u64>,
 }
 
+impl From<&hangar_core::sandbox::Sandbox> for Limits {
+    fn from(sandbox: &hangar_core::sandbox::Sandbox) -> Limits {
+        Limits { memory_mb: sandbox.memory_mb, max_processes: sandbox.max_processes }
+    }
+}
+
 impl Limits {
     pub fn memory_bytes(&self) -> Option<u64> {
         self.memory_mb.map(|mb| mb.saturating_mul(1 << 20))
@@ -37,21 +43,6 @@ pub enum Holder {
     Rlimit,
 }
 
-impl Holder {
-    /// The holder of a limit, in the words the server's details show.
-    pub fn describe(self, limit: &str) -> String {
-        let how = match (self, limit) {
-            (Holder::CgroupV2, "memory") => "cgroup v2 (memory.max)",
-            (Holder::CgroupV2, _) => "cgroup v2 (pids.max)",
-            (Holder::CgroupV1, "memory") => "cgroup v1 (memory.limit_in_bytes)",
-            (Holder::CgroupV1, _) => "cgroup v1 (pids.max)",
-            (Holder::Rlimit, "memory") => "rlimit fallback (no delegated cgroup): RLIMIT_AS caps address space",
-            (Holder::Rlimit, _) => "rlimit fallback (no delegated cgroup): RLIMIT_NPROC counts the user's processes",
-        };
-        format!("{limit}: {how}")
-    }
-}
-
 /// Who holds each limit that is set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Holders {
@@ -59,13 +50,39 @@ pub struct Holders {
     pub processes: Option<Holder>,
 }
 
-impl Holders {
-    /// One line per limit set, for the server's details (`memory: cgroup v2 (memory.max)`).
-    pub fn describe(&self) -> Vec<String> {
-        let memory = self.memory.map(|holder| holder.describe("memory"));
-        let processes = self.processes.map(|holder| holder.describe("processes"));
-        memory.into_iter().chain(processes).collect()
+/// What the server's details say of its limits (`SandboxInEffect`'s `enforced` and `fallbacks`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub enforced: Vec<String>,
+    pub fallbacks: Vec<String>,
+}
+
+/// Each limit set, with what holds it on this host, in the hangar's words.
+pub fn report(limits: &Limits) -> Report {
+    report_for(limits, holders(limits))
+}
+
+fn report_for(limits: &Limits, holders: Holders) -> Report {
+    let mut report = Report::default();
+    if let (Some(mb), Some(holder)) = (limits.memory_mb, holders.memory) {
+        match holder {
+            Holder::CgroupV2 => report.enforced.push(format!("memory_mb: {mb} (cgroup v2 memory.max, no swap)")),
+            Holder::CgroupV1 => report.enforced.push(format!("memory_mb: {mb} (cgroup v1 memory.limit_in_bytes)")),
+            Holder::Rlimit => report.fallbacks.push(format!(
+                "memory: rlimit fallback (no delegated cgroup): RLIMIT_AS caps its address space at {mb} MiB, not its memory"
+            )),
+        }
     }
+    if let (Some(max), Some(holder)) = (limits.max_processes, holders.processes) {
+        match holder {
+            Holder::CgroupV2 => report.enforced.push(format!("max_processes: {max} (cgroup v2 pids.max)")),
+            Holder::CgroupV1 => report.enforced.push(format!("max_processes: {max} (cgroup v1 pids.max)")),
+            Holder::Rlimit => report.fallbacks.push(format!(
+                "processes: rlimit fallback (no delegated cgroup): RLIMIT_NPROC {max} counts all of its user's processes, and root is exempt"
+            )),
+        }
+    }
+    report
 }
 
 /// What this host holds each of `limits` with (the same for every spawn of one supervisor).
@@ -159,17 +176,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_limit_set_is_described_with_its_holder() {
-        let holders = Holders { memory: Some(Holder::Rlimit), processes: Some(Holder::CgroupV1) };
+    fn every_limit_set_is_reported_with_its_holder() {
+        let both = Limits { memory_mb: Some(256), max_processes: Some(16) };
+        let fallback = report_for(&both, Holders { memory: Some(Holder::Rlimit), processes: Some(Holder::CgroupV1) });
+        assert_eq!(fallback.enforced, ["max_processes: 16 (cgroup v1 pids.max)"]);
         assert_eq!(
-            holders.describe(),
+            fallback.fallbacks,
             [
-                "memory: rlimit fallback (no delegated cgroup): RLIMIT_AS caps address space",
-                "processes: cgroup v1 (pids.max)"
+                "memory: rlimit fallback (no delegated cgroup): RLIMIT_AS caps its address space at 256 MiB, not its memory"
             ]
         );
-        assert!(Holders::default().describe().is_empty());
-        assert_eq!(Holder::CgroupV2.describe("memory"), "memory: cgroup v2 (memory.max)");
+        let v2 = report_for(&both, Holders { memory: Some(Holder::CgroupV2), processes: Some(Holder::CgroupV2) });
+        assert_eq!(
+            v2.enforced,
+            ["memory_mb: 256 (cgroup v2 memory.max, no swap)", "max_processes: 16 (cgroup v2 pids.max)"]
+        );
+        assert!(v2.fallbacks.is_empty());
+        assert_eq!(report(&Limits::default()), Report::default(), "no limits, nothing to say");
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl Server {
 
     /// The memory and process limits its process is held to (`kernel_limits.rs`).
     pub(super) fn kernel_limits(&self) -> kernel_limits::Limits {
-        kernel_limits::Limits::default()
+        self.config.sandbox().map(kernel_limits::Limits::from).unwrap_or_default()
     }
 
     /// Kills the process and everything below it at once; for shutdown after the polite stop

@@ -335,8 +335,20 @@ impl Server {
     fn spawn_child(&self, pipes: Pipes) -> Result<tokio::process::Child, StartFailure> {
         let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
         let env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        spawn::spawn(program.as_ref(), args, &env, pipes, &self.kernel_limits())
-            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))
+        let limits = self.kernel_limits();
+        let child = spawn::spawn(program.as_ref(), args, &env, pipes, &limits)
+            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))?;
+        // What holds its memory and process limits, for its details.
+        if self.config.sandbox().is_some() {
+            let report = crate::kernel_limits::report(&limits);
+            let in_effect = hangar_core::sandbox::SandboxInEffect {
+                enforced: report.enforced,
+                fallbacks: report.fallbacks,
+                ..Default::default()
+            };
+            self.lock().sandbox_in_effect = Some(in_effect);
+        }
+        Ok(child)
     }
 
     /// Refuses to start a managed HTTP server on an endpoint something else already answers on.
