@@ -93,11 +93,12 @@ pub fn holders(limits: &Limits) -> Holders {
     let v2 = cgroup::controllers();
     let v1 = cgroup_v1::hierarchies();
     let pick = |set: bool, in_v2: bool, in_v1: bool| {
-        set.then(|| match (in_v2, in_v1) {
+        let holder = match (in_v2, in_v1) {
             (true, _) => Holder::CgroupV2,
             (false, true) => Holder::CgroupV1,
             (false, false) => Holder::Rlimit,
-        })
+        };
+        set.then_some(holder)
     };
     Holders {
         memory: pick(limits.memory_mb.is_some(), v2.memory, v1.memory.is_some()),

@@ -55,8 +55,9 @@ pub enum Pipes {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
-    /// An upstream MCP server: marked in its environment, in its own cgroup where there are cgroups.
-    Upstream,
+    /// An upstream MCP server: marked in its environment, in its own cgroup where there are cgroups,
+    /// held to its memory and process limits (`kernel_limits.rs`).
+    Upstream(Limits),
     /// The hangar's own helper (API, prober): killed with the supervisor by the kernel.
     Helper,
 }
@@ -68,13 +69,13 @@ pub fn spawn<I, S>(
     args: I,
     env: &[(String, String)],
     pipes: Pipes,
-    limits: &Limits,
+    limits: Limits,
 ) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream, program, args, env, pipes, limits)
+    spawn_as(Role::Upstream(limits), program, args, env, pipes)
 }
 
 /// Starts one of the hangar's helpers (its stdout and stderr inherited).
@@ -83,17 +84,10 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit, &Limits::default())
+    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit)
 }
 
-fn spawn_as<I, S>(
-    role: Role,
-    program: &OsStr,
-    args: I,
-    env: &[(String, String)],
-    pipes: Pipes,
-    limits: &Limits,
-) -> io::Result<Child>
+fn spawn_as<I, S>(role: Role, program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -110,13 +104,13 @@ where
         Pipes::Inherit => command.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()),
     };
     let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-    if role == Role::Upstream {
+    if role != Role::Helper {
         // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
         command.env(proctree::MARKER, lineage::marker(instance));
     }
     // Its cgroup v2 (kill mode) and the groups holding its limits (`kernel_limits.rs`).
     let groups = match role {
-        Role::Upstream => kernel_limits::create(limits)?,
+        Role::Upstream(limits) => kernel_limits::create(&limits)?,
         Role::Helper => kernel_limits::Groups::default(),
     };
     for dir in &groups.dirs {
@@ -151,7 +145,7 @@ where
     let pid = spawned.as_ref().ok().and_then(Child::id);
     if let Some(pid) = pid {
         own.insert(pid);
-        if role == Role::Upstream {
+        if role != Role::Helper {
             // Before the sweep can run again: what it orphans from its first instant is its own.
             lineage::register(pid, groups.dirs.clone(), instance);
         }

@@ -336,7 +336,7 @@ impl Server {
         let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
         let env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let limits = self.kernel_limits();
-        let child = spawn::spawn(program.as_ref(), args, &env, pipes, &limits)
+        let child = spawn::spawn(program.as_ref(), args, &env, pipes, limits)
             .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))?;
         // What holds its memory and process limits, for its details.
         if self.config.sandbox().is_some() {

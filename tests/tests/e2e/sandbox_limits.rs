@@ -34,11 +34,7 @@ const OUT_OF_MEMORY: &str = "its process ran out of memory (memory_mb: 256), so 
 
 #[test]
 fn an_upstream_over_its_memory_is_killed_and_reads_out_of_memory_everywhere() {
-    let hangar = Hangar::start(CONFIG);
-    hangar.tool_ok("hangar_start", json!({"mcp_server": "hog"}));
-    let pid = pid_of(&hangar, "hog");
-    let groups = groups_of(pid);
-    assert!(!groups.is_empty(), "hog runs in a group of its own: {}", membership(pid));
+    let (hangar, _, groups) = started_in_groups("hog");
     let in_effect = hangar.details("hog")["sandbox"]["in_effect"].clone();
     let enforced = in_effect["enforced"].to_string();
     assert!(enforced.contains("memory_mb: 256 (cgroup v"), "the details say what holds the limit: {in_effect}");
@@ -78,11 +74,7 @@ fn an_upstream_over_its_memory_is_killed_and_reads_out_of_memory_everywhere() {
 
 #[test]
 fn a_fork_bomb_is_held_at_max_processes_and_nothing_of_its_group_outlives_a_stop() {
-    let hangar = Hangar::start(CONFIG);
-    hangar.tool_ok("hangar_start", json!({"mcp_server": "bomb"}));
-    let pid = pid_of(&hangar, "bomb");
-    let groups = groups_of(pid);
-    assert!(!groups.is_empty(), "bomb runs in a group of its own: {}", membership(pid));
+    let (hangar, pid, groups) = started_in_groups("bomb");
 
     let report = hangar.call("bomb", "fork_bomb", json!({"n": 1000})).expect("the probe answers");
     assert_eq!((&report["ok"], &report["refused"]["errno"]), (&json!(false), &json!("EAGAIN")), "{report}");
@@ -104,6 +96,17 @@ fn a_fork_bomb_is_held_at_max_processes_and_nothing_of_its_group_outlives_a_stop
     poll("bomb's group to be emptied and removed", Duration::from_secs(10), || {
         (groups.iter().all(|dir| !dir.exists()) && members.iter().all(|pid| !alive(*pid))).then_some(())
     });
+}
+
+/// A hangar on [`CONFIG`] with `id` started: its pid and the groups it runs in (some, or the
+/// story fails: without a group nothing holds its limits).
+fn started_in_groups(id: &str) -> (Hangar, u32, Vec<PathBuf>) {
+    let hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": id}));
+    let pid = pid_of(&hangar, id);
+    let groups = groups_of(pid);
+    assert!(!groups.is_empty(), "{id} runs in a group of its own: {}", membership(pid));
+    (hangar, pid, groups)
 }
 
 /// The upstream's pid, from its details.
