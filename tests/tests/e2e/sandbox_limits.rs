@@ -8,13 +8,14 @@
 //! - a fork bomb is held at `max_processes` (the probe reports the refusal and reaps what it got)
 //!   while the server keeps serving;
 //! - once stopped, nothing of the upstream's groups is left: no process (an escaped double fork
-//!   included) and no group.
+//!   included) and no group; nor once the supervisor is SIGKILLed (its guardians empty and
+//!   remove the groups).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{Hangar, alive, poll};
+use hangar_tests::{Hangar, alive, poll, sigkill};
 
 use crate::how_it_ended::{entry, hangar_status};
 use crate::journal_audit::{journal_of, wait_for};
@@ -95,6 +96,17 @@ fn a_fork_bomb_is_held_at_max_processes_and_nothing_of_its_group_outlives_a_stop
     hangar.tool_ok("hangar_stop", json!({"mcp_server": "bomb"}));
     poll("bomb's group to be emptied and removed", Duration::from_secs(10), || {
         (groups.iter().all(|dir| !dir.exists()) && members.iter().all(|pid| !alive(*pid))).then_some(())
+    });
+}
+
+#[test]
+fn a_sigkilled_supervisor_leaves_nothing_of_a_limited_upstreams_groups() {
+    let (hangar, pid, groups) = started_in_groups("bomb");
+    let escaped = hangar.call("bomb", "escape", json!({"dir": hangar.path("").display().to_string()}));
+    let escaped = escaped.and_then(|e| e["pid"].as_u64()).expect("the probe escapes") as u32;
+    sigkill(hangar.pid());
+    poll("the guardians to empty and remove bomb's groups", Duration::from_secs(15), || {
+        (groups.iter().all(|dir| !dir.exists()) && !alive(pid) && !alive(escaped)).then_some(())
     });
 }
 
