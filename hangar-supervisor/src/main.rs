@@ -20,6 +20,7 @@ mod logs;
 mod notify;
 mod proctree;
 mod reaper;
+mod sandbox;
 mod server;
 mod sessions;
 mod shutdown;

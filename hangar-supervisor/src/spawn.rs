@@ -26,6 +26,13 @@
 //!   *thread* that forked exits, so spawns happen only on long-lived threads (never inside
 //!   `spawn_blocking`);
 //! - under systemd, `KillMode=control-group` kills whatever is left in the unit's cgroup.
+//!
+//! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
+//! order: enters its namespaces (a network namespace of its own for `network: none`), takes its
+//! rlimits, sets `no_new_privs`, restricts itself with its Landlock ruleset, drops to its user
+//! (`setgroups`, `setgid`, `setuid`) and clears its ambient capabilities, sets the parent-death
+//! signal again (a change of credentials clears it), and installs its seccomp filter last, so
+//! the deny-list cannot stop the steps before it.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -67,7 +74,45 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream, program, args, env, pipes)
+    spawn_as(Role::Upstream, program, args, env, pipes, None)
+}
+
+/// Starts an upstream as [`spawn`] does, confined as `confinement` says.
+pub fn spawn_confined<I, S>(
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    confinement: Confinement,
+) -> io::Result<Child>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    spawn_as(Role::Upstream, program, args, env, pipes, Some(confinement))
+}
+
+/// What a sandboxed child does to itself between fork and exec, every part prepared before the
+/// fork (`sandbox.rs`): only plain data and an open descriptor cross it.
+#[derive(Default)]
+pub struct Confinement {
+    /// `CLONE_NEW*` flags to `unshare`; 0 for none.
+    pub namespaces: libc::c_int,
+    /// Resource limits (soft and hard alike). Memory and process limits are added here only as
+    /// the fallback where the upstream has no cgroup.
+    pub rlimits: Vec<(nix::sys::resource::Resource, u64)>,
+    /// A Landlock ruleset to restrict itself with.
+    pub landlock: Option<std::os::fd::OwnedFd>,
+    /// The user and group to become, with no supplementary groups.
+    pub identity: Option<Identity>,
+    /// A seccomp BPF program, installed last.
+    pub seccomp: Option<Vec<libc::sock_filter>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Starts one of the hangar's helpers (its stdout and stderr inherited).
@@ -76,10 +121,17 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit)
+    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit, None)
 }
 
-fn spawn_as<I, S>(role: Role, program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+fn spawn_as<I, S>(
+    role: Role,
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    confinement: Option<Confinement>,
+) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -123,6 +175,7 @@ where
         cgroup_procs,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
+        confinement,
     };
     setup.install(&mut command);
     let spawned = command.spawn();
@@ -176,6 +229,8 @@ struct PreExec {
     guardians: [Option<RawFd>; guardian::GUARDIANS],
     /// SIGKILL when the supervisor's forking thread dies.
     lethal_parent_death: bool,
+    /// The sandbox, for a sandboxed upstream.
+    confinement: Option<Confinement>,
 }
 
 impl PreExec {
@@ -205,6 +260,10 @@ impl PreExec {
                     // its replacement gets the pid from the supervisor.
                     libc::send(*fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
                 }
+                if let Some(confinement) = &self.confinement {
+                    confinement.apply_before_identity()?;
+                }
+                // After any change of identity, which clears it.
                 if self.lethal_parent_death
                     && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
                 {
@@ -214,6 +273,14 @@ impl PreExec {
                 if libc::getppid() as u32 != self.supervisor {
                     return Err(io::Error::other("the supervisor exited while this process was starting"));
                 }
+                if let Some(program) = self.confinement.as_ref().and_then(|c| c.seccomp.as_ref()) {
+                    // Last: nothing after it but exec.
+                    let filter = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
+                    let flags: libc::c_uint = 0;
+                    if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &raw const filter) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
@@ -221,6 +288,46 @@ impl PreExec {
 
     #[cfg(not(target_os = "linux"))]
     fn install(self, _command: &mut Command) {}
+}
+
+impl Confinement {
+    /// Namespaces, rlimits, no_new_privs, Landlock, then the user: in the child, before exec.
+    /// Only system calls on memory prepared before the fork (no allocation, no locks).
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn apply_before_identity(&self) -> io::Result<()> {
+        let check = |result: libc::c_long| if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
+        // SAFETY: called only in the forked child before exec (PreExec::install); each call is a
+        // plain system call on values owned by `self`, which was built before the fork.
+        unsafe {
+            if self.namespaces != 0 {
+                check(libc::unshare(self.namespaces).into())?;
+            }
+            for (resource, value) in &self.rlimits {
+                nix::sys::resource::setrlimit(*resource, *value, *value).map_err(io::Error::from)?;
+            }
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
+            if let Some(ruleset) = &self.landlock {
+                use std::os::fd::AsRawFd;
+                let flags: libc::c_uint = 0;
+                check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), flags))?;
+            }
+            if let Some(Identity { uid, gid }) = self.identity {
+                check(libc::setgroups(0, std::ptr::null()).into())?;
+                check(libc::setgid(gid).into())?;
+                check(libc::setuid(uid).into())?;
+            }
+            // Ambient capabilities (the hangar's CAP_SETUID under systemd) would survive exec.
+            let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+            check(libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0).into())?;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn apply_before_identity(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `+PID` in a stack buffer (no allocation between fork and exec): the buffer and its length.
