@@ -27,12 +27,16 @@
 //!   `spawn_blocking`);
 //! - under systemd, `KillMode=control-group` kills whatever is left in the unit's cgroup.
 //!
+//! Every child drops the supervisor's ambient capabilities (`AmbientCapabilities=` under
+//! systemd, for `sandbox.user`), which would otherwise survive its exec.
+//!
 //! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
 //! order: enters its namespaces (a network namespace of its own for `network: none`), takes its
 //! rlimits, sets `no_new_privs`, restricts itself with its Landlock ruleset, drops to its user
-//! (`setgroups`, `setgid`, `setuid`) and clears its ambient capabilities, sets the parent-death
-//! signal again (a change of credentials clears it), and installs its seccomp filter last, so
-//! the deny-list cannot stop the steps before it.
+//! (`setgroups`, `setgid`, `setuid`), sets the parent-death signal again (a change of
+//! credentials clears it), and installs its seccomp filter last, so the deny-list cannot stop
+//! the steps before it. Without root the network namespace comes with a user namespace, entered
+//! after the change of user instead (inside a new user namespace no other user is mapped).
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -96,7 +100,8 @@ where
 /// fork (`sandbox.rs`): only plain data and an open descriptor cross it.
 #[derive(Default)]
 pub struct Confinement {
-    /// `CLONE_NEW*` flags to `unshare`; 0 for none.
+    /// `CLONE_NEW*` flags to `unshare`; 0 for none. With `CLONE_NEWUSER` (the hangar is not
+    /// root), after the change of user; else before it (as root, for CAP_SYS_ADMIN).
     pub namespaces: libc::c_int,
     /// Resource limits (soft and hard alike). Memory and process limits are added here only as
     /// the fallback where the upstream has no cgroup.
@@ -238,8 +243,10 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid) on
-        // memory prepared before the fork; it allocates nothing and takes no locks.
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid, and
+        // for a sandbox unshare, setrlimit, setgroups, setgid, setuid and the raw landlock and
+        // seccomp system calls) on memory prepared before the fork; it allocates nothing and
+        // takes no locks.
         unsafe {
             command.pre_exec(move || {
                 if let Some(procs) = &self.cgroup_procs {
@@ -254,6 +261,11 @@ impl PreExec {
                         return Err(io::Error::last_os_error());
                     }
                 }
+                // The supervisor's ambient capabilities must not reach any child's program.
+                let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+                if libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
                 let (line, len) = announcement(libc::getpid() as u32);
                 for fd in self.guardians.iter().flatten() {
                     // MSG_NOSIGNAL: a guardian that just died must not take this child with it;
@@ -261,7 +273,7 @@ impl PreExec {
                     libc::send(*fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
                 }
                 if let Some(confinement) = &self.confinement {
-                    confinement.apply_before_identity()?;
+                    confinement.apply()?;
                 }
                 // After any change of identity, which clears it.
                 if self.lethal_parent_death
@@ -291,16 +303,18 @@ impl PreExec {
 }
 
 impl Confinement {
-    /// Namespaces, rlimits, no_new_privs, Landlock, then the user: in the child, before exec.
-    /// Only system calls on memory prepared before the fork (no allocation, no locks).
+    /// Namespaces, rlimits, no_new_privs, Landlock, the user: in the child, before exec (the
+    /// seccomp filter is installed by the caller, last). Only system calls on memory prepared
+    /// before the fork (no allocation, no locks).
     #[cfg(target_os = "linux")]
     #[allow(unsafe_code)]
-    fn apply_before_identity(&self) -> io::Result<()> {
+    fn apply(&self) -> io::Result<()> {
+        let unshare_late = self.namespaces & libc::CLONE_NEWUSER != 0;
         let check = |result: libc::c_long| if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
         // SAFETY: called only in the forked child before exec (PreExec::install); each call is a
         // plain system call on values owned by `self`, which was built before the fork.
         unsafe {
-            if self.namespaces != 0 {
+            if self.namespaces != 0 && !unshare_late {
                 check(libc::unshare(self.namespaces).into())?;
             }
             for (resource, value) in &self.rlimits {
@@ -317,15 +331,15 @@ impl Confinement {
                 check(libc::setgid(gid).into())?;
                 check(libc::setuid(uid).into())?;
             }
-            // Ambient capabilities (the hangar's CAP_SETUID under systemd) would survive exec.
-            let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
-            check(libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0).into())?;
+            if unshare_late {
+                check(libc::unshare(self.namespaces).into())?;
+            }
         }
         Ok(())
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn apply_before_identity(&self) -> io::Result<()> {
+    fn apply(&self) -> io::Result<()> {
         Ok(())
     }
 }
