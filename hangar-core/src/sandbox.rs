@@ -83,43 +83,84 @@ impl SandboxSetting {
     }
 }
 
-/// One server's sandbox, every default filled in.
+/// One server's sandbox, every default filled in. In the mapping form, `preset: strict` takes
+/// the preset's values for every key not written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawSandbox")]
 pub struct Sandbox {
     /// Run as this user (name or numeric uid) and its primary group, with no supplementary
     /// groups. Needs root or CAP_SETUID/CAP_SETGID. `None`: the hangar's own user.
-    #[serde(default)]
     pub user: Option<String>,
-    #[serde(default)]
     pub filesystem: Filesystem,
-    #[serde(default)]
     pub network: Network,
     /// The upstream's memory (its cgroup's `memory.max`, else `RLIMIT_AS`).
-    #[serde(default)]
     pub memory_mb: Option<u64>,
     /// The upstream's processes and threads (its cgroup's `pids.max`, else `RLIMIT_NPROC`).
-    #[serde(default)]
     pub max_processes: Option<u64>,
     /// `RLIMIT_NOFILE`.
-    #[serde(default)]
     pub max_open_files: Option<u64>,
     /// `RLIMIT_CPU`: CPU seconds before the kernel kills it.
-    #[serde(default)]
     pub cpu_seconds: Option<u64>,
-    #[serde(default)]
     pub syscalls: Syscalls,
     /// Refuse to start when the kernel cannot enforce all of this (the default); `false` runs
     /// it with what the kernel can do, and the server's details say what is missing.
-    #[serde(default = "default_require")]
     pub require: bool,
     /// Which preset this came from, if any (shown in the server's details).
-    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub preset: Option<Preset>,
 }
 
-fn default_require() -> bool {
-    true
+/// The mapping form as written: an absent key takes the preset's value, else the default.
+/// The limits tell "absent" (`None`) from `null` (`Some(None)`: no limit).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    #[serde(default)]
+    preset: Option<Preset>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    filesystem: Option<Filesystem>,
+    #[serde(default)]
+    network: Option<Network>,
+    #[serde(default, deserialize_with = "written")]
+    memory_mb: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "written")]
+    max_processes: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "written")]
+    max_open_files: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "written")]
+    cpu_seconds: Option<Option<u64>>,
+    #[serde(default)]
+    syscalls: Option<Syscalls>,
+    #[serde(default)]
+    require: Option<bool>,
+}
+
+/// A key that was written, `null` included.
+fn written<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<u64>>, D::Error> {
+    Option::<u64>::deserialize(deserializer).map(Some)
+}
+
+impl From<RawSandbox> for Sandbox {
+    fn from(raw: RawSandbox) -> Sandbox {
+        let base = match raw.preset {
+            Some(Preset::Strict) => Sandbox::strict(),
+            None => Sandbox::unlimited(),
+        };
+        Sandbox {
+            user: raw.user.or(base.user),
+            filesystem: raw.filesystem.unwrap_or(base.filesystem),
+            network: raw.network.unwrap_or(base.network),
+            memory_mb: raw.memory_mb.unwrap_or(base.memory_mb),
+            max_processes: raw.max_processes.unwrap_or(base.max_processes),
+            max_open_files: raw.max_open_files.unwrap_or(base.max_open_files),
+            cpu_seconds: raw.cpu_seconds.unwrap_or(base.cpu_seconds),
+            syscalls: raw.syscalls.unwrap_or(base.syscalls),
+            require: raw.require.unwrap_or(base.require),
+            preset: raw.preset,
+        }
+    }
 }
 
 /// The named presets.
@@ -186,6 +227,22 @@ pub enum Syscalls {
 }
 
 impl Sandbox {
+    /// A mapping with nothing written: the default file-system rules, any network, no limits.
+    pub fn unlimited() -> Sandbox {
+        Sandbox {
+            user: None,
+            filesystem: Filesystem::default(),
+            network: Network::Any,
+            memory_mb: None,
+            max_processes: None,
+            max_open_files: None,
+            cpu_seconds: None,
+            syscalls: Syscalls::Default,
+            require: true,
+            preset: None,
+        }
+    }
+
     /// `sandbox: strict`: no network; read-only system paths; the command's own directory
     /// readable (always true); a private `$HOME` and `/tmp`; 512 MB of memory; 64 processes.
     pub fn strict() -> Sandbox {
@@ -394,6 +451,17 @@ mod tests {
         assert!(sandbox.require);
         assert_eq!((sandbox.memory_mb, sandbox.max_processes, sandbox.cpu_seconds), (None, None, None));
         assert_eq!(sandbox.preset, None);
+    }
+
+    #[test]
+    fn a_preset_in_a_block_gives_every_key_not_written() {
+        let sandbox = setting("{preset: strict, filesystem: {write: [/srv/shared]}, memory_mb: null}").unwrap();
+        let sandbox = sandbox.sandbox().unwrap();
+        assert_eq!(sandbox.filesystem.write, [PathBuf::from("/srv/shared")]);
+        assert_eq!(sandbox.filesystem.read, Filesystem::default().read);
+        assert_eq!((&sandbox.network, sandbox.memory_mb, sandbox.max_processes), (&Network::None, None, Some(64)));
+        assert_eq!(sandbox.preset, Some(Preset::Strict));
+        assert!(setting("{preset: lax}").is_err());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!    supervisor's cgroup is delegated with those controllers (`cgroup.rs`).
 //! 2. cgroup v1 groups of its own (`memory.limit_in_bytes`, `pids.max`), where those hierarchies
 //!    are writable (`cgroup_v1.rs`).
-//! 3. `RLIMIT_AS` and `RLIMIT_NPROC`, set between fork and exec (`spawn.rs`): weaker (address
+//! 3. `RLIMIT_AS` and `RLIMIT_NPROC` ([`fallback_rlimits`], which `sandbox.rs` adds to the
+//!    `Confinement` set between fork and exec in `spawn.rs`): weaker (address
 //!    space, not memory; processes per user, not per upstream, and not enforced for root), and
 //!    the server's details say so.
 //!
@@ -13,6 +14,8 @@
 
 use std::io;
 use std::path::PathBuf;
+
+use nix::sys::resource::Resource;
 
 use crate::{cgroup, cgroup_v1, lineage};
 
@@ -106,19 +109,21 @@ pub fn holders(limits: &Limits) -> Holders {
     }
 }
 
-/// What one upstream's spawn sets up: the groups its child joins before exec (its cgroup v2 in
-/// `cgroup` kill mode, and any v1 groups), and the rlimits it sets on itself there.
+/// The groups one upstream's child joins before exec: its cgroup v2 in `cgroup` kill mode, and
+/// any v1 groups holding its limits.
 #[derive(Debug, Default)]
 pub struct Groups {
     pub dirs: Vec<PathBuf>,
-    pub rlimits: Rlimits,
 }
 
-/// The fallback rlimits (bytes of address space, processes), set between fork and exec.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Rlimits {
-    pub address_space: Option<u64>,
-    pub processes: Option<u64>,
+/// The rlimits standing in for the limits no cgroup holds on this host (`RLIMIT_AS`,
+/// `RLIMIT_NPROC`), for the sandbox's `Confinement` to set between fork and exec.
+pub fn fallback_rlimits(limits: &Limits) -> Vec<(Resource, u64)> {
+    let holders = holders(limits);
+    let memory = limits.memory_bytes().filter(|_| holders.memory == Some(Holder::Rlimit));
+    let processes = limits.max_processes.filter(|_| holders.processes == Some(Holder::Rlimit));
+    let memory = memory.map(|bytes| (Resource::RLIMIT_AS, bytes));
+    memory.into_iter().chain(processes.map(|max| (Resource::RLIMIT_NPROC, max))).collect()
 }
 
 /// Creates one upstream's groups and limits them; removes what it made if a step fails (the
@@ -150,10 +155,6 @@ pub fn create(limits: &Limits) -> io::Result<Groups> {
         }
         return Err(io::Error::new(err.kind(), format!("cannot set the upstream's memory and process limits: {err}")));
     }
-    groups.rlimits = Rlimits {
-        address_space: by(holders.memory, Holder::Rlimit, limits.memory_bytes()),
-        processes: by(holders.processes, Holder::Rlimit, limits.max_processes),
-    };
     Ok(groups)
 }
 

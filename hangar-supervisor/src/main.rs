@@ -22,6 +22,7 @@ mod logs;
 mod notify;
 mod proctree;
 mod reaper;
+mod sandbox;
 mod server;
 mod sessions;
 mod shutdown;

@@ -26,6 +26,17 @@
 //!   *thread* that forked exits, so spawns happen only on long-lived threads (never inside
 //!   `spawn_blocking`);
 //! - under systemd, `KillMode=control-group` kills whatever is left in the unit's cgroup.
+//!
+//! Every child drops the supervisor's ambient capabilities (`AmbientCapabilities=` under
+//! systemd, for `sandbox.user`), which would otherwise survive its exec.
+//!
+//! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
+//! order: enters its namespaces (a network namespace of its own for `network: none`), takes its
+//! rlimits, sets `no_new_privs`, restricts itself with its Landlock ruleset, drops to its user
+//! (`setgroups`, `setgid`, `setuid`), sets the parent-death signal again (a change of
+//! credentials clears it), and installs its seccomp filter last, so the deny-list cannot stop
+//! the steps before it. Without root the network namespace comes with a user namespace, entered
+//! after the change of user instead (inside a new user namespace no other user is mapped).
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -37,8 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 
-use crate::kernel_limits::{self, Limits};
-use crate::{cgroup, children, guardian, lineage, proctree};
+use crate::{cgroup, children, guardian, kernel_limits, lineage, proctree};
 
 /// The number of the next upstream spawn (its instance, named by its environment marker).
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
@@ -55,27 +65,61 @@ pub enum Pipes {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
-    /// An upstream MCP server: marked in its environment, in its own cgroup where there are cgroups,
-    /// held to its memory and process limits (`kernel_limits.rs`).
-    Upstream(Limits),
+    /// An upstream MCP server: marked in its environment, in its own cgroup where there are cgroups.
+    Upstream,
     /// The hangar's own helper (API, prober): killed with the supervisor by the kernel.
     Helper,
 }
 
 /// Starts an upstream `program args...` with extra `env`, in a new process group (see the
 /// module's notes for everything else it sets up).
-pub fn spawn<I, S>(
+pub fn spawn<I, S>(program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    spawn_as(Role::Upstream, program, args, env, pipes, None)
+}
+
+/// Starts an upstream as [`spawn`] does, confined as `confinement` says.
+pub fn spawn_confined<I, S>(
     program: &OsStr,
     args: I,
     env: &[(String, String)],
     pipes: Pipes,
-    limits: Limits,
+    confinement: Confinement,
 ) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream(limits), program, args, env, pipes)
+    spawn_as(Role::Upstream, program, args, env, pipes, Some(confinement))
+}
+
+/// What a sandboxed child does to itself between fork and exec, every part prepared before the
+/// fork (`sandbox.rs`): only plain data and an open descriptor cross it.
+#[derive(Default)]
+pub struct Confinement {
+    /// `CLONE_NEW*` flags to `unshare`; 0 for none. With `CLONE_NEWUSER` (the hangar is not
+    /// root), after the change of user; else before it (as root, for CAP_SYS_ADMIN).
+    pub namespaces: libc::c_int,
+    /// Resource limits (soft and hard alike). Memory and process limits are added here only as
+    /// the fallback where the upstream has no cgroup.
+    pub rlimits: Vec<(nix::sys::resource::Resource, u64)>,
+    /// The memory and process limits its cgroups hold (`kernel_limits.rs`), set up before the fork.
+    pub limits: kernel_limits::Limits,
+    /// A Landlock ruleset to restrict itself with.
+    pub landlock: Option<std::os::fd::OwnedFd>,
+    /// The user and group to become, with no supplementary groups.
+    pub identity: Option<Identity>,
+    /// A seccomp BPF program, installed last.
+    pub seccomp: Option<Vec<libc::sock_filter>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Starts one of the hangar's helpers (its stdout and stderr inherited).
@@ -84,10 +128,17 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit)
+    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit, None)
 }
 
-fn spawn_as<I, S>(role: Role, program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+fn spawn_as<I, S>(
+    role: Role,
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    confinement: Option<Confinement>,
+) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -104,13 +155,13 @@ where
         Pipes::Inherit => command.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()),
     };
     let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-    if role != Role::Helper {
+    if role == Role::Upstream {
         // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
         command.env(proctree::MARKER, lineage::marker(instance));
     }
     // Its cgroup v2 (kill mode) and the groups holding its limits (`kernel_limits.rs`).
     let groups = match role {
-        Role::Upstream(limits) => kernel_limits::create(&limits)?,
+        Role::Upstream => kernel_limits::create(&confinement.as_ref().map(|c| c.limits).unwrap_or_default())?,
         Role::Helper => kernel_limits::Groups::default(),
     };
     for dir in &groups.dirs {
@@ -136,16 +187,16 @@ where
     let setup = PreExec {
         supervisor: std::process::id(),
         cgroup_procs,
-        rlimits: groups.rlimits,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
+        confinement,
     };
     setup.install(&mut command);
     let spawned = command.spawn();
     let pid = spawned.as_ref().ok().and_then(Child::id);
     if let Some(pid) = pid {
         own.insert(pid);
-        if role != Role::Helper {
+        if role == Role::Upstream {
             // Before the sweep can run again: what it orphans from its first instant is its own.
             lineage::register(pid, groups.dirs.clone(), instance);
         }
@@ -194,12 +245,12 @@ struct PreExec {
     /// `cgroup.procs` of each of its groups (its cgroup v2, v1 groups holding its limits), to
     /// join before exec.
     cgroup_procs: Vec<CString>,
-    /// The limits no cgroup holds on this host (`kernel_limits.rs`).
-    rlimits: kernel_limits::Rlimits,
     /// The guardians' sockets, to announce `+PID` on.
     guardians: [Option<RawFd>; guardian::GUARDIANS],
     /// SIGKILL when the supervisor's forking thread dies.
     lethal_parent_death: bool,
+    /// The sandbox, for a sandboxed upstream.
+    confinement: Option<Confinement>,
 }
 
 impl PreExec {
@@ -207,8 +258,10 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid,
-        // setrlimit) on memory prepared before the fork; it allocates nothing and takes no locks.
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid, and
+        // for a sandbox unshare, setrlimit, setgroups, setgid, setuid and the raw landlock and
+        // seccomp system calls) on memory prepared before the fork; it allocates nothing and
+        // takes no locks.
         unsafe {
             command.pre_exec(move || {
                 // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of
@@ -224,16 +277,10 @@ impl PreExec {
                         return Err(io::Error::last_os_error());
                     }
                 }
-                // Limits hook: the rlimits fallback, where no cgroup holds a limit.
-                for (resource, limit) in
-                    [(libc::RLIMIT_AS, self.rlimits.address_space), (libc::RLIMIT_NPROC, self.rlimits.processes)]
-                {
-                    if let Some(limit) = limit {
-                        let both = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-                        if libc::setrlimit(resource, &both) != 0 {
-                            return Err(io::Error::last_os_error());
-                        }
-                    }
+                // The supervisor's ambient capabilities must not reach any child's program.
+                let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+                if libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
                 }
                 let (line, len) = announcement(libc::getpid() as u32);
                 for fd in self.guardians.iter().flatten() {
@@ -241,6 +288,10 @@ impl PreExec {
                     // its replacement gets the pid from the supervisor.
                     libc::send(*fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
                 }
+                if let Some(confinement) = &self.confinement {
+                    confinement.apply()?;
+                }
+                // After any change of identity, which clears it.
                 if self.lethal_parent_death
                     && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
                 {
@@ -250,6 +301,14 @@ impl PreExec {
                 if libc::getppid() as u32 != self.supervisor {
                     return Err(io::Error::other("the supervisor exited while this process was starting"));
                 }
+                if let Some(program) = self.confinement.as_ref().and_then(|c| c.seccomp.as_ref()) {
+                    // Last: nothing after it but exec.
+                    let filter = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
+                    let flags: libc::c_uint = 0;
+                    if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &raw const filter) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
@@ -257,6 +316,48 @@ impl PreExec {
 
     #[cfg(not(target_os = "linux"))]
     fn install(self, _command: &mut Command) {}
+}
+
+impl Confinement {
+    /// Namespaces, rlimits, no_new_privs, Landlock, the user: in the child, before exec (the
+    /// seccomp filter is installed by the caller, last). Only system calls on memory prepared
+    /// before the fork (no allocation, no locks).
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn apply(&self) -> io::Result<()> {
+        let unshare_late = self.namespaces & libc::CLONE_NEWUSER != 0;
+        let check = |result: libc::c_long| if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
+        // SAFETY: called only in the forked child before exec (PreExec::install); each call is a
+        // plain system call on values owned by `self`, which was built before the fork.
+        unsafe {
+            if self.namespaces != 0 && !unshare_late {
+                check(libc::unshare(self.namespaces).into())?;
+            }
+            for (resource, value) in &self.rlimits {
+                nix::sys::resource::setrlimit(*resource, *value, *value).map_err(io::Error::from)?;
+            }
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
+            if let Some(ruleset) = &self.landlock {
+                use std::os::fd::AsRawFd;
+                let flags: libc::c_uint = 0;
+                check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), flags))?;
+            }
+            if let Some(Identity { uid, gid }) = self.identity {
+                check(libc::setgroups(0, std::ptr::null()).into())?;
+                check(libc::setgid(gid).into())?;
+                check(libc::setuid(uid).into())?;
+            }
+            if unshare_late {
+                check(libc::unshare(self.namespaces).into())?;
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn apply(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `+PID` in a stack buffer (no allocation between fork and exec): the buffer and its length.

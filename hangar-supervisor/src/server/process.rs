@@ -32,6 +32,8 @@ pub(super) struct Process {
     /// keeps its sender in `_remote` so this never fires.
     pub exited: watch::Receiver<Option<String>>,
     pub _remote: Option<Arc<watch::Sender<Option<String>>>>,
+    /// A sandboxed child's private $HOME and $TMPDIR, removed once no record of it is left.
+    pub _private_dir: Option<Arc<crate::sandbox::PrivateDir>>,
 }
 
 impl Server {
