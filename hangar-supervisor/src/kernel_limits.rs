@@ -119,7 +119,10 @@ pub struct Groups {
 /// The rlimits standing in for the limits no cgroup holds on this host (`RLIMIT_AS`,
 /// `RLIMIT_NPROC`), for the sandbox's `Confinement` to set between fork and exec.
 pub fn fallback_rlimits(limits: &Limits) -> Vec<(Resource, u64)> {
-    let holders = holders(limits);
+    fallback_for(limits, holders(limits))
+}
+
+fn fallback_for(limits: &Limits, holders: Holders) -> Vec<(Resource, u64)> {
     let memory = limits.memory_bytes().filter(|_| holders.memory == Some(Holder::Rlimit));
     let processes = limits.max_processes.filter(|_| holders.processes == Some(Holder::Rlimit));
     let memory = memory.map(|bytes| (Resource::RLIMIT_AS, bytes));
@@ -195,6 +198,17 @@ mod tests {
         );
         assert!(v2.fallbacks.is_empty());
         assert_eq!(report(&Limits::default()), Report::default(), "no limits, nothing to say");
+    }
+
+    #[test]
+    fn only_limits_no_cgroup_holds_fall_back_to_rlimits() {
+        let both = Limits { memory_mb: Some(256), max_processes: Some(16) };
+        let none = Holders { memory: Some(Holder::Rlimit), processes: Some(Holder::Rlimit) };
+        assert_eq!(fallback_for(&both, none), [(Resource::RLIMIT_AS, 256 << 20), (Resource::RLIMIT_NPROC, 16)]);
+        let v1_pids = Holders { memory: Some(Holder::Rlimit), processes: Some(Holder::CgroupV1) };
+        assert_eq!(fallback_for(&both, v1_pids), [(Resource::RLIMIT_AS, 256 << 20)]);
+        let v2 = Holders { memory: Some(Holder::CgroupV2), processes: Some(Holder::CgroupV2) };
+        assert!(fallback_for(&both, v2).is_empty());
     }
 
     #[test]
