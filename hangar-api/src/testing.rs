@@ -110,6 +110,7 @@ impl FakeSupervisor {
                     health: Health::default(),
                     meta: Meta { program: "fake".into(), ..Meta::default() },
                     dead: s.dead.clone(),
+                    sandbox: None,
                 })))
             }
             Request::Start { mcp_server } => {

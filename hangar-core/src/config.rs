@@ -15,6 +15,7 @@ use crate::access::{AuthConfig, Profiles};
 use crate::front_door::{Names, Naming};
 use crate::journal::{AuditConfig, JournalConfig, TelemetryConfig};
 use crate::limits::Limits;
+use crate::sandbox::SandboxSetting;
 
 /// A loaded, validated config.
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +45,9 @@ pub struct Config {
     /// Span export (OTLP); off unless an endpoint is set.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// The sandbox of every spawned server that does not set its own `sandbox:`.
+    #[serde(default)]
+    pub sandbox_defaults: Option<SandboxSetting>,
     /// In config order, which is the order every surface lists them in.
     #[serde(default, alias = "providers")]
     pub mcp_servers: IndexMap<String, ServerConfig>,
@@ -177,6 +181,10 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// The prefix of this server's qualified front-door names, instead of its id.
     pub expose_as: Option<String>,
+    /// What the kernel lets its process do (`hangar_core::sandbox`). After loading, its own
+    /// block, else `sandbox_defaults:`, else off: never `Inherit`. See [`ServerConfig::sandbox`].
+    #[serde(default)]
+    pub sandbox: SandboxSetting,
 }
 
 mod defaults {
@@ -210,6 +218,10 @@ impl ServerConfig {
     /// `None` when idle stop is off.
     pub fn idle_ttl(&self) -> Option<Duration> {
         (self.idle_ttl_s > 0.0).then(|| Duration::from_secs_f64(self.idle_ttl_s))
+    }
+    /// The sandbox its process runs in, if any.
+    pub fn sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
+        self.sandbox.sandbox()
     }
 }
 
@@ -302,6 +314,7 @@ impl Config {
                 journal: JournalConfig::default(),
                 audit: AuditConfig::default(),
                 telemetry: TelemetryConfig::default(),
+                sandbox_defaults: None,
                 mcp_servers: IndexMap::new(),
             }
         } else {
@@ -324,6 +337,12 @@ impl Config {
                 let args = std::mem::take(&mut server.args);
                 server.command.extend(args);
             }
+        }
+        check_sandboxes(&config)?;
+        for server in config.mcp_servers.values_mut() {
+            // Defaults reach only what is spawned; a remote server's own block was refused above.
+            let defaults = if server.mode == Mode::Remote { None } else { config.sandbox_defaults.as_ref() };
+            server.sandbox = std::mem::take(&mut server.sandbox).or_defaults(defaults);
         }
         config.validate()?;
         Ok(config)
@@ -421,6 +440,14 @@ impl Config {
                 return Err(KeyError {
                     key: at("max_consecutive_failures"),
                     message: "expected a whole number, 1 or more".into(),
+                });
+            }
+            if server.mode == Mode::Http
+                && server.sandbox().is_some_and(|sandbox| sandbox.network == crate::sandbox::Network::None)
+            {
+                return Err(KeyError {
+                    key: at("sandbox.network"),
+                    message: "a `mode: http` server is reached over the network: `none` (here or in sandbox_defaults) would cut the hangar off from it; list its port under `tcp_bind` instead".into(),
                 });
             }
             check_recovery(&at("recovery"), &server.recovery)?;
@@ -635,6 +662,29 @@ fn positive(key: &str, value: f64) -> Result<(), KeyError> {
             message: format!("expected seconds greater than 0 (fractions allowed), got {value}"),
         })
     }
+}
+
+/// `sandbox_defaults:` and every server's own `sandbox:` block, each at its own key (before
+/// the defaults are copied into servers, so a problem in them is named once, where written).
+fn check_sandboxes(config: &Config) -> Result<(), KeyError> {
+    let written = config.mcp_servers.iter().map(|(id, server)| (format!("mcp_servers.{id}.sandbox"), server));
+    if let Some(sandbox) = config.sandbox_defaults.as_ref().and_then(SandboxSetting::sandbox)
+        && let Some((key, message)) = sandbox.problem()
+    {
+        return Err(KeyError { key: format!("sandbox_defaults.{key}"), message });
+    }
+    for (at, server) in written {
+        if server.mode == Mode::Remote && server.sandbox != SandboxSetting::Inherit {
+            return Err(KeyError {
+                key: at,
+                message: "`mode: remote` is not spawned, so there is nothing to sandbox".into(),
+            });
+        }
+        if let Some((key, message)) = server.sandbox.sandbox().and_then(crate::sandbox::Sandbox::problem) {
+            return Err(KeyError { key: format!("{at}.{key}"), message });
+        }
+    }
+    Ok(())
 }
 
 fn check_limits(at: &str, limits: &Limits) -> Result<(), KeyError> {
@@ -986,5 +1036,53 @@ mcp_servers:
         );
         let same = refused(format!("    - {{name: a, hash: \"{hash}\"}}\n    - {{name: b, hash: \"{hash}\"}}\n"));
         assert_eq!(same.key, "auth.api_keys[1].hash");
+    }
+
+    #[test]
+    fn a_server_takes_its_own_sandbox_else_the_defaults() {
+        use crate::sandbox::{Network, SandboxSetting};
+        let config = Config::parse(
+            "sandbox_defaults: {network: none, memory_mb: 256}\nmcp_servers:\n  own: {command: [a], sandbox: strict}\n  \
+             inherits: {command: [a]}\n  opted_out: {command: [a], sandbox: none}\n  \
+             far: {mode: remote, endpoint: 'http://127.0.0.1:9/mcp'}\n",
+        )
+        .unwrap();
+        let servers = &config.mcp_servers;
+        assert_eq!(servers["own"].sandbox().unwrap().memory_mb, Some(512));
+        let inherited = servers["inherits"].sandbox().unwrap();
+        assert_eq!((&inherited.network, inherited.memory_mb), (&Network::None, Some(256)));
+        assert_eq!(servers["opted_out"].sandbox, SandboxSetting::Off);
+        assert_eq!(servers["far"].sandbox, SandboxSetting::Off, "defaults reach only spawned servers");
+        assert_eq!(
+            Config::parse("mcp_servers: {a: {command: [a]}}").unwrap().mcp_servers["a"].sandbox,
+            SandboxSetting::Off
+        );
+    }
+
+    #[test]
+    fn sandbox_errors_name_the_dotted_key() {
+        let key = |yaml: &str| Config::parse(yaml).unwrap_err().key;
+        assert_eq!(
+            key("mcp_servers: {a: {command: [a], sandbox: {network: {tcp_connect: [70000]}}}}"),
+            "mcp_servers.a.sandbox.network.tcp_connect[0]"
+        );
+        assert_eq!(
+            key("mcp_servers: {a: {command: [a], sandbox: {filesystem: {read: [etc]}}}}"),
+            "mcp_servers.a.sandbox.filesystem.read[0]"
+        );
+        assert_eq!(key("mcp_servers: {a: {command: [a], sandbox: {memory: 5}}}"), "mcp_servers.a.sandbox.memory");
+        assert_eq!(key("mcp_servers: {a: {command: [a], sandbox: loose}}"), "mcp_servers.a.sandbox");
+        assert_eq!(
+            key("sandbox_defaults: {max_open_files: 2}\nmcp_servers: {a: {command: [a]}}"),
+            "sandbox_defaults.max_open_files"
+        );
+        assert_eq!(
+            key("mcp_servers: {far: {mode: remote, endpoint: 'http://127.0.0.1:9/mcp', sandbox: strict}}"),
+            "mcp_servers.far.sandbox"
+        );
+        let cut_off = "sandbox_defaults: strict\nmcp_servers: {web: {mode: http, command: [a], endpoint: 'http://127.0.0.1:9/mcp'}}";
+        let err = Config::parse(cut_off).unwrap_err();
+        assert_eq!(err.key, "mcp_servers.web.sandbox.network");
+        assert!(err.message.contains("sandbox_defaults"), "{}", err.message);
     }
 }

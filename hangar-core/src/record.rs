@@ -224,6 +224,9 @@ pub struct ServerDetails {
     pub health: Health,
     pub meta: Meta,
     pub dead: Option<DeadRecord>,
+    /// Its sandbox (`hangar_core::sandbox`): configured and in effect; `None`: not sandboxed.
+    #[serde(default)]
+    pub sandbox: Option<crate::sandbox::SandboxDetails>,
 }
 
 /// Where a server's tool list comes from.

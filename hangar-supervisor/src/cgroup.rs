@@ -4,9 +4,18 @@
 //! A process cannot leave its cgroup by regrouping or daemonizing, so `cgroup.kill` takes
 //! everything an upstream started, however it hid. The supervisor creates
 //! `<its own cgroup>/upstream-<n>` before each spawn; the child joins it between fork and exec
-//! (`spawn.rs`), so it never runs a single instruction of the upstream outside it. The supervisor
-//! stays in its own cgroup and never enables controllers in it, so cgroup v2's "no internal
-//! processes" rule does not apply.
+//! (`spawn.rs`), so it never runs a single instruction of the upstream outside it.
+//!
+//! The same cgroups hold an upstream's memory and process limits (`memory.max`, `pids.max`, set by
+//! `kernel_limits.rs`) where the delegated cgroup offers the `memory` and `pids` controllers.
+//! cgroup v2 lets a cgroup enable controllers for its children only while no process sits in it
+//! ("no internal processes"), so at start the supervisor moves itself (threads and all) into the
+//! leaf `<its cgroup>/supervisor`, before any child runs, then enables them in
+//! `<its cgroup>/cgroup.subtree_control`; whatever it cannot enable is left off (kill mode needs
+//! none) and the limits fall back (`kernel_limits.rs`).
+//!
+//! Upstreams in cgroup v1 groups (the fallback for limits, `cgroup_v1.rs`) are killed here too:
+//! v1 has no `cgroup.kill`, so every pid its `cgroup.procs` lists is SIGKILLed until it is empty.
 //!
 //! `--kill-mode auto` uses cgroups when the supervisor's own cgroup is not the hierarchy's root,
 //! has `cgroup.kill` (Linux 5.14) and lets it create a child; otherwise `subreaper`: the
@@ -42,8 +51,113 @@ pub fn init(mode: KillMode) -> Result<&'static str, String> {
         KillMode::Cgroup => Some(usable()?),
     };
     let chosen = if base.is_some() { "cgroup" } else { "subreaper" };
+    let controllers = base.as_deref().map(|base| enable_limits(base, std::process::id())).unwrap_or_default();
+    let _ = CONTROLLERS.set(controllers);
     let _ = BASE.set(base);
     Ok(chosen)
+}
+
+/// The controllers enabled for the upstreams' cgroups v2, for their limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Controllers {
+    pub memory: bool,
+    pub pids: bool,
+}
+
+static CONTROLLERS: OnceLock<Controllers> = OnceLock::new();
+
+/// The name of the leaf the supervisor moves itself into, beside its upstreams' cgroups.
+pub const SUPERVISOR_LEAF: &str = "supervisor";
+
+/// What the upstreams' cgroups v2 can limit (nothing unless cgroups are in use).
+pub fn controllers() -> Controllers {
+    CONTROLLERS.get().copied().unwrap_or_default()
+}
+
+/// Enables `memory` and `pids` for the cgroups created in `base`, moving the supervisor (`pid`)
+/// into `base/supervisor` first; what cannot be had is logged and left off.
+fn enable_limits(base: &Path, pid: u32) -> Controllers {
+    match enable_controllers(base, pid) {
+        Ok(enabled) => {
+            tracing::info!(cgroup = %base.display(), memory = enabled.memory, pids = enabled.pids, "cgroup v2 controllers for upstream limits");
+            enabled
+        }
+        Err(err) => {
+            tracing::warn!(cgroup = %base.display(), %err, "cannot enable the memory and pids controllers for upstream cgroups: limits fall back to cgroup v1 or rlimits");
+            Controllers::default()
+        }
+    }
+}
+
+/// The file work of [`enable_limits`], on any directory laid out like cgroupfs (unit-tested).
+fn enable_controllers(base: &Path, pid: u32) -> io::Result<Controllers> {
+    let available = std::fs::read_to_string(base.join("cgroup.controllers"))?;
+    let offered = |name: &str| available.split_whitespace().any(|c| c == name);
+    let wanted = Controllers { memory: offered("memory"), pids: offered("pids") };
+    if wanted == Controllers::default() {
+        return Ok(wanted);
+    }
+    let leaf = base.join(SUPERVISOR_LEAF);
+    match std::fs::create_dir(&leaf) {
+        Err(err) if err.kind() != io::ErrorKind::AlreadyExists => return Err(err),
+        _ => {}
+    }
+    write_existing(&leaf.join("cgroup.procs"), &pid.to_string())?;
+    let enable: Vec<&str> = [(wanted.memory, "+memory"), (wanted.pids, "+pids")]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    if let Err(err) = write_existing(&base.join("cgroup.subtree_control"), &enable.join(" ")) {
+        // Another process in `base` (EBUSY): back where it was, as if nothing had been tried.
+        let _ = write_existing(&base.join("cgroup.procs"), &pid.to_string());
+        let _ = std::fs::remove_dir(&leaf);
+        return Err(err);
+    }
+    Ok(wanted)
+}
+
+/// Limits one upstream's cgroup v2: `memory.max` and no swap (`memory.swap.max` 0, where the
+/// kernel accounts swap), `pids.max` (threads count). A file missing means its controller is not
+/// enabled: an error, never a silently weaker limit.
+pub fn limit(dir: &Path, memory_bytes: Option<u64>, max_pids: Option<u64>) -> io::Result<()> {
+    if let Some(bytes) = memory_bytes {
+        write_existing(&dir.join("memory.max"), &bytes.to_string())?;
+        write_if_present(&dir.join("memory.swap.max"), "0")?;
+    }
+    if let Some(pids) = max_pids {
+        write_existing(&dir.join("pids.max"), &pids.to_string())?;
+    }
+    Ok(())
+}
+
+/// How many processes of a group (v2 or v1) the OOM killer has killed: `memory.events` (v2) or
+/// `memory.oom_control` (v1), both `oom_kill N`; 0 when neither can be read.
+pub fn oom_kills(dir: &Path) -> u64 {
+    ["memory.events", "memory.oom_control"]
+        .iter()
+        .find_map(|file| std::fs::read_to_string(dir.join(file)).ok())
+        .map_or(0, |text| oom_kill_count(&text))
+}
+
+/// The `oom_kill N` line of a `memory.events` or `memory.oom_control` text.
+fn oom_kill_count(text: &str) -> u64 {
+    text.lines().find_map(|line| line.strip_prefix("oom_kill ")?.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Writes a cgroupfs file that must already exist (cgroupfs creates none on write).
+pub fn write_existing(path: &Path, value: &str) -> io::Result<()> {
+    use std::io::Write;
+    // Truncating, as a shell's `>` does (cgroupfs ignores it; a plain file in a test needs it).
+    let mut file = std::fs::OpenOptions::new().write(true).truncate(true).open(path)?;
+    file.write_all(value.as_bytes()).map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", path.display())))
+}
+
+/// Writes a cgroupfs file if the kernel offers it.
+pub fn write_if_present(path: &Path, value: &str) -> io::Result<()> {
+    match write_existing(path, value) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        done => done,
+    }
 }
 
 /// The supervisor's own cgroup directory, if it can hold the upstreams' cgroups.
@@ -128,26 +242,46 @@ pub fn create() -> io::Result<Option<PathBuf>> {
     }
 }
 
-/// SIGKILLs every process in the cgroup at once.
+/// SIGKILLs every process in the cgroup: at once with `cgroup.kill` (v2); a v1 group has none,
+/// so each pid its `cgroup.procs` lists (what forks meanwhile is taken by the next call).
 pub fn kill(dir: &Path) {
-    if let Err(err) = std::fs::write(dir.join("cgroup.kill"), "1")
+    let kill_file = dir.join("cgroup.kill");
+    if !kill_file.exists() && dir.join("cgroup.procs").exists() {
+        for pid in members(dir) {
+            crate::proctree::signal(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        return;
+    }
+    if let Err(err) = std::fs::write(kill_file, "1")
         && err.kind() != io::ErrorKind::NotFound
     {
         tracing::warn!(cgroup = %dir.display(), %err, "cannot kill a cgroup");
     }
 }
 
-/// Whether any process is left in the cgroup (or it cannot be read, which counts as empty).
-pub fn populated(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("cgroup.events"))
-        .is_ok_and(|events| events.lines().any(|line| line == "populated 1"))
+/// The pids a group's `cgroup.procs` lists (none if it cannot be read).
+fn members(dir: &Path) -> Vec<u32> {
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    procs.lines().filter_map(|line| line.trim().parse().ok()).collect()
 }
 
-/// Kills the cgroup, waits (bounded) until it is empty and removes it.
+/// Whether any process is left in the cgroup (or it cannot be read, which counts as empty):
+/// v2's `cgroup.events`, else (v1) a non-empty `cgroup.procs`.
+pub fn populated(dir: &Path) -> bool {
+    match std::fs::read_to_string(dir.join("cgroup.events")) {
+        Ok(events) => events.lines().any(|line| line == "populated 1"),
+        Err(_) => !members(dir).is_empty(),
+    }
+}
+
+/// Kills the cgroup until it is empty (bounded) and removes it.
 pub fn kill_and_remove(dir: &Path, limit: Duration) {
-    kill(dir);
     let deadline = Instant::now() + limit;
-    while populated(dir) && Instant::now() < deadline {
+    loop {
+        kill(dir);
+        if !populated(dir) || Instant::now() >= deadline {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
     match std::fs::remove_dir(dir) {
@@ -169,5 +303,94 @@ mod tests {
         let unified = "30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate";
         assert_eq!(cgroup2_mount(unified), Some(("/".into(), "/sys/fs/cgroup".into())));
         assert_eq!(cgroup2_mount("1 0 0:1 / / rw - ext4 /dev/sda rw"), None);
+    }
+
+    /// A directory laid out like a delegated cgroup v2 (cgroupfs files exist before any write).
+    fn fake_cgroup(controllers: &str) -> tempfile::TempDir {
+        let base = tempfile::tempdir().unwrap();
+        std::fs::write(base.path().join("cgroup.controllers"), controllers).unwrap();
+        std::fs::write(base.path().join("cgroup.subtree_control"), "").unwrap();
+        std::fs::create_dir(base.path().join(SUPERVISOR_LEAF)).unwrap();
+        std::fs::write(base.path().join(SUPERVISOR_LEAF).join("cgroup.procs"), "").unwrap();
+        base
+    }
+
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn the_supervisor_moves_into_its_leaf_before_enabling_memory_and_pids() {
+        let base = fake_cgroup("cpuset cpu io memory hugetlb pids rdma misc\n");
+        let enabled = enable_controllers(base.path(), 4242).unwrap();
+        assert_eq!(enabled, Controllers { memory: true, pids: true });
+        assert_eq!(read(&base.path().join("supervisor/cgroup.procs")), "4242");
+        assert_eq!(read(&base.path().join("cgroup.subtree_control")), "+memory +pids");
+
+        let only_pids = fake_cgroup("cpu pids\n");
+        assert_eq!(enable_controllers(only_pids.path(), 1).unwrap(), Controllers { memory: false, pids: true });
+        assert_eq!(read(&only_pids.path().join("cgroup.subtree_control")), "+pids");
+
+        // Nothing to enable: the supervisor is not moved and nothing is written.
+        let none = fake_cgroup("hugetlb\n");
+        assert_eq!(enable_controllers(none.path(), 1).unwrap(), Controllers::default());
+        assert_eq!(read(&none.path().join("supervisor/cgroup.procs")), "");
+        assert_eq!(read(&none.path().join("cgroup.subtree_control")), "");
+    }
+
+    #[test]
+    fn a_failed_enable_is_an_error_and_the_supervisor_moves_back() {
+        let base = fake_cgroup("memory pids\n");
+        std::fs::write(base.path().join("cgroup.procs"), "").unwrap();
+        std::fs::remove_file(base.path().join("cgroup.subtree_control")).unwrap();
+        assert!(enable_controllers(base.path(), 7).is_err());
+        assert_eq!(read(&base.path().join("cgroup.procs")), "7", "back in its own cgroup");
+        assert!(enable_controllers(Path::new("/nonexistent/cgroup"), 1).is_err());
+    }
+
+    #[test]
+    fn limits_write_memory_max_no_swap_and_pids_max() {
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["memory.max", "memory.swap.max", "pids.max"] {
+            std::fs::write(dir.path().join(file), "max").unwrap();
+        }
+        limit(dir.path(), Some(256 << 20), Some(64)).unwrap();
+        assert_eq!(read(&dir.path().join("memory.max")), "268435456");
+        assert_eq!(read(&dir.path().join("memory.swap.max")), "0");
+        assert_eq!(read(&dir.path().join("pids.max")), "64");
+
+        // No swap accounting: memory.swap.max is skipped; a missing pids.max (controller off) is an error.
+        let no_swap = tempfile::tempdir().unwrap();
+        std::fs::write(no_swap.path().join("memory.max"), "max").unwrap();
+        limit(no_swap.path(), Some(1 << 20), None).unwrap();
+        assert!(!no_swap.path().join("memory.swap.max").exists(), "cgroupfs files are never created");
+        assert!(limit(no_swap.path(), None, Some(8)).is_err());
+    }
+
+    #[test]
+    fn oom_kills_read_from_memory_events_or_oom_control() {
+        let v2 = tempfile::tempdir().unwrap();
+        std::fs::write(v2.path().join("memory.events"), "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n")
+            .unwrap();
+        assert_eq!(oom_kills(v2.path()), 1);
+        let v1 = tempfile::tempdir().unwrap();
+        std::fs::write(v1.path().join("memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n").unwrap();
+        assert_eq!(oom_kills(v1.path()), 3);
+        assert_eq!(oom_kills(Path::new("/nonexistent")), 0);
+        assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\n"), 0);
+    }
+
+    #[test]
+    fn a_v1_group_is_populated_while_its_procs_lists_a_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cgroup.procs"), "").unwrap();
+        assert!(!populated(dir.path()));
+        std::fs::write(dir.path().join("cgroup.procs"), "12\n34\n").unwrap();
+        assert!(populated(dir.path()));
+        assert_eq!(members(dir.path()), [12, 34]);
+        let v2 = tempfile::tempdir().unwrap();
+        std::fs::write(v2.path().join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
+        std::fs::write(v2.path().join("cgroup.procs"), "").unwrap();
+        assert!(!populated(v2.path()));
     }
 }

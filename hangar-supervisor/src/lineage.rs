@@ -3,6 +3,7 @@
 //! the supervisor adopted is.
 //!
 //! In `cgroup` mode an orphan is the upstream's whose cgroup it is in; in `subreaper` mode, the
+//! upstream's whose cgroup v1 group (holding its limits, `cgroup_v1.rs`) it is in, else the
 //! upstream instance its environment names (`proctree::MARKER`, set on every upstream at spawn and
 //! inherited by all it starts), else the upstream whose process group it is still in. An orphan
 //! that cleared or rewrote its environment (`env -i`, some `setproctitle`s) *and* left the group
@@ -13,14 +14,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use crate::{cgroup, proctree};
+use crate::{cgroup, cgroup_v1, proctree};
 
-/// A running upstream: its start time (its pid may be reused once it is reaped), its cgroup and
-/// the number of its spawn (which names it in its descendants' environment).
+/// A running upstream: its start time (its pid may be reused once it is reaped), its cgroups (its
+/// cgroup v2 and any v1 groups holding its limits, `kernel_limits.rs`) and the number of its
+/// spawn (which names it in its descendants' environment).
 #[derive(Clone)]
 pub struct Running {
     pub start: Option<u64>,
-    pub cgroup: Option<PathBuf>,
+    pub groups: Vec<PathBuf>,
     pub instance: u64,
 }
 
@@ -42,17 +44,26 @@ fn marker_prefix() -> &'static str {
 }
 
 /// Records a just-spawned upstream (`spawn.rs`).
-pub fn register(pid: u32, cgroup: Option<PathBuf>, instance: u64) {
+pub fn register(pid: u32, groups: Vec<PathBuf>, instance: u64) {
     let start = proctree::read(pid).map(|stat| stat.start);
-    upstreams().insert(pid, Running { start, cgroup, instance });
+    upstreams().insert(pid, Running { start, groups, instance });
 }
 
 /// The running upstream instance an orphan the supervisor adopted belongs to, if any: by its
-/// cgroup in `cgroup` mode, else by the marker in its environment.
+/// cgroup in `cgroup` mode, else by the cgroup v1 group holding its upstream's limits, else by
+/// the marker in its environment.
 pub fn owner_of(pid: u32) -> Option<u64> {
     if cgroup::in_use() {
         let dir = cgroup::of_process(pid)?;
-        return upstreams().values().find(|u| u.cgroup.as_deref() == Some(dir.as_path())).map(|u| u.instance);
+        return upstreams().values().find(|u| u.groups.contains(&dir)).map(|u| u.instance);
+    }
+    // A v1 group holding an upstream's limits keeps whatever it forks, however it hid.
+    if upstreams().values().any(|u| !u.groups.is_empty()) {
+        let groups = cgroup_v1::groups_of(pid);
+        let grouped = upstreams().values().find(|u| u.groups.iter().any(|g| groups.contains(g))).map(|u| u.instance);
+        if grouped.is_some() {
+            return grouped;
+        }
     }
     let marked = proctree::settled_marker_of(pid)
         .and_then(|marker| marker.strip_prefix(marker_prefix())?.parse::<u64>().ok())

@@ -5,6 +5,7 @@
 
 mod args;
 mod cgroup;
+mod cgroup_v1;
 mod children;
 mod containment;
 mod control;
@@ -12,6 +13,7 @@ mod guardian;
 mod hangar;
 mod helpers;
 mod journal;
+mod kernel_limits;
 mod lifetime;
 mod limits;
 mod lineage;
@@ -20,6 +22,7 @@ mod logs;
 mod notify;
 mod proctree;
 mod reaper;
+mod sandbox;
 mod server;
 mod sessions;
 mod shutdown;

@@ -26,6 +26,17 @@
 //!   *thread* that forked exits, so spawns happen only on long-lived threads (never inside
 //!   `spawn_blocking`);
 //! - under systemd, `KillMode=control-group` kills whatever is left in the unit's cgroup.
+//!
+//! Every child drops the supervisor's ambient capabilities (`AmbientCapabilities=` under
+//! systemd, for `sandbox.user`), which would otherwise survive its exec.
+//!
+//! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
+//! order: enters its namespaces (a network namespace of its own for `network: none`), takes its
+//! rlimits, sets `no_new_privs`, restricts itself with its Landlock ruleset, drops to its user
+//! (`setgroups`, `setgid`, `setuid`), sets the parent-death signal again (a change of
+//! credentials clears it), and installs its seccomp filter last, so the deny-list cannot stop
+//! the steps before it. Without root the network namespace comes with a user namespace, entered
+//! after the change of user instead (inside a new user namespace no other user is mapped).
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -37,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 
-use crate::{cgroup, children, guardian, lineage, proctree};
+use crate::{cgroup, children, guardian, kernel_limits, lineage, proctree};
 
 /// The number of the next upstream spawn (its instance, named by its environment marker).
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
@@ -67,7 +78,48 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream, program, args, env, pipes)
+    spawn_as(Role::Upstream, program, args, env, pipes, None)
+}
+
+/// Starts an upstream as [`spawn`] does, confined as `confinement` says.
+pub fn spawn_confined<I, S>(
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    confinement: Confinement,
+) -> io::Result<Child>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    spawn_as(Role::Upstream, program, args, env, pipes, Some(confinement))
+}
+
+/// What a sandboxed child does to itself between fork and exec, every part prepared before the
+/// fork (`sandbox.rs`): only plain data and an open descriptor cross it.
+#[derive(Default)]
+pub struct Confinement {
+    /// `CLONE_NEW*` flags to `unshare`; 0 for none. With `CLONE_NEWUSER` (the hangar is not
+    /// root), after the change of user; else before it (as root, for CAP_SYS_ADMIN).
+    pub namespaces: libc::c_int,
+    /// Resource limits (soft and hard alike). Memory and process limits are added here only as
+    /// the fallback where the upstream has no cgroup.
+    pub rlimits: Vec<(nix::sys::resource::Resource, u64)>,
+    /// The memory and process limits its cgroups hold (`kernel_limits.rs`), set up before the fork.
+    pub limits: kernel_limits::Limits,
+    /// A Landlock ruleset to restrict itself with.
+    pub landlock: Option<std::os::fd::OwnedFd>,
+    /// The user and group to become, with no supplementary groups.
+    pub identity: Option<Identity>,
+    /// A seccomp BPF program, installed last.
+    pub seccomp: Option<Vec<libc::sock_filter>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Starts one of the hangar's helpers (its stdout and stderr inherited).
@@ -76,10 +128,17 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit)
+    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit, None)
 }
 
-fn spawn_as<I, S>(role: Role, program: &OsStr, args: I, env: &[(String, String)], pipes: Pipes) -> io::Result<Child>
+fn spawn_as<I, S>(
+    role: Role,
+    program: &OsStr,
+    args: I,
+    env: &[(String, String)],
+    pipes: Pipes,
+    confinement: Option<Confinement>,
+) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -100,19 +159,26 @@ where
         // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
         command.env(proctree::MARKER, lineage::marker(instance));
     }
-    let cgroup = match role {
-        Role::Upstream => cgroup::create()?,
-        Role::Helper => None,
+    // Its cgroup v2 (kill mode) and the groups holding its limits (`kernel_limits.rs`).
+    let groups = match role {
+        Role::Upstream => kernel_limits::create(&confinement.as_ref().map(|c| c.limits).unwrap_or_default())?,
+        Role::Helper => kernel_limits::Groups::default(),
     };
-    if let Some(dir) = &cgroup {
+    for dir in &groups.dirs {
         // Before anything runs in it: a supervisor killed from here on leaves it to the guardian.
         guardian::watch_cgroup(dir);
     }
-    let cgroup_procs = match &cgroup {
-        Some(dir) => {
-            Some(CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).map_err(io::Error::other)?)
+    let cgroup_procs = groups
+        .dirs
+        .iter()
+        .map(|dir| CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).map_err(io::Error::other))
+        .collect::<io::Result<Vec<_>>>();
+    let cgroup_procs = match cgroup_procs {
+        Ok(procs) => procs,
+        Err(err) => {
+            remove_groups(&groups.dirs);
+            return Err(err);
         }
-        None => None,
     };
     // Registered under the lock the orphan sweep takes, so the new child is never swept; the
     // guardian's pipe held still so the child can write to it before exec.
@@ -123,6 +189,7 @@ where
         cgroup_procs,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
+        confinement,
     };
     setup.install(&mut command);
     let spawned = command.spawn();
@@ -131,7 +198,7 @@ where
         own.insert(pid);
         if role == Role::Upstream {
             // Before the sweep can run again: what it orphans from its first instant is its own.
-            lineage::register(pid, cgroup.clone(), instance);
+            lineage::register(pid, groups.dirs.clone(), instance);
         }
     }
     drop(announce);
@@ -142,12 +209,17 @@ where
             Ok(child)
         }
         (spawned, _) => {
-            if let Some(dir) = &cgroup {
-                cgroup::kill_and_remove(dir, std::time::Duration::from_secs(1));
-                guardian::forget_cgroup(dir);
-            }
+            remove_groups(&groups.dirs);
             spawned
         }
+    }
+}
+
+/// Empties and removes the groups of a spawn that failed.
+fn remove_groups(dirs: &[std::path::PathBuf]) {
+    for dir in dirs {
+        cgroup::kill_and_remove(dir, std::time::Duration::from_secs(1));
+        guardian::forget_cgroup(dir);
     }
 }
 
@@ -170,12 +242,15 @@ fn pipe_copies(child: &Child) -> Vec<std::os::fd::OwnedFd> {
 struct PreExec {
     /// The supervisor's pid: the child must still be its child once set up.
     supervisor: u32,
-    /// `<its cgroup>/cgroup.procs`, to join before exec.
-    cgroup_procs: Option<CString>,
+    /// `cgroup.procs` of each of its groups (its cgroup v2, v1 groups holding its limits), to
+    /// join before exec.
+    cgroup_procs: Vec<CString>,
     /// The guardians' sockets, to announce `+PID` on.
     guardians: [Option<RawFd>; guardian::GUARDIANS],
     /// SIGKILL when the supervisor's forking thread dies.
     lethal_parent_death: bool,
+    /// The sandbox, for a sandboxed upstream.
+    confinement: Option<Confinement>,
 }
 
 impl PreExec {
@@ -183,21 +258,29 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid) on
-        // memory prepared before the fork; it allocates nothing and takes no locks.
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid, and
+        // for a sandbox unshare, setrlimit, setgroups, setgid, setuid and the raw landlock and
+        // seccomp system calls) on memory prepared before the fork; it allocates nothing and
+        // takes no locks.
         unsafe {
             command.pre_exec(move || {
-                if let Some(procs) = &self.cgroup_procs {
+                // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of
+                // the upstream runs; "0" moves the writer itself, in v1 as in v2.
+                for procs in &self.cgroup_procs {
                     let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                     if fd < 0 {
                         return Err(io::Error::last_os_error());
                     }
-                    // "0" moves the writer itself.
                     let written = libc::write(fd, c"0".as_ptr().cast(), 1);
                     libc::close(fd);
                     if written != 1 {
                         return Err(io::Error::last_os_error());
                     }
+                }
+                // The supervisor's ambient capabilities must not reach any child's program.
+                let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+                if libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
                 }
                 let (line, len) = announcement(libc::getpid() as u32);
                 for fd in self.guardians.iter().flatten() {
@@ -205,6 +288,10 @@ impl PreExec {
                     // its replacement gets the pid from the supervisor.
                     libc::send(*fd, line.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
                 }
+                if let Some(confinement) = &self.confinement {
+                    confinement.apply()?;
+                }
+                // After any change of identity, which clears it.
                 if self.lethal_parent_death
                     && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
                 {
@@ -214,6 +301,14 @@ impl PreExec {
                 if libc::getppid() as u32 != self.supervisor {
                     return Err(io::Error::other("the supervisor exited while this process was starting"));
                 }
+                if let Some(program) = self.confinement.as_ref().and_then(|c| c.seccomp.as_ref()) {
+                    // Last: nothing after it but exec.
+                    let filter = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
+                    let flags: libc::c_uint = 0;
+                    if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &raw const filter) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
@@ -221,6 +316,48 @@ impl PreExec {
 
     #[cfg(not(target_os = "linux"))]
     fn install(self, _command: &mut Command) {}
+}
+
+impl Confinement {
+    /// Namespaces, rlimits, no_new_privs, Landlock, the user: in the child, before exec (the
+    /// seccomp filter is installed by the caller, last). Only system calls on memory prepared
+    /// before the fork (no allocation, no locks).
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn apply(&self) -> io::Result<()> {
+        let unshare_late = self.namespaces & libc::CLONE_NEWUSER != 0;
+        let check = |result: libc::c_long| if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
+        // SAFETY: called only in the forked child before exec (PreExec::install); each call is a
+        // plain system call on values owned by `self`, which was built before the fork.
+        unsafe {
+            if self.namespaces != 0 && !unshare_late {
+                check(libc::unshare(self.namespaces).into())?;
+            }
+            for (resource, value) in &self.rlimits {
+                nix::sys::resource::setrlimit(*resource, *value, *value).map_err(io::Error::from)?;
+            }
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
+            if let Some(ruleset) = &self.landlock {
+                use std::os::fd::AsRawFd;
+                let flags: libc::c_uint = 0;
+                check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), flags))?;
+            }
+            if let Some(Identity { uid, gid }) = self.identity {
+                check(libc::setgroups(0, std::ptr::null()).into())?;
+                check(libc::setgid(gid).into())?;
+                check(libc::setuid(uid).into())?;
+            }
+            if unshare_late {
+                check(libc::unshare(self.namespaces).into())?;
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn apply(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `+PID` in a stack buffer (no allocation between fork and exec): the buffer and its length.

@@ -9,7 +9,8 @@
 //! Whose an adopted orphan is, `lineage.rs` tells; one that names no running upstream is killed
 //! at once (`reaper.rs`).
 //!
-//! With a cgroup (`cgroup.rs`) the kernel kills the subtree in one write; the process-tree walk
+//! With a cgroup (`cgroup.rs`) the kernel kills the subtree in one write (a cgroup v1 group holding
+//! its limits, `cgroup_v1.rs`, is emptied pid by pid: the kernel's fence all the same); the process-tree walk
 //! (`proctree::kill_tree`) runs as well, and the orphan sweep (`reaper.rs`) takes whatever was
 //! reparented to the supervisor once the upstream itself was gone.
 
@@ -26,7 +27,7 @@ const CGROUP_DRAIN: Duration = Duration::from_secs(5);
 /// true if the upstream itself still ran (so its death is the hangar's doing). Once it has been
 /// reaped, does nothing.
 pub fn kill(pid: u32) -> bool {
-    let Some(lineage::Running { start, cgroup, instance }) = lineage::running(pid) else {
+    let Some(lineage::Running { start, groups, instance }) = lineage::running(pid) else {
         return false;
     };
     let alive = proctree::read(pid).is_some_and(|stat| stat.is_live() && Some(stat.start) == start);
@@ -34,7 +35,7 @@ pub fn kill(pid: u32) -> bool {
     for (orphan, orphan_start) in reaper::adopted_by(instance) {
         proctree::kill_tree(orphan, Some(orphan_start));
     }
-    if let Some(dir) = &cgroup {
+    for dir in &groups {
         cgroup::kill(dir);
     }
     alive
@@ -43,15 +44,15 @@ pub fn kill(pid: u32) -> bool {
 /// Once the upstream itself has been reaped: kills what it left (its process group, its cgroup,
 /// its orphans, now the supervisor's), removes its cgroup and tells the guardian it is gone.
 pub async fn reap(pid: u32) {
-    let cgroup = lineage::unregister(pid).and_then(|upstream| upstream.cgroup);
+    let groups = lineage::unregister(pid).map(|upstream| upstream.groups).unwrap_or_default();
     proctree::signal_group(pid, Signal::SIGKILL);
-    if let Some(dir) = &cgroup {
+    for dir in &groups {
         cgroup::kill(dir);
     }
     // Its pid is free again only now that its owner reaped it.
     children::disown(pid);
     reaper::sweep_off_thread().await;
-    if let Some(dir) = cgroup {
+    for dir in groups {
         let removed = dir.clone();
         let _ = tokio::task::spawn_blocking(move || cgroup::kill_and_remove(&removed, CGROUP_DRAIN)).await;
         guardian::forget_cgroup(&dir);

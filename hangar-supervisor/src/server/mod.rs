@@ -117,6 +117,8 @@ struct Inner {
     /// How the current generation's process ended, once it has: the `detail` of the dead record
     /// a failure then renders.
     ended: Option<String>,
+    /// What the last start's sandbox got from the kernel (`None` before one, or unsandboxed).
+    sandbox_in_effect: Option<hangar_core::sandbox::SandboxInEffect>,
     /// Why the block about to be applied happened, for its dead record's `detail` (taken by the
     /// next transition, so it never outlives that one).
     blocked_because: Option<String>,
@@ -205,6 +207,7 @@ impl Server {
                 failure_streak: restored.failure_streak,
                 recovering: false,
                 ended: None,
+                sandbox_in_effect: None,
                 blocked_because: None,
                 last_stop: None,
             }),
@@ -328,6 +331,10 @@ impl Server {
             health: inner.health.clone(),
             meta: inner.meta.clone(),
             dead: inner.lifecycle.dead().map(DeadRecord::from),
+            sandbox: self.config.sandbox().map(|configured| hangar_core::sandbox::SandboxDetails {
+                configured: configured.clone(),
+                in_effect: inner.sandbox_in_effect.clone(),
+            }),
         }
     }
 

@@ -1,5 +1,6 @@
 //! A running child: reaping it, draining its stderr, following its notices, stopping it.
 
+use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +15,8 @@ use hangar_runtime::lines::{Line, read_line};
 use super::Server;
 use crate::logs::{LogRing, Stream};
 use crate::proctree::signal_group;
-use crate::subtree;
 use crate::upstream::{Notice, Upstream};
+use crate::{kernel_limits, subtree};
 
 /// How long a stopping child gets after its stdin closes, and again after SIGTERM.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -31,6 +32,8 @@ pub(super) struct Process {
     /// keeps its sender in `_remote` so this never fires.
     pub exited: watch::Receiver<Option<String>>,
     pub _remote: Option<Arc<watch::Sender<Option<String>>>>,
+    /// A sandboxed child's private $HOME and $TMPDIR, removed once no record of it is left.
+    pub _private_dir: Option<Arc<crate::sandbox::PrivateDir>>,
 }
 
 impl Server {
@@ -47,6 +50,11 @@ impl Server {
             let retry_allowed_at = Some(self.next_retry(&mut inner));
             self.transition(&mut inner, Event::Exited { retry_allowed_at });
         }
+    }
+
+    /// The memory and process limits its process is held to (`kernel_limits.rs`).
+    pub(super) fn kernel_limits(&self) -> kernel_limits::Limits {
+        self.config.sandbox().map(kernel_limits::Limits::from).unwrap_or_default()
     }
 
     /// Kills the process and everything below it at once; for shutdown after the polite stop
@@ -97,9 +105,14 @@ pub(super) async fn watch_exit(
             }
         }
     };
+    // Read before `reap` removes its groups: a SIGKILL the OOM killer sent reads as out of memory.
+    let out_of_memory = killed_because.is_none()
+        && status.as_ref().is_ok_and(|status| status.signal() == Some(Signal::SIGKILL as i32))
+        && kernel_limits::ran_out_of_memory(pid);
     // Whatever the upstream started goes with it, however it regrouped itself.
     subtree::reap(pid).await;
     let how = match status {
+        Ok(_) if out_of_memory => kernel_limits::out_of_memory(server.kernel_limits().memory_mb),
         Ok(status) => crate::proctree::describe_exit(status, killed_because),
         Err(err) => format!("could not be waited for ({err})"),
     };

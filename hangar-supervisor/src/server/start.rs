@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::process::{Process, STOP_GRACE, drain_into_log, follow_notices, terminate, wait_exit, watch_exit};
 use super::{Cause, Inner, Server, Tools, millis};
 use crate::logs::{LogRing, Stream};
+use crate::sandbox::PrivateDir;
 use crate::spawn::{self, Pipes};
 use crate::upstream::{Era, HttpUpstream, RequestError, StdioUpstream, Upstream};
 use hangar_core::config::Mode;
@@ -288,7 +289,7 @@ impl Server {
 
     /// A stdio child: MCP on its stdin and stdout, its stderr into the log.
     fn spawn_stdio(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
-        let mut child = self.spawn_child(Pipes::All)?;
+        let (mut child, private_dir) = self.spawn_child(Pipes::All)?;
         let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
             (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -300,12 +301,12 @@ impl Server {
         tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
-        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None })
+        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None, _private_dir: private_dir })
     }
 
     /// A managed HTTP child: MCP over HTTP at its endpoint, its stdout and stderr into the log.
     fn spawn_http(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
-        let mut child = self.spawn_child(Pipes::Output)?;
+        let (mut child, private_dir) = self.spawn_child(Pipes::Output)?;
         let (Some(pid), Some(stdout), Some(stderr)) = (child.id(), child.stdout.take(), child.stderr.take()) else {
             return Err(StartFailure::Spawn("the child's pipes were not set up".into()));
         };
@@ -314,14 +315,15 @@ impl Server {
         let upstream = self.http_upstream(generation)?;
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(watch_exit(self.clone(), generation, child, pid, upstream.clone(), exited_tx));
-        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None })
+        self.running(generation, Process { pid: Some(pid), upstream, exited, _remote: None, _private_dir: private_dir })
     }
 
     /// A remote endpoint: nothing to spawn.
     fn connect_remote(self: &Arc<Self>, generation: u64) -> Result<Process, StartFailure> {
         let upstream = self.http_upstream(generation)?;
         let (never_exits, exited) = watch::channel(None);
-        self.running(generation, Process { pid: None, upstream, exited, _remote: Some(Arc::new(never_exits)) })
+        let remote = Some(Arc::new(never_exits));
+        self.running(generation, Process { pid: None, upstream, exited, _remote: remote, _private_dir: None })
     }
 
     fn http_upstream(self: &Arc<Self>, generation: u64) -> Result<Arc<Upstream>, StartFailure> {
@@ -332,11 +334,25 @@ impl Server {
         Ok(Arc::new(Upstream::http(link)))
     }
 
-    fn spawn_child(&self, pipes: Pipes) -> Result<tokio::process::Child, StartFailure> {
+    /// Spawns the configured command, in its sandbox if it has one; with the sandbox's private
+    /// directory, which lives as long as the process's record.
+    fn spawn_child(&self, pipes: Pipes) -> Result<(tokio::process::Child, Option<Arc<PrivateDir>>), StartFailure> {
         let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
-        let env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        spawn::spawn(program.as_ref(), args, &env, pipes)
-            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))
+        let mut env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let Some(sandbox) = self.config.sandbox() else {
+            self.lock().sandbox_in_effect = None;
+            let child = spawn::spawn(program.as_ref(), args, &env, pipes)
+                .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))?;
+            return Ok((child, None));
+        };
+        let prepared = crate::sandbox::prepare(&self.id, sandbox, &self.config.command, &self.config.env)
+            .map_err(StartFailure::Spawn)?;
+        env.extend(prepared.env);
+        let child = spawn::spawn_confined(prepared.program.as_os_str(), args, &env, pipes, prepared.confinement)
+            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}` in its sandbox: {err}")))?;
+        tracing::info!(mcp_server = %self.id, enforced = ?prepared.in_effect.enforced, fallbacks = ?prepared.in_effect.fallbacks, "sandboxed");
+        self.lock().sandbox_in_effect = Some(prepared.in_effect);
+        Ok((child, prepared.private_dir.map(Arc::new)))
     }
 
     /// Refuses to start a managed HTTP server on an endpoint something else already answers on.

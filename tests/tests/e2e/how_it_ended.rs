@@ -73,12 +73,12 @@ fn each_dead_record_says_how_its_process_ended_and_who_ended_it() {
     hangar.assert_no_body_contains(SENTINEL);
 }
 
-fn entry(list: &Value, key: &str, id: &str) -> Value {
+pub fn entry(list: &Value, key: &str, id: &str) -> Value {
     list["mcp_servers"].as_array().unwrap().iter().find(|s| s[key] == id).cloned().unwrap_or(Value::Null)
 }
 
 /// `hangar status` against the hangar's API: its table.
-fn hangar_status(url: &str) -> String {
+pub fn hangar_status(url: &str) -> String {
     let output = Command::new(bin("hangar"))
         .args(["--url", url, "status"])
         .env_remove("HANGAR_URL")

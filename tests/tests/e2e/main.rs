@@ -55,6 +55,8 @@ mod real_clients;
 mod redaction;
 mod reload;
 mod restart_memory;
+mod sandbox;
+mod sandbox_limits;
 mod scaling;
 mod security;
 mod shutdown;

@@ -1,0 +1,498 @@
+//! The `sandbox:` block of a server and the top-level `sandbox_defaults:`: what a spawned
+//! upstream may read, write, reach and use, enforced by the kernel (Landlock, namespaces,
+//! rlimits, seccomp, cgroups) between fork and exec (`hangar-supervisor/src/spawn.rs`).
+//!
+//! A server's `sandbox:` is one of:
+//! - absent: `sandbox_defaults:` applies (itself absent: no sandbox);
+//! - `none`: no sandbox, whatever `sandbox_defaults:` says;
+//! - `strict`: the documented preset ([`Sandbox::strict`]);
+//! - a mapping of the keys below.
+//!
+//! A block replaces the defaults whole (no key-by-key merge), so what a server runs with reads
+//! in one place. Only rules are checked here; whether a user exists or the kernel can enforce a
+//! rule is judged when the server starts.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// System paths an upstream may read (and run programs from) unless `filesystem.read` says
+/// otherwise; those missing on a machine are skipped. Not all of `/etc`: `/etc/shadow` and
+/// friends stay out.
+pub const SYSTEM_READ_PATHS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc/alternatives",
+    "/etc/ca-certificates",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/pki",
+    "/etc/resolv.conf",
+    "/etc/ssl",
+];
+
+/// What `sandbox: strict` limits memory to.
+pub const STRICT_MEMORY_MB: u64 = 512;
+/// What `sandbox: strict` limits processes (threads included, as the kernel counts) to.
+pub const STRICT_MAX_PROCESSES: u64 = 64;
+
+/// A server's `sandbox:` as written, before `sandbox_defaults:` is applied.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum SandboxSetting {
+    /// Not written: `sandbox_defaults:` applies. Never left after the config is loaded.
+    #[default]
+    Inherit,
+    /// `none`: no sandbox.
+    Off,
+    /// A block, or the `strict` preset resolved to its values.
+    On(Sandbox),
+}
+
+impl SandboxSetting {
+    /// The sandbox in effect, if any.
+    pub fn sandbox(&self) -> Option<&Sandbox> {
+        match self {
+            SandboxSetting::On(sandbox) => Some(sandbox),
+            SandboxSetting::Inherit | SandboxSetting::Off => None,
+        }
+    }
+
+    /// `self`, or `defaults` when `self` was not written.
+    pub fn or_defaults(self, defaults: Option<&SandboxSetting>) -> SandboxSetting {
+        match (self, defaults) {
+            (SandboxSetting::Inherit, Some(defaults)) => match defaults {
+                SandboxSetting::Inherit => SandboxSetting::Off,
+                other => other.clone(),
+            },
+            (SandboxSetting::Inherit, None) => SandboxSetting::Off,
+            (own, _) => own,
+        }
+    }
+}
+
+/// One server's sandbox, every default filled in. In the mapping form, `preset: strict` takes
+/// the preset's values for every key not written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "RawSandbox")]
+pub struct Sandbox {
+    /// Run as this user (name or numeric uid) and its primary group, with no supplementary
+    /// groups. Needs root or CAP_SETUID/CAP_SETGID. `None`: the hangar's own user.
+    pub user: Option<String>,
+    pub filesystem: Filesystem,
+    pub network: Network,
+    /// The upstream's memory (its cgroup's `memory.max`, else `RLIMIT_AS`).
+    pub memory_mb: Option<u64>,
+    /// The upstream's processes and threads (its cgroup's `pids.max`, else `RLIMIT_NPROC`).
+    pub max_processes: Option<u64>,
+    /// `RLIMIT_NOFILE`.
+    pub max_open_files: Option<u64>,
+    /// `RLIMIT_CPU`: CPU seconds before the kernel kills it.
+    pub cpu_seconds: Option<u64>,
+    pub syscalls: Syscalls,
+    /// Refuse to start when the kernel cannot enforce all of this (the default); `false` runs
+    /// it with what the kernel can do, and the server's details say what is missing.
+    pub require: bool,
+    /// Which preset this came from, if any (shown in the server's details).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<Preset>,
+}
+
+/// The mapping form as written: an absent key takes the preset's value, else the default.
+/// The limits tell "absent" (`None`) from `null` (`Some(None)`: no limit).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    #[serde(default)]
+    preset: Option<Preset>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    filesystem: Option<Filesystem>,
+    #[serde(default)]
+    network: Option<Network>,
+    #[serde(default, deserialize_with = "written")]
+    memory_mb: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "written")]
+    max_processes: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "written")]
+    max_open_files: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "written")]
+    cpu_seconds: Option<Option<u64>>,
+    #[serde(default)]
+    syscalls: Option<Syscalls>,
+    #[serde(default)]
+    require: Option<bool>,
+}
+
+/// A key that was written, `null` included.
+fn written<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<u64>>, D::Error> {
+    Option::<u64>::deserialize(deserializer).map(Some)
+}
+
+impl From<RawSandbox> for Sandbox {
+    fn from(raw: RawSandbox) -> Sandbox {
+        let base = match raw.preset {
+            Some(Preset::Strict) => Sandbox::strict(),
+            None => Sandbox::unlimited(),
+        };
+        Sandbox {
+            user: raw.user.or(base.user),
+            filesystem: raw.filesystem.unwrap_or(base.filesystem),
+            network: raw.network.unwrap_or(base.network),
+            memory_mb: raw.memory_mb.unwrap_or(base.memory_mb),
+            max_processes: raw.max_processes.unwrap_or(base.max_processes),
+            max_open_files: raw.max_open_files.unwrap_or(base.max_open_files),
+            cpu_seconds: raw.cpu_seconds.unwrap_or(base.cpu_seconds),
+            syscalls: raw.syscalls.unwrap_or(base.syscalls),
+            require: raw.require.unwrap_or(base.require),
+            preset: raw.preset,
+        }
+    }
+}
+
+/// The named presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    Strict,
+}
+
+/// `filesystem:`. Besides these, an upstream may always read its own command's directory and
+/// interpreter, `/proc`, and the devices every program expects (`/dev/null`, `/dev/zero`,
+/// `/dev/random`, `/dev/urandom`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filesystem {
+    /// Read-only (programs may run from here). Default: [`SYSTEM_READ_PATHS`].
+    #[serde(default = "system_read_paths")]
+    pub read: Vec<PathBuf>,
+    /// Read-write. Default: none.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// A fresh, empty `$HOME` and `$TMPDIR` for each start (read-write), and no other `/tmp`.
+    #[serde(default = "default_private")]
+    pub private: bool,
+}
+
+impl Default for Filesystem {
+    fn default() -> Self {
+        Filesystem { read: system_read_paths(), write: Vec::new(), private: true }
+    }
+}
+
+fn system_read_paths() -> Vec<PathBuf> {
+    SYSTEM_READ_PATHS.iter().map(PathBuf::from).collect()
+}
+
+fn default_private() -> bool {
+    true
+}
+
+/// `network:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Network {
+    /// No network at all: a network namespace of its own (only a loopback, down).
+    None,
+    /// TCP only to these ports (connect) and on these ports (bind); Landlock, ABI 4 or later.
+    /// Other protocols (UDP, Unix sockets) are not restricted by this form.
+    Ports { tcp_connect: Vec<u16>, tcp_bind: Vec<u16> },
+    /// Unrestricted.
+    #[default]
+    Any,
+}
+
+/// `syscalls:`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Syscalls {
+    /// A deny-list of dangerous system calls (ptrace, mount, bpf, kexec, module loading, ...),
+    /// answered with EPERM.
+    #[default]
+    Default,
+    /// No filter.
+    None,
+}
+
+impl Sandbox {
+    /// A mapping with nothing written: the default file-system rules, any network, no limits.
+    pub fn unlimited() -> Sandbox {
+        Sandbox {
+            user: None,
+            filesystem: Filesystem::default(),
+            network: Network::Any,
+            memory_mb: None,
+            max_processes: None,
+            max_open_files: None,
+            cpu_seconds: None,
+            syscalls: Syscalls::Default,
+            require: true,
+            preset: None,
+        }
+    }
+
+    /// `sandbox: strict`: no network; read-only system paths; the command's own directory
+    /// readable (always true); a private `$HOME` and `/tmp`; 512 MB of memory; 64 processes.
+    pub fn strict() -> Sandbox {
+        Sandbox {
+            user: None,
+            filesystem: Filesystem::default(),
+            network: Network::None,
+            memory_mb: Some(STRICT_MEMORY_MB),
+            max_processes: Some(STRICT_MAX_PROCESSES),
+            max_open_files: None,
+            cpu_seconds: None,
+            syscalls: Syscalls::Default,
+            require: true,
+            preset: Some(Preset::Strict),
+        }
+    }
+
+    /// Why this block is invalid, if it is: `(key under the block, message)`.
+    pub fn problem(&self) -> Option<(String, String)> {
+        if let Some(user) = &self.user
+            && !valid_user(user)
+        {
+            return Some(("user".into(), "expected a user name or a numeric uid".into()));
+        }
+        for (list, paths) in [("read", &self.filesystem.read), ("write", &self.filesystem.write)] {
+            for (n, path) in paths.iter().enumerate() {
+                if let Some(message) = path_problem(path) {
+                    return Some((format!("filesystem.{list}[{n}]"), message));
+                }
+            }
+        }
+        if let Network::Ports { tcp_connect, tcp_bind } = &self.network {
+            for (list, ports) in [("tcp_connect", tcp_connect), ("tcp_bind", tcp_bind)] {
+                if let Some(n) = ports.iter().position(|port| *port == 0) {
+                    return Some((format!("network.{list}[{n}]"), "expected a port from 1 to 65535".into()));
+                }
+            }
+        }
+        let at_least = [
+            ("memory_mb", self.memory_mb, 16, "MB"),
+            ("max_processes", self.max_processes, 1, "processes"),
+            ("max_open_files", self.max_open_files, 16, "files"),
+            ("cpu_seconds", self.cpu_seconds, 1, "seconds"),
+        ];
+        for (key, value, least, unit) in at_least {
+            if let Some(value) = value
+                && value < least
+            {
+                return Some((key.into(), format!("expected at least {least} {unit}, or null for no limit")));
+            }
+        }
+        None
+    }
+}
+
+/// What `GET /api/mcp_servers/{id}` shows of a server's sandbox: what is configured and what
+/// its last start got from the kernel, so an operator sees what it can and cannot do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDetails {
+    /// The sandbox configured (a preset expanded, `sandbox_defaults:` applied).
+    pub configured: Sandbox,
+    /// What its process's last start got; `None` before its first start in this hangar's run.
+    pub in_effect: Option<SandboxInEffect>,
+}
+
+/// What one start of a sandboxed process got, in the hangar's words.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxInEffect {
+    /// The Landlock ABI the rules were written for; `None`: no Landlock.
+    pub landlock_abi: Option<u32>,
+    /// The identity it runs as, e.g. `nobody (uid 65534, gid 65534)`; `None`: the hangar's own.
+    pub user: Option<String>,
+    /// Its private `$HOME` (with `$TMPDIR` below it), when `filesystem.private`.
+    pub home: Option<PathBuf>,
+    /// Each protection in force, e.g. `file system: Landlock ABI 7`.
+    pub enforced: Vec<String>,
+    /// Each thing weaker than configured, and why (a kernel feature missing with `require:
+    /// false`, or a limit enforced by a fallback). Empty when it got everything asked.
+    pub fallbacks: Vec<String>,
+}
+
+/// A name (letters, digits, `_`, `-`, `.`, not starting with `-`) or a numeric uid.
+fn valid_user(user: &str) -> bool {
+    !user.is_empty()
+        && user.len() <= 64
+        && !user.starts_with('-')
+        && user.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// An absolute path with no `..` (Landlock rules follow the path as written at start).
+fn path_problem(path: &Path) -> Option<String> {
+    if !path.is_absolute() {
+        return Some("expected an absolute path".into());
+    }
+    if path.components().any(|c| c == Component::ParentDir) {
+        return Some("expected a path without `..`".into());
+    }
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Some("a path cannot contain a NUL byte".into());
+    }
+    None
+}
+
+impl<'de> Deserialize<'de> for SandboxSetting {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Setting;
+        impl<'de> Visitor<'de> for Setting {
+            type Value = SandboxSetting;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`strict`, `none`, or a mapping of sandbox keys")
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<SandboxSetting, E> {
+                match value {
+                    "strict" => Ok(SandboxSetting::On(Sandbox::strict())),
+                    "none" => Ok(SandboxSetting::Off),
+                    other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<SandboxSetting, M::Error> {
+                Sandbox::deserialize(de::value::MapAccessDeserializer::new(map)).map(SandboxSetting::On)
+            }
+        }
+        deserializer.deserialize_any(Setting)
+    }
+}
+
+/// The mapping form of `network:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Ports {
+    #[serde(default)]
+    tcp_connect: Vec<u16>,
+    #[serde(default)]
+    tcp_bind: Vec<u16>,
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> Visitor<'de> for Form {
+            type Value = Network;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`none`, `any`, or {tcp_connect: [ports], tcp_bind: [ports]}")
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Network, E> {
+                match value {
+                    "none" => Ok(Network::None),
+                    "any" => Ok(Network::Any),
+                    other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Network, M::Error> {
+                let Ports { tcp_connect, tcp_bind } = Ports::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Network::Ports { tcp_connect, tcp_bind })
+            }
+        }
+        deserializer.deserialize_any(Form)
+    }
+}
+
+impl Serialize for Network {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Network::None => serializer.serialize_str("none"),
+            Network::Any => serializer.serialize_str("any"),
+            Network::Ports { tcp_connect, tcp_bind } => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("tcp_connect", tcp_connect)?;
+                map.serialize_entry("tcp_bind", tcp_bind)?;
+                map.end()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(yaml: &str) -> Result<SandboxSetting, String> {
+        serde_norway::from_str(yaml).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn strict_is_the_documented_preset() {
+        let strict = setting("strict").unwrap();
+        let sandbox = strict.sandbox().unwrap();
+        assert_eq!(sandbox.network, Network::None);
+        assert_eq!(sandbox.memory_mb, Some(512));
+        assert_eq!(sandbox.max_processes, Some(64));
+        assert!(sandbox.filesystem.private);
+        assert!(sandbox.filesystem.write.is_empty());
+        assert!(sandbox.filesystem.read.contains(&PathBuf::from("/usr")));
+        assert!(!sandbox.filesystem.read.iter().any(|p| p == Path::new("/etc")), "not all of /etc");
+        assert!(sandbox.require);
+        assert_eq!(sandbox.syscalls, Syscalls::Default);
+        assert_eq!(sandbox.preset, Some(Preset::Strict));
+    }
+
+    #[test]
+    fn a_block_fills_every_default() {
+        let sandbox = setting("{}").unwrap().sandbox().cloned().unwrap();
+        assert_eq!(sandbox.network, Network::Any);
+        assert_eq!(sandbox.filesystem, Filesystem::default());
+        assert!(sandbox.require);
+        assert_eq!((sandbox.memory_mb, sandbox.max_processes, sandbox.cpu_seconds), (None, None, None));
+        assert_eq!(sandbox.preset, None);
+    }
+
+    #[test]
+    fn a_preset_in_a_block_gives_every_key_not_written() {
+        let sandbox = setting("{preset: strict, filesystem: {write: [/srv/shared]}, memory_mb: null}").unwrap();
+        let sandbox = sandbox.sandbox().unwrap();
+        assert_eq!(sandbox.filesystem.write, [PathBuf::from("/srv/shared")]);
+        assert_eq!(sandbox.filesystem.read, Filesystem::default().read);
+        assert_eq!((&sandbox.network, sandbox.memory_mb, sandbox.max_processes), (&Network::None, None, Some(64)));
+        assert_eq!(sandbox.preset, Some(Preset::Strict));
+        assert!(setting("{preset: lax}").is_err());
+    }
+
+    #[test]
+    fn network_has_three_forms() {
+        let net = |yaml: &str| setting(&format!("{{network: {yaml}}}")).map(|s| s.sandbox().unwrap().network.clone());
+        assert_eq!(net("none").unwrap(), Network::None);
+        assert_eq!(net("any").unwrap(), Network::Any);
+        assert_eq!(net("{tcp_connect: [443]}").unwrap(), Network::Ports { tcp_connect: vec![443], tcp_bind: vec![] });
+        assert!(net("some").is_err());
+        assert!(net("{udp: [53]}").is_err());
+    }
+
+    #[test]
+    fn none_is_off_and_inherit_takes_the_defaults() {
+        assert_eq!(setting("none").unwrap(), SandboxSetting::Off);
+        assert!(setting("lax").is_err());
+        let strict = SandboxSetting::On(Sandbox::strict());
+        assert_eq!(SandboxSetting::Inherit.or_defaults(Some(&strict)), strict);
+        assert_eq!(SandboxSetting::Off.or_defaults(Some(&strict)), SandboxSetting::Off);
+        assert_eq!(SandboxSetting::Inherit.or_defaults(None), SandboxSetting::Off);
+    }
+
+    #[test]
+    fn problems_name_their_key() {
+        let problem = |yaml: &str| setting(yaml).unwrap().sandbox().unwrap().problem().map(|(key, _)| key);
+        assert_eq!(problem("{filesystem: {read: [/usr, relative]}}").as_deref(), Some("filesystem.read[1]"));
+        assert_eq!(problem("{filesystem: {write: [/srv/../etc]}}").as_deref(), Some("filesystem.write[0]"));
+        assert_eq!(problem("{network: {tcp_bind: [0]}}").as_deref(), Some("network.tcp_bind[0]"));
+        assert_eq!(problem("{memory_mb: 1}").as_deref(), Some("memory_mb"));
+        assert_eq!(problem("{max_processes: 0}").as_deref(), Some("max_processes"));
+        assert_eq!(problem("{user: 'x y'}").as_deref(), Some("user"));
+        assert_eq!(problem("{user: hangar-mcp, memory_mb: 512, cpu_seconds: null}"), None);
+    }
+}

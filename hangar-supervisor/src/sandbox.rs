@@ -1,0 +1,506 @@
+//! Everything a sandboxed spawn needs, built before the fork (`spawn.rs` only applies it): the
+//! program resolved through `PATH`, the Landlock ruleset, the seccomp program, the user's ids,
+//! the private `$HOME`/`$TMPDIR`, the namespaces to enter and the rlimits. Also the judgement
+//! of what the kernel can enforce: with `require: true` (the default) anything missing refuses
+//! the start in the hangar's words; with `require: false` the server runs weaker and its
+//! details say what is missing (`SandboxInEffect::fallbacks`).
+//!
+//! No `unsafe` here: what runs between fork and exec is in `spawn.rs`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hangar_core::sandbox::{Network, Sandbox, SandboxInEffect, Syscalls};
+use indexmap::IndexMap;
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort, RestrictSelf,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
+};
+use nix::sys::resource::Resource;
+
+use crate::kernel_limits;
+use crate::spawn::{Confinement, Identity};
+
+/// Caps the Landlock ABI the hangar believes the kernel has (never raises it). For tests that
+/// show how a kernel lacking a feature is handled; unset in production.
+pub const TEST_LANDLOCK_ABI_ENV: &str = "HANGAR_TEST_LANDLOCK_ABI_MAX";
+
+/// Devices every program expects to open.
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full"];
+
+/// Programs that run a script named by their first argument: that script's directory is
+/// readable too, like the program's own.
+const INTERPRETERS: &[&str] =
+    &["node", "nodejs", "python", "python3", "bash", "sh", "dash", "perl", "ruby", "deno", "bun"];
+
+/// A start of a sandboxed program, prepared.
+pub struct Prepared {
+    /// The program as found through `PATH`, absolute.
+    pub program: PathBuf,
+    /// `HOME` and `TMPDIR` when the file system is private.
+    pub env: Vec<(String, String)>,
+    pub confinement: Confinement,
+    pub in_effect: SandboxInEffect,
+    /// Removed when the last holder lets go (the process's record).
+    pub private_dir: Option<PrivateDir>,
+}
+
+/// Prepares `command` to run in `sandbox`, or says in the hangar's words why it cannot.
+pub fn prepare(
+    id: &str,
+    sandbox: &Sandbox,
+    command: &[String],
+    env: &IndexMap<String, String>,
+) -> Result<Prepared, String> {
+    let (program, args) = command.split_first().ok_or("no command")?;
+    let path_var = env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    let resolved = resolve(program, &path_var).ok_or_else(|| format!("`{program}` was not found in PATH"))?;
+    let mut in_effect = SandboxInEffect::default();
+    let mut confinement = Confinement::default();
+
+    let identity = match &sandbox.user {
+        Some(user) => Some(identity(user)?),
+        None => None,
+    };
+    if let Some((who, ids)) = &identity {
+        in_effect.enforced.push(format!("user: {who}, no supplementary groups"));
+        in_effect.user = Some(who.clone());
+        confinement.identity = Some(*ids);
+    }
+    let ids = identity.as_ref().map(|(_, ids)| *ids);
+
+    let private_dir = if sandbox.filesystem.private { Some(PrivateDir::create(id, ids)?) } else { None };
+    let mut child_env = Vec::new();
+    if let Some(dir) = &private_dir {
+        child_env.push(("HOME".to_owned(), dir.home().display().to_string()));
+        child_env.push(("TMPDIR".to_owned(), dir.tmp().display().to_string()));
+        in_effect.home = Some(dir.home());
+    }
+
+    let abi = believed_landlock_abi();
+    in_effect.landlock_abi = (abi > 0).then_some(abi as u32);
+    confinement.landlock =
+        landlock_ruleset(sandbox, abi, &resolved, args, &path_var, private_dir.as_ref(), &mut in_effect)?;
+
+    match &sandbox.network {
+        Network::Any => {}
+        Network::None => {
+            // Without root, a user namespace gives the right to make the network namespace.
+            confinement.namespaces = libc::CLONE_NEWNET;
+            if !nix::unistd::geteuid().is_root() {
+                confinement.namespaces |= libc::CLONE_NEWUSER;
+            }
+            in_effect.enforced.push("network: none (a network namespace of its own, with no interface up)".into());
+        }
+        Network::Ports { .. } => {} // Landlock rules, above.
+    }
+
+    for (key, resource, value) in [
+        ("max_open_files", Resource::RLIMIT_NOFILE, sandbox.max_open_files),
+        ("cpu_seconds", Resource::RLIMIT_CPU, sandbox.cpu_seconds),
+    ] {
+        if let Some(value) = value {
+            confinement.rlimits.push((resource, value));
+            in_effect.enforced.push(format!("{key}: {value} ({resource:?})"));
+        }
+    }
+    // k-limits: memory_mb and max_processes are held by the upstream's cgroup (v2, else v1,
+    // created by `spawn.rs` from `confinement.limits`); where there is none, their RLIMIT_AS /
+    // RLIMIT_NPROC fallback goes into `confinement.rlimits`, and `in_effect` says which.
+    confinement.limits = kernel_limits::Limits::from(sandbox);
+    confinement.rlimits.extend(kernel_limits::fallback_rlimits(&confinement.limits));
+    let limits = kernel_limits::report(&confinement.limits);
+    in_effect.enforced.extend(limits.enforced);
+    in_effect.fallbacks.extend(limits.fallbacks);
+
+    if sandbox.syscalls == Syscalls::Default {
+        match seccomp_program() {
+            Ok(program) => {
+                confinement.seccomp = Some(program.clone());
+                in_effect.enforced.push(format!(
+                    "syscalls: {} dangerous system calls answered EPERM (seccomp)",
+                    DENIED_SYSCALLS.len()
+                ));
+            }
+            Err(why) if sandbox.require => return Err(format!("its `syscalls` filter cannot be built: {why}")),
+            Err(why) => in_effect.fallbacks.push(format!("syscalls: not filtered ({why}; require: false)")),
+        }
+    }
+    in_effect.enforced.push("no_new_privs: set (no setuid or file capabilities gain privileges)".into());
+    Ok(Prepared { program: resolved, env: child_env, confinement, in_effect, private_dir })
+}
+
+/// The kernel's Landlock ABI (0: none), capped by [`TEST_LANDLOCK_ABI_ENV`]. Probed once,
+/// without restricting the supervisor.
+fn believed_landlock_abi() -> i32 {
+    static KERNEL: OnceLock<i32> = OnceLock::new();
+    let kernel = *KERNEL.get_or_init(|| match RestrictSelf::default().no_new_privs(false).apply() {
+        Ok(status) => match status.landlock {
+            LandlockStatus::Available { effective_abi, .. } => effective_abi as i32,
+            _ => 0,
+        },
+        Err(_) => 0,
+    });
+    let cap = std::env::var(TEST_LANDLOCK_ABI_ENV).ok().and_then(|v| v.parse::<i32>().ok());
+    cap.map_or(kernel, |cap| kernel.min(cap.max(0)))
+}
+
+/// The Landlock ruleset for the file system and TCP ports; `None` when Landlock is missing
+/// and `require: false` allows running without it.
+fn landlock_ruleset(
+    sandbox: &Sandbox,
+    abi_number: i32,
+    program: &Path,
+    args: &[String],
+    path_var: &str,
+    private_dir: Option<&PrivateDir>,
+    in_effect: &mut SandboxInEffect,
+) -> Result<Option<OwnedFd>, String> {
+    let ports = match &sandbox.network {
+        Network::Ports { tcp_connect, tcp_bind } => Some((tcp_connect, tcp_bind)),
+        _ => None,
+    };
+    if abi_number < 1 {
+        let missing = "this kernel offers no Landlock (not built in, or not enabled at boot: `lsm=...,landlock`)";
+        if sandbox.require {
+            return Err(format!(
+                "its sandbox's `filesystem` rules need Landlock, and {missing}; set `sandbox.require: false` to run it without them"
+            ));
+        }
+        in_effect.fallbacks.push(format!("filesystem: not restricted: {missing} (require: false)"));
+        if ports.is_some() {
+            in_effect.fallbacks.push("network: TCP ports not restricted: no Landlock (require: false)".into());
+        }
+        return Ok(None);
+    }
+    let abi = ABI::from(abi_number);
+    let net_rules = ports.is_some() && abi_number >= 4;
+    if ports.is_some() && !net_rules {
+        let missing = format!("TCP port rules need Landlock ABI 4, and this kernel offers ABI {abi_number}");
+        if sandbox.require {
+            return Err(format!(
+                "its sandbox's `network: {{tcp_connect, tcp_bind}}` cannot be enforced: {missing}; set `sandbox.require: false` to run it without them"
+            ));
+        }
+        in_effect.fallbacks.push(format!("network: TCP ports not restricted: {missing} (require: false)"));
+    }
+    let failed = |err: landlock::RulesetError| format!("its Landlock rules could not be built: {err}");
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    ruleset = ruleset.handle_access(AccessFs::from_all(abi)).map_err(failed)?;
+    if net_rules {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(failed)?;
+    }
+    let scoped = abi_number >= 6;
+    if scoped {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(failed)?;
+    }
+    let read_only = AccessFs::from_read(abi);
+    let read_write = AccessFs::from_all(abi);
+    let devices: BitFlags<AccessFs> = AccessFs::ReadFile | AccessFs::WriteFile;
+    let own = command_paths(program, args, path_var);
+    let writable: Vec<PathBuf> =
+        sandbox.filesystem.write.iter().cloned().chain(private_dir.map(PrivateDir::path)).collect();
+    let mut created = ruleset
+        .create()
+        .map_err(failed)?
+        .add_rules(path_beneath_rules(&sandbox.filesystem.read, read_only))
+        .and_then(|r| r.add_rules(path_beneath_rules(&own, read_only)))
+        .and_then(|r| r.add_rules(path_beneath_rules(["/proc"], read_only)))
+        .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, devices)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&writable, read_write)))
+        .map_err(failed)?;
+    if let Some((connect, bind)) = ports.filter(|_| net_rules) {
+        for port in connect {
+            created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp)).map_err(failed)?;
+        }
+        for port in bind {
+            created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp)).map_err(failed)?;
+        }
+        in_effect.enforced.push(format!(
+            "network: TCP connect only to ports {connect:?}, bind only on {bind:?} (Landlock ABI {abi_number}); UDP and Unix sockets not restricted"
+        ));
+    }
+    in_effect.enforced.push(format!(
+        "filesystem: Landlock ABI {abi_number}: read {} paths, write {} paths, plus its own program's {}",
+        sandbox.filesystem.read.len(),
+        writable.len(),
+        own.len()
+    ));
+    if scoped {
+        in_effect.enforced.push("signals and abstract Unix sockets: only within its sandbox (Landlock)".into());
+    }
+    let fd: Option<OwnedFd> = created.into();
+    fd.map(Some).ok_or_else(|| "its Landlock ruleset was not created".to_owned())
+}
+
+/// The program's own directories: where it was found and where its links lead, its `#!`
+/// interpreter's, the script an interpreter runs, and the package or venv root around them.
+fn command_paths(program: &Path, args: &[String], path_var: &str) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    add_program_dirs(program, &mut paths);
+    if let Some(interpreter) = shebang(program, path_var) {
+        add_program_dirs(&interpreter, &mut paths);
+    }
+    let name = program.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let runs_script = INTERPRETERS.contains(&name) || name.starts_with("python3.");
+    if runs_script
+        && let Some(script) = args.iter().find(|a| !a.starts_with('-')).map(Path::new)
+        && script.is_file()
+    {
+        add_program_dirs(&absolute(script), &mut paths);
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+fn add_program_dirs(file: &Path, paths: &mut Vec<PathBuf>) {
+    let canonical = std::fs::canonicalize(file).ok();
+    for path in [Some(file.to_path_buf()), canonical].into_iter().flatten() {
+        let Some(dir) = path.parent() else { continue };
+        paths.push(dir.to_path_buf());
+        // A venv's `bin`: its pyvenv.cfg and lib are beside it.
+        if dir.file_name().is_some_and(|n| n == "bin")
+            && let Some(root) = dir.parent()
+            && root.join("pyvenv.cfg").is_file()
+        {
+            paths.push(root.to_path_buf());
+        }
+        // A package under node_modules: its dependencies are anywhere below the outermost one.
+        let mut outermost = None;
+        for ancestor in dir.ancestors() {
+            if ancestor.file_name().is_some_and(|n| n == "node_modules") {
+                outermost = Some(ancestor);
+            }
+        }
+        if let Some(modules) = outermost {
+            paths.push(modules.to_path_buf());
+        }
+    }
+}
+
+/// The interpreter a `#!` script names (`/usr/bin/env NAME` resolved through `PATH`).
+fn shebang(program: &Path, path_var: &str) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = std::str::from_utf8(line.split(|b| *b == b'\n').next()?).ok()?;
+    let mut words = line.split_whitespace();
+    let interpreter = words.next()?;
+    if interpreter.ends_with("/env") {
+        let name = words.find(|w| !w.starts_with('-'))?;
+        return resolve(name, path_var);
+    }
+    Some(PathBuf::from(interpreter))
+}
+
+/// `name` as `execvp` would find it: a path as given (made absolute), else the first
+/// executable file of that name in `path_var`.
+fn resolve(name: &str, path_var: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = absolute(Path::new(name));
+        return path.is_file().then_some(path);
+    }
+    std::env::split_paths(path_var).map(|dir| absolute(&dir.join(name))).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    })
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The user to run as, looked up now (no lookups after the fork), with how it reads.
+fn identity(user: &str) -> Result<(String, Identity), String> {
+    let found = match user.parse::<u32>() {
+        Ok(uid) => nix::unistd::User::from_uid(uid.into()),
+        Err(_) => nix::unistd::User::from_name(user),
+    };
+    let found = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return Err(format!("its sandbox's user `{user}` does not exist")),
+        Err(err) => return Err(format!("its sandbox's user `{user}` could not be looked up: {err}")),
+    };
+    let ids = Identity { uid: found.uid.as_raw(), gid: found.gid.as_raw() };
+    if ids.uid != nix::unistd::geteuid().as_raw() && !may_change_identity() {
+        return Err(format!(
+            "its sandbox's user `{user}` needs the hangar to run as root or with CAP_SETUID and CAP_SETGID (AmbientCapabilities= under systemd)"
+        ));
+    }
+    Ok((format!("{} (uid {}, gid {})", found.name, ids.uid, ids.gid), ids))
+}
+
+/// Root, or CAP_SETUID (7) and CAP_SETGID (6) in the effective set.
+fn may_change_identity() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let effective = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0);
+    effective & (1 << 7) != 0 && effective & (1 << 6) != 0
+}
+
+/// System calls no MCP server needs and a sandbox escape would: debugging other processes,
+/// mounts and namespaces, kernel modules and BPF, keyrings, rebooting and swapping, raw handles.
+const DENIED_SYSCALLS: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_setns,
+    libc::SYS_unshare,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_settimeofday,
+    libc::SYS_clock_settime,
+    libc::SYS_clock_adjtime,
+    libc::SYS_adjtimex,
+    libc::SYS_syslog,
+    libc::SYS_vhangup,
+];
+
+/// The deny-list as a BPF program for this machine's architecture, compiled once.
+fn seccomp_program() -> Result<&'static Vec<libc::sock_filter>, String> {
+    static PROGRAM: OnceLock<Result<Vec<libc::sock_filter>, String>> = OnceLock::new();
+    PROGRAM
+        .get_or_init(|| {
+            let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+            // `c_long` is not i64 on every target.
+            #[allow(clippy::useless_conversion)]
+            let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+                DENIED_SYSCALLS.iter().map(|nr| (i64::from(*nr), Vec::new())).collect();
+            let filter = seccompiler::SeccompFilter::new(
+                rules,
+                seccompiler::SeccompAction::Allow,
+                seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+                arch,
+            )
+            .map_err(|e| e.to_string())?;
+            let program: seccompiler::BpfProgram =
+                filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+            Ok(program.iter().map(|f| libc::sock_filter { code: f.code, jt: f.jt, jf: f.jf, k: f.k }).collect())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A start's private `$HOME` and `$TMPDIR`: `<tmp>/hangar-sandbox-<supervisor pid>/<id>-<n>`,
+/// owned by the sandbox's user, mode 0700 (the parent 0711: passable, not listable). Removed
+/// when dropped.
+pub struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn create(id: &str, owner: Option<Identity>) -> Result<PrivateDir, String> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let failed = |err: std::io::Error| format!("its private $HOME could not be made: {err}");
+        let base = std::env::temp_dir().join(format!("hangar-sandbox-{}", std::process::id()));
+        match std::fs::create_dir(&base) {
+            Ok(()) => std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711)).map_err(failed)?,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(failed(err)),
+        }
+        let dir = base.join(format!("{id}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let private = PrivateDir(dir);
+        for path in [private.path(), private.home(), private.tmp()] {
+            std::fs::create_dir(&path).map_err(failed)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
+            if let Some(Identity { uid, gid }) = owner {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).map_err(failed)?;
+            }
+        }
+        Ok(private)
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.0.clone()
+    }
+    fn home(&self) -> PathBuf {
+        self.0.join("home")
+    }
+    fn tmp(&self) -> PathBuf {
+        self.0.join("tmp")
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        // On a thread of its own: a server may have left many files, and this runs on the runtime.
+        let dir = std::mem::take(&mut self.0);
+        let _ = std::thread::Builder::new().name("sandbox-cleanup".into()).spawn(move || {
+            let _ = std::fs::remove_dir_all(dir);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_is_found_through_path_and_its_directories_are_readable() {
+        let sh = resolve("sh", "/nonexistent:/usr/bin:/bin").unwrap();
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{sh:?}");
+        assert_eq!(resolve("no-such-program-here", "/usr/bin"), None);
+        let paths = command_paths(&sh, &[], "/usr/bin");
+        assert!(paths.contains(&sh.parent().unwrap().to_path_buf()), "{paths:?}");
+    }
+
+    #[test]
+    fn a_script_run_by_an_interpreter_is_readable_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.py");
+        std::fs::write(&script, "print()").unwrap();
+        let python = resolve("python3", "/usr/bin:/bin").unwrap();
+        let paths = command_paths(&python, &["-u".into(), script.display().to_string()], "/usr/bin");
+        assert!(paths.iter().any(|p| p == &std::fs::canonicalize(dir.path()).unwrap()), "{paths:?}");
+    }
+
+    #[test]
+    fn a_shebang_names_its_interpreter() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("tool");
+        std::fs::write(&script, "#!/usr/bin/env -S sh -e\necho\n").unwrap();
+        assert_eq!(shebang(&script, "/usr/bin:/bin"), resolve("sh", "/usr/bin:/bin"));
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        assert_eq!(shebang(&script, ""), Some(PathBuf::from("/bin/sh")));
+    }
+
+    #[test]
+    fn the_deny_list_compiles_for_this_machine() {
+        assert!(seccomp_program().unwrap().len() > DENIED_SYSCALLS.len());
+    }
+}

@@ -1,0 +1,274 @@
+//! Every upstream in a box (issue 16): a probe upstream (`tests/fixtures/sandbox_probe.py`)
+//! tries, from inside its sandbox, what the sandbox must stop (read `/etc/shadow` and a file
+//! outside `read`, write outside `write`, connect to a loopback port this test listens on, bind a
+//! port, ptrace a process, escape with setsid and a double fork) and each attempt is refused
+//! while the server keeps serving; the real `@modelcontextprotocol/server-filesystem` serves its
+//! one directory through the front door under the strict preset; and a sandbox the kernel cannot
+//! provide (the Landlock ABI the hangar believes in capped by `HANGAR_TEST_LANDLOCK_ABI_MAX`)
+//! refuses the start, or, with `require: false`, runs weaker and says so in the details.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{Hangar, alive, node, poll, repo_root};
+
+/// A process for the probe to try to ptrace, killed with the test.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(Command::new("sleep").arg("1000").spawn().expect("sleep"))
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The probe's report of one attempt (a tool of the probe, called through `hangar_call`).
+fn attempt(hangar: &Hangar, server: &str, tool: &str, arguments: Value) -> Value {
+    let call = json!({"calls": [{"mcp_server": server, "tool": tool, "arguments": arguments}]});
+    let batch = hangar.tool_ok("hangar_call", call);
+    let result = &batch["results"][0];
+    assert_eq!(result["success"], true, "{server}/{tool}({arguments}) failed as a call: {batch}");
+    result["result"]["structuredContent"].clone()
+}
+
+fn assert_refused(report: &Value, errnos: &[&str], what: &str) {
+    assert_eq!(report["ok"], false, "{what} was allowed: {report}");
+    let errno = report["errno"].as_str().unwrap_or_default();
+    assert!(errnos.contains(&errno), "{what}: expected one of {errnos:?}, got {report}");
+}
+
+/// The test's temp dir, opened to other users (the probe runs as `nobody`), with a readable
+/// tree, a writable one, and a file outside both.
+fn lay_out(dir: &Path) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for sub in ["readable", "out"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::set_permissions(dir.join("out"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.join("readable/allowed.txt"), "allowed").unwrap();
+    std::fs::write(dir.join("outside.txt"), "outside").unwrap();
+    for file in ["readable/allowed.txt", "outside.txt"] {
+        std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+}
+
+#[test]
+fn a_sandboxed_probe_is_refused_everything_outside_its_box_and_keeps_serving() {
+    let allowed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let forbidden = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (allowed_port, forbidden_port) = (allowed.local_addr().unwrap().port(), forbidden.local_addr().unwrap().port());
+    let config = format!(
+        r#"
+mcp_servers:
+  boxed:
+    command: ["/usr/bin/python3", "{{fixtures}}/sandbox_probe.py"]
+    sandbox:
+      user: nobody
+      filesystem: {{read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache, "{{dir}}/readable"], write: ["{{dir}}/out"]}}
+      network: {{tcp_connect: [{allowed_port}], tcp_bind: []}}
+      max_open_files: 256
+  offline:
+    command: ["/usr/bin/python3", "{{fixtures}}/sandbox_probe.py"]
+    sandbox: strict
+"#
+    );
+    let hangar = Hangar::start(&config);
+    let dir = hangar.dir.path().to_path_buf();
+    lay_out(&dir);
+    let sleeper = Sleeper::start();
+    let at = |name: &str| dir.join(name).display().to_string();
+
+    // Who it is: nobody, no new privileges, a seccomp filter, a private $HOME.
+    let me = attempt(&hangar, "boxed", "whoami", json!({}));
+    assert_eq!((me["uid"].as_u64(), me["gid"].as_u64()), (Some(65534), Some(65534)), "{me}");
+    assert_eq!(me["groups"], json!([]), "{me}");
+    assert_eq!(me["status"]["NoNewPrivs"], "1", "{me}");
+    assert_eq!(me["status"]["Seccomp"], "2", "{me}");
+    let home = me["home"].as_str().unwrap().to_owned();
+    assert!(home.contains("hangar-sandbox-"), "{me}");
+
+    // The file system: only what `read` and `write` (and its private home) allow.
+    assert_refused(&attempt(&hangar, "boxed", "read_file", json!({"path": "/etc/shadow"})), &["EACCES"], "/etc/shadow");
+    assert_refused(
+        &attempt(&hangar, "boxed", "read_file", json!({"path": at("outside.txt")})),
+        &["EACCES"],
+        "outside read",
+    );
+    assert_eq!(attempt(&hangar, "boxed", "read_file", json!({"path": at("readable/allowed.txt")}))["ok"], true);
+    assert_refused(
+        &attempt(&hangar, "boxed", "write_file", json!({"path": at("readable/x")})),
+        &["EACCES"],
+        "write in read",
+    );
+    assert_refused(
+        &attempt(&hangar, "boxed", "write_file", json!({"path": at("written.txt")})),
+        &["EACCES"],
+        "write outside",
+    );
+    assert_refused(
+        &attempt(&hangar, "boxed", "write_file", json!({"path": "/tmp/sandbox-probe"})),
+        &["EACCES"],
+        "/tmp",
+    );
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": at("out/x")}))["ok"], true);
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": format!("{home}/x")}))["ok"], true);
+
+    // The network: TCP connect only to the listed port, bind nowhere.
+    assert_eq!(attempt(&hangar, "boxed", "connect", json!({"port": allowed_port}))["ok"], true);
+    let connect = attempt(&hangar, "boxed", "connect", json!({"port": forbidden_port}));
+    assert_refused(&connect, &["EACCES"], "connect to a port not listed");
+    assert_refused(&attempt(&hangar, "boxed", "bind", json!({"port": 0})), &["EACCES"], "bind");
+
+    // Another process: not to be traced.
+    let ptrace = attempt(&hangar, "boxed", "ptrace", json!({"pid": sleeper.0.id()}));
+    assert_refused(&ptrace, &["EPERM"], "ptrace");
+
+    // `network: none` and the strict preset, running as root: no network at all, and Landlock
+    // (not file modes, which root passes) keeps /etc/shadow out; seccomp stops ptrace.
+    for port in [allowed_port, forbidden_port] {
+        let report = attempt(&hangar, "offline", "connect", json!({"port": port}));
+        assert_refused(&report, &["ENETUNREACH", "EACCES", "EPERM"], "connect from network: none");
+    }
+    // Its loopback is its own: it may bind the very port this test holds (on the host's it
+    // would get EADDRINUSE), and nothing outside can reach what it binds.
+    let bound = attempt(&hangar, "offline", "bind", json!({"port": forbidden_port}));
+    assert_eq!(bound["ok"], true, "{bound}");
+    assert_refused(
+        &attempt(&hangar, "offline", "read_file", json!({"path": "/etc/shadow"})),
+        &["EACCES"],
+        "root shadow",
+    );
+    assert_refused(&attempt(&hangar, "offline", "ptrace", json!({"pid": sleeper.0.id()})), &["EPERM"], "root ptrace");
+
+    // The details say what is in effect.
+    let details = hangar.details("offline");
+    let sandbox = &details["sandbox"];
+    assert_eq!(sandbox["configured"]["preset"], "strict", "{details}");
+    assert_eq!(sandbox["configured"]["network"], "none", "{details}");
+    assert_eq!(sandbox["configured"]["memory_mb"], 512, "{details}");
+    assert_eq!(sandbox["in_effect"]["fallbacks"], json!([]), "{details}");
+    assert!(sandbox["in_effect"]["landlock_abi"].as_u64().is_some_and(|abi| abi >= 4), "{details}");
+    let enforced = sandbox["in_effect"]["enforced"].to_string();
+    for word in ["network: none", "filesystem: Landlock", "seccomp", "no_new_privs"] {
+        assert!(enforced.contains(word), "{word} not in {enforced}");
+    }
+    assert_eq!(hangar.details("boxed")["sandbox"]["in_effect"]["user"], "nobody (uid 65534, gid 65534)");
+
+    // Still serving after every refusal.
+    for id in ["boxed", "offline"] {
+        assert_eq!(hangar.details(id)["state"], "ready", "{id}");
+        assert_eq!(attempt(&hangar, id, "whoami", json!({}))["ok"], true);
+    }
+}
+
+#[test]
+fn an_escape_by_setsid_and_double_fork_does_not_survive_the_stop() {
+    let hangar = Hangar::start(
+        r#"
+mcp_servers:
+  boxed:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {user: nobody, network: none}
+"#,
+    );
+    let home = attempt(&hangar, "boxed", "whoami", json!({}))["home"].as_str().unwrap().to_owned();
+    let escaped = attempt(&hangar, "boxed", "escape", json!({"dir": home}));
+    assert_eq!(escaped["ok"], true, "{escaped}");
+    let pid = escaped["pid"].as_u64().unwrap() as u32;
+    assert!(alive(pid), "the escapee should be running before the stop");
+    hangar.tool_ok("hangar_stop", json!({"mcp_server": "boxed"}));
+    poll("the escapee to be gone", Duration::from_secs(10), || (!alive(pid)).then_some(()));
+    // Its private home goes with it.
+    poll("the private home to be removed", Duration::from_secs(10), || (!Path::new(&home).exists()).then_some(()));
+}
+
+/// `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients` installs.
+fn server_filesystem() -> std::path::PathBuf {
+    let script =
+        repo_root().join(".tools/server-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
+    script
+}
+
+#[test]
+fn the_real_filesystem_server_serves_its_one_directory_under_the_strict_preset() {
+    let config = format!(
+        r#"
+tool_access: {{mode: front_door}}
+mcp_servers:
+  files:
+    command: ["{node}", "{script}", "{{dir}}/shared"]
+    handshake_timeout_s: 30
+    sandbox: {{preset: strict, filesystem: {{write: ["{{dir}}/shared"]}}}}
+"#,
+        node = node().display(),
+        script = server_filesystem().display()
+    );
+    let hangar = Hangar::start(&config);
+    let dir = hangar.dir.path();
+    std::fs::create_dir_all(dir.join("shared")).unwrap();
+    std::fs::write(dir.join("shared/note.txt"), "inside the box").unwrap();
+    std::fs::write(dir.join("secret.txt"), "outside the box").unwrap();
+    let at = |name: &str| dir.join(name).display().to_string();
+
+    let listed = hangar.tool("list_directory", json!({"path": at("shared")}));
+    assert_ne!(listed["isError"], true, "{listed}");
+    assert!(listed.to_string().contains("note.txt"), "{listed}");
+    let read = hangar.tool("read_text_file", json!({"path": at("shared/note.txt")}));
+    assert!(read.to_string().contains("inside the box"), "{read}");
+    let written = hangar.tool("write_file", json!({"path": at("shared/new.txt"), "content": "made inside"}));
+    assert_ne!(written["isError"], true, "{written}");
+    assert_eq!(std::fs::read_to_string(dir.join("shared/new.txt")).unwrap(), "made inside");
+
+    let outside = hangar.tool("read_text_file", json!({"path": at("secret.txt")}));
+    assert_eq!(outside["isError"], true, "{outside}");
+    assert!(!outside.to_string().contains("outside the box"), "{outside}");
+    let details = hangar.details("files");
+    assert_eq!(details["sandbox"]["configured"]["network"], "none", "{details}");
+    assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
+}
+
+#[test]
+fn a_sandbox_the_kernel_cannot_provide_refuses_the_start_unless_not_required() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = r#"
+mcp_servers:
+  required:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {network: {tcp_connect: [1]}}
+  optional:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {network: {tcp_connect: [1]}, require: false}
+"#;
+    // TCP port rules need Landlock ABI 4: the hangar is made to believe the kernel has ABI 3.
+    let hangar = Hangar::start_with_env(config, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "3")]);
+
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": "required"}));
+    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+    let why = refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(why.contains("Landlock ABI 4") && why.contains("ABI 3") && why.contains("require: false"), "{why}");
+    let dead = hangar.details("required")["dead"].clone();
+    assert_eq!(dead["reason"], "start_failed", "{dead}");
+
+    // Not required: it runs, weaker, and says so; the port it was not given is reachable.
+    let report = attempt(&hangar, "optional", "connect", json!({"port": port}));
+    assert_eq!(report["ok"], true, "{report}");
+    let details = hangar.details("optional");
+    let fallbacks = details["sandbox"]["in_effect"]["fallbacks"].to_string();
+    assert!(fallbacks.contains("TCP ports not restricted") && fallbacks.contains("ABI 3"), "{details}");
+    assert_eq!(details["sandbox"]["in_effect"]["landlock_abi"], 3, "{details}");
+    // The file system is still enforced at the ABI it has.
+    let shadow = attempt(&hangar, "optional", "read_file", json!({"path": "/etc/shadow"}));
+    assert_refused(&shadow, &["EACCES"], "/etc/shadow at ABI 3");
+}
