@@ -80,6 +80,9 @@ pub struct Hangar {
     listens: listens::Listens,
     /// 2026-07-28 clients' calls waiting for their answer to a legacy upstream's own request.
     held: held_calls::HeldCalls,
+    /// How long a question to a client waits for its answer (`tool_access.client_answer_timeout_s`);
+    /// replaced by a reload.
+    client_answer_timeout: RwLock<Duration>,
 }
 
 impl Hangar {
@@ -122,11 +125,19 @@ impl Hangar {
             client_relay: ClientRelay::default(),
             listens: Default::default(),
             held: held_calls::HeldCalls::default(),
+            client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
         });
+        hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
+            runtime.spawn(sweep_sessions(Arc::downgrade(&hangar)));
         }
         hangar
+    }
+
+    /// How long a question to a client waits for its answer.
+    fn client_answer_timeout(&self) -> Duration {
+        *self.client_answer_timeout.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A failed request's error as its caller may see it (see `upstream_words`).
@@ -355,7 +366,12 @@ impl Hangar {
             }
             Request::AwaitClientAnswer { session, request_id } => {
                 let identity = &decide.caller().identity;
-                Reply::ClientAnswered(self.client_relay.await_answer(identity, &session, &request_id, notices).await?)
+                let wait = self.client_relay.await_answer(identity, &session, &request_id, notices);
+                let limit = self.client_answer_timeout();
+                match tokio::time::timeout(limit, wait).await {
+                    Ok(answer) => Reply::ClientAnswered(answer?),
+                    Err(_) => return Err(client_answer_late(limit)),
+                }
             }
             Request::ClientAnswer { session, request_id, response } => {
                 let found = self.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
@@ -365,6 +381,7 @@ impl Hangar {
                 let server = self.visible(view, &mcp_server)?;
                 Reply::UpstreamAnswered { found: server.answer_ask(&ask_id, &response) }
             }
+            Request::TaskFollow { task_ids } => self.task_follow(decide.caller(), task_ids, notices).await?,
         })
     }
 
@@ -582,6 +599,9 @@ impl Hangar {
         }
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
         *self.upstream_words.write().unwrap_or_else(|p| p.into_inner()) = UpstreamWordsRule::of(&config);
+        self.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
+        *self.client_answer_timeout.write().unwrap_or_else(|p| p.into_inner()) =
+            config.tool_access.client_answer_timeout();
         for server in to_stop {
             server.stop(StopReason::Reload).await;
         }
@@ -829,6 +849,27 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
         let access = hangar.access.read().unwrap_or_else(|p| p.into_inner()).clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));
+    }
+}
+
+/// A question to a client that found no answer within `limit` (the upstream that asked gets
+/// this, as a JSON-RPC error, and its call goes on).
+fn client_answer_late(limit: Duration) -> IpcError {
+    IpcError::new(
+        ErrorKind::Timeout,
+        format!("the client did not answer within {} s (tool_access.client_answer_timeout_s)", limit.as_secs_f64()),
+    )
+}
+
+/// Forgets expired legacy sessions as they expire (not at the next session change), so the
+/// upstream listens their subscriptions held end with them; as long as the hangar lives.
+async fn sweep_sessions(hangar: Weak<Hangar>) {
+    loop {
+        let Some(every) = hangar.upgrade().map(|h| h.sessions.with(|all, _| all.idle_ttl())) else { return };
+        // A quarter of the TTL, between 1 s and a minute: an expired session goes soon after.
+        tokio::time::sleep((every / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))).await;
+        let Some(hangar) = hangar.upgrade() else { return };
+        hangar.hold_listens();
     }
 }
 
