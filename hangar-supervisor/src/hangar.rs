@@ -131,6 +131,7 @@ impl Hangar {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
             runtime.spawn(sweep_sessions(Arc::downgrade(&hangar)));
+            runtime.spawn(listen_as_states_change(Arc::downgrade(&hangar), hangar.shared.events.subscribe()));
         }
         hangar
     }
@@ -677,9 +678,15 @@ impl Hangar {
         reply
     }
 
-    /// Holds the upstream listens the sessions' subscriptions now need.
+    /// Holds the upstream listens the sessions' subscriptions now need, and one for the list
+    /// changes of every running 2026-07-28 HTTP upstream.
     fn hold_listens(&self) {
-        let wanted = self.sessions.with(|all, now| all.upstream_subscriptions(now));
+        let subscribed = self.sessions.with(|all, now| all.upstream_subscriptions(now));
+        let mut wanted: std::collections::BTreeMap<String, listens::Wanted> =
+            subscribed.into_iter().map(|(id, uris)| (id, listens::Wanted { uris, news: false })).collect();
+        for server in self.all().iter().filter(|s| listens::hears_news_by_listen(s)) {
+            wanted.entry(server.id().to_owned()).or_default().news = true;
+        }
         self.listens.update(wanted, |id| self.server(id).ok());
     }
 
@@ -849,6 +856,22 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
         let access = hangar.access.read().unwrap_or_else(|p| p.into_inner()).clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));
+    }
+}
+
+/// Holds or lets go of the upstream listens as servers start and stop (a running 2026-07-28
+/// HTTP upstream gets one for its list changes), as long as the hangar lives.
+async fn listen_as_states_change(
+    hangar: Weak<Hangar>,
+    mut changes: broadcast::Receiver<hangar_core::record::StateChange>,
+) {
+    loop {
+        match changes.recv().await {
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+        let Some(hangar) = hangar.upgrade() else { return };
+        hangar.hold_listens();
     }
 }
 

@@ -30,6 +30,7 @@ mod garbage;
 mod handshake_timeout;
 mod health;
 mod how_it_ended;
+mod http_news;
 mod ids;
 mod introspection;
 mod journal_audit;
