@@ -81,7 +81,7 @@ impl Server {
     /// (HTTP): its acknowledgement and all it hears go to `sink`. Whether it was one.
     pub fn hold_listen(&self, msg: &Value, sink: std::sync::mpsc::Sender<Value>) -> bool {
         match protocol::classify(msg) {
-            Incoming::Request { id, method, params } if method == "subscriptions/listen" => {
+            Incoming::Request { id, method: "subscriptions/listen", params } => {
                 self.listens.listen_on(id, params, sink);
                 true
             }
