@@ -23,6 +23,8 @@ use crate::server::Server;
 const LISTEN_FOR: Duration = Duration::from_secs(24 * 60 * 60);
 /// How soon a listen is tried again after its upstream went down or was not running.
 const RETRY: Duration = Duration::from_secs(1);
+/// The longest wait between two listens of an upstream that keeps ending them at once.
+const MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// What one server's listen must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -88,13 +90,24 @@ pub fn hears_news_by_listen(server: &Server) -> bool {
 /// listen (a legacy one takes `resources/subscribe` itself, and sends the rest on its own GET
 /// stream; one that refuses the method has no use for a retry).
 async fn hold(server: Arc<Server>, params: serde_json::Value) {
+    let mut retry = RETRY;
     loop {
+        let opened = tokio::time::Instant::now();
         match server.listen(params.clone(), LISTEN_FOR).await {
             Err(err) if matches!(err.kind, ErrorKind::ProtocolMismatch | ErrorKind::UpstreamError) => {
                 tracing::debug!(mcp_server = server.id(), kind = err.kind.as_str(), "no subscriptions/listen upstream");
                 return;
             }
-            _ => tokio::time::sleep(RETRY).await,
+            // An upstream that keeps answering its listen at once is asked less and less often
+            // (1 s, 2 s, ... a minute); one that is down is tried again every second.
+            Ok(_) if opened.elapsed() < MAX_RETRY => {
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(MAX_RETRY);
+            }
+            _ => {
+                retry = RETRY;
+                tokio::time::sleep(RETRY).await;
+            }
         }
     }
 }
