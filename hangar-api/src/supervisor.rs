@@ -388,6 +388,16 @@ impl AsCaller {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
         self.request_relayed(Request::SessionFollow { session_id: session_id.into() })
     }
+
+    /// Follows the caller's own tasks among `task_ids`: first `{"taskIds": [...]}` (the ones it
+    /// will hear of), then each task (a `DetailedTask`) as it stands and at every status change,
+    /// until the future ends (all finished) or is dropped.
+    pub fn follow_tasks(
+        &self,
+        task_ids: Vec<String>,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
+        self.request_relayed(Request::TaskFollow { task_ids })
+    }
     /// A `tools/call` that may become a task (see `Request::TaskCall`): the call's result, or a
     /// `CreateTaskResult`. Dropping the future before it answers cancels the call.
     pub async fn task_call(

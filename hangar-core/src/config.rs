@@ -69,6 +69,73 @@ pub struct ToolAccess {
     /// codes' data always pass).
     #[serde(default)]
     pub upstream_error_data: bool,
+    /// Legacy (2025-11-25 and older) sessions: how long one lives idle, how many are kept.
+    #[serde(default)]
+    pub sessions: SessionsConfig,
+    /// How long a question an upstream asks a client mid-call (sampling, elicitation, roots)
+    /// waits for the client's answer before the upstream is answered with an error; `None`:
+    /// [`DEFAULT_CLIENT_ANSWER_TIMEOUT_S`].
+    #[serde(default)]
+    pub client_answer_timeout_s: Option<f64>,
+}
+
+/// The default of `tool_access.sessions.idle_ttl_s`: an hour.
+pub const DEFAULT_SESSION_IDLE_TTL_S: f64 = 3600.0;
+/// The default of `tool_access.sessions.max_sessions`.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The default of `tool_access.client_answer_timeout_s` (a person may be answering).
+pub const DEFAULT_CLIENT_ANSWER_TIMEOUT_S: f64 = 600.0;
+/// The longest `tool_access.sessions.idle_ttl_s` accepted: a week.
+const MAX_SESSION_IDLE_TTL_S: f64 = 7.0 * 24.0 * 3600.0;
+/// The most sessions `tool_access.sessions.max_sessions` may keep (each holds some state).
+const MAX_MAX_SESSIONS: usize = 1_000_000;
+/// The longest `tool_access.client_answer_timeout_s` accepted: a day.
+pub const MAX_CLIENT_ANSWER_TIMEOUT_S: f64 = 24.0 * 3600.0;
+
+/// `tool_access.sessions`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// Seconds a session lives without use (a held stream counts as use).
+    pub idle_ttl_s: Option<f64>,
+    /// The most sessions kept at once; opening one more forgets the one idle longest.
+    pub max_sessions: Option<usize>,
+}
+
+impl SessionsConfig {
+    pub fn idle_ttl(&self) -> Duration {
+        Duration::from_secs_f64(self.idle_ttl_s.unwrap_or(DEFAULT_SESSION_IDLE_TTL_S))
+    }
+
+    pub fn max_sessions(&self) -> usize {
+        self.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS)
+    }
+}
+
+impl ToolAccess {
+    /// `client_answer_timeout_s` as a duration.
+    pub fn client_answer_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.client_answer_timeout_s.unwrap_or(DEFAULT_CLIENT_ANSWER_TIMEOUT_S))
+    }
+
+    fn check(&self) -> Result<(), KeyError> {
+        let within = |key: &str, value: Option<f64>, max: f64| match value {
+            Some(v) if !(v.is_finite() && v > 0.0 && v <= max) => Err(KeyError {
+                key: format!("tool_access.{key}"),
+                message: format!("expected seconds greater than 0 and at most {max} (fractions allowed), got {v}"),
+            }),
+            _ => Ok(()),
+        };
+        within("sessions.idle_ttl_s", self.sessions.idle_ttl_s, MAX_SESSION_IDLE_TTL_S)?;
+        within("client_answer_timeout_s", self.client_answer_timeout_s, MAX_CLIENT_ANSWER_TIMEOUT_S)?;
+        match self.sessions.max_sessions {
+            Some(n) if !(1..=MAX_MAX_SESSIONS).contains(&n) => Err(KeyError {
+                key: "tool_access.sessions.max_sessions".into(),
+                message: format!("expected a whole number from 1 to {MAX_MAX_SESSIONS}, got {n}"),
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// `tool_access.upstream_errors`. The `hangar_*` tools and every other surface never show an
@@ -368,6 +435,7 @@ impl Config {
         }
         check_recovery("recovery", &self.recovery)?;
         check_limits("limits", &self.limits)?;
+        self.tool_access.check()?;
         self.journal.check()?;
         for (name, server) in &self.mcp_servers {
             let at = |key: &str| format!("mcp_servers.{name}.{key}");
@@ -1084,5 +1152,35 @@ mcp_servers:
         let err = Config::parse(cut_off).unwrap_err();
         assert_eq!(err.key, "mcp_servers.web.sandbox.network");
         assert!(err.message.contains("sandbox_defaults"), "{}", err.message);
+    }
+
+    #[test]
+    fn session_bounds_and_the_answer_timeout_are_checked_at_their_keys() {
+        let config = Config::parse(
+            "tool_access:\n  sessions: {idle_ttl_s: 2.5, max_sessions: 3}\n  client_answer_timeout_s: 1\n",
+        )
+        .unwrap();
+        assert_eq!(config.tool_access.sessions.idle_ttl(), Duration::from_millis(2500));
+        assert_eq!(config.tool_access.sessions.max_sessions(), 3);
+        assert_eq!(config.tool_access.client_answer_timeout(), Duration::from_secs(1));
+        let defaults = Config::parse("").unwrap().tool_access;
+        assert_eq!(defaults.sessions.idle_ttl(), Duration::from_secs(3600));
+        assert_eq!(defaults.sessions.max_sessions(), 10_000);
+        assert_eq!(defaults.client_answer_timeout(), Duration::from_secs(600));
+        for (text, key) in [
+            ("sessions: {idle_ttl_s: 0}", "tool_access.sessions.idle_ttl_s"),
+            ("sessions: {idle_ttl_s: 1e12}", "tool_access.sessions.idle_ttl_s"),
+            ("sessions: {idle_ttl_s: .nan}", "tool_access.sessions.idle_ttl_s"),
+            ("sessions: {max_sessions: 0}", "tool_access.sessions.max_sessions"),
+            ("sessions: {max_sessions: 100000000}", "tool_access.sessions.max_sessions"),
+            ("client_answer_timeout_s: 0", "tool_access.client_answer_timeout_s"),
+            ("client_answer_timeout_s: -5", "tool_access.client_answer_timeout_s"),
+            ("client_answer_timeout_s: 1000000", "tool_access.client_answer_timeout_s"),
+        ] {
+            let err = Config::parse(&format!("tool_access:\n  {text}\n")).unwrap_err();
+            assert_eq!(err.key, key, "{text}: {err}");
+        }
+        let unknown = Config::parse("tool_access:\n  sessions: {ttl: 5}\n").unwrap_err();
+        assert!(unknown.key.starts_with("tool_access.sessions"), "{unknown}");
     }
 }

@@ -291,7 +291,18 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extra: Option<Value>,
     },
+    /// Status notifications of the caller's own tasks among `task_ids` (a 2026-07-28
+    /// `subscriptions/listen` with `taskIds`): a first [`ServerFrame::Notice`] names the ones
+    /// it will hear of (`{"taskIds": [...]}`: the caller's, live; at most [`MAX_FOLLOWED_TASKS`]),
+    /// then each such task as it stands (a `DetailedTask`), then again at every status change,
+    /// until all of them are finished (answered [`Reply::Task`] `{}`) or the caller cancels.
+    TaskFollow {
+        task_ids: Vec<String>,
+    },
 }
+
+/// The most tasks one [`Request::TaskFollow`] follows.
+pub const MAX_FOLLOWED_TASKS: usize = 64;
 
 /// What a request in a session changes in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -67,6 +67,9 @@ pub const EXTENSION_TASKS: &str = "io.modelcontextprotocol/tasks";
 pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The methods of the tasks extension; `Mcp-Name` mirrors their `params.taskId`.
 pub const TASK_METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+/// A task's status notification (SEP-2663; params: the `DetailedTask`), sent on a
+/// `subscriptions/listen` stream that asked for the task among its `taskIds`.
+pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
 
 /// 2026-07-28 (MRTR): a result's `resultType` when the server needs the client's input first.
 pub const RESULT_TYPE_INPUT_REQUIRED: &str = "input_required";

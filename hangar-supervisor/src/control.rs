@@ -504,7 +504,10 @@ fn relay_notices(
     let relayed = matches!(op, Request::Call { relay, .. } if !relay.is_off())
         || matches!(
             op,
-            Request::Events { follow: true, .. } | Request::SessionFollow { .. } | Request::AwaitClientAnswer { .. }
+            Request::Events { follow: true, .. }
+                | Request::SessionFollow { .. }
+                | Request::AwaitClientAnswer { .. }
+                | Request::TaskFollow { .. }
         );
     if !relayed {
         return None;

@@ -80,6 +80,9 @@ pub struct Hangar {
     listens: listens::Listens,
     /// 2026-07-28 clients' calls waiting for their answer to a legacy upstream's own request.
     held: held_calls::HeldCalls,
+    /// How long a question to a client waits for its answer (`tool_access.client_answer_timeout_s`);
+    /// replaced by a reload.
+    client_answer_timeout: RwLock<Duration>,
 }
 
 impl Hangar {
@@ -122,11 +125,20 @@ impl Hangar {
             client_relay: ClientRelay::default(),
             listens: Default::default(),
             held: held_calls::HeldCalls::default(),
+            client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
         });
+        hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
+            runtime.spawn(sweep_sessions(Arc::downgrade(&hangar)));
+            runtime.spawn(listen_as_states_change(Arc::downgrade(&hangar), hangar.shared.events.subscribe()));
         }
         hangar
+    }
+
+    /// How long a question to a client waits for its answer.
+    fn client_answer_timeout(&self) -> Duration {
+        *self.client_answer_timeout.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A failed request's error as its caller may see it (see `upstream_words`).
@@ -359,7 +371,12 @@ impl Hangar {
             }
             Request::AwaitClientAnswer { session, request_id } => {
                 let identity = &decide.caller().identity;
-                Reply::ClientAnswered(self.client_relay.await_answer(identity, &session, &request_id, notices).await?)
+                let wait = self.client_relay.await_answer(identity, &session, &request_id, notices);
+                let limit = self.client_answer_timeout();
+                match tokio::time::timeout(limit, wait).await {
+                    Ok(answer) => Reply::ClientAnswered(answer?),
+                    Err(_) => return Err(client_answer_late(limit)),
+                }
             }
             Request::ClientAnswer { session, request_id, response } => {
                 let found = self.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
@@ -369,6 +386,7 @@ impl Hangar {
                 let server = self.visible(view, &mcp_server)?;
                 Reply::UpstreamAnswered { found: server.answer_ask(&ask_id, &response) }
             }
+            Request::TaskFollow { task_ids } => self.task_follow(decide.caller(), task_ids, notices).await?,
         })
     }
 
@@ -586,6 +604,9 @@ impl Hangar {
         }
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
         *self.upstream_words.write().unwrap_or_else(|p| p.into_inner()) = UpstreamWordsRule::of(&config);
+        self.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
+        *self.client_answer_timeout.write().unwrap_or_else(|p| p.into_inner()) =
+            config.tool_access.client_answer_timeout();
         for server in to_stop {
             server.stop(StopReason::Reload).await;
         }
@@ -661,9 +682,15 @@ impl Hangar {
         reply
     }
 
-    /// Holds the upstream listens the sessions' subscriptions now need.
+    /// Holds the upstream listens the sessions' subscriptions now need, and one for the list
+    /// changes of every running 2026-07-28 HTTP upstream.
     fn hold_listens(&self) {
-        let wanted = self.sessions.with(|all, now| all.upstream_subscriptions(now));
+        let subscribed = self.sessions.with(|all, now| all.upstream_subscriptions(now));
+        let mut wanted: std::collections::BTreeMap<String, listens::Wanted> =
+            subscribed.into_iter().map(|(id, uris)| (id, listens::Wanted { uris, news: false })).collect();
+        for server in self.all().iter().filter(|s| listens::hears_news_by_listen(s)) {
+            wanted.entry(server.id().to_owned()).or_default().news = true;
+        }
         self.listens.update(wanted, |id| self.server(id).ok());
     }
 
@@ -833,6 +860,43 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
         let access = hangar.access.read().unwrap_or_else(|p| p.into_inner()).clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));
+    }
+}
+
+/// Holds or lets go of the upstream listens as servers start and stop (a running 2026-07-28
+/// HTTP upstream gets one for its list changes), as long as the hangar lives.
+async fn listen_as_states_change(
+    hangar: Weak<Hangar>,
+    mut changes: broadcast::Receiver<hangar_core::record::StateChange>,
+) {
+    loop {
+        match changes.recv().await {
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+        let Some(hangar) = hangar.upgrade() else { return };
+        hangar.hold_listens();
+    }
+}
+
+/// A question to a client that found no answer within `limit` (the upstream that asked gets
+/// this, as a JSON-RPC error, and its call goes on).
+fn client_answer_late(limit: Duration) -> IpcError {
+    IpcError::new(
+        ErrorKind::Timeout,
+        format!("the client did not answer within {} s (tool_access.client_answer_timeout_s)", limit.as_secs_f64()),
+    )
+}
+
+/// Forgets expired legacy sessions as they expire (not at the next session change), so the
+/// upstream listens their subscriptions held end with them; as long as the hangar lives.
+async fn sweep_sessions(hangar: Weak<Hangar>) {
+    loop {
+        let Some(every) = hangar.upgrade().map(|h| h.sessions.with(|all, _| all.idle_ttl())) else { return };
+        // A quarter of the TTL, between 1 s and a minute: an expired session goes soon after.
+        tokio::time::sleep((every / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))).await;
+        let Some(hangar) = hangar.upgrade() else { return };
+        hangar.hold_listens();
     }
 }
 

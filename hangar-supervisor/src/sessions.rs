@@ -3,8 +3,10 @@
 //!
 //! A session belongs to the identity that opened it (another identity's request in it is
 //! answered as if it did not exist, so ids are never confirmed to strangers), expires after
-//! [`IDLE_TTL`] without use (a held stream counts as use), and at most [`MAX_SESSIONS`] are kept
-//! (opening one more forgets the one idle longest). Each keeps what the client set (log level,
+//! `tool_access.sessions.idle_ttl_s` without use (a held stream counts as use), and at most
+//! `tool_access.sessions.max_sessions` are kept (opening one more forgets the one idle longest).
+//! Expired sessions are swept ([`Registry::upstream_subscriptions`]), so the upstream listens
+//! their subscriptions held end with them. Each keeps what the client set (log level,
 //! resource subscriptions) and one stream: the messages for it (answers of the old HTTP+SSE
 //! transport, unsolicited upstream log lines, resource updates) go to whoever follows it, from
 //! whichever API instance. Answers posted while nobody follows are queued (bounded) for the
@@ -17,16 +19,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hangar_core::access::Caller;
+use hangar_core::config::SessionsConfig;
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
 use hangar_core::mcp::{LEGACY_REVISIONS, log_severity};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// How long a session lives without use.
-pub const IDLE_TTL: Duration = Duration::from_secs(60 * 60);
-/// The most sessions kept at once.
-pub const MAX_SESSIONS: usize = 10_000;
 /// Messages kept for a session whose stream nobody holds.
 const MAX_PENDING: usize = 256;
 /// The most resources one session may subscribe to.
@@ -52,8 +51,8 @@ impl Session {
         self.stream.as_ref().is_some_and(|stream| !stream.is_closed())
     }
 
-    fn expired(&self, now: Instant) -> bool {
-        !self.streaming() && now.saturating_duration_since(self.last_used) > IDLE_TTL
+    fn expired(&self, now: Instant, idle_ttl: Duration) -> bool {
+        !self.streaming() && now.saturating_duration_since(self.last_used) > idle_ttl
     }
 
     /// To the stream if one is held; else queued when `queue` says so.
@@ -112,12 +111,34 @@ fn invalid(message: String) -> IpcError {
     IpcError::new(ErrorKind::InvalidArgument, message)
 }
 
-#[derive(Default)]
 pub struct Registry {
     sessions: HashMap<String, Session>,
+    /// How long a session lives without use.
+    idle_ttl: Duration,
+    /// The most sessions kept at once.
+    max_sessions: usize,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        let defaults = SessionsConfig::default();
+        Registry { sessions: HashMap::new(), idle_ttl: defaults.idle_ttl(), max_sessions: defaults.max_sessions() }
+    }
 }
 
 impl Registry {
+    /// Takes the config's bounds (at start and on reload); sessions past a lowered bound go at
+    /// the next sweep or open.
+    pub fn configure(&mut self, config: &SessionsConfig) {
+        self.idle_ttl = config.idle_ttl();
+        self.max_sessions = config.max_sessions();
+    }
+
+    /// How long a session lives without use.
+    pub fn idle_ttl(&self) -> Duration {
+        self.idle_ttl
+    }
+
     pub fn open(
         &mut self,
         id: &str,
@@ -136,10 +157,11 @@ impl Registry {
             return Err(invalid("that session id is taken".to_owned()));
         }
         // Expired sessions are forgotten when used, or here when room is needed.
-        if self.sessions.len() >= MAX_SESSIONS {
-            self.sessions.retain(|_, session| !session.expired(now));
+        let idle_ttl = self.idle_ttl;
+        if self.sessions.len() >= self.max_sessions {
+            self.sessions.retain(|_, session| !session.expired(now, idle_ttl));
         }
-        if self.sessions.len() >= MAX_SESSIONS
+        while self.sessions.len() >= self.max_sessions
             && let Some(idlest) = self.sessions.iter().min_by_key(|(_, s)| s.last_used).map(|(id, _)| id.clone())
         {
             self.sessions.remove(&idlest);
@@ -160,7 +182,7 @@ impl Registry {
 
     /// The session `id` of `identity`, live at `now`, marked used; an expired one is forgotten.
     fn live(&mut self, id: &str, identity: &str, now: Instant) -> Result<&mut Session, IpcError> {
-        if self.sessions.get(id).is_some_and(|s| s.expired(now)) {
+        if self.sessions.get(id).is_some_and(|s| s.expired(now, self.idle_ttl)) {
             self.sessions.remove(id);
         }
         let session = self.sessions.get_mut(id).filter(|s| s.owner == identity).ok_or_else(unknown)?;
@@ -267,9 +289,10 @@ impl Registry {
     }
 
     /// What each server's `subscriptions/listen` must hold: the URIs, as it knows them, that
-    /// live sessions subscribed to through it. Expired sessions are forgotten here.
+    /// live sessions subscribed to through it. Expired sessions are forgotten here (the sweep).
     pub fn upstream_subscriptions(&mut self, now: Instant) -> BTreeMap<String, BTreeSet<String>> {
-        self.sessions.retain(|_, session| !session.expired(now));
+        let idle_ttl = self.idle_ttl;
+        self.sessions.retain(|_, session| !session.expired(now, idle_ttl));
         let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (server, uri) in self.sessions.values().flat_map(|s| s.upstream.values()) {
             wanted.entry(server.clone()).or_default().insert(uri.clone());
@@ -332,9 +355,9 @@ mod tests {
         opened(&mut registry, "streaming", start);
         let (stream, _held) = mpsc::unbounded_channel();
         registry.follow("streaming", "alice", stream, start).unwrap();
-        let half = start + IDLE_TTL / 2;
+        let half = start + registry.idle_ttl() / 2;
         registry.use_session("used", "alice", None, half).unwrap();
-        let later = start + IDLE_TTL + Duration::from_secs(1);
+        let later = start + registry.idle_ttl() + Duration::from_secs(1);
         assert!(registry.use_session("used", "alice", None, later).is_ok());
         assert!(registry.use_session("streaming", "alice", None, later).is_ok());
         assert_eq!(registry.use_session("idle", "alice", None, later).unwrap_err().kind, ErrorKind::NotFound);
@@ -343,13 +366,14 @@ mod tests {
     #[test]
     fn opening_past_the_bound_forgets_the_idlest() {
         let (mut registry, start) = (Registry::default(), Instant::now());
-        for n in 0..MAX_SESSIONS {
+        let max = SessionsConfig::default().max_sessions();
+        for n in 0..max {
             opened(&mut registry, &format!("s{n}"), start + Duration::from_millis(n as u64));
         }
         let now = start + Duration::from_secs(60);
         registry.use_session("s0", "alice", None, now).unwrap();
         opened(&mut registry, "new", now);
-        assert_eq!(registry.len(), MAX_SESSIONS);
+        assert_eq!(registry.len(), max);
         assert!(registry.use_session("s0", "alice", None, now).is_ok(), "recently used");
         assert!(registry.use_session("s1", "alice", None, now).is_err(), "the idlest went");
     }
@@ -464,5 +488,25 @@ mod tests {
         let (stream, mut heard) = mpsc::unbounded_channel();
         registry.follow("s", "alice", stream, now).unwrap();
         assert_eq!(heard.try_recv().unwrap(), json!(10), "the oldest went first");
+    }
+
+    #[test]
+    fn the_configured_bounds_hold_and_the_sweep_drops_expired_sessions_subscriptions() {
+        let (mut registry, start) = (Registry::default(), Instant::now());
+        registry.configure(&SessionsConfig { idle_ttl_s: Some(2.0), max_sessions: Some(2) });
+        for id in ["a", "b", "c"] {
+            opened(&mut registry, id, start);
+        }
+        assert_eq!(registry.len(), 2, "at most max_sessions");
+        let bridge = Some(SessionChange::SubscribeUpstream {
+            uri: "a://x".into(),
+            mcp_server: "conf".into(),
+            upstream_uri: "a://x".into(),
+        });
+        registry.use_session("c", "alice", bridge, start).unwrap();
+        assert_eq!(registry.upstream_subscriptions(start + Duration::from_secs(1)).len(), 1);
+        let later = start + Duration::from_secs(3);
+        assert!(registry.upstream_subscriptions(later).is_empty(), "the idle session's listen is no longer wanted");
+        assert_eq!(registry.len(), 0, "swept");
     }
 }

@@ -90,9 +90,27 @@ pub enum Update {
 #[derive(Debug, Default)]
 pub struct Book {
     tasks: HashMap<String, Task>,
+    /// The status changes since [`Book::take_changes`] last ran, in order.
+    changed: Vec<Change>,
+}
+
+/// A task's status changed: what `tasks/get` now answers its owner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub owner: String,
+    pub id: String,
+    /// The `DetailedTask`.
+    pub task: Value,
+    pub terminal: bool,
 }
 
 impl Book {
+    /// The status changes since the last call, each with the task as it stood then, for
+    /// status notifications (`notifications/tasks`).
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.changed)
+    }
+
     /// Forgets tasks past their TTL.
     pub fn expire(&mut self, now_ms: u64) {
         self.tasks.retain(|_, t| now_ms < t.created_at_ms.saturating_add(t.ttl_ms));
@@ -149,16 +167,15 @@ impl Book {
             task.pending = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
             task.answers = Map::new();
             task.request_state = result.get("requestState").cloned();
-            return;
-        }
-        if serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len()) > MAX_RESULT_BYTES {
+        } else if serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len()) > MAX_RESULT_BYTES {
             task.status = Status::Failed;
             task.error =
                 Some(json!({"code": INTERNAL_ERROR, "message": "the task's result is larger than the hangar keeps"}));
-            return;
+        } else {
+            task.status = Status::Completed;
+            task.result = Some(inlined(result));
         }
-        task.status = Status::Completed;
-        task.result = Some(inlined(result));
+        self.changed.push(task.change());
     }
 
     /// Run `run` of task `id` failed with a JSON-RPC error `{code, message, data?}`.
@@ -167,6 +184,7 @@ impl Book {
         task.updated_at_ms = now_ms;
         task.status = Status::Failed;
         task.error = Some(error);
+        self.changed.push(task.change());
     }
 
     /// Task `id` follows an upstream's own task (pass-through): `upstream` is that task as the
@@ -182,13 +200,17 @@ impl Book {
             Some("cancelled") => Status::Cancelled,
             _ => return,
         };
-        if status != task.status {
+        let changed = status != task.status;
+        if changed {
             task.updated_at_ms = now_ms;
         }
         task.status = status;
         task.pending = upstream.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
         task.result = upstream.get("result").cloned().map(inlined);
         task.error = upstream.get("error").cloned();
+        if changed {
+            self.changed.push(task.change());
+        }
     }
 
     /// Cancels `owner`'s task `id`: whether its run must be stopped (false for a finished one,
@@ -201,6 +223,8 @@ impl Book {
         task.status = Status::Cancelled;
         task.updated_at_ms = now_ms;
         task.pending.clear();
+        let change = task.change();
+        self.changed.push(change);
         Ok(true)
     }
 
@@ -229,11 +253,24 @@ impl Book {
         task.status = Status::Working;
         task.run += 1;
         let input_responses = Value::Object(std::mem::take(&mut task.answers));
-        Ok(Update::Resume { input_responses, request_state: task.request_state.take(), run: task.run })
+        let resume = Update::Resume { input_responses, request_state: task.request_state.take(), run: task.run };
+        let change = task.change();
+        self.changed.push(change);
+        Ok(resume)
     }
 }
 
 impl Task {
+    /// This task's status change, as it now stands.
+    fn change(&self) -> Change {
+        Change {
+            owner: self.owner.clone(),
+            id: self.id.clone(),
+            task: self.detailed(),
+            terminal: self.status.is_terminal(),
+        }
+    }
+
     /// The `DetailedTask` of `tasks/get` (without `resultType`, which the era adds).
     pub fn detailed(&self) -> Value {
         let mut out = self.envelope();

@@ -1,4 +1,4 @@
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 
 use super::*;
 
@@ -148,4 +148,27 @@ fn a_mirrored_task_takes_over_the_upstreams_state_under_its_own_id() {
     // Finished here: later news changes nothing.
     book.mirrored("ours", &json!({"status": "working"}), T0 + 4);
     assert_eq!(book.get("alice", "ours", T0).unwrap().status, Status::Completed);
+}
+
+#[test]
+fn every_status_change_is_told_once_as_the_task_now_stands() {
+    let mut book = book_with("t1", "alice");
+    assert!(book.take_changes().is_empty(), "creation is answered, not told");
+    let asked = json!({"resultType": "input_required", "inputRequests": {"q": {"method": "roots/list"}}});
+    book.answered("t1", 0, asked, T0 + 1);
+    let changes = book.take_changes();
+    assert_eq!(changes.len(), 1);
+    assert_eq!((changes[0].owner.as_str(), changes[0].id.as_str(), changes[0].terminal), ("alice", "t1", false));
+    assert_eq!(changes[0].task["status"], "input_required");
+    assert!(changes[0].task["inputRequests"].get("q").is_some());
+    book.update("alice", "t1", &Map::from_iter([("q".to_owned(), json!({"roots": []}))]), T0 + 2).unwrap();
+    book.answered("t1", 1, json!({"content": [{"type": "text", "text": "done"}]}), T0 + 3);
+    let changes = book.take_changes();
+    let statuses: Vec<&Value> = changes.iter().map(|c| &c.task["status"]).collect();
+    assert_eq!(statuses, [&json!("working"), &json!("completed")]);
+    assert!(changes[1].terminal);
+    assert_eq!(changes[1].task["result"]["content"][0]["text"], "done");
+    assert!(book.take_changes().is_empty(), "told once");
+    book.answered("t1", 1, json!({}), T0 + 4);
+    assert!(book.take_changes().is_empty(), "a finished task changes no more");
 }

@@ -154,7 +154,7 @@ async fn handle(
         }
         "subscriptions/listen" => {
             let front_door = front_door::enabled(supervisor).await;
-            return Ok(Answer::Reply(subscriptions::listen(app, id, params.as_ref(), front_door)));
+            return subscriptions::listen(app, id, params.as_ref(), front_door).map(Answer::Reply);
         }
         "tools/list" => {
             front_door::tools_list(supervisor).await.map(|tools| crate::json::object([("tools", tools.into())]))

@@ -26,8 +26,10 @@ use crate::supervisor::AsCaller;
 
 /// How many times one call may come back `input_required` before the hangar gives up on it.
 const MAX_ROUNDS: usize = 16;
-/// How long a question to the client may wait for its answer (a person may be answering it).
-const CLIENT_ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// A backstop only: the supervisor ends the wait for the client's answer at
+/// `tool_access.client_answer_timeout_s` (at most a day), and that error goes to the upstream.
+const CLIENT_ANSWER_WAIT: std::time::Duration =
+    std::time::Duration::from_secs(hangar_core::config::MAX_CLIENT_ANSWER_TIMEOUT_S as u64 + 60);
 
 /// A front-door call in a legacy session, as far as it has got.
 struct LegacyCall {

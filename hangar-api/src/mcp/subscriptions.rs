@@ -4,9 +4,13 @@
 //! The hangar knows when an upstream's tool list changes (the supervisor tells the API), so
 //! `toolsListChanged` is honoured; prompts, resources and resource subscriptions are not yet
 //! tracked, and the acknowledgement says so rather than promising what would never come.
+//! `taskIds` (the tasks extension, SEP-2663) is honoured for the caller's own live tasks: each
+//! comes as `notifications/tasks` (a `DetailedTask`) as it stands and at every status change.
 
 use axum::body::Bytes;
-use hangar_core::mcp::META_SUBSCRIPTION_ID;
+use hangar_core::ipc::MAX_FOLLOWED_TASKS;
+use hangar_core::jsonrpc::RpcError;
+use hangar_core::mcp::{META_SUBSCRIPTION_ID, NOTIFICATION_TASKS};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
@@ -32,6 +36,9 @@ struct Notification<'a> {
 struct Params<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     notifications: Option<Value>,
+    /// A task notification's `DetailedTask`, inline.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    task: Option<Value>,
     #[serde(rename = "_meta")]
     meta: SubscriptionMeta<'a>,
 }
@@ -48,24 +55,54 @@ impl Serialize for SubscriptionMeta<'_> {
     }
 }
 
+/// One notification of the subscription `id`: `notifications` (an acknowledgement's), or a
+/// task inline.
+fn notification(id: &Id, method: &'static str, notifications: Option<Value>, task: Option<Value>) -> Bytes {
+    sse_event(&Notification {
+        jsonrpc: "2.0",
+        method,
+        params: Params { notifications, task, meta: SubscriptionMeta { subscription_id: id } },
+    })
+}
+
 /// `subscriptions/listen`: acknowledges the filter it honours, then streams what was asked for.
-pub fn listen(app: &Calling, id: &Id, params: Option<&Value>, front_door: bool) -> McpReply {
+/// Asking for `taskIds` without declaring the tasks extension is refused (-32021), as SEP-2663
+/// says.
+pub fn listen(app: &Calling, id: &Id, params: Option<&Value>, front_door: bool) -> Result<McpReply, RpcError> {
     let asked = params.and_then(|p| p.get("notifications"));
     let tools = front_door && asked.and_then(|n| n.get("toolsListChanged")).and_then(Value::as_bool) == Some(true);
+    let task_ids = asked_task_ids(asked)?;
+    if task_ids.is_some() && !super::tasks::opted_in(params) {
+        return Err(super::tasks::missing_extension("subscriptions/listen with `taskIds`"));
+    }
     let honoured = json!({
         "toolsListChanged": tools,
         "promptsListChanged": false,
         "resourcesListChanged": false,
         "resourceSubscriptions": [],
     });
-    let notification = |method, notifications| Notification {
-        jsonrpc: "2.0",
-        method,
-        params: Params { notifications, meta: SubscriptionMeta { subscription_id: id } },
-    };
-    let acknowledged = sse_event(&notification("notifications/subscriptions/acknowledged", Some(honoured)));
-    let changed = sse_event(&notification("notifications/tools/list_changed", None));
-    stream(app, Some(acknowledged), tools.then_some(changed), None)
+    let changed = notification(id, "notifications/tools/list_changed", None, None);
+    let acknowledge = Acknowledge { id: id.clone(), honoured, task_ids };
+    Ok(stream(app, Some(acknowledge), tools.then_some(changed), None))
+}
+
+/// The `taskIds` a listen asks for: `None` when absent; a list of at most
+/// [`MAX_FOLLOWED_TASKS`] strings, else -32602.
+fn asked_task_ids(asked: Option<&Value>) -> Result<Option<Vec<String>>, RpcError> {
+    let Some(ids) = asked.and_then(|n| n.get("taskIds")) else { return Ok(None) };
+    let ids = ids.as_array().filter(|ids| ids.len() <= MAX_FOLLOWED_TASKS).ok_or_else(|| {
+        RpcError::invalid_params(format!("`taskIds` must be a list of at most {MAX_FOLLOWED_TASKS} task ids"))
+    })?;
+    let ids: Option<Vec<String>> = ids.iter().map(|id| id.as_str().map(str::to_owned)).collect();
+    ids.map(Some).ok_or_else(|| RpcError::invalid_params("`taskIds` must hold task ids (strings)"))
+}
+
+/// The acknowledgement a listen starts with: what it honours, and the tasks asked for (the
+/// supervisor says which of them it will hear of before the acknowledgement goes).
+struct Acknowledge {
+    id: Id,
+    honoured: Value,
+    task_ids: Option<Vec<String>>,
 }
 
 /// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change, and
@@ -75,19 +112,46 @@ pub fn legacy_stream(app: &Calling, session_id: String) -> McpReply {
     stream(app, None, Some(changed), Some(session_id))
 }
 
+/// The caller's tasks a listen follows: the acknowledgement's `taskIds`, the stream of their
+/// states and the follow itself (over once every task is finished).
+async fn follow_tasks<'a>(
+    supervisor: &'a AsCaller,
+    acknowledge: &mut Acknowledge,
+) -> (Option<mpsc::UnboundedReceiver<Value>>, Option<BoxFuture<'a, Result<Reply, IpcError>>>) {
+    let Some(task_ids) = acknowledge.task_ids.take() else { return (None, None) };
+    let (mut states, mut followed) = supervisor.follow_tasks(task_ids);
+    let accepted = tokio::select! {
+        first = states.recv() => first.and_then(|first| first.get("taskIds").cloned()),
+        over = &mut followed => {
+            if let Err(err) = over {
+                tracing::debug!(error = %err.message, "the supervisor follows none of a listen's tasks");
+            }
+            acknowledge.honoured["taskIds"] = json!([]);
+            return (None, None);
+        }
+    };
+    acknowledge.honoured["taskIds"] = accepted.unwrap_or_else(|| json!([]));
+    (Some(states), Some(followed))
+}
+
 /// `first`, then `on_tools` whenever the tools of a server the caller sees change: each one
 /// whole SSE event, encoded once. Whether the caller sees the server is the supervisor's answer
 /// (a caller with a profile asks for it; one without sees every server), so a caller is not
 /// told about servers outside its view. With a `session`, its messages too, until it ends.
-fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>, session: Option<String>) -> McpReply {
+fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, session: Option<String>) -> McpReply {
     let mut changes = app.changes.subscribe();
     let supervisor = app.supervisor.clone();
     let (events, receiver) = mpsc::channel(16);
     tokio::spawn(async move {
-        if let Some(first) = first
-            && events.send(first).await.is_err()
-        {
-            return;
+        let (mut tasks, mut tasks_followed, mut subscription) = (None, None, None);
+        if let Some(mut acknowledge) = first {
+            (tasks, tasks_followed) = follow_tasks(&supervisor, &mut acknowledge).await;
+            let Acknowledge { id, honoured, .. } = acknowledge;
+            let acknowledged = notification(&id, "notifications/subscriptions/acknowledged", Some(honoured), None);
+            if events.send(acknowledged).await.is_err() {
+                return;
+            }
+            subscription = Some(id);
         }
         let (mut messages, followed) = match &session {
             Some(session) => {
@@ -104,6 +168,19 @@ fn stream(app: &Calling, first: Option<Bytes>, on_tools: Option<Bytes>, session:
                     None => return,
                 },
                 () = session_over(&mut followed) => return,
+                task = next_message(&mut tasks) => match (task, &subscription) {
+                    (Some(task), Some(id)) => notification(id, NOTIFICATION_TASKS, None, Some(task)),
+                    _ => {
+                        // Every followed task is finished: the stream goes on for the rest.
+                        tasks = None;
+                        continue;
+                    }
+                },
+                () = session_over(&mut tasks_followed) => {
+                    // Its last states may still be queued: they come before the follow is let go.
+                    tasks_followed = None;
+                    continue;
+                },
                 change = changes.recv() => match (change, &on_tools) {
                     (Ok(ListChanged::Tools(mcp_server)), Some(notification)) => {
                         if !sees(&supervisor, &mcp_server).await {
@@ -160,7 +237,7 @@ mod tests {
     async fn the_subscription_is_named_by_the_request_id_as_written() {
         let app = Calling::anonymous(&crate::state::AppState::new(FakeSupervisor::new()));
         let id = super::super::id::Incoming::decode(br#"{"id": 18446744073709551616}"#).unwrap().id.unwrap();
-        let mut reply = listen(&app, &id, None, true);
+        let mut reply = listen(&app, &id, None, true).unwrap();
         let first = reply.events.as_mut().unwrap().recv().await.unwrap();
         let text = std::str::from_utf8(&first).unwrap();
         assert!(text.contains(r#""io.modelcontextprotocol/subscriptionId":18446744073709551616"#), "{text}");

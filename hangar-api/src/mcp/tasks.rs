@@ -33,7 +33,7 @@ pub fn opted_in(params: Option<&Value>) -> bool {
 }
 
 /// -32021 for a client that did not declare the extension.
-fn missing_extension(method: &str) -> RpcError {
+pub(super) fn missing_extension(method: &str) -> RpcError {
     RpcError::new(
         MISSING_CAPABILITY,
         format!("{method} needs the {EXTENSION_TASKS} extension, which this request did not declare"),

@@ -3,8 +3,8 @@
 //! `input_required` with a `requestState` naming it. The client's retry (to any API instance)
 //! with `inputResponses` and that state answers the upstream's request and waits on for the
 //! same call's result: the call is not sent again. A held call belongs to its caller's identity
-//! and waits at most [`HOLD`] for the retry; then it is cancelled upstream and the upstream's
-//! request is answered with an error.
+//! and waits at most [`HOLD`] (or `tool_access.client_answer_timeout_s`, if shorter) for the
+//! retry; then it is cancelled upstream and the upstream's request is answered with an error.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -152,8 +152,9 @@ impl Hangar {
     /// request is answered with an error and the call is cancelled upstream.
     fn expire_held(&self, token: String) {
         let me = self.me.clone();
+        let hold = HOLD.min(self.client_answer_timeout());
         tokio::spawn(async move {
-            tokio::time::sleep(HOLD).await;
+            tokio::time::sleep(hold).await;
             let Some(hangar) = me.upgrade() else { return };
             let Some(held) = hangar.held.held().remove(&token) else { return };
             let error = RpcError::new(INTERNAL_ERROR, "hangar: the client did not answer in time");

@@ -21,6 +21,7 @@ use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
 mod batch;
+mod news;
 
 type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>> + Send + 'static>>;
 
@@ -37,6 +38,8 @@ pub struct Tasks {
     /// Tasks that follow an upstream's own task (pass-through): ours to the upstream's.
     followed: Mutex<HashMap<String, Followed>>,
     ids: Ids,
+    /// Every status change the book makes, told to the owners' listens (`news.rs`).
+    news: news::TaskNews,
 }
 
 /// An upstream's own task that one of ours follows.
@@ -66,8 +69,9 @@ fn now_ms() -> u64 {
 }
 
 impl Tasks {
-    fn book(&self) -> MutexGuard<'_, Book> {
-        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    /// The book; the status changes made through it are told as the guard goes.
+    fn book(&self) -> news::Telling<'_> {
+        news::Telling::new(self.book.lock().unwrap_or_else(|p| p.into_inner()), &self.news)
     }
 
     fn runs(&self) -> MutexGuard<'_, HashMap<String, AbortHandle>> {

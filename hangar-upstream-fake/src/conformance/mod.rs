@@ -67,6 +67,7 @@ impl Server {
     fn toggle_tool(&self, peer: &dyn Peer) -> String {
         let now = !self.dynamic_tool.fetch_xor(true, Ordering::SeqCst);
         peer.notify(protocol::notification("notifications/tools/list_changed"));
+        self.listens.tools_changed();
         format!("{} {}", tools::DYNAMIC_TOOL, if now { "added" } else { "removed" })
     }
 
@@ -74,6 +75,18 @@ impl Server {
         let now = !self.dynamic_prompt.fetch_xor(true, Ordering::SeqCst);
         peer.notify(protocol::notification("notifications/prompts/list_changed"));
         format!("{} {}", prompts::DYNAMIC_PROMPT, if now { "added" } else { "removed" })
+    }
+
+    /// Holds `msg` on an event stream of its own if it is a `subscriptions/listen` request
+    /// (HTTP): its acknowledgement and all it hears go to `sink`. Whether it was one.
+    pub fn hold_listen(&self, msg: &Value, sink: std::sync::mpsc::Sender<Value>) -> bool {
+        match protocol::classify(msg) {
+            Incoming::Request { id, method: "subscriptions/listen", params } => {
+                self.listens.listen_on(id, params, sink);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Handles one message; `None` means "send nothing" (notifications, and

@@ -36,6 +36,9 @@ pub enum Reply {
     /// Never answer (hang faults): the connection stays open until the
     /// client gives up.
     Hold,
+    /// An event stream that stays open (a held `subscriptions/listen`): `head`, then each
+    /// message from `events` as it comes, until the sender or the client goes.
+    Stream { head: Response, events: std::sync::mpsc::Receiver<Value> },
 }
 
 fn send(resp: Response) -> Reply {
@@ -107,6 +110,10 @@ impl App {
     /// as events ahead of its answer (an event stream), as streamable HTTP
     /// has them; without any, a plain JSON answer.
     fn post_conformance(&self, server: &conformance::Server, msg: &Value) -> Reply {
+        let (sink, events) = std::sync::mpsc::channel();
+        if server.hold_listen(msg, sink) {
+            return Reply::Stream { head: Response::sse_events(&[], self.sse_line_end), events };
+        }
         let peer = CollectingPeer::default();
         let Some(reply) = server.handle(msg, &peer) else {
             return send(Response::empty(202));

@@ -6,7 +6,12 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::sync::mpsc::Receiver;
+
+use serde_json::Value;
+
 use super::request::{self, HeadError, Reject};
+use super::response::Response;
 use super::route::{App, Reply};
 use crate::log::log;
 use crate::output::Output;
@@ -58,6 +63,7 @@ fn serve_connection(stream: TcpStream, app: &App, out: &Output) {
         let (resp, is_call) = match app.route(&head, &body) {
             Reply::Send { resp, is_call } => (resp, is_call),
             Reply::Hold => return hold(&mut reader),
+            Reply::Stream { head, events } => return serve_events(&mut writer, &head, &events, app.sse_line_end),
         };
         let keep_alive = head.keep_alive() && !resp.closes();
         if resp.write_to(&mut writer, keep_alive).is_err() {
@@ -68,6 +74,19 @@ fn serve_connection(stream: TcpStream, app: &App, out: &Output) {
         }
         if !keep_alive {
             return close(&writer, &mut reader);
+        }
+    }
+}
+
+/// Writes `head`, then each event as it comes, until the events end or the client goes.
+fn serve_events(writer: &mut TcpStream, head: &Response, events: &Receiver<Value>, end: &str) {
+    if head.write_to(writer, false).is_err() {
+        return;
+    }
+    for message in events {
+        let event = format!("event: message{end}data: {message}{end}{end}");
+        if writer.write_all(event.as_bytes()).and_then(|()| writer.flush()).is_err() {
+            return;
         }
     }
 }

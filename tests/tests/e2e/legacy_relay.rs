@@ -119,7 +119,7 @@ fn a_legacy_ts_client_aborting_a_call_cancels_it_upstream() {
 }
 
 /// `initialize` on the hangar's own API; the session id.
-fn legacy_session(hangar: &Hangar) -> String {
+pub(crate) fn legacy_session(hangar: &Hangar) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": LEGACY,
         "capabilities": {"sampling": {}, "elicitation": {}},
@@ -131,7 +131,7 @@ fn legacy_session(hangar: &Hangar) -> String {
 }
 
 /// Sends a legacy POST of `body` in `session` to `addr` on a connection of its own, unread.
-fn open_post(addr: &str, session: &str, accept: &str, body: &Value) -> TcpStream {
+pub(crate) fn open_post(addr: &str, session: &str, accept: &str, body: &Value) -> TcpStream {
     let body = body.to_string();
     let mut stream = TcpStream::connect(addr).expect("connect to the API");
     stream.set_read_timeout(Some(Duration::from_secs(30))).expect("a read timeout");
@@ -156,7 +156,7 @@ fn post_to(addr: &str, session: &str, body: &Value) -> u16 {
 }
 
 /// The next JSON-RPC message on an event stream.
-fn next_event(reader: &mut BufReader<TcpStream>) -> Value {
+pub(crate) fn next_event(reader: &mut BufReader<TcpStream>) -> Value {
     loop {
         let mut line = String::new();
         let read = reader.read_line(&mut line).expect("read the event stream");

@@ -24,12 +24,12 @@ mcp_servers:
     command: ["{fake}", "--tools", "add,echo"]
 "#;
 
-fn addr(hangar: &Hangar) -> String {
+pub(crate) fn addr(hangar: &Hangar) -> String {
     hangar.base.trim_start_matches("http://").to_owned()
 }
 
 /// One legacy JSON-RPC POST to `/mcp` on `addr`: the status, the whole answer (head and body).
-fn legacy(addr: &str, session: Option<&str>, id: u64, method: &str, params: Value) -> (u16, String) {
+pub(crate) fn legacy(addr: &str, session: Option<&str>, id: u64, method: &str, params: Value) -> (u16, String) {
     legacy_as(addr, "", session, id, method, params)
 }
 
@@ -52,7 +52,7 @@ fn request(addr: &str, verb: &str, path: &str, session: &str) -> u16 {
 }
 
 /// `initialize` on `addr`: the session id the answer carries.
-fn initialize(addr: &str) -> String {
+pub(crate) fn initialize(addr: &str) -> String {
     let params = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}}, "clientInfo": {"name": "t", "version": "0"}});
     let (status, text) = legacy(addr, None, 1, "initialize", params);
     assert_eq!(status, 200, "{text}");

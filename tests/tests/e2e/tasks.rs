@@ -8,12 +8,12 @@ use std::time::Duration;
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, key_hash, poll};
 
-const ALICE: &str = "alice-key-0123456789";
-const BOB: &str = "bob-key-0123456789";
+pub(crate) const ALICE: &str = "alice-key-0123456789";
+pub(crate) const BOB: &str = "bob-key-0123456789";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A hangar on a config with two keys and a slow upstream.
-fn hangar() -> Hangar {
+pub(crate) fn hangar() -> Hangar {
     Hangar::start(&format!(
         "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n    - {{name: bob, hash: \"{}\"}}\n\
          mcp_servers:\n  slow:\n    command: [\"{{fake}}\", \"--tools\", \"sleep,echo\"]\n",
@@ -28,7 +28,7 @@ fn agent() -> ureq::Agent {
 
 /// A 2026-07-28 request as `key`'s holder; `takes_tasks` declares the extension. Answers the
 /// HTTP status and the JSON-RPC body.
-fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Value) {
+pub(crate) fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Value) {
     let capabilities = if takes_tasks { json!({"extensions": {TASKS: {}}}) } else { json!({}) };
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

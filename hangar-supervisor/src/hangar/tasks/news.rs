@@ -1,0 +1,140 @@
+//! Task status notifications (SEP-2663's `notifications/tasks`): every status change the book
+//! makes is broadcast as the book's guard goes ([`Telling`]), and [`Request::TaskFollow`]
+//! hands a caller the changes of its own tasks among those it named, for its
+//! `subscriptions/listen` stream. Only the owner hears of a task: another's id, like an
+//! unknown one, is simply not followed.
+//!
+//! [`Request::TaskFollow`]: hangar_core::ipc::Request::TaskFollow
+
+use std::collections::HashSet;
+use std::ops::{Deref, DerefMut};
+use std::sync::MutexGuard;
+
+use hangar_core::access::Caller;
+use hangar_core::ipc::{ErrorKind, IpcError, MAX_FOLLOWED_TASKS, Reply};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::now_ms;
+use crate::hangar::Hangar;
+use crate::tasks::{Book, Change};
+
+/// The broadcast of the book's status changes.
+pub struct TaskNews(broadcast::Sender<Change>);
+
+impl Default for TaskNews {
+    fn default() -> Self {
+        TaskNews(broadcast::channel(1024).0)
+    }
+}
+
+/// The locked book; the status changes made through it are broadcast when it is let go.
+pub struct Telling<'a> {
+    book: MutexGuard<'a, Book>,
+    news: &'a TaskNews,
+}
+
+impl<'a> Telling<'a> {
+    pub fn new(book: MutexGuard<'a, Book>, news: &'a TaskNews) -> Telling<'a> {
+        Telling { book, news }
+    }
+}
+
+impl Deref for Telling<'_> {
+    type Target = Book;
+
+    fn deref(&self) -> &Book {
+        &self.book
+    }
+}
+
+impl DerefMut for Telling<'_> {
+    fn deref_mut(&mut self) -> &mut Book {
+        &mut self.book
+    }
+}
+
+impl Drop for Telling<'_> {
+    fn drop(&mut self) {
+        for change in self.book.take_changes() {
+            // Nobody listening is no error.
+            let _ = self.news.0.send(change);
+        }
+    }
+}
+
+impl Hangar {
+    /// [`Request::TaskFollow`]: the caller's own live tasks among `task_ids`, as they stand and
+    /// then at every status change, until each is finished or the caller goes.
+    ///
+    /// [`Request::TaskFollow`]: hangar_core::ipc::Request::TaskFollow
+    pub(in crate::hangar) async fn task_follow(
+        &self,
+        caller: &Caller,
+        task_ids: Vec<String>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
+        let notices = notices.ok_or_else(|| IpcError::new(ErrorKind::Internal, "following tasks needs notices"))?;
+        // Subscribed before the book is read, so no change between the two is missed.
+        let mut news = self.tasks.news.0.subscribe();
+        let mut open = HashSet::new();
+        let (accepted, current) = self.standing(caller, task_ids.iter().take(MAX_FOLLOWED_TASKS), &mut open);
+        if notices.send(json!({"taskIds": accepted})).is_err() {
+            return Ok(Reply::Task(json!({})));
+        }
+        for task in current {
+            let _ = notices.send(task);
+        }
+        while !open.is_empty() {
+            let told = tokio::select! {
+                change = news.recv() => change,
+                () = notices.closed() => break,
+            };
+            match told {
+                Ok(change) if change.owner == caller.identity && open.contains(&change.id) => {
+                    if change.terminal {
+                        open.remove(&change.id);
+                    }
+                    if notices.send(change.task).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                // Too many changes at once: tell each followed task as it stands now instead.
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let still: Vec<String> = open.drain().collect();
+                    let (_, current) = self.standing(caller, still.iter(), &mut open);
+                    for task in current {
+                        let _ = notices.send(task);
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+        Ok(Reply::Task(json!({})))
+    }
+
+    /// Of `task_ids`, the caller's live tasks: their ids and how each stands; the unfinished
+    /// ones join `open`.
+    fn standing<'a>(
+        &self,
+        caller: &Caller,
+        task_ids: impl Iterator<Item = &'a String>,
+        open: &mut HashSet<String>,
+    ) -> (Vec<String>, Vec<Value>) {
+        let mut book = self.tasks.book();
+        let (mut accepted, mut current) = (Vec::new(), Vec::new());
+        for id in task_ids {
+            let Ok(task) = book.get(&caller.identity, id, now_ms()) else { continue };
+            if accepted.contains(id) {
+                continue;
+            }
+            if !task.status.is_terminal() {
+                open.insert(id.clone());
+            }
+            accepted.push(id.clone());
+            current.push(task.detailed());
+        }
+        (accepted, current)
+    }
+}
