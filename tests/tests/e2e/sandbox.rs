@@ -173,7 +173,7 @@ mcp_servers:
 
 #[test]
 fn an_escape_by_setsid_and_double_fork_does_not_survive_the_stop() {
-    let hangar = Hangar::start(
+    let mut hangar = Hangar::start(
         r#"
 mcp_servers:
   boxed:
@@ -190,6 +190,12 @@ mcp_servers:
     poll("the escapee to be gone", Duration::from_secs(10), || (!alive(pid)).then_some(()));
     // Its private home goes with it.
     poll("the private home to be removed", Duration::from_secs(10), || (!Path::new(&home).exists()).then_some(()));
+    // And the supervisor's directory of them when it exits.
+    let base = Path::new(&home).ancestors().nth(2).unwrap().to_path_buf();
+    assert!(base.file_name().unwrap().to_string_lossy().starts_with("hangar-sandbox-"), "{base:?}");
+    assert!(base.exists(), "{base:?}");
+    hangar.terminate();
+    assert!(!base.exists(), "{base:?} outlived the supervisor");
 }
 
 /// `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients` installs.
