@@ -278,3 +278,33 @@ mcp_servers:
     let shadow = attempt(&hangar, "optional", "read_file", json!({"path": "/etc/shadow"}));
     assert_refused(&shadow, &["EACCES"], "/etc/shadow at ABI 3");
 }
+
+#[test]
+fn a_managed_http_server_binds_only_its_own_port() {
+    let (port, other) = (hangar_tests::free_port(), hangar_tests::free_port());
+    let config = format!(
+        r#"
+mcp_servers:
+  web:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{port}", "--tools", "echo"]
+    endpoint: http://127.0.0.1:{port}/mcp
+    sandbox: {{network: {{tcp_bind: [{port}]}}, user: nobody}}
+  squatter:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{other}", "--tools", "echo"]
+    endpoint: http://127.0.0.1:{other}/mcp
+    handshake_timeout_s: 2
+    sandbox: {{network: {{tcp_bind: [{port}]}}}}
+"#
+    );
+    let hangar = Hangar::start(&config);
+    // Its own port, given under tcp_bind: it serves through the hangar as any HTTP upstream.
+    let echoed = attempt(&hangar, "web", "echo", json!({"text": "hello"}));
+    assert!(echoed.to_string().contains("hello"), "{echoed}");
+    let details = hangar.details("web");
+    assert_eq!(details["sandbox"]["in_effect"]["user"], "nobody (uid 65534, gid 65534)", "{details}");
+    // A port it was not given: it cannot listen, so it never comes up.
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": "squatter"}));
+    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+}
