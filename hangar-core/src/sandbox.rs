@@ -6,7 +6,8 @@
 //! - absent: `sandbox_defaults:` applies (itself absent: no sandbox);
 //! - `none`: no sandbox, whatever `sandbox_defaults:` says;
 //! - `strict`: the documented preset ([`Sandbox::strict`]);
-//! - a mapping of the keys below.
+//! - a mapping of the keys below; with `preset: strict` in it, every key not written takes the
+//!   preset's value (so the preset can be given, say, its one writable directory).
 //!
 //! A block replaces the defaults whole (no key-by-key merge), so what a server runs with reads
 //! in one place. Only rules are checked here; whether a user exists or the kernel can enforce a

@@ -58,6 +58,8 @@ fn main() -> ExitCode {
         let runtime = hangar_runtime::runtime::start()?;
         let outcome = runtime.block_on(lifetime::run(args, config, socket_group));
         drop(runtime);
+        // Every upstream is gone by now: their private homes go too.
+        sandbox::remove_private_dirs();
         containment::release(guardian);
         outcome
     })

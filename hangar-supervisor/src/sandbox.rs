@@ -423,11 +423,21 @@ fn seccomp_program() -> Result<&'static Vec<libc::sock_filter>, String> {
 /// when dropped.
 pub struct PrivateDir(PathBuf);
 
+/// Where this supervisor keeps its sandboxes' private directories.
+fn private_base() -> PathBuf {
+    std::env::temp_dir().join(format!("hangar-sandbox-{}", std::process::id()))
+}
+
+/// Removes every private directory this supervisor made; at exit, once no upstream is left.
+pub fn remove_private_dirs() {
+    let _ = std::fs::remove_dir_all(private_base());
+}
+
 impl PrivateDir {
     fn create(id: &str, owner: Option<Identity>) -> Result<PrivateDir, String> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let failed = |err: std::io::Error| format!("its private $HOME could not be made: {err}");
-        let base = std::env::temp_dir().join(format!("hangar-sandbox-{}", std::process::id()));
+        let base = private_base();
         match std::fs::create_dir(&base) {
             Ok(()) => std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711)).map_err(failed)?,
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}

@@ -345,12 +345,14 @@ impl Server {
                 .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}`: {err}")))?;
             return Ok((child, None));
         };
+        let began = Instant::now();
         let prepared = crate::sandbox::prepare(&self.id, sandbox, &self.config.command, &self.config.env)
             .map_err(StartFailure::Spawn)?;
+        let prepare_us = began.elapsed().as_micros();
         env.extend(prepared.env);
         let child = spawn::spawn_confined(prepared.program.as_os_str(), args, &env, pipes, prepared.confinement)
             .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}` in its sandbox: {err}")))?;
-        tracing::info!(mcp_server = %self.id, enforced = ?prepared.in_effect.enforced, fallbacks = ?prepared.in_effect.fallbacks, "sandboxed");
+        tracing::info!(mcp_server = %self.id, prepare_us, enforced = ?prepared.in_effect.enforced, fallbacks = ?prepared.in_effect.fallbacks, "sandboxed");
         self.lock().sandbox_in_effect = Some(prepared.in_effect);
         Ok((child, prepared.private_dir.map(Arc::new)))
     }

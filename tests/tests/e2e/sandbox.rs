@@ -173,7 +173,7 @@ mcp_servers:
 
 #[test]
 fn an_escape_by_setsid_and_double_fork_does_not_survive_the_stop() {
-    let hangar = Hangar::start(
+    let mut hangar = Hangar::start(
         r#"
 mcp_servers:
   boxed:
@@ -190,6 +190,12 @@ mcp_servers:
     poll("the escapee to be gone", Duration::from_secs(10), || (!alive(pid)).then_some(()));
     // Its private home goes with it.
     poll("the private home to be removed", Duration::from_secs(10), || (!Path::new(&home).exists()).then_some(()));
+    // And the supervisor's directory of them when it exits.
+    let base = Path::new(&home).ancestors().nth(2).unwrap().to_path_buf();
+    assert!(base.file_name().unwrap().to_string_lossy().starts_with("hangar-sandbox-"), "{base:?}");
+    assert!(base.exists(), "{base:?}");
+    hangar.terminate();
+    assert!(!base.exists(), "{base:?} outlived the supervisor");
 }
 
 /// `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients` installs.
@@ -271,4 +277,34 @@ mcp_servers:
     // The file system is still enforced at the ABI it has.
     let shadow = attempt(&hangar, "optional", "read_file", json!({"path": "/etc/shadow"}));
     assert_refused(&shadow, &["EACCES"], "/etc/shadow at ABI 3");
+}
+
+#[test]
+fn a_managed_http_server_binds_only_its_own_port() {
+    let (port, other) = (hangar_tests::free_port(), hangar_tests::free_port());
+    let config = format!(
+        r#"
+mcp_servers:
+  web:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{port}", "--tools", "echo"]
+    endpoint: http://127.0.0.1:{port}/mcp
+    sandbox: {{network: {{tcp_bind: [{port}]}}, user: nobody}}
+  squatter:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{other}", "--tools", "echo"]
+    endpoint: http://127.0.0.1:{other}/mcp
+    handshake_timeout_s: 2
+    sandbox: {{network: {{tcp_bind: [{port}]}}}}
+"#
+    );
+    let hangar = Hangar::start(&config);
+    // Its own port, given under tcp_bind: it serves through the hangar as any HTTP upstream.
+    let echoed = attempt(&hangar, "web", "echo", json!({"text": "hello"}));
+    assert!(echoed.to_string().contains("hello"), "{echoed}");
+    let details = hangar.details("web");
+    assert_eq!(details["sandbox"]["in_effect"]["user"], "nobody (uid 65534, gid 65534)", "{details}");
+    // A port it was not given: it cannot listen, so it never comes up.
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": "squatter"}));
+    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
 }
