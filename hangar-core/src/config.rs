@@ -44,6 +44,9 @@ pub struct Config {
     /// Span export (OTLP); off unless an endpoint is set.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// How a stop drains the calls in flight (`shutdown.grace_s`).
+    #[serde(default)]
+    pub shutdown: crate::shutdown::ShutdownConfig,
     /// In config order, which is the order every surface lists them in.
     #[serde(default, alias = "providers")]
     pub mcp_servers: IndexMap<String, ServerConfig>,
@@ -302,6 +305,7 @@ impl Config {
                 journal: JournalConfig::default(),
                 audit: AuditConfig::default(),
                 telemetry: TelemetryConfig::default(),
+                shutdown: crate::shutdown::ShutdownConfig::default(),
                 mcp_servers: IndexMap::new(),
             }
         } else {
@@ -428,7 +432,8 @@ impl Config {
             check_pins(&at("capabilities.tools.pinned"), &server.capabilities.tools)?;
         }
         check_expose_as(&self.mcp_servers)?;
-        check_telemetry(&self.telemetry)
+        check_telemetry(&self.telemetry)?;
+        self.shutdown.check()
     }
 }
 

@@ -15,6 +15,7 @@
 //! - [`paths`]: where the control socket lives by default.
 //! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
+//! - [`shutdown`]: the `shutdown:` block, how long a stop drains the calls in flight.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
 //! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
 //! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`), read strictly and written back.
@@ -46,6 +47,7 @@ pub mod pin_edit;
 pub mod policy;
 pub mod preflight;
 pub mod record;
+pub mod shutdown;
 pub mod small_file;
 pub mod time;
 pub mod tool_digest;

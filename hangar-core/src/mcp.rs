@@ -111,3 +111,6 @@ mod tests {
         assert_eq!(&ALL_REVISIONS[1..], LEGACY_REVISIONS);
     }
 }
+
+/// 2026-07-28: the long-lived request that holds a notification stream open.
+pub const METHOD_SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";

@@ -6,6 +6,7 @@
 mod args;
 mod cgroup;
 mod children;
+mod config_watch;
 mod containment;
 mod control;
 mod guardian;
