@@ -142,6 +142,7 @@ mod tests {
         let drain = Drain::default();
         let served = app(&drain).oneshot(post_mcp("tools/call")).await.unwrap();
         assert_eq!(served.status(), StatusCode::OK);
+        drop(served);
         drain.begin();
         let refused = app(&drain).oneshot(post_mcp("tools/call")).await.unwrap();
         assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
