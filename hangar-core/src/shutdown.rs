@@ -48,7 +48,6 @@ fn default_grace_s() -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::config::Config;
 
     #[test]

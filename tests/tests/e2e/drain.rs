@@ -94,3 +94,29 @@ fn sigterm_drains_a_call_in_flight_refuses_new_requests_and_exits_zero() {
     let stopped = log.rfind("supervisor stopped").expect("the stop is logged");
     assert!(drained < stopped);
 }
+
+#[test]
+fn a_task_running_at_sigterm_finishes_before_the_upstreams_stop() {
+    let mut hangar = Hangar::start(CONFIG);
+    let takes_tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let created =
+        hangar.mcp_with("tools/call", json!({"name": "sleep", "arguments": {"ms": SLOW_MS}}), takes_tasks, &[]);
+    assert!(created.body["result"]["taskId"].is_string(), "a task: {}", created.text);
+
+    // Its client is answered already: only the supervisor knows the call is still running.
+    let status = hangar.terminate();
+    assert_eq!(status.code(), Some(0), "log:\n{}", hangar.log());
+    let entries = crate::journal_audit::entries(&hangar.path("state/journal.sqlite"));
+    let sleeps: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "audit" && e["tool"] == "sleep").collect();
+    assert!(!sleeps.is_empty(), "the task's call is audited: {entries:?}");
+    for entry in &sleeps {
+        assert_eq!(entry["outcome"], "ok", "nothing was cut short: {entry}");
+    }
+    // The upstream's sleep ran to its end (a lower bound, whatever the machine's speed).
+    assert!(
+        sleeps.iter().any(|e| e["duration_ms"].as_f64().is_some_and(|ms| ms >= SLOW_MS as f64)),
+        "the task's call completed: {sleeps:?}"
+    );
+    assert!(!hangar.log().contains("calls still running after the grace period"), "{}", hangar.log());
+}
