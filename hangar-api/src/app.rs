@@ -15,6 +15,7 @@ use crate::{body, error, journal, mcp, metrics, oauth, page, rest};
 pub fn router(state: AppState) -> Router {
     let auth = state.auth.clone();
     let guard = state.guard.clone();
+    let drain = state.drain.clone();
     Router::new()
         .merge(rest::routes())
         .merge(journal::routes())
@@ -30,6 +31,8 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(auth, crate::auth::authenticate))
         // Outside the key check: a valid key exempts nothing from it.
         .layer(middleware::from_fn_with_state(guard, crate::guard::refuse_cross_site))
+        // Outermost but the log: a draining instance refuses before any other work.
+        .layer(middleware::from_fn_with_state(drain, crate::drain::admit))
         .layer(middleware::from_fn(log_request))
         .with_state(state)
 }

@@ -22,8 +22,9 @@ pub struct Args {
     /// activation (`LISTEN_FDS`), where the listener is the socket passed as fd 3.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
     pub listen: String,
-    /// Log format on stderr.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    /// Log format on stderr [default: json under Kubernetes (KUBERNETES_SERVICE_HOST set) when
+    /// stderr is not a terminal, else human].
+    #[arg(long, value_name = "FORMAT", value_enum, env = "HANGAR_LOG_FORMAT", default_value_t = LogFormat::detected(), hide_default_value = true)]
     pub log_format: LogFormat,
     /// A file of API key hashes (`sha256:<hex>` or `NAME:sha256:<hex>` a line), merged with the
     /// config's `auth.api_keys`; every route but /health/* then needs a key (`X-API-Key` or
@@ -61,4 +62,17 @@ pub struct Args {
     /// Off without it.
     #[arg(long, value_name = "URL", env = "HANGAR_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
+    /// Seconds the requests in progress may take to finish after SIGTERM or SIGINT. Meanwhile
+    /// /health/ready answers 503 and every new request but /health/* and a task's `tasks/*`
+    /// follow-ups is refused 503 with `Retry-After`. The supervisor passes its config's
+    /// `shutdown.grace_s`.
+    #[arg(long, value_name = "SECONDS", env = "HANGAR_SHUTDOWN_GRACE_S", default_value_t = 10.0, value_parser = parse_grace)]
+    pub shutdown_grace_s: f64,
+}
+
+/// Seconds from 0 to an hour, fractions allowed (as the config's `shutdown.grace_s`).
+fn parse_grace(raw: &str) -> Result<f64, String> {
+    let config =
+        hangar_core::shutdown::ShutdownConfig { grace_s: raw.parse().map_err(|_| format!("not a number: {raw}"))? };
+    config.check().map(|()| config.grace_s).map_err(|err| err.message)
 }

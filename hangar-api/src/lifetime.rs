@@ -1,6 +1,7 @@
 //! The API's life once its arguments are read: listen (and learn what the exposure rule asks of
-//! requests there), connect to the supervisor, announce the address, serve until SIGTERM or SIGINT, then give requests in
-//! flight a grace period.
+//! requests there), connect to the supervisor, announce the address, serve until SIGTERM or
+//! SIGINT, then drain (`drain.rs`): not ready, new requests refused, the requests in flight given
+//! `--shutdown-grace-s` to finish; then stop and exit 0.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -23,8 +24,8 @@ use crate::exposure::{self, Exposure, Listening};
 use crate::state::{AppState, ListChanged};
 use crate::{guard, listen, serve};
 
-/// How long in-flight requests may finish after a stop signal.
-const GRACE: Duration = Duration::from_secs(10);
+/// After the drain, how long the connections left (event streams, reads) may take to close.
+const LAST_WORDS: Duration = Duration::from_secs(1);
 
 /// The connection limits `args` ask for, within the open-file limit (raised to its hard limit
 /// first); a `--max-connections` above what that allows is warned about.
@@ -72,6 +73,7 @@ pub async fn run(
         None => None,
     };
     let state = AppState {
+        drain: Default::default(),
         supervisor: Arc::new(client),
         guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
         changes,
@@ -81,6 +83,8 @@ pub async fn run(
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 
+    let drain = state.drain.clone();
+    let grace = Duration::from_secs_f64(args.shutdown_grace_s);
     let (stop, stopped) = oneshot::channel::<()>();
     let serve = serve::serve(listener, app::router(state), limits, async {
         let _ = stopped.await;
@@ -88,16 +92,21 @@ pub async fn run(
     let mut server = tokio::spawn(serve);
     let outcome = tokio::select! {
         signal = signals.stopped() => {
-            tracing::info!(signal, "shutting down");
+            tracing::info!(signal, grace_s = grace.as_secs_f64(), in_flight = drain.in_flight(), "draining: not ready, refusing new requests");
+            drain.begin();
+            if tokio::time::timeout(grace, drain.idle()).await.is_err() {
+                tracing::warn!(in_flight = drain.in_flight(), "requests still running after the grace period; stopping anyway");
+            }
             let _ = stop.send(());
-            match tokio::time::timeout(GRACE, &mut server).await {
+            // What is left is event streams (their clients reconnect elsewhere) and reads: a
+            // moment to finish, then they are cut.
+            match tokio::time::timeout(LAST_WORDS, &mut server).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(err)) => {
                     tracing::error!(error = %err, "the HTTP server task failed");
                     Err(Exit::quiet(EX_SOFTWARE))
                 }
                 Err(_) => {
-                    tracing::warn!(grace_s = GRACE.as_secs(), "requests still running after the grace period; exiting");
                     server.abort();
                     Ok(())
                 }

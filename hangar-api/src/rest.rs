@@ -112,6 +112,8 @@ async fn live() -> Response {
 /// supervisor keeps its socket open but answers nothing), and it told us its auth settings.
 async fn ready(State(app): State<AppState>) -> Response {
     let reason = match app.supervisor.readiness() {
+        // Stopping: the load balancer should send nothing new here (see `drain`).
+        _ if app.drain.draining() => "draining: shutting down".to_owned(),
         // Until the supervisor has said who may call, a request with a config key would be refused.
         Readiness::Answering if !app.auth.learned() => "waiting for the supervisor's auth settings".to_owned(),
         Readiness::Answering => return Json(json!({"status": "ready"})).into_response(),

@@ -299,7 +299,7 @@ impl Connection {
             let answer = router.call(request.map(|body| DeadlineBody::new(body, body_deadline, bodies.clone())));
             async move {
                 let response = answer.await?;
-                Ok::<_, Infallible>(response.map(|body| TrackedBody { body, _request: request_in_progress }))
+                Ok::<_, Infallible>(response.map(|body| TrackedBody { body, _held: request_in_progress }))
             }
         });
         let io = TokioIo::new(TrackedStream { stream, activity: activity.clone() });
@@ -483,13 +483,14 @@ impl Drop for RequestInProgress {
     }
 }
 
-/// A response body that keeps its request in progress until hyper has sent it all and drops it.
-struct TrackedBody {
-    body: Body,
-    _request: RequestInProgress,
+/// A response body that holds `G` (e.g. its request counted in progress) until hyper has sent it
+/// all and drops it.
+pub(crate) struct TrackedBody<G> {
+    pub(crate) body: Body,
+    pub(crate) _held: G,
 }
 
-impl HttpBody for TrackedBody {
+impl<G: Unpin> HttpBody for TrackedBody<G> {
     type Data = Bytes;
     type Error = axum::Error;
 

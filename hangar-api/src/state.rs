@@ -29,6 +29,8 @@ pub struct AppState {
     pub auth: Auth,
     /// Span export (`--otlp-endpoint`); `None`, the usual case, costs a branch per call.
     pub telemetry: Option<Arc<Telemetry>>,
+    /// Whether a stop signal came: `/health/ready` then says not ready (see `drain`).
+    pub drain: crate::drain::Drain,
 }
 
 /// A list an MCP client may follow changed.
@@ -48,6 +50,7 @@ impl AppState {
             changes: broadcast::channel(16).0,
             auth: Auth::none_learned(),
             telemetry: None,
+            drain: crate::drain::Drain::default(),
         }
     }
 

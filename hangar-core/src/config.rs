@@ -48,6 +48,9 @@ pub struct Config {
     /// The sandbox of every spawned server that does not set its own `sandbox:`.
     #[serde(default)]
     pub sandbox_defaults: Option<SandboxSetting>,
+    /// How a stop drains the calls in flight (`shutdown.grace_s`).
+    #[serde(default)]
+    pub shutdown: crate::shutdown::ShutdownConfig,
     /// In config order, which is the order every surface lists them in.
     #[serde(default, alias = "providers")]
     pub mcp_servers: IndexMap<String, ServerConfig>,
@@ -382,6 +385,7 @@ impl Config {
                 audit: AuditConfig::default(),
                 telemetry: TelemetryConfig::default(),
                 sandbox_defaults: None,
+                shutdown: crate::shutdown::ShutdownConfig::default(),
                 mcp_servers: IndexMap::new(),
             }
         } else {
@@ -523,7 +527,8 @@ impl Config {
             check_pins(&at("capabilities.tools.pinned"), &server.capabilities.tools)?;
         }
         check_expose_as(&self.mcp_servers)?;
-        check_telemetry(&self.telemetry)
+        check_telemetry(&self.telemetry)?;
+        self.shutdown.check()
     }
 }
 

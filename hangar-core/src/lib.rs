@@ -17,6 +17,7 @@
 //! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`sandbox`]: the `sandbox:` block: what the kernel lets a spawned upstream do.
+//! - [`shutdown`]: the `shutdown:` block, how long a stop drains the calls in flight.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
 //! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
 //! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`), read strictly and written back.
@@ -50,6 +51,7 @@ pub mod policy;
 pub mod preflight;
 pub mod record;
 pub mod sandbox;
+pub mod shutdown;
 pub mod small_file;
 pub mod time;
 pub mod tool_digest;

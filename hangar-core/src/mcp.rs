@@ -88,6 +88,9 @@ pub const CLIENT_REQUESTS: [(&str, &str); 3] =
 /// a legacy upstream's own request (anything else is an upstream's own state).
 pub const HELD_CALL_STATE_PREFIX: &str = "hangar-held-";
 
+/// 2026-07-28: the long-lived request that holds a notification stream open.
+pub const METHOD_SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,8 +32,9 @@ struct Args {
     /// The supervisor's control socket [default: as the supervisor's].
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Log format on stderr.
-    #[arg(long, value_enum, default_value = "human")]
+    /// Log format on stderr [default: json under Kubernetes (KUBERNETES_SERVICE_HOST set) when
+    /// stderr is not a terminal, else human].
+    #[arg(long, value_enum, env = "HANGAR_LOG_FORMAT", default_value_t = LogFormat::detected(), hide_default_value = true)]
     log_format: LogFormat,
 }
 

@@ -11,6 +11,22 @@ pub enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// The default when no `--log-format` (or `HANGAR_LOG_FORMAT`) says: JSON under Kubernetes
+    /// (`KUBERNETES_SERVICE_HOST` set) when stderr is not a terminal, where a log collector reads
+    /// it; human otherwise.
+    pub fn detected() -> LogFormat {
+        LogFormat::for_environment(
+            std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+            std::io::stderr().is_terminal(),
+        )
+    }
+
+    fn for_environment(in_kubernetes: bool, at_terminal: bool) -> LogFormat {
+        if in_kubernetes && !at_terminal { LogFormat::Json } else { LogFormat::Human }
+    }
+}
+
 /// The filter comes from `HANGAR_LOG` (e.g. `debug`, `info,hangar_supervisor=debug`), `info` by default.
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_env("HANGAR_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
@@ -24,4 +40,16 @@ pub fn init(format: LogFormat) {
         LogFormat::Human => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogFormat;
+
+    #[test]
+    fn json_by_default_only_under_kubernetes_off_a_terminal() {
+        assert_eq!(LogFormat::for_environment(true, false), LogFormat::Json);
+        assert_eq!(LogFormat::for_environment(true, true), LogFormat::Human);
+        assert_eq!(LogFormat::for_environment(false, false), LogFormat::Human);
+    }
 }

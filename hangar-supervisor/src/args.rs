@@ -31,8 +31,9 @@ pub struct Args {
     /// Do not start the prober (run `hangar-prober` yourself).
     #[arg(long)]
     pub no_prober: bool,
-    /// Log format on stderr.
-    #[arg(long, value_enum, default_value = "human")]
+    /// Log format on stderr (also for the helpers it starts) [default: json under Kubernetes
+    /// (KUBERNETES_SERVICE_HOST set) when stderr is not a terminal, else human].
+    #[arg(long, value_enum, env = "HANGAR_LOG_FORMAT", default_value_t = LogFormat::detected(), hide_default_value = true)]
     pub log_format: LogFormat,
     /// How an upstream's whole subtree is killed: a cgroup v2 of its own where the supervisor's
     /// cgroup is delegated (`cgroup`, e.g. systemd `Delegate=yes`), or the supervisor as
@@ -40,4 +41,9 @@ pub struct Args {
     /// picks `cgroup` when it can.
     #[arg(long, value_enum, default_value = "auto")]
     pub kill_mode: cgroup::KillMode,
+    /// Reload whenever the config file changes, as SIGHUP does (checked every second, through
+    /// its symlinks: a Kubernetes ConfigMap update swaps a `..data` symlink). A refused config is
+    /// logged and the running one stays.
+    #[arg(long, env = "HANGAR_WATCH_CONFIG")]
+    pub watch_config: bool,
 }

@@ -907,3 +907,11 @@ enum Via {
     Request,
     FrontDoor,
 }
+
+impl Hangar {
+    /// Tool calls now running at any upstream, tasks' calls included: a stop's drain waits for
+    /// none to be left (`shutdown::drained`).
+    pub fn calls_in_flight(&self) -> u64 {
+        self.all().iter().map(|server| u64::from(server.calls_in_flight())).sum()
+    }
+}

@@ -26,30 +26,37 @@ struct Helper {
     args: Vec<OsString>,
 }
 
+/// How a helper is stopped: SIGTERM when its watch turns true, SIGKILL after this long.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// When and how the helpers stop: the prober on `stop`; the API on `drain`, which comes first,
+/// with `grace` (the config's `shutdown.grace_s`, handed on as `--shutdown-grace-s`) for the
+/// requests it has in flight.
+pub struct Stops<'a> {
+    pub stop: &'a watch::Receiver<bool>,
+    pub drain: &'a watch::Receiver<bool>,
+    pub grace: Duration,
+}
+
 /// Starts the prober and an API instance on `socket` (but those `--no-prober` and `--no-api`
-/// leave out), each supervised until `stop` turns true.
+/// leave out), each supervised until its watch in `stops` turns true.
 /// `otlp_endpoint` (the config's `telemetry.otlp_endpoint`) is handed to the API, which then
 /// exports its spans there too.
-pub fn start_all(
-    args: &Args,
-    socket: &Path,
-    otlp_endpoint: Option<&str>,
-    stop: &watch::Receiver<bool>,
-) -> Vec<JoinHandle<()>> {
+pub fn start_all(args: &Args, socket: &Path, otlp_endpoint: Option<&str>, stops: &Stops<'_>) -> Running {
     let socket: OsString = socket.into();
     // The helpers log as the supervisor does, into the same stream.
     let log_format = match args.log_format {
         LogFormat::Human => "human",
         LogFormat::Json => "json",
     };
-    let mut tasks = Vec::new();
+    let mut running = Running::default();
     if !args.no_prober {
         let helper = Helper {
             name: "prober",
             program: sibling("hangar-prober"),
             args: vec!["--socket".into(), socket.clone(), "--log-format".into(), log_format.into()],
         };
-        tasks.push(tokio::spawn(supervise(helper, stop.clone())));
+        running.on_stop.push(tokio::spawn(supervise(helper, stops.stop.clone(), STOP_WAIT)));
     }
     if !args.no_api {
         let mut helper = Helper {
@@ -62,14 +69,25 @@ pub fn start_all(
                 args.listen.clone().into(),
                 "--log-format".into(),
                 log_format.into(),
+                "--shutdown-grace-s".into(),
+                stops.grace.as_secs_f64().to_string().into(),
             ],
         };
         if let Some(endpoint) = otlp_endpoint {
             helper.args.extend(["--otlp-endpoint".into(), endpoint.into()]);
         }
-        tasks.push(tokio::spawn(supervise(helper, stop.clone())));
+        // Its drain takes up to the grace; SIGKILL only past that.
+        running.on_drain.push(tokio::spawn(supervise(helper, stops.drain.clone(), stops.grace + STOP_WAIT)));
     }
-    tasks
+    running
+}
+
+/// The helpers' supervising tasks, by the watch that ends them; each returns once its helper is
+/// gone.
+#[derive(Default)]
+pub struct Running {
+    pub on_drain: Vec<JoinHandle<()>>,
+    pub on_stop: Vec<JoinHandle<()>>,
 }
 
 /// The helper binaries live next to the supervisor's own (cargo and packages both put them there).
@@ -81,8 +99,9 @@ fn sibling(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
-/// Runs `helper` until `stop` turns true, then stops it (SIGTERM, then SIGKILL) and returns.
-async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>) {
+/// Runs `helper` until `stop` turns true, then stops it (SIGTERM, then SIGKILL after
+/// `stop_wait`) and returns.
+async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>, stop_wait: Duration) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         if *stop.borrow_and_update() {
@@ -109,7 +128,7 @@ async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>) {
             }
             () = crate::shutdown::requested(&mut stop) => {
                 signal_group(pid, Signal::SIGTERM);
-                if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
+                if tokio::time::timeout(stop_wait, child.wait()).await.is_err() {
                     signal_group(pid, Signal::SIGKILL);
                     let _ = child.wait().await;
                 }

@@ -1,6 +1,7 @@
 //! The supervisor's life once its config is loaded: serve the control socket, start the helpers,
-//! tell systemd it is ready, reload on SIGHUP, and on SIGTERM or SIGINT stop in order: helpers
-//! first (so no API sends new calls), then every child, then the socket.
+//! tell systemd it is ready, reload on SIGHUP, and on SIGTERM or SIGINT stop in order: drain
+//! first (the API it runs turns not ready and refuses new requests; the calls in flight, tasks'
+//! included, get `shutdown.grace_s`), then the prober, every child, and the socket; exit 0.
 
 use std::time::Duration;
 
@@ -8,11 +9,11 @@ use hangar_core::config::Config;
 use hangar_core::journal::default_state_dir;
 use hangar_runtime::exit::Exit;
 use hangar_runtime::signals::{Received, Signals};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::args::Args;
 use crate::journal::Journal;
-use crate::{control, hangar, helpers, notify, reaper};
+use crate::{config_watch, control, hangar, helpers, notify, reaper, shutdown};
 
 /// How long shutdown waits for children to stop before it kills them.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
@@ -26,6 +27,9 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     tracing::info!(journal = %journal.path().display(), "journal open");
     let hangar = hangar::Hangar::new(&config, Some(args.config.clone()), journal.clone());
     let (stop_tx, stop) = watch::channel(false);
+    let (drain_tx, drain) = watch::channel(false);
+    // Read once: a reload does not change it (the API was started with it).
+    let grace = config.shutdown.grace();
     tokio::spawn(reaper::reap_adopted());
     let control = tokio::spawn(control::serve(listener, hangar.clone(), socket_group, stop.clone()));
     tokio::spawn(hangar.clone().stop_idle_servers(stop.clone()));
@@ -37,10 +41,19 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     if let Some(interval) = notify::watchdog_interval() {
         tokio::spawn(notify::watchdog(interval));
     }
-    let helper_tasks = helpers::start_all(&args, &socket, config.telemetry.otlp_endpoint.as_deref(), &stop);
+    let stops = helpers::Stops { stop: &stop, drain: &drain, grace };
+    let helpers = helpers::start_all(&args, &socket, config.telemetry.otlp_endpoint.as_deref(), &stops);
 
+    let (config_changed, mut config_changes) = mpsc::channel(1);
+    if args.watch_config {
+        tokio::spawn(config_watch::watch(args.config.clone(), config_changed, stop.clone()));
+    }
     loop {
-        match signals.next().await {
+        let (received, cause) = tokio::select! {
+            received = signals.next() => (received, "SIGHUP"),
+            Some(()) = config_changes.recv() => (Received::Reload, "config file changed"),
+        };
+        match received {
             Received::Stop(signal) => {
                 tracing::info!("{signal}: shutting down");
                 break;
@@ -49,15 +62,29 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
                 // A refused config is logged; the running one stays.
                 notify::reloading();
                 if let Err(err) = hangar.reload(hangar_core::access::HANGAR).await {
-                    tracing::error!(%err, "SIGHUP: reload refused");
+                    tracing::error!(%err, "{cause}: reload refused");
                 }
                 notify::ready(&serving());
             }
         }
     }
     notify::stopping();
+    let deadline = tokio::time::Instant::now() + grace;
+    tracing::info!(grace_s = grace.as_secs_f64(), calls_in_flight = hangar.calls_in_flight(), "draining");
+    let _ = drain_tx.send(true);
+    // The API answers what it has in flight, then exits (killed past the grace).
+    for task in helpers.on_drain {
+        let _ = task.await;
+    }
+    // Tasks' calls, and calls from API instances this supervisor did not start.
+    if !shutdown::drained(deadline, || hangar.calls_in_flight()).await {
+        tracing::warn!(
+            calls_in_flight = hangar.calls_in_flight(),
+            "calls still running after the grace period; stopping them"
+        );
+    }
     let _ = stop_tx.send(true);
-    for task in helper_tasks {
+    for task in helpers.on_stop {
         let _ = task.await;
     }
     hangar.shutdown(SHUTDOWN_DEADLINE).await;

@@ -7,6 +7,7 @@ mod args;
 mod cgroup;
 mod cgroup_v1;
 mod children;
+mod config_watch;
 mod containment;
 mod control;
 mod guardian;

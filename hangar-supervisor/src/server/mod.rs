@@ -462,3 +462,10 @@ fn jitter_draw() -> f64 {
     let bits = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
+
+impl Server {
+    /// Tool calls now running at the upstream (a task's included): what a drain waits for.
+    pub fn calls_in_flight(&self) -> u32 {
+        self.lock().calls_in_flight
+    }
+}
