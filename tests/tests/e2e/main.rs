@@ -61,6 +61,7 @@ mod shutdown;
 mod stable_names;
 mod starts;
 mod status_page;
+mod streamed_calls;
 mod systemd;
 mod tasks;
 mod traces;
