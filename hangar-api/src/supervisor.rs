@@ -222,50 +222,22 @@ impl AsCaller {
     /// client's other params (its `_meta`, `requestState`, `inputResponses`...) to the upstream;
     /// the upstream's progress and log notifications about the call arrive on the receiver
     /// meanwhile, as far as `relay` asks for them (none by default). Dropping the future cancels
-    /// the call.
+    /// the call. `front_door`: a 2026-07-28 client's call that does not become a task (see
+    /// [`FrontDoorCall`]), its tool's `taskSupport` checked against `front_door.tasks` at the
+    /// call's one resolve, and a legacy upstream's own request to the client answered
+    /// `input_required` (the call held for the client's retry).
     pub fn call_relayed(
         &self,
-        target: Target,
-        arguments: Value,
-        extra: Option<Value>,
+        call: (Target, Value, Option<Value>),
         relay: Relay,
         param_headers: Option<Box<ParamHeaders>>,
+        front_door: Option<FrontDoorCall>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        self.call_request(Request::Call {
-            target,
-            arguments,
-            timeout_ms: None,
-            relay,
-            extra,
-            trace: self.trace.clone(),
-            param_headers,
-            front_door: None,
-        })
-    }
-
-    /// A 2026-07-28 client's front-door `tools/call` that does not become a task (see
-    /// [`FrontDoorCall`]): [`AsCaller::call_relayed`], with the tool's `taskSupport` checked
-    /// against `front_door.tasks` at the call's one resolve, and a legacy upstream's own request
-    /// to the client answered `input_required` (the call held for the client's retry).
-    pub fn front_door_call(
-        &self,
-        target: Target,
-        arguments: Value,
-        extra: Option<Value>,
-        relay: Relay,
-        param_headers: Option<Box<ParamHeaders>>,
-        front_door: FrontDoorCall,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        self.call_request(Request::Call {
-            target,
-            arguments,
-            timeout_ms: None,
-            relay,
-            extra,
-            trace: self.trace.clone(),
-            param_headers,
-            front_door: Some(front_door),
-        })
+        let (target, arguments, extra) = call;
+        let trace = self.trace.clone();
+        let call =
+            Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers, front_door };
+        self.call_request(call)
     }
 
     /// A `Request::Call` sent: its notices, and its result.

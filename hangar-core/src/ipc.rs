@@ -214,7 +214,9 @@ pub enum Request {
     /// (`opted_in`). The supervisor runs the call; an answer within `shortcut_ms` comes back as
     /// it is ([`Reply::Task`] with the result), a slower one as a `CreateTaskResult` while the
     /// supervisor keeps running it. A tool whose declaration requires tasks, called by a client
-    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]).
+    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]); the API sends
+    /// such a client's calls as plain [`Request::Call`]s with a [`FrontDoorCall`] instead. The
+    /// name is resolved once; every run of the call goes to the tool it led to.
     TaskCall {
         target: Target,
         arguments: Value,

@@ -120,8 +120,8 @@ pub async fn tools_call(supervisor: &AsCaller, call: ToolCall) -> Result<Value, 
         }
     };
     let target = Target::Exposed { name };
-    let (_, reply) =
-        supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default(), param_headers.map(Box::new));
+    let call = (target, arguments, pass_on(extra));
+    let (_, reply) = supervisor.call_relayed(call, Relay::default(), param_headers.map(Box::new), None);
     reply.await.or_else(refused_call)
 }
 

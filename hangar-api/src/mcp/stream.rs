@@ -111,7 +111,7 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
             supervisor.task_call_relayed(call, true, tasks::SHORTCUT_MS, None, relay(&wanted))
         } else {
             let front_door = FrontDoorCall { tasks: false };
-            supervisor.front_door_call(target, arguments, extra, relay(&wanted), None, front_door)
+            supervisor.call_relayed((target, arguments, extra), relay(&wanted), None, Some(front_door))
         };
         tokio::pin!(reply);
         let outcome = loop {

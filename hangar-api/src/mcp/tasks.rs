@@ -63,7 +63,7 @@ pub async fn front_door_call(supervisor: &AsCaller, call: ToolCall, opted_in: bo
         supervisor.task_call(target, arguments, extra, true, SHORTCUT_MS, param_headers).await
     } else {
         let front_door = FrontDoorCall { tasks: false };
-        supervisor.front_door_call(target, arguments, extra, Relay::default(), param_headers, front_door).1.await
+        supervisor.call_relayed((target, arguments, extra), Relay::default(), param_headers, Some(front_door)).1.await
     };
     call_answer(answer, resumes)
 }

@@ -130,7 +130,9 @@ impl Hangar {
                     Ok(Outcome::Ok(Reply::Called(result))) => {
                         // Notifications that raced the answer still go first.
                         while let Ok(notice) = running.asks.try_recv() {
-                            pass_on(notices.as_ref(), notice);
+                            if notice.get("id").is_none() {
+                                pass_on(notices.as_ref(), notice);
+                            }
                         }
                         Ok(result)
                     }
