@@ -12,8 +12,8 @@ use std::sync::Arc;
 use hangar_core::access::Caller;
 use hangar_core::custom_headers::{ParamCheck, ParamHeaders};
 use hangar_core::ipc::{
-    Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, SessionChange, SessionState, Started,
-    Stopped, Target, WhoAmI,
+    Catalog, ErrorKind, FrontDoor, FrontDoorCall, IpcError, Relay, Reloaded, Reply, Request, SessionChange,
+    SessionState, Started, Stopped, Target, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -186,6 +186,7 @@ impl AsCaller {
             extra: None,
             trace: self.trace.clone(),
             param_headers: None,
+            front_door: None,
         };
         match self.request(self.maybe_cancellable(request)).await? {
             Reply::Called(result) => Ok(result),
@@ -212,6 +213,7 @@ impl AsCaller {
             extra: None,
             trace: self.trace.clone(),
             param_headers: None,
+            front_door: None,
         }))
     }
 
@@ -220,24 +222,22 @@ impl AsCaller {
     /// client's other params (its `_meta`, `requestState`, `inputResponses`...) to the upstream;
     /// the upstream's progress and log notifications about the call arrive on the receiver
     /// meanwhile, as far as `relay` asks for them (none by default). Dropping the future cancels
-    /// the call.
+    /// the call. `front_door`: a 2026-07-28 client's call that does not become a task (see
+    /// [`FrontDoorCall`]), its tool's `taskSupport` checked against `front_door.tasks` at the
+    /// call's one resolve, and a legacy upstream's own request to the client answered
+    /// `input_required` (the call held for the client's retry).
     pub fn call_relayed(
         &self,
-        target: Target,
-        arguments: Value,
-        extra: Option<Value>,
+        call: (Target, Value, Option<Value>),
         relay: Relay,
         param_headers: Option<Box<ParamHeaders>>,
+        front_door: Option<FrontDoorCall>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        self.call_request(Request::Call {
-            target,
-            arguments,
-            timeout_ms: None,
-            relay,
-            extra,
-            trace: self.trace.clone(),
-            param_headers,
-        })
+        let (target, arguments, extra) = call;
+        let trace = self.trace.clone();
+        let call =
+            Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers, front_door };
+        self.call_request(call)
     }
 
     /// A `Request::Call` sent: its notices, and its result.
@@ -262,9 +262,15 @@ impl AsCaller {
 
     /// Where a front-door tool name leads (`ErrorKind::UnknownTool` if nowhere), as a call by
     /// that name would go; `param_check`'s headers are checked against that tool
-    /// (`ErrorKind::HeaderMismatch`).
-    pub async fn resolve(&self, name: &str, param_check: Option<Box<ParamCheck>>) -> Result<Target, IpcError> {
-        match self.request(Request::Resolve { name: name.into(), param_check }).await? {
+    /// (`ErrorKind::HeaderMismatch`), and, with `front_door` (before a 2026-07-28 client's
+    /// streamed call), its `taskSupport` (`ErrorKind::MissingCapability`).
+    pub async fn resolve(
+        &self,
+        name: &str,
+        param_check: Option<Box<ParamCheck>>,
+        front_door: Option<FrontDoorCall>,
+    ) -> Result<Target, IpcError> {
+        match self.request(Request::Resolve { name: name.into(), param_check, front_door }).await? {
             Reply::Resolved { mcp_server, tool } => Ok(Target::Tool { mcp_server, tool }),
             _ => Err(unexpected("resolve")),
         }
@@ -409,12 +415,28 @@ impl AsCaller {
         shortcut_ms: u64,
         param_headers: Option<Box<ParamHeaders>>,
     ) -> Result<Value, IpcError> {
+        let call = (target, arguments, extra);
+        self.task_call_relayed(call, opted_in, shortcut_ms, param_headers, Relay::default()).1.await
+    }
+
+    /// [`AsCaller::task_call`] whose upstream's notices (as far as `relay` asks for them) arrive
+    /// on the receiver until it is answered: with its result, or as a task.
+    pub fn task_call_relayed(
+        &self,
+        call: (Target, Value, Option<Value>),
+        opted_in: bool,
+        shortcut_ms: u64,
+        param_headers: Option<Box<ParamHeaders>>,
+        relay: Relay,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let (target, arguments, extra) = call;
         let trace = self.trace.clone();
-        let request = Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers };
-        match self.request(request).await? {
-            Reply::Called(result) | Reply::Task(result) => Ok(result),
-            _ => Err(unexpected("task call")),
-        }
+        let request =
+            Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers, relay };
+        self.relayed(request, "task call", |reply| match reply {
+            Reply::Called(result) | Reply::Task(result) => Some(result),
+            _ => None,
+        })
     }
 
     /// `tasks/get`, `tasks/update` or `tasks/cancel` (`Request::TaskGet` ...): the answer in
@@ -437,7 +459,16 @@ impl AsCaller {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
         let (target, arguments, extra) = call;
         let trace = self.trace.clone();
-        let op = Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers: None };
+        let op = Request::Call {
+            target,
+            arguments,
+            timeout_ms: None,
+            relay,
+            extra,
+            trace,
+            param_headers: None,
+            front_door: None,
+        };
         let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op), hangar_call: false };
         self.relayed(request, "call", called)
     }

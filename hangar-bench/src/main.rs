@@ -113,6 +113,9 @@ struct CallArgs {
     arguments: String,
     #[arg(long, value_enum, default_value = "modern")]
     wire: Wire,
+    /// The client declares the tasks extension (modern wire): front-door calls may become tasks.
+    #[arg(long)]
+    takes_tasks: bool,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -199,7 +202,7 @@ async fn call(args: CallArgs, threads: u16) -> anyhow::Result<bool> {
                 .iter()
                 .map(|server| {
                     let batch = json!({"calls": [{"mcp_server": server, "tool": args.tool, "arguments": arguments}]});
-                    Call::new(args.wire, "hangar_call", &batch)
+                    Call::declaring(args.wire, "hangar_call", &batch, args.takes_tasks)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             (calls, Check::HangarCall)
@@ -208,11 +211,13 @@ async fn call(args: CallArgs, threads: u16) -> anyhow::Result<bool> {
             let calls = args
                 .server
                 .iter()
-                .map(|server| Call::new(args.wire, &format!("{server}__{}", args.tool), &arguments))
+                .map(|server| {
+                    Call::declaring(args.wire, &format!("{server}__{}", args.tool), &arguments, args.takes_tasks)
+                })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             (calls, Check::Tool)
         }
-        Mode::FrontDoor => (vec![Call::new(args.wire, &args.tool, &arguments)?], Check::Tool),
+        Mode::FrontDoor => (vec![Call::declaring(args.wire, &args.tool, &arguments, args.takes_tasks)?], Check::Tool),
     };
     let mode = match args.mode {
         Mode::HangarCall => "hangar-call",

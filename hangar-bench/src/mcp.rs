@@ -77,9 +77,19 @@ pub struct Call {
 impl Call {
     /// `tools/call name(arguments)` for `wire`.
     pub fn new(wire: Wire, name: &str, arguments: &Value) -> anyhow::Result<Call> {
+        Call::declaring(wire, name, arguments, false)
+    }
+
+    /// [`Call::new`]; with `takes_tasks`, a modern call's client declares the tasks extension
+    /// (SEP-2663), so the front door may make it a task.
+    pub fn declaring(wire: Wire, name: &str, arguments: &Value, takes_tasks: bool) -> anyhow::Result<Call> {
         let mut params = json!({"name": name, "arguments": arguments});
         if wire == Wire::Modern {
             params["_meta"] = modern_meta();
+            if takes_tasks {
+                params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+            }
         }
         // Serialized with a placeholder id, then split around it: the rest never changes.
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": params}).to_string();

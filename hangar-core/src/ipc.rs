@@ -18,7 +18,7 @@ use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolReco
 use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -101,6 +101,10 @@ pub enum Request {
         /// `hangar_call`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         param_headers: Option<Box<ParamHeaders>>,
+        /// A 2026-07-28 client's front-door call (see [`FrontDoorCall`]); `None`: none of its
+        /// rules apply (legacy sessions, `hangar_call`, REST).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        front_door: Option<FrontDoorCall>,
     },
     /// Push every state change on this connection from now on.
     Subscribe,
@@ -133,6 +137,11 @@ pub enum Request {
         /// leads to and the arguments the call will carry.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         param_check: Option<Box<ParamCheck>>,
+        /// Before a streamed front-door call: whether its client takes tasks, so a tool that
+        /// declares `taskSupport: required` is refused here ([`ErrorKind::MissingCapability`])
+        /// for one that does not, before the stream starts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        front_door: Option<FrontDoorCall>,
     },
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
@@ -205,7 +214,9 @@ pub enum Request {
     /// (`opted_in`). The supervisor runs the call; an answer within `shortcut_ms` comes back as
     /// it is ([`Reply::Task`] with the result), a slower one as a `CreateTaskResult` while the
     /// supervisor keeps running it. A tool whose declaration requires tasks, called by a client
-    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]).
+    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]); the API sends
+    /// such a client's calls as plain [`Request::Call`]s with a [`FrontDoorCall`] instead. The
+    /// name is resolved once; every run of the call goes to the tool it led to.
     TaskCall {
         target: Target,
         arguments: Value,
@@ -219,6 +230,10 @@ pub enum Request {
         /// As [`Request::Call`]'s: checked at the call (and at every resumed run of its task).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         param_headers: Option<Box<ParamHeaders>>,
+        /// A streamed call's progress and log notices, relayed until it is answered: its result
+        /// within the shortcut, or the `CreateTaskResult` (the task runs on unheard).
+        #[serde(default, skip_serializing_if = "Relay::is_off")]
+        relay: Relay,
     },
     /// `tasks/get`: the task as its creator sees it (a `DetailedTask`); another caller's or an
     /// unknown or expired id is [`ErrorKind::NotFound`].
@@ -400,6 +415,22 @@ impl Relay {
     pub fn is_off(&self) -> bool {
         !self.progress && !self.logs && !self.asks
     }
+}
+
+/// What a 2026-07-28 client's front-door call asks of the supervisor besides the call (a
+/// [`Request::Call`] or a [`Request::Resolve`] before a streamed one):
+/// - a tool that declares `execution.taskSupport: required` is refused
+///   ([`ErrorKind::MissingCapability`]) unless the client takes tasks (`tasks`), checked at the
+///   one resolve the call makes;
+/// - a legacy upstream's own request to the client (sampling, elicitation, roots) holds the call
+///   and answers it `input_required`; a `requestState` naming a held call (in `extra`) resumes
+///   that call instead of making a new one;
+/// - the upstream's error words are the front door's (as for a call by front-door name).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrontDoorCall {
+    /// The client declared the tasks extension.
+    #[serde(default)]
+    pub tasks: bool,
 }
 
 /// A server the prober should check: every `interval_ms`, the next one `due_in_ms` from now
@@ -722,6 +753,7 @@ mod tests {
                         Some("a=b"),
                     ),
                     param_headers: Some(Box::new([("region".to_owned(), "eu".to_owned())].into())),
+                    front_door: Some(FrontDoorCall { tasks: false }),
                 },
             },
             ClientFrame::Request {
@@ -732,6 +764,7 @@ mod tests {
                         headers: [("region".to_owned(), "eu".to_owned())].into(),
                         arguments: serde_json::json!({"region": "eu"}),
                     })),
+                    front_door: Some(FrontDoorCall { tasks: true }),
                 },
                 caller: Caller::anonymous(),
             },
@@ -754,6 +787,7 @@ mod tests {
             extra: None,
             trace: None,
             param_headers: None,
+            front_door: None,
         };
         let line = encode(&ClientFrame::Request { id: 1, op: call.clone(), caller: Caller::hangar() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));

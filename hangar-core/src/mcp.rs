@@ -91,6 +91,30 @@ pub const HELD_CALL_STATE_PREFIX: &str = "hangar-held-";
 /// 2026-07-28: the long-lived request that holds a notification stream open.
 pub const METHOD_SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
+/// How a tool declares tasks (`execution.taskSupport`, SEP-2663); a tool that declares none may
+/// still be run as the gateway's own task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Only as a task: a client that does not take tasks is refused ([`MISSING_CAPABILITY`]).
+    Required,
+    /// Either way: the upstream may make a task of its own.
+    Optional,
+    /// Never as a task.
+    Forbidden,
+}
+
+impl TaskSupport {
+    /// What a tool declaration says, if it says anything this revision knows.
+    pub fn of(declaration: &serde_json::Value) -> Option<TaskSupport> {
+        match declaration.get("execution")?.get("taskSupport")?.as_str()? {
+            "required" => Some(TaskSupport::Required),
+            "optional" => Some(TaskSupport::Optional),
+            "forbidden" => Some(TaskSupport::Forbidden),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +131,16 @@ mod tests {
         ] {
             assert!(key.starts_with(META_PREFIX), "{key}");
         }
+    }
+
+    #[test]
+    fn a_tools_task_support_is_read_from_its_execution() {
+        let declared = |support: &str| serde_json::json!({"name": "t", "execution": {"taskSupport": support}});
+        assert_eq!(TaskSupport::of(&declared("required")), Some(TaskSupport::Required));
+        assert_eq!(TaskSupport::of(&declared("optional")), Some(TaskSupport::Optional));
+        assert_eq!(TaskSupport::of(&declared("forbidden")), Some(TaskSupport::Forbidden));
+        assert_eq!(TaskSupport::of(&declared("sometimes")), None);
+        assert_eq!(TaskSupport::of(&serde_json::json!({"name": "t"})), None);
     }
 
     #[test]

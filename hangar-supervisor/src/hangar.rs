@@ -235,6 +235,31 @@ impl Hangar {
         }
     }
 
+    /// A front-door call run on its own, so that it may outlive the request that started it (a
+    /// call held for its client's answer): judged, admitted and recorded as any call, with the
+    /// front door's upstream words.
+    async fn call_on_its_own(
+        self: Arc<Self>,
+        caller: Caller,
+        call: CallRequest,
+        trace: Option<TraceContext>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Outcome {
+        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let view = match admit_caller(&access, &caller) {
+            Ok(view) => view,
+            Err(refused) => return Outcome::Err(refused),
+        };
+        let decide = Decision::by(&caller, &view, &self.shared.journal, &access.audit);
+        let called = self.call(&decide, call, trace, notices).await;
+        let answer = called.map(Reply::Called).map_err(|err| self.upstream_words(err, true));
+        decide.finish(&answer);
+        match answer {
+            Ok(reply) => Outcome::Ok(reply),
+            Err(error) => Outcome::Err(error),
+        }
+    }
+
     async fn answer(
         &self,
         decide: &Decision<'_>,
@@ -278,10 +303,14 @@ impl Hangar {
                 self.record_action(decide.caller(), view, &mcp_server, "stop");
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
-            Request::Call { target, arguments, timeout_ms, relay, extra, trace, param_headers } => {
-                let to_front_door = via == Via::FrontDoor || matches!(target, Target::Exposed { .. });
-                let call = CallRequest { target, arguments, timeout_ms, relay, extra, param_headers };
-                let called = self.call(decide, call, trace, notices).await;
+            Request::Call { target, arguments, timeout_ms, relay, extra, trace, param_headers, front_door } => {
+                let to_front_door =
+                    via == Via::FrontDoor || front_door.is_some() || matches!(target, Target::Exposed { .. });
+                let call = CallRequest { target, arguments, timeout_ms, relay, extra, param_headers, front_door };
+                let called = match front_door {
+                    Some(_) => self.held_or_called(decide, call, trace, notices).await,
+                    None => self.call(decide, call, trace, notices).await,
+                };
                 Reply::Called(called.map_err(|err| self.upstream_words(err, to_front_door))?)
             }
             Request::Subscribe => Reply::Subscribed,
@@ -326,10 +355,13 @@ impl Hangar {
                     naming: self.naming().as_ref().clone(),
                 })
             }
-            Request::Resolve { name, param_check } => {
+            Request::Resolve { name, param_check, front_door } => {
                 let (server, tool) = self.resolve(view, &name).await?;
                 if !view.allows_tool(&tool) {
                     return Err(audit::tool_forbidden(server.id(), &tool));
+                }
+                if let Some(front_door) = front_door {
+                    tasks::check_task_support(&server, &tool, front_door)?;
                 }
                 if let Some(check) = &param_check {
                     server.check_param_headers(&tool, &check.arguments, &check.headers)?;
@@ -355,7 +387,7 @@ impl Hangar {
             | Request::SessionEnd { .. }
             | Request::SessionPost { .. }
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
-            request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request).await?,
+            request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request, notices).await?,
             request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request).await?,
             Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
@@ -433,7 +465,7 @@ impl Hangar {
         if let Some(trace) = &trace {
             decide.trace(trace.trace_id_hex());
         }
-        let CallRequest { target, arguments, timeout_ms, relay, extra, param_headers } = call;
+        let CallRequest { target, arguments, timeout_ms, relay, extra, param_headers, front_door } = call;
         let (server, tool) = match target {
             Target::Tool { mcp_server, tool } => {
                 let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
@@ -456,6 +488,10 @@ impl Hangar {
         }
         if let Some(given) = &param_headers {
             server.check_param_headers(&tool, &arguments, given)?;
+        }
+        // Checked at the call's one resolve: no lookup of its own.
+        if let Some(front_door) = front_door {
+            tasks::check_task_support(&server, &tool, front_door)?;
         }
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
@@ -775,6 +811,7 @@ struct CallRequest {
     relay: hangar_core::ipc::Relay,
     extra: Option<Value>,
     param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
+    front_door: Option<hangar_core::ipc::FrontDoorCall>,
 }
 
 /// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.

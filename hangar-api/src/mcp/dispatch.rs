@@ -119,7 +119,7 @@ async fn tools_call(
         _ => app,
     };
     if let Some(wanted) = wanted
-        && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era).await?
+        && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era, opted_in).await?
     {
         return Ok(Answer::Reply(reply));
     }

@@ -8,12 +8,14 @@
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
-use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Relay, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
+use hangar_core::ipc::{
+    ErrorKind, FrontDoor, FrontDoorCall, IpcError, Relay, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL,
+};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
 
-use super::errors::header_mismatch;
+use super::errors::{header_mismatch, missing_capability};
 use super::params::ToolCall;
 use super::tools;
 use crate::supervisor::AsCaller;
@@ -67,13 +69,16 @@ pub fn route(name: &str) -> Route {
 }
 
 /// Where a front-door name leads, asked before a call that must know it is routable before it
-/// answers (an event stream, once started, cannot turn into an error response).
+/// answers (an event stream, once started, cannot turn into an error response). With
+/// `front_door`, a tool that runs only as a task is refused (-32021) to a client that does not
+/// take tasks.
 pub async fn resolve(
     supervisor: &AsCaller,
     name: &str,
     param_check: Option<Box<ParamCheck>>,
+    front_door: Option<FrontDoorCall>,
 ) -> Result<Target, RpcError> {
-    supervisor.resolve(name, param_check).await.map_err(refused)
+    supervisor.resolve(name, param_check, front_door).await.map_err(refused)
 }
 
 /// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, in the
@@ -84,6 +89,7 @@ pub fn refused(err: IpcError) -> RpcError {
     match err.kind {
         ErrorKind::UnknownTool => RpcError::invalid_params(err.message),
         ErrorKind::HeaderMismatch => header_mismatch(err.message),
+        ErrorKind::MissingCapability => missing_capability(err),
         _ => internal(err),
     }
 }
@@ -109,19 +115,14 @@ pub async fn tools_call(supervisor: &AsCaller, call: ToolCall) -> Result<Value, 
         Ok(arguments) => arguments,
         Err(bad) => {
             // An unknown name is reported before bad arguments.
-            resolve(supervisor, &name, None).await?;
+            resolve(supervisor, &name, None, None).await?;
             return Err(bad);
         }
     };
     let target = Target::Exposed { name };
-    let (_, reply) =
-        supervisor.call_relayed(target, arguments, pass_on(extra), Relay::default(), param_headers.map(Box::new));
-    let refused_here =
-        |kind| matches!(kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable | ErrorKind::HeaderMismatch);
-    match reply.await {
-        Err(err) if refused_here(err.kind) => Err(refused(err)),
-        outcome => outcome.or_else(upstream_failure),
-    }
+    let call = (target, arguments, pass_on(extra));
+    let (_, reply) = supervisor.call_relayed(call, Relay::default(), param_headers.map(Box::new), None);
+    reply.await.or_else(refused_call)
 }
 
 /// The client's params for the upstream, without the protocol version (the hangar speaks its
@@ -376,14 +377,16 @@ fn internal(err: IpcError) -> RpcError {
 }
 
 /// A front-door call's refusal or failure, as `tools_call` renders it: an unknown name (or no
-/// supervisor) is a JSON-RPC error, an upstream's JSON-RPC error keeps its code, anything else
-/// is an error result.
+/// supervisor, a header mismatch, a tool that runs only as a task) is a JSON-RPC error, an
+/// upstream's JSON-RPC error keeps its code, anything else is an error result.
 pub fn refused_call(err: IpcError) -> Result<Value, RpcError> {
-    if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable | ErrorKind::HeaderMismatch) {
-        Err(refused(err))
-    } else {
-        upstream_failure(err)
-    }
+    let refused_here = [
+        ErrorKind::UnknownTool,
+        ErrorKind::SupervisorUnavailable,
+        ErrorKind::HeaderMismatch,
+        ErrorKind::MissingCapability,
+    ];
+    if refused_here.contains(&err.kind) { Err(refused(err)) } else { upstream_failure(err) }
 }
 
 /// The server that has `uri` (as the client wrote it) and the URI that server knows it by: where

@@ -137,7 +137,7 @@ pub async fn tools_call(
     // `ClientCall` as the front-door call it is, whatever it targets: an upstream's error words
     // reach this client, as `tool_access.upstream_errors` says.) What the client can be asked is
     // in the params' `_meta` already: `legacy::in_session` declares what it said at `initialize`.
-    let target = front_door::resolve(supervisor, &call.name, None).await?;
+    let target = front_door::resolve(supervisor, &call.name, None, None).await?;
     let arguments = front_door::upstream_arguments(call.arguments)?;
     let params = match front_door::pass_on(call.extra) {
         Some(Value::Object(params)) => params,

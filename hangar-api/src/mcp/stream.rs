@@ -4,11 +4,19 @@
 //! Used when the client accepts `text/event-stream` and asked for notifications (a
 //! `progressToken`, or a `logLevel` in `_meta`). If the client closes the stream, the call is
 //! dropped, which cancels it at the supervisor and, from there, upstream.
+//!
+//! It is the same call as a plain one, answered otherwise: a tool that runs only as a task is
+//! refused (-32021, as JSON, before the stream starts) to a client that does not take tasks; a
+//! legacy upstream's own request to the client ends the stream with `input_required` (the call
+//! is held for the retry, whose own stream carries the rest of its notifications); and for a
+//! client that takes tasks, a call still running when the shortcut (`tasks::SHORTCUT_MS`) is
+//! over ends the stream with its `CreateTaskResult`: its notifications until then came on the
+//! stream, the task runs on unheard, and the client polls `tasks/get`.
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::custom_headers::ParamCheck;
-use hangar_core::ipc::{Relay, Target};
+use hangar_core::ipc::{FrontDoorCall, Relay, Target};
 use hangar_core::jsonrpc::RpcError;
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -16,19 +24,21 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::era::Era;
-use super::front_door::{self, upstream_failure};
+use super::front_door;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
-use super::tools;
+use super::{tasks, tools};
 use crate::state::Calling;
 use crate::supervisor::AsCaller;
 
-/// One upstream tool call: which tool, its arguments, and the client's other params to pass on.
+/// One upstream tool call: which tool, its arguments, the client's other params to pass on,
+/// and whether its client takes tasks.
 pub struct UpstreamCall {
     pub target: Target,
     pub arguments: Value,
     pub extra: Option<Value>,
+    pub opted_in: bool,
 }
 
 pub fn relay(wanted: &Wanted) -> Relay {
@@ -93,9 +103,16 @@ impl Serialize for ParamsWithToken<'_> {
 pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wanted, era: &'static Era) -> McpReply {
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
-        let UpstreamCall { target, arguments, extra } = call;
-        // The call's headers were checked when its name was resolved.
-        let (mut notices, reply) = supervisor.call_relayed(target, arguments, extra, relay(&wanted), None);
+        let UpstreamCall { target, arguments, extra, opted_in } = call;
+        let resumes = extra.as_ref().and_then(Value::as_object).is_some_and(tasks::resumes_held_call);
+        // The call's headers (and its tool's task support) were checked when its name was resolved.
+        let (mut notices, reply) = if opted_in {
+            let call = (target, arguments, extra);
+            supervisor.task_call_relayed(call, true, tasks::SHORTCUT_MS, None, relay(&wanted))
+        } else {
+            let front_door = FrontDoorCall { tasks: false };
+            supervisor.call_relayed((target, arguments, extra), relay(&wanted), None, Some(front_door))
+        };
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
@@ -116,20 +133,21 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
                 let _ = events.send(notice).await;
             }
         }
-        let outcome = outcome.or_else(upstream_failure).map(|result| (era.finish)("tools/call", result));
+        let outcome = tasks::call_answer(outcome, resumes).map(|result| (era.finish)("tools/call", result));
         let _ = events.send(sse_event(&Answer { id, outcome })).await;
     });
     McpReply::events(stream)
 }
 
 /// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
-/// JSON), but `hangar_call` with a progress token.
+/// JSON), but `hangar_call` with a progress token. `opted_in`: its client takes tasks.
 pub async fn front_door_call(
     app: &Calling,
     id: &Id,
     call: &ToolCall,
     wanted: Wanted,
     era: &'static Era,
+    opted_in: bool,
 ) -> Result<Option<McpReply>, RpcError> {
     if front_door::route(&call.name) == front_door::Route::Hangar {
         return Ok(hangar_call(&app.supervisor, id, call, wanted, era));
@@ -143,9 +161,10 @@ pub async fn front_door_call(
         }
         _ => None,
     };
-    let target = front_door::resolve(&app.supervisor, &call.name, check).await?;
+    let front_door = Some(FrontDoorCall { tasks: opted_in });
+    let target = front_door::resolve(&app.supervisor, &call.name, check, front_door).await?;
     let arguments = arguments?;
-    let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()) };
+    let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()), opted_in };
     Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
 }
 

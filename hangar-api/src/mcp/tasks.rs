@@ -1,13 +1,16 @@
 //! The tasks extension (SEP-2663) at the front door: whether a request takes tasks, a
 //! front-door `tools/call` that may become a task, and `tasks/get`, `tasks/update`,
 //! `tasks/cancel`. The tasks themselves are the supervisor's (any API instance answers).
+//!
+//! Only a client that takes tasks has its calls sent as `Request::TaskCall`; any other's is a
+//! plain `Request::Call` (with `FrontDoorCall`), so it pays for nothing it cannot use.
 
-use hangar_core::ipc::{ErrorKind, IpcError, Request, Target};
+use hangar_core::ipc::{ErrorKind, FrontDoorCall, IpcError, Relay, Request, Target};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::{
     EXTENSION_TASKS, HELD_CALL_STATE_PREFIX, META_CLIENT_CAPABILITIES, MISSING_CAPABILITY, REQUEST_STATE,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::front_door::{pass_on, refused_call, upstream_arguments};
 use super::params::ToolCall;
@@ -41,37 +44,42 @@ pub(super) fn missing_extension(method: &str) -> RpcError {
     .with_data(json!({"requiredCapabilities": {"extensions": {EXTENSION_TASKS: {}}}}))
 }
 
-/// A front-door `tools/call` of an upstream tool, which the supervisor answers as it is or
-/// turns into a task.
+/// A front-door `tools/call` of an upstream tool: for a client that takes tasks, one the
+/// supervisor answers as it is or turns into a task; for any other, a plain call.
 pub async fn front_door_call(supervisor: &AsCaller, call: ToolCall, opted_in: bool) -> Result<Value, RpcError> {
     let ToolCall { name, arguments, extra, param_headers } = call;
     let arguments = match upstream_arguments(arguments) {
         Ok(arguments) => arguments,
         Err(bad) => {
-            super::front_door::resolve(supervisor, &name, None).await?;
+            super::front_door::resolve(supervisor, &name, None, None).await?;
             return Err(bad);
         }
     };
     let target = Target::Exposed { name };
     let param_headers = param_headers.map(Box::new);
-    let resumes_held_call =
-        extra.get(REQUEST_STATE).and_then(Value::as_str).is_some_and(|state| state.starts_with(HELD_CALL_STATE_PREFIX));
-    match supervisor.task_call(target, arguments, pass_on(extra), opted_in, SHORTCUT_MS, param_headers).await {
-        Err(err) if err.kind == ErrorKind::MissingCapability => Err(missing_capability(err)),
-        // A retry naming no call the hangar holds (unknown, expired, spent or another's).
-        Err(err) if err.kind == ErrorKind::InvalidArgument && resumes_held_call => {
-            Err(RpcError::invalid_params(err.message))
-        }
-        Err(err) => refused_call(err),
-        Ok(result) => Ok(result),
-    }
+    let resumes = resumes_held_call(&extra);
+    let extra = pass_on(extra);
+    let answer = if opted_in {
+        supervisor.task_call(target, arguments, extra, true, SHORTCUT_MS, param_headers).await
+    } else {
+        let front_door = FrontDoorCall { tasks: false };
+        supervisor.call_relayed((target, arguments, extra), Relay::default(), param_headers, Some(front_door)).1.await
+    };
+    call_answer(answer, resumes)
 }
 
-fn missing_capability(err: IpcError) -> RpcError {
-    let error = RpcError::new(MISSING_CAPABILITY, err.message);
-    match err.details {
-        Some(details) => error.with_data(details),
-        None => error,
+/// Whether a call's params retry a call the hangar holds (its `requestState` is the hangar's).
+pub fn resumes_held_call(params: &Map<String, Value>) -> bool {
+    params.get(REQUEST_STATE).and_then(Value::as_str).is_some_and(|state| state.starts_with(HELD_CALL_STATE_PREFIX))
+}
+
+/// A front-door call's answer as its client sees it (`resumes`: it retried a held call).
+pub fn call_answer(answer: Result<Value, IpcError>, resumes: bool) -> Result<Value, RpcError> {
+    match answer {
+        // A retry naming no call the hangar holds (unknown, expired, spent or another's).
+        Err(err) if err.kind == ErrorKind::InvalidArgument && resumes => Err(RpcError::invalid_params(err.message)),
+        Err(err) => refused_call(err),
+        Ok(result) => Ok(result),
     }
 }
 
@@ -112,6 +120,34 @@ mod tests {
         assert!(!opted_in(Some(&without)));
         assert!(!opted_in(Some(&json!({}))));
         assert!(!opted_in(None));
+    }
+
+    #[tokio::test]
+    async fn only_a_client_that_takes_tasks_has_its_call_sent_as_a_task_call() {
+        use hangar_core::access::Caller;
+        use std::sync::Arc;
+
+        let fake = crate::testing::FakeSupervisor::new();
+        let supervisor = AsCaller::new(fake.clone() as Arc<dyn crate::supervisor::Supervisor>, Caller::anonymous());
+        let call = |extensions: Value| {
+            let meta = json!({META_CLIENT_CAPABILITIES: {"extensions": extensions}});
+            ToolCall::from_params(Some(json!({"name": "echo", "arguments": {"x": 1}, "_meta": meta}))).unwrap()
+        };
+        // The fake knows no front-door name: each answer is a refusal; what was sent counts.
+        let _ = front_door_call(&supervisor, call(json!({})), false).await;
+        let _ = front_door_call(&supervisor, call(json!({EXTENSION_TASKS: {}})), true).await;
+        let sent = fake.requests.lock().unwrap().clone();
+        assert_eq!(sent.len(), 2, "one request a call, no resolve before it: {sent:?}");
+        assert!(
+            matches!(
+                &sent[0],
+                Request::Call { target: Target::Exposed { name }, front_door: Some(FrontDoorCall { tasks: false }), .. }
+                    if name == "echo"
+            ),
+            "a plain call: {:?}",
+            sent[0]
+        );
+        assert!(matches!(&sent[1], Request::TaskCall { opted_in: true, .. }), "a task call: {:?}", sent[1]);
     }
 
     #[test]

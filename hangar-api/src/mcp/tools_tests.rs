@@ -134,5 +134,6 @@ async fn hangar_call_reports_the_batch() {
         extra: None,
         trace: None,
         param_headers: None,
+        front_door: None,
     }));
 }

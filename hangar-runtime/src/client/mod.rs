@@ -338,6 +338,7 @@ mod tests {
             extra: None,
             trace: None,
             param_headers: None,
+            front_door: None,
             target: hangar_core::ipc::Target::tool("m", "t"),
             arguments: serde_json::json!({}),
             timeout_ms,

@@ -5,31 +5,40 @@
 //! same call's result: the call is not sent again. A held call belongs to its caller's identity
 //! and waits at most [`HOLD`] (or `tool_access.client_answer_timeout_s`, if shorter) for the
 //! retry; then it is cancelled upstream and the upstream's request is answered with an error.
+//!
+//! Every 2026-07-28 front-door call comes here ([`Hangar::held_or_called`]): answered as JSON or
+//! as an event stream, and a task's every run. A call whose client can be asked nothing runs
+//! inline, as any call; only one that may be held runs on its own, so it can outlive its request.
+//! A streamed call's progress and log notices go to whichever request waits for it: the first,
+//! then the retry that resumed it (from any API instance).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Reply};
+use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{
     CLIENT_REQUESTS, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, REQUEST_STATE,
     RESULT_TYPE_INPUT_REQUIRED,
 };
+use hangar_core::trace::TraceContext;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::Hangar;
+use super::audit::Decision;
 use super::running::{AbortOnDrop, Ids};
+use super::{CallRequest, Hangar};
 
 /// How long a held call waits for the client's retry.
 pub const HOLD: Duration = Duration::from_secs(60);
 /// The key of the one question in `inputRequests`.
 const ASK_KEY: &str = "upstream";
 
-/// A front-door call running on its own, and the upstream's requests about it.
+/// A front-door call running on its own, and the upstream's requests about it (with its
+/// progress and log notices, if it relays them).
 pub struct Running {
     pub call: JoinHandle<Outcome>,
     pub asks: mpsc::UnboundedReceiver<Value>,
@@ -78,20 +87,66 @@ fn unknown_state() -> IpcError {
 }
 
 impl Hangar {
+    /// A 2026-07-28 client's front-door call ([`hangar_core::ipc::FrontDoorCall`]): the retry
+    /// of a held call resumes it; a call whose client can be asked something runs on its own
+    /// and may be held; any other is made here and now.
+    pub(super) async fn held_or_called(
+        &self,
+        decide: &Decision<'_>,
+        call: CallRequest,
+        trace: Option<TraceContext>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, IpcError> {
+        if let Some(token) = held_token(call.extra.as_ref()) {
+            return self.resume_held(decide.caller(), token, call.extra.as_ref(), notices).await;
+        }
+        let declared = declared_capabilities(call.extra.as_ref());
+        if !can_be_asked(&declared) {
+            return self.call(decide, call, trace, notices).await;
+        }
+        let Some(me) = self.me.upgrade() else {
+            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
+        };
+        // The upstream's requests come back here, beside the notices the caller asked for.
+        let (asks_to, asks) = mpsc::unbounded_channel();
+        let call = CallRequest { relay: Relay { asks: true, ..call.relay }, ..call };
+        let running = tokio::spawn(me.call_on_its_own(decide.caller().clone(), call, trace, Some(asks_to)));
+        self.wait_or_hold(decide.caller(), Running { call: running, asks, declared }, notices).await
+    }
+
     /// Waits for `running` to end, or for its upstream to ask the client something the client
-    /// declared it can answer: then the call is held and answered `input_required`.
-    pub(super) async fn wait_or_hold(&self, caller: &Caller, mut running: Running) -> Result<Value, IpcError> {
+    /// declared it can answer: then the call is held and answered `input_required`. Its
+    /// notifications meanwhile go to `notices`.
+    pub(super) async fn wait_or_hold(
+        &self,
+        caller: &Caller,
+        mut running: Running,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, IpcError> {
         let mut guard = AbortOnDrop(Some(running.call.abort_handle()));
         loop {
             let ask = tokio::select! {
                 outcome = &mut running.call => return match outcome {
-                    Ok(Outcome::Ok(Reply::Called(result))) => Ok(result),
+                    Ok(Outcome::Ok(Reply::Called(result))) => {
+                        // Notifications that raced the answer still go first.
+                        while let Ok(notice) = running.asks.try_recv() {
+                            if notice.get("id").is_none() {
+                                pass_on(notices.as_ref(), notice);
+                            }
+                        }
+                        Ok(result)
+                    }
                     Ok(Outcome::Ok(_)) => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
                     Ok(Outcome::Err(err)) => Err(err),
                     Err(_) => Err(IpcError::new(ErrorKind::Internal, "the call's task ended")),
                 },
                 Some(ask) = running.asks.recv() => ask,
             };
+            // A notification (it has no id) is for whoever waits for the call now.
+            if ask.get("id").is_none() {
+                pass_on(notices.as_ref(), ask);
+                continue;
+            }
             let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
             let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map(|(_, c)| *c);
@@ -123,6 +178,7 @@ impl Hangar {
         caller: &Caller,
         token: &str,
         extra: Option<&Value>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Value, IpcError> {
         let held = {
             let mut book = self.held.held();
@@ -138,7 +194,7 @@ impl Hangar {
             None => json!({"error": RpcError::new(INTERNAL_ERROR, "hangar: the client gave no answer").to_json()}),
         };
         self.answer_held_ask(&held.server, &held.ask_id, response);
-        self.wait_or_hold(caller, held.running).await
+        self.wait_or_hold(caller, held.running, notices).await
     }
 
     fn answer_held_ask(&self, server: &str, ask_id: &str, response: Value) {
@@ -161,6 +217,14 @@ impl Hangar {
             hangar.answer_held_ask(&held.server, &held.ask_id, json!({"error": error.to_json()}));
             held.running.call.abort();
         });
+    }
+}
+
+/// A notification about a running call, to the request waiting for it (if that one asked for
+/// notices and still listens).
+fn pass_on(notices: Option<&mpsc::UnboundedSender<Value>>, notice: Value) {
+    if let Some(notices) = notices {
+        let _ = notices.send(notice);
     }
 }
 

@@ -8,15 +8,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, IpcError, Relay, Reply, Request, Target};
+use hangar_core::ipc::{ErrorKind, FrontDoorCall, IpcError, Outcome, Relay, Reply, Request, Target};
 use hangar_core::jsonrpc::INTERNAL_ERROR;
-use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES};
+use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES, TaskSupport};
 use hangar_core::policy::View;
 use serde_json::{Map, Value, json};
-use tokio::task::AbortHandle;
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinError, JoinHandle};
 
+use super::Hangar;
 use super::running::{AbortOnDrop, Ids};
-use super::{Hangar, held_calls};
 use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
@@ -62,6 +63,10 @@ struct TaskCall {
     timeout_ms: Option<u64>,
     /// The server the call goes to, once resolved (for following its own task).
     server: Option<Arc<Server>>,
+    /// The notices a streamed call relays (until it is answered).
+    relay: Relay,
+    /// Whether its client takes tasks.
+    tasks: bool,
 }
 
 fn now_ms() -> u64 {
@@ -97,10 +102,13 @@ impl Tasks {
     }
 }
 
-/// How a tool declares tasks (`execution.taskSupport`): `required`, `optional` or `forbidden`
-/// (absent: the gateway may run it as a task of its own).
-fn task_support(declared: Option<&Value>) -> Option<String> {
-    declared?.get("execution")?.get("taskSupport")?.as_str().map(str::to_owned)
+/// Refuses a call of a tool that runs only as a task (`taskSupport: required`) from a client that
+/// does not take tasks; a client that does costs no lookup.
+pub(super) fn check_task_support(server: &Server, tool: &str, front_door: FrontDoorCall) -> Result<(), IpcError> {
+    if !front_door.tasks && server.task_support(tool) == Some(TaskSupport::Required) {
+        return Err(needs_tasks());
+    }
+    Ok(())
 }
 
 /// The refusal of a tool that needs tasks, for a client that does not take them.
@@ -128,35 +136,40 @@ fn without_tasks_extension(mut extra: Option<Value>) -> Option<Value> {
 }
 
 impl Hangar {
-    /// The declaration of the tool `target` leads to, as `view` sees it (`None` if it leads
-    /// nowhere: the call itself then says why).
-    async fn declaration(&self, view: &View, target: &Target) -> Option<(Arc<Server>, Value)> {
-        let (server, tool) = match target {
-            Target::Tool { mcp_server, tool } => (self.visible(view, mcp_server).ok()?, tool.clone()),
-            Target::Exposed { name } => self.resolve(view, name).await.ok()?,
-        };
-        let declared = server
-            .declared_tools()
-            .into_iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str()))?;
-        Some((server, declared))
-    }
-
-    /// [`Request::TaskCall`].
-    pub(super) async fn task_call(&self, caller: &Caller, view: &View, request: Request) -> Result<Reply, IpcError> {
-        let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers } = request
+    /// [`Request::TaskCall`]. The name is resolved once, here; every run of the call goes to the
+    /// tool it led to.
+    pub(super) async fn task_call(
+        &self,
+        caller: &Caller,
+        view: &View,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
+        let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers, relay } =
+            request
         else {
             return Err(IpcError::new(ErrorKind::Internal, "not a task call"));
         };
-        let (server, declared) = self.declaration(view, &target).await.unzip();
-        let support = task_support(declared.as_ref());
-        if support.as_deref() == Some("required") && !opted_in {
+        let resolved = match &target {
+            Target::Tool { mcp_server, tool } => self.visible(view, mcp_server).ok().map(|s| (s, tool.clone())),
+            Target::Exposed { name } => self.resolve(view, name).await.ok(),
+        };
+        let support = resolved.as_ref().and_then(|(server, tool)| server.task_support(tool));
+        if support == Some(TaskSupport::Required) && !opted_in {
             return Err(needs_tasks());
         }
         // An upstream that declares task support may make a task of its own, which ours then
         // follows; any other is not invited to.
-        let knows_tasks = matches!(support.as_deref(), Some("optional" | "required"));
+        let knows_tasks = matches!(support, Some(TaskSupport::Optional | TaskSupport::Required));
         let extra = if knows_tasks { extra } else { without_tasks_extension(extra) };
+        // A name that leads nowhere stays a name: the call then says why.
+        let (server, target) = match resolved {
+            Some((server, tool)) => {
+                let target = Target::Tool { mcp_server: server.id().to_owned(), tool };
+                (Some(server), target)
+            }
+            None => (None, target),
+        };
         let mut call = TaskCall {
             caller: caller.clone(),
             target,
@@ -166,29 +179,40 @@ impl Hangar {
             param_headers,
             timeout_ms: None,
             server,
+            relay,
+            tasks: opted_in,
         };
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
-        if !opted_in || support.as_deref() == Some("forbidden") {
-            return me.run_call(call, None).await.map(Reply::Called);
+        if !opted_in || support == Some(TaskSupport::Forbidden) {
+            return me.run_call(call, None, notices).await.map(Reply::Called);
         }
         call.timeout_ms = Some(crate::tasks::TTL_MS);
+        // A streamed call's notices reach its caller until it is answered; the task runs on
+        // unheard (its client polls `tasks/get`).
+        let (heard_to, mut heard) = if relay.is_off() {
+            (None, None)
+        } else {
+            let (to, heard) = mpsc::unbounded_channel();
+            (Some(to), Some(heard))
+        };
         let running = {
             let (me, call) = (me.clone(), call.clone());
-            tokio::spawn(me.run_call(call, None))
+            tokio::spawn(me.run_call(call, None, heard_to))
         };
         // A caller that gives up within the shortcut stops the call, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
         let mut running = running;
         let mut inline_task = None;
-        if let Ok(answered) = tokio::time::timeout(shortcut, &mut running).await {
+        if let Some(answered) = within_shortcut(shortcut, &mut running, heard.as_mut(), notices.as_ref()).await {
             match answered.unwrap_or_else(|_| Err(IpcError::new(ErrorKind::Internal, "the call's task ended"))) {
                 Ok(result) if is_task(&result) && call.server.is_some() => inline_task = Some(result),
                 answered => return answered.map(Reply::Called),
             }
         }
+        drop(heard);
         // Slower than the shortcut: a task, durably in the book before it is answered.
         let id = self.tasks.ids.next();
         let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
@@ -215,9 +239,15 @@ impl Hangar {
         Ok(Reply::Task(created))
     }
 
-    /// Makes the call (audited and admitted like any call) as the task's creator. Boxed and
-    /// `Send` by declaration: a task's call is a request of its own, answered by `handle`.
-    fn run_call(self: Arc<Self>, call: TaskCall, resume: Option<Map<String, Value>>) -> RunningCall {
+    /// Makes the call (audited and admitted like any call, held for its client's answer like
+    /// any 2026-07-28 front-door call) as the task's creator. Boxed and `Send` by declaration: a
+    /// task's call is a request of its own, answered by `handle`.
+    fn run_call(
+        self: Arc<Self>,
+        call: TaskCall,
+        resume: Option<Map<String, Value>>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> RunningCall {
         Box::pin(async move {
             let mut extra = call.extra.clone();
             if let Some(resume) = resume {
@@ -228,26 +258,21 @@ impl Hangar {
                 params.extend(resume);
                 extra = Some(Value::Object(params));
             }
-            // The retry of a call held for its client's answer goes on with that call.
-            if let Some(token) = held_calls::held_token(extra.as_ref()) {
-                return self.resume_held(&call.caller, token, extra.as_ref()).await;
-            }
-            let declared = held_calls::declared_capabilities(extra.as_ref());
             let request = Request::Call {
                 target: call.target.clone(),
                 arguments: call.arguments.clone(),
                 timeout_ms: call.timeout_ms,
-                // A legacy upstream's own requests to a client that can answer them come back
-                // to `wait_or_hold`.
-                relay: Relay { asks: held_calls::can_be_asked(&declared), ..Relay::default() },
+                relay: call.relay,
                 extra,
                 trace: call.trace.clone(),
                 param_headers: call.param_headers.clone(),
+                front_door: Some(FrontDoorCall { tasks: call.tasks }),
             };
-            let (asks_to, asks) = tokio::sync::mpsc::unbounded_channel();
-            let (me, caller) = (self.clone(), call.caller.clone());
-            let call_task = tokio::spawn(async move { me.handle(&caller, request, Some(asks_to)).await });
-            self.wait_or_hold(&call.caller, held_calls::Running { call: call_task, asks, declared }).await
+            match self.handle(&call.caller, request, notices).await {
+                Outcome::Ok(Reply::Called(result)) => Ok(result),
+                Outcome::Ok(_) => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
+                Outcome::Err(err) => Err(err),
+            }
         })
     }
 
@@ -368,7 +393,7 @@ impl Hangar {
                 }
                 let running = {
                     let me = me.clone();
-                    tokio::spawn(me.run_call(call, Some(resume)))
+                    tokio::spawn(me.run_call(call, Some(resume), None))
                 };
                 self.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
                 tokio::spawn(me.settle(task_id.to_owned(), run, running));
@@ -382,6 +407,46 @@ impl Hangar {
 const FOLLOW_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a followed upstream task is asked about, at most and at least.
 const FOLLOW_EVERY: (u64, u64) = (100, 5000);
+
+/// Waits up to `shortcut` for `running`, passing what it relays (`heard`) on to `notices`;
+/// `None` once the shortcut is over.
+async fn within_shortcut(
+    shortcut: Duration,
+    running: &mut JoinHandle<Result<Value, IpcError>>,
+    mut heard: Option<&mut mpsc::UnboundedReceiver<Value>>,
+    notices: Option<&mpsc::UnboundedSender<Value>>,
+) -> Option<Result<Result<Value, IpcError>, JoinError>> {
+    let pass_on = |notice| {
+        if let Some(notices) = notices {
+            let _ = notices.send(notice);
+        }
+    };
+    let deadline = tokio::time::sleep(shortcut);
+    tokio::pin!(deadline);
+    loop {
+        let next = async {
+            match heard.as_deref_mut() {
+                Some(heard) => heard.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let notice = tokio::select! {
+            answered = &mut *running => Err(answered),
+            Some(notice) = next => Ok(notice),
+            () = &mut deadline => return None,
+        };
+        match notice {
+            Ok(notice) => pass_on(notice),
+            Err(answered) => {
+                // Notices that raced the answer still go first.
+                while let Some(notice) = heard.as_deref_mut().and_then(|heard| heard.try_recv().ok()) {
+                    pass_on(notice);
+                }
+                return Some(answered);
+            }
+        }
+    }
+}
 
 /// Whether a call's result is an upstream's own `CreateTaskResult`.
 fn is_task(result: &Value) -> bool {

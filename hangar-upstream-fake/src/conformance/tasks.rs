@@ -117,6 +117,11 @@ pub fn call(native: &NativeTasks, req: &Req, peer: &dyn Peer, name: &str, args: 
         "greet" => answered(format!("Hello, {}!", arg("name"))),
         "slow_compute" => {
             let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, MAX_SECONDS as f64);
+            // Progress 0 first, given a token: a streamed call hears it before it becomes a task.
+            if let Some(token) = req.progress_token() {
+                let params = json!({"progressToken": token, "progress": 0, "total": seconds, "message": "started"});
+                peer.notify(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+            }
             std::thread::sleep(Duration::from_secs_f64(seconds));
             answered(format!("Computed {} in {seconds} s", arg("label")))
         }

@@ -68,6 +68,7 @@ mod shutdown;
 mod stable_names;
 mod starts;
 mod status_page;
+mod streamed_calls;
 mod systemd;
 mod task_news;
 mod tasks;

@@ -174,6 +174,8 @@ impl Hangar {
             extra,
             trace,
             param_headers: None,
+            // A batch's call names its tool; it is no front-door call.
+            front_door: None,
         };
         match self.handle(caller, request, None).await {
             Outcome::Ok(Reply::Called(result)) => Ok(result),
