@@ -9,6 +9,7 @@
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
 
+mod by_time;
 mod memory;
 pub mod read;
 mod retention;
@@ -20,7 +21,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
 use hangar_core::metrics::JournalCounts;
@@ -43,7 +44,7 @@ pub struct Journal {
     next_id: AtomicU64,
     live: broadcast::Sender<JournalEvent>,
     /// Shared with the writer's queue: an entry is built once, never copied to be kept.
-    tail: Mutex<VecDeque<Arc<JournalEvent>>>,
+    tail: Mutex<VecDeque<Arc<Recorded>>>,
     writer: writer::Writer,
     /// What the last run remembered of each server, by id (read once, at open).
     recalled: Mutex<HashMap<String, Remembered>>,
@@ -87,26 +88,25 @@ impl Journal {
     }
 
     /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
+    /// On the caller's path (every audited call's): the time is kept as a number and rendered
+    /// only when read or written, and the tail's oldest entry, pushed out, is freed by the writer.
     pub fn record(&self, what: Happened) -> u64 {
-        let now = SystemTime::now();
-        let at = rfc3339_millis(now);
+        let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
         // follower see ids in order: a `Last-Event-ID` never skips a lower id sent later.
-        let event = {
+        let (entry, retired) = {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let event = Arc::new(JournalEvent { id, at, what });
-            if tail.len() == TAIL {
-                tail.pop_front();
-            }
-            tail.push_back(event.clone());
+            let entry = Arc::new(Recorded { id, at_ms, what });
+            let retired = if tail.len() == TAIL { tail.pop_front() } else { None };
+            tail.push_back(entry.clone());
             if self.live.receiver_count() > 0 {
-                let _ = self.live.send(JournalEvent::clone(&event));
+                let _ = self.live.send(entry.event());
             }
-            event
+            (entry, retired)
         };
-        let id = event.id;
-        self.writer.queue(now, event);
+        let id = entry.id;
+        self.writer.queue(entry, retired);
         id
     }
 
@@ -120,7 +120,13 @@ impl Journal {
     pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
-        (tail.iter().filter(|e| e.id > since).map(|e| JournalEvent::clone(e)).collect(), complete)
+        (tail.iter().filter(|e| e.id > since).map(|e| e.event()).collect(), complete)
+    }
+
+    /// The recent entries after `since` still held in memory, as recorded (not rendered).
+    pub(crate) fn recorded_after(&self, since: u64) -> Vec<Arc<Recorded>> {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        tail.iter().filter(|e| e.id > since).cloned().collect()
     }
 
     /// Saves what a server's next life should know (replacing what was saved of it before).
@@ -148,6 +154,27 @@ impl Journal {
     /// Waits until everything recorded so far is written (at shutdown).
     pub fn flush(&self) {
         self.writer.flush();
+    }
+}
+
+/// An entry as the journal keeps it until it is read: its time a number (ms since the epoch),
+/// rendered (RFC 3339) only for a reader or the writer.
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    pub id: u64,
+    pub at_ms: i64,
+    pub what: Happened,
+}
+
+impl Recorded {
+    /// The entry as readers see it.
+    pub fn event(&self) -> JournalEvent {
+        JournalEvent { id: self.id, at: self.at(), what: self.what.clone() }
+    }
+
+    /// Its time, RFC 3339 with milliseconds (as `JournalEvent::at`).
+    pub fn at(&self) -> String {
+        rfc3339_millis(UNIX_EPOCH + Duration::from_millis(self.at_ms.max(0) as u64))
     }
 }
 
