@@ -756,18 +756,3 @@ mcp_servers:
         everything = server_everything().display(),
     )
 }
-
-impl Hangar {
-    /// As [`Hangar::restart`], with `between` run on the test's directory while no supervisor
-    /// runs (e.g. to rewrite the journal as an older hangar left it).
-    pub fn restart_after(mut self, signal: Signal, between: impl FnOnce(&Path)) -> Hangar {
-        let _ = kill(Pid::from_raw(self.supervisor.id() as i32), signal);
-        let status =
-            poll("the supervisor to exit", Duration::from_secs(30), || self.supervisor.try_wait().ok().flatten());
-        self.exited = Some(status);
-        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
-        drop(self);
-        between(dir.path());
-        Hangar::launch(dir, &[], &[])
-    }
-}

@@ -17,7 +17,7 @@ use rusqlite::{Connection, params};
 
 use super::memory::Remembered;
 use super::retention;
-use super::{Columns, Recorded};
+use super::{Columns, Recorded, Times};
 
 /// How many entries may wait for the writer before new ones are dropped.
 const QUEUE: usize = 65_536;
@@ -282,11 +282,12 @@ fn write(connection: &mut Connection, batch: &[Arc<Recorded>], memories: &[Remem
         )?;
         // One buffer for every body: no allocation per entry.
         let mut body = String::with_capacity(1024);
+        let mut times = Times::default();
         for entry in batch {
             let Columns { identity, outcome, error_type } = Columns::of(&entry.what);
             let mut bytes = std::mem::take(&mut body).into_bytes();
             bytes.clear();
-            let event = EventParts { id: entry.id, at: &entry.at(), what: &entry.what };
+            let event = EventParts { id: entry.id, at: times.of(entry.at_ms), what: &entry.what };
             if serde_json::to_writer(&mut bytes, &event).is_err() {
                 bytes.clear();
             }

@@ -43,11 +43,15 @@ fn a_version_1_journal_loses_its_time_index_and_keeps_every_entry_readable_and_c
     });
     assert_eq!(schema_of(&journal), (2, 0), "a new journal is at schema 2, with no time index");
 
-    // As the previous release left it: schema 1, with its index on `at_ms`.
-    let hangar = hangar.restart_after(Signal::SIGTERM, |dir| {
-        let db = rusqlite::Connection::open(dir.join("state/journal.sqlite")).unwrap();
+    // As the previous release left it: schema 1, with its index on `at_ms` (the version is read
+    // only at start, so the running supervisor keeps writing its entries meanwhile).
+    {
+        let db = rusqlite::Connection::open(&journal).unwrap();
+        db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
         db.execute_batch("CREATE INDEX entries_at ON entries(at_ms); PRAGMA user_version = 1;").unwrap();
-    });
+    }
+    assert_eq!(schema_of(&journal), (1, 1));
+    let hangar = hangar.restart(Signal::SIGTERM, &[]);
     assert_eq!(schema_of(&journal), (2, 0), "migrated at start");
 
     assert_eq!(hangar.tool("echo", json!({"text": "after"}))["isError"], false);
