@@ -173,16 +173,18 @@ pub struct JournalEvent {
 
 impl Serialize for JournalEvent {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Streamed, nothing built in between: the journal's writer serializes every entry.
-        #[derive(Serialize)]
-        struct Flat<'a> {
-            id: u64,
-            at: &'a str,
-            #[serde(flatten)]
-            what: &'a Happened,
-        }
-        Flat { id: self.id, at: &self.at, what: &self.what }.serialize(serializer)
+        EventParts { id: self.id, at: &self.at, what: &self.what }.serialize(serializer)
     }
+}
+
+/// A [`JournalEvent`]'s parts, borrowed: serialized exactly as the event, streamed, nothing built
+/// in between (the journal's writer serializes every entry this way, from its own keeping).
+#[derive(Serialize)]
+pub struct EventParts<'a> {
+    pub id: u64,
+    pub at: &'a str,
+    #[serde(flatten)]
+    pub what: &'a Happened,
 }
 
 impl<'de> Deserialize<'de> for JournalEvent {

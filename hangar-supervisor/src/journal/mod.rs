@@ -9,6 +9,7 @@
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
 
+mod by_time;
 mod memory;
 pub mod read;
 mod retention;
@@ -20,7 +21,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
 use hangar_core::metrics::JournalCounts;
@@ -43,7 +44,7 @@ pub struct Journal {
     next_id: AtomicU64,
     live: broadcast::Sender<JournalEvent>,
     /// Shared with the writer's queue: an entry is built once, never copied to be kept.
-    tail: Mutex<VecDeque<Arc<JournalEvent>>>,
+    tail: Mutex<VecDeque<Arc<Recorded>>>,
     writer: writer::Writer,
     /// What the last run remembered of each server, by id (read once, at open).
     recalled: Mutex<HashMap<String, Remembered>>,
@@ -87,26 +88,25 @@ impl Journal {
     }
 
     /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
+    /// On the caller's path (every audited call's): the time is kept as a number and rendered
+    /// only when read or written, and the tail's oldest entry, pushed out, is freed by the writer.
     pub fn record(&self, what: Happened) -> u64 {
-        let now = SystemTime::now();
-        let at = rfc3339_millis(now);
+        let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
         // follower see ids in order: a `Last-Event-ID` never skips a lower id sent later.
-        let event = {
+        let (entry, retired) = {
             let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let event = Arc::new(JournalEvent { id, at, what });
-            if tail.len() == TAIL {
-                tail.pop_front();
-            }
-            tail.push_back(event.clone());
+            let entry = Arc::new(Recorded { id, at_ms, what });
+            let retired = if tail.len() == TAIL { tail.pop_front() } else { None };
+            tail.push_back(entry.clone());
             if self.live.receiver_count() > 0 {
-                let _ = self.live.send(JournalEvent::clone(&event));
+                let _ = self.live.send(entry.event());
             }
-            event
+            (entry, retired)
         };
-        let id = event.id;
-        self.writer.queue(now, event);
+        let id = entry.id;
+        self.writer.queue(entry, retired);
         id
     }
 
@@ -120,7 +120,13 @@ impl Journal {
     pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
-        (tail.iter().filter(|e| e.id > since).map(|e| JournalEvent::clone(e)).collect(), complete)
+        (tail.iter().filter(|e| e.id > since).map(|e| e.event()).collect(), complete)
+    }
+
+    /// The recent entries after `since` still held in memory, as recorded (not rendered).
+    pub(crate) fn recorded_after(&self, since: u64) -> Vec<Arc<Recorded>> {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        tail.iter().filter(|e| e.id > since).cloned().collect()
     }
 
     /// Saves what a server's next life should know (replacing what was saved of it before).
@@ -148,6 +154,53 @@ impl Journal {
     /// Waits until everything recorded so far is written (at shutdown).
     pub fn flush(&self) {
         self.writer.flush();
+    }
+}
+
+/// An entry as the journal keeps it until it is read: its time a number (ms since the epoch),
+/// rendered (RFC 3339) only for a reader or the writer.
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    pub id: u64,
+    pub at_ms: i64,
+    pub what: Happened,
+}
+
+impl Recorded {
+    /// The entry as readers see it.
+    pub fn event(&self) -> JournalEvent {
+        JournalEvent { id: self.id, at: self.at(), what: self.what.clone() }
+    }
+
+    /// Its time, RFC 3339 with milliseconds (as `JournalEvent::at`).
+    pub fn at(&self) -> String {
+        rfc3339_millis(UNIX_EPOCH + Duration::from_millis(self.at_ms.max(0) as u64))
+    }
+}
+
+/// Renders entries' times for the writer, as [`Recorded::at`] does: the whole text once per
+/// second, then only its milliseconds (a batch's entries share their second, and formatting a
+/// date cost about a tenth of an entry's write).
+#[derive(Default)]
+pub(crate) struct Times {
+    second: Option<i64>,
+    text: String,
+}
+
+impl Times {
+    pub fn of(&mut self, at_ms: i64) -> &str {
+        let at_ms = at_ms.max(0);
+        let second = at_ms / 1000;
+        // `YYYY-MM-DDTHH:MM:SS.mmmZ`: the milliseconds are bytes 20 to 22.
+        if self.second != Some(second) || self.text.len() != 24 || self.text.as_bytes()[19] != b'.' {
+            self.text = rfc3339_millis(UNIX_EPOCH + Duration::from_millis(at_ms as u64));
+            self.second = Some(second);
+        } else {
+            let millis = at_ms % 1000;
+            let digits = [b'0' + (millis / 100) as u8, b'0' + (millis / 10 % 10) as u8, b'0' + (millis % 10) as u8];
+            self.text.replace_range(20..23, std::str::from_utf8(&digits).unwrap_or("000"));
+        }
+        &self.text
     }
 }
 
@@ -181,6 +234,21 @@ fn gap_marker(journal: std::sync::Weak<Journal>) -> impl Fn(u64) + Send + 'stati
     move |dropped| {
         if let Some(journal) = journal.upgrade() {
             journal.record(Happened::Gap { dropped });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writers_times_read_as_every_surface_renders_them() {
+        let mut times = Times::default();
+        let start = 1_764_458_422_990_i64;
+        for at_ms in (start..start + 2_100).step_by(7).chain([start, 0, -5, start + 86_400_000]) {
+            let recorded = Recorded { id: 1, at_ms, what: Happened::Gap { dropped: 0 } };
+            assert_eq!(times.of(at_ms), recorded.at(), "at {at_ms}");
         }
     }
 }

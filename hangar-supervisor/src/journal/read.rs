@@ -254,16 +254,19 @@ impl Reader {
     ) -> Result<Vec<MinuteCount>, ReadError> {
         let now_minute = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() / 60;
         let first = now_minute.saturating_sub(u64::from(minutes.max(1)) - 1);
-        let (tail, _) = journal.tail_after(0);
+        let tail = journal.recorded_after(0);
         let (written, groups) = self.with(|connection| {
             let written: i64 = connection.query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |r| r.get(0))?;
+            // The minutes' first entry, found by id (`at_ms` has no index); none: nothing to count.
+            let from = (first * 60_000) as i64;
+            let first_id = super::by_time::first_id_at_or_after(connection, from)?.unwrap_or(i64::MAX);
             let mut statement = connection.prepare_cached(
                 "SELECT at_ms / 60000 AS minute, COALESCE(mcp_server, ''), COALESCE(identity, ''), COUNT(*),
                         SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END)
-                 FROM entries WHERE kind = 'audit' AND at_ms >= ?1 AND id <= ?2
+                 FROM entries WHERE id >= ?1 AND id <= ?2 AND kind = 'audit' AND at_ms >= ?3
                  GROUP BY minute, mcp_server, identity",
             )?;
-            let rows = statement.query_map([(first * 60_000) as i64, written], |row| {
+            let rows = statement.query_map([first_id, written, from], |row| {
                 Ok((
                     row.get::<_, i64>(0)?,
                     row.get::<_, String>(1)?,
@@ -274,12 +277,11 @@ impl Reader {
             })?;
             Ok((written.max(0) as u64, rows.collect::<rusqlite::Result<Vec<_>>>()?))
         })?;
-        let unwritten = tail.iter().filter(|e| e.id > written).filter_map(|event| match &event.what {
+        let unwritten = tail.iter().filter(|e| e.id > written).filter_map(|recorded| match &recorded.what {
             Happened::Audit(entry) => {
-                let at = humantime::parse_rfc3339(&event.at).ok()?;
-                let minute = at.duration_since(UNIX_EPOCH).ok()?.as_secs() / 60;
+                let minute = recorded.at_ms / 60_000;
                 let failed = entry.outcome != hangar_core::journal::CallOutcome::Ok;
-                Some((minute as i64, entry.mcp_server.clone(), entry.identity.clone(), 1, i64::from(failed)))
+                Some((minute, entry.mcp_server.clone(), entry.identity.clone(), 1, i64::from(failed)))
             }
             _ => None,
         });

@@ -22,7 +22,11 @@ impl Pruned {
 
 pub fn prune(connection: &Connection, now_ms: i64, config: &JournalConfig) -> rusqlite::Result<Pruned> {
     let cutoff = now_ms.saturating_sub(i64::from(config.retention_days).saturating_mul(DAY_MS));
-    let by_age = connection.execute("DELETE FROM entries WHERE at_ms < ?1", [cutoff])?;
+    // Found by id (`at_ms` has no index): before the first entry as recent as the cutoff, or all.
+    let by_age = match super::by_time::first_id_at_or_after(connection, cutoff)? {
+        Some(first_kept) => connection.execute("DELETE FROM entries WHERE id < ?1", [first_kept])?,
+        None => connection.execute("DELETE FROM entries", [])?,
+    };
     let cap = config.max_mb.saturating_mul(1024 * 1024);
     let mut by_size = 0;
     loop {

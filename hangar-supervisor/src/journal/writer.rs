@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hangar_core::journal::{JournalConfig, JournalEvent};
+use hangar_core::journal::{EventParts, JournalConfig};
 use hangar_core::metrics::JournalCounts;
 use rusqlite::{Connection, params};
 
-use super::Columns;
 use super::memory::Remembered;
 use super::retention;
+use super::{Columns, Recorded, Times};
 
 /// How many entries may wait for the writer before new ones are dropped.
 const QUEUE: usize = 65_536;
@@ -37,7 +37,9 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 enum Job {
-    Write(i64, Arc<JournalEvent>),
+    /// An entry to write, and the one it pushed out of the in-memory tail, to be freed here,
+    /// off the caller's path.
+    Write(Arc<Recorded>, Option<Arc<Recorded>>),
     Remember(Remembered),
     Retain(JournalConfig),
     Flush(mpsc::Sender<()>),
@@ -88,9 +90,8 @@ impl Writer {
         Writer { queue, stats, epoch }
     }
 
-    pub fn queue(&self, at: SystemTime, event: Arc<JournalEvent>) {
-        let at_ms = at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
-        if self.queue.try_send(Job::Write(at_ms, event)).is_err() {
+    pub fn queue(&self, entry: Arc<Recorded>, retired: Option<Arc<Recorded>>) {
+        if self.queue.try_send(Job::Write(entry, retired)).is_err() {
             self.stats.drop_entries(1, self.epoch, "the writer's queue is full");
         }
     }
@@ -182,12 +183,15 @@ impl Thread {
     fn take(
         &mut self,
         job: Job,
-        batch: &mut Vec<(i64, Arc<JournalEvent>)>,
+        batch: &mut Vec<Arc<Recorded>>,
         memories: &mut Vec<Remembered>,
         flushes: &mut Vec<mpsc::Sender<()>>,
     ) -> bool {
         match job {
-            Job::Write(at_ms, event) => batch.push((at_ms, event)),
+            Job::Write(entry, retired) => {
+                batch.push(entry);
+                drop(retired);
+            }
             Job::Remember(memory) => memories.push(memory),
             Job::Retain(config) => self.retention = Some((config, Instant::now())),
             Job::Flush(done) => {
@@ -198,7 +202,7 @@ impl Thread {
         false
     }
 
-    fn write_batch(&mut self, batch: &[(i64, Arc<JournalEvent>)], memories: &[Remembered]) {
+    fn write_batch(&mut self, batch: &[Arc<Recorded>], memories: &[Remembered]) {
         if batch.is_empty() && memories.is_empty() {
             return;
         }
@@ -266,11 +270,7 @@ impl Thread {
     }
 }
 
-fn write(
-    connection: &mut Connection,
-    batch: &[(i64, Arc<JournalEvent>)],
-    memories: &[Remembered],
-) -> rusqlite::Result<()> {
+fn write(connection: &mut Connection, batch: &[Arc<Recorded>], memories: &[Remembered]) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
     for memory in memories {
         memory.save(&tx)?;
@@ -282,20 +282,22 @@ fn write(
         )?;
         // One buffer for every body: no allocation per entry.
         let mut body = String::with_capacity(1024);
-        for (at_ms, event) in batch {
-            let Columns { identity, outcome, error_type } = Columns::of(&event.what);
+        let mut times = Times::default();
+        for entry in batch {
+            let Columns { identity, outcome, error_type } = Columns::of(&entry.what);
             let mut bytes = std::mem::take(&mut body).into_bytes();
             bytes.clear();
-            if serde_json::to_writer(&mut bytes, &**event).is_err() {
+            let event = EventParts { id: entry.id, at: times.of(entry.at_ms), what: &entry.what };
+            if serde_json::to_writer(&mut bytes, &event).is_err() {
                 bytes.clear();
             }
             // serde_json writes UTF-8; an empty body is the (impossible) fallback.
             body = String::from_utf8(bytes).unwrap_or_default();
             insert.execute(params![
-                event.id as i64,
-                at_ms,
-                event.what.kind(),
-                event.what.mcp_server(),
+                entry.id as i64,
+                entry.at_ms,
+                entry.what.kind(),
+                entry.what.mcp_server(),
                 identity,
                 outcome,
                 error_type,

@@ -38,6 +38,7 @@ mod introspection;
 mod journal_audit;
 mod journal_crash;
 mod journal_gap;
+mod journal_migration;
 mod journal_state;
 mod json_logs;
 mod legacy_relay;
