@@ -299,7 +299,9 @@ impl PreExec {
                 }
                 // The supervisor may have died since the fork: then nobody would stop this child.
                 if libc::getppid() as u32 != self.supervisor {
-                    return Err(io::Error::other("the supervisor exited while this process was starting"));
+                    // A raw errno: it allocates nothing, and only the errno crosses back to the
+                    // parent anyway.
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
                 if let Some(program) = self.confinement.as_ref().and_then(|c| c.seccomp.as_ref()) {
                     // Last: nothing after it but exec.
