@@ -23,7 +23,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::{
-    AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, within_shortcut, without_tasks_extension,
+    AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, relay_channel, within_shortcut,
+    without_tasks_extension,
 };
 
 impl Hangar {
@@ -44,28 +45,21 @@ impl Hangar {
         // The hangar owns the task: the upstreams are not invited to make their own.
         let extra = without_tasks_extension(extra);
         // The calls' notices are heard until the batch is answered, then dropped.
-        let (heard_to, mut heard) = match notices.is_some() && !relay.is_off() {
-            true => {
-                let (to, heard) = mpsc::unbounded_channel();
-                (Some((relay, to)), Some(heard))
-            }
-            false => (None, None),
-        };
-        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, heard_to));
+        let (heard_to, heard) = relay_channel(notices.is_some() && !relay.is_off()).unzip();
+        let relayed = heard_to.map(|to| (relay, to));
+        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, relayed));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
         // A batch that asks for input within the shortcut is a task at once: only a task can ask.
         let mut parked = None;
-        if let Some(answered) = within_shortcut(shortcut, &mut running, heard.as_mut(), notices.as_ref()).await {
+        if let Some(answered) = within_shortcut(shortcut, &mut running, heard, notices.as_ref()).await {
             match answered.unwrap_or_else(|_| Err(ended())) {
                 Ok(result) if asks(&result) => parked = Some(result),
                 answered => return answered.map(Reply::Called),
             }
         }
-        drop(heard);
-        let id = self.tasks.ids.next();
-        let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
+        let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
             Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => return Err(too_many()),
