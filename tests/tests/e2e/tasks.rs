@@ -1,7 +1,8 @@
 //! Tasks (SEP-2663) through the front door: a slow call becomes a task the supervisor owns, so
 //! another API instance answers `tasks/get` for it, the death of the instance that made it loses
 //! nothing, `tasks/cancel` reaches the upstream as `notifications/cancelled`, a client that did
-//! not declare the extension gets -32021, and another identity does not see the task.
+//! not declare the extension gets -32021, and another identity does not see the task. A slow
+//! `hangar_call` is a task too, streamed (progress until the shortcut is over) or not.
 
 use std::time::Duration;
 
