@@ -525,11 +525,23 @@ impl AsCaller {
         extra: Option<Value>,
         shortcut_ms: u64,
     ) -> Result<Value, IpcError> {
-        let request = Request::TaskBatch { batch, shortcut_ms, trace: self.trace.clone(), extra };
-        match self.request(request).await? {
-            Reply::Called(result) | Reply::Task(result) => Ok(result),
-            _ => Err(unexpected("batch task")),
-        }
+        self.batch_task_relayed(batch, extra, shortcut_ms, Relay::default()).1.await
+    }
+
+    /// [`AsCaller::batch_task`] whose calls' notices (as far as `relay` asks for them) arrive on
+    /// the receiver until it is answered: with its result, or as a task.
+    pub fn batch_task_relayed(
+        &self,
+        batch: hangar_core::batch::BatchSpec,
+        extra: Option<Value>,
+        shortcut_ms: u64,
+        relay: Relay,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let request = Request::TaskBatch { batch, shortcut_ms, trace: self.trace.clone(), extra, relay };
+        self.relayed(request, "batch task", |reply| match reply {
+            Reply::Called(result) | Reply::Task(result) => Some(result),
+            _ => None,
+        })
     }
 }
 

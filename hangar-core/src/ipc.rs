@@ -305,6 +305,11 @@ pub enum Request {
         /// an upstream may ask it for input (which parks the task).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extra: Option<Value>,
+        /// A streamed batch's calls' notices (each call's own, as [`Request::Call`]'s relay
+        /// sends them), relayed until it is answered: its result within the shortcut, or the
+        /// `CreateTaskResult` (the task runs on unheard).
+        #[serde(default, skip_serializing_if = "Relay::is_off")]
+        relay: Relay,
     },
     /// Status notifications of the caller's own tasks among `task_ids` (a 2026-07-28
     /// `subscriptions/listen` with `taskIds`): a first [`ServerFrame::Notice`] names the ones

@@ -388,7 +388,7 @@ impl Hangar {
             | Request::SessionPost { .. }
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
             request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request, notices).await?,
-            request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request).await?,
+            request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request, notices).await?,
             Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
                 self.task_update(decide.caller(), &task_id, &input_responses).await?

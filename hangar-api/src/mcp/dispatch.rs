@@ -118,8 +118,11 @@ async fn tools_call(
         }
         _ => app,
     };
+    // A legacy session's client cannot poll, so its streamed `hangar_call` is no task (and its
+    // calls to upstreams went by `relay` above).
+    let takes_tasks = opted_in && request.session.is_none();
     if let Some(wanted) = wanted
-        && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era, opted_in).await?
+        && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era, takes_tasks).await?
     {
         return Ok(Answer::Reply(reply));
     }

@@ -30,7 +30,7 @@ use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
 use super::{tasks, tools};
 use crate::state::Calling;
-use crate::supervisor::AsCaller;
+use crate::supervisor::{AsCaller, BoxFuture};
 
 /// One upstream tool call: which tool, its arguments, the client's other params to pass on,
 /// and whether its client takes tasks.
@@ -140,7 +140,8 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
 }
 
 /// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
-/// JSON), but `hangar_call` with a progress token. `opted_in`: its client takes tasks.
+/// JSON), but `hangar_call` with a progress token. `opted_in`: its client takes tasks (and may
+/// poll for them: a legacy session's client may not).
 pub async fn front_door_call(
     app: &Calling,
     id: &Id,
@@ -150,7 +151,7 @@ pub async fn front_door_call(
     opted_in: bool,
 ) -> Result<Option<McpReply>, RpcError> {
     if front_door::route(&call.name) == front_door::Route::Hangar {
-        return Ok(hangar_call(&app.supervisor, id, call, wanted, era));
+        return Ok(hangar_call(&app.supervisor, id, call, wanted, era, opted_in));
     }
     // Resolved (and its headers checked) first: an unknown name or a header mismatch is a plain
     // JSON answer, and an event stream, once started, cannot turn into one.
@@ -170,19 +171,32 @@ pub async fn front_door_call(
 
 /// `hangar_call` for a client that gave a progress token: its calls' upstream progress as it
 /// happens (with the client's token, each notification further along than the last, as calls
-/// in parallel report their own counts), then the result. `None` for any other hangar tool, or
-/// arguments the plain answer refuses.
-fn hangar_call(supervisor: &AsCaller, id: &Id, call: &ToolCall, wanted: Wanted, era: &'static Era) -> Option<McpReply> {
+/// in parallel report their own counts), then the result. For a client that takes tasks
+/// (`as_task`), the supervisor runs the batch: progress comes until the shortcut is over, and
+/// the stream then ends with the `CreateTaskResult` (the task runs on unheard). `None` for any
+/// other hangar tool, or arguments the plain answer refuses.
+fn hangar_call(
+    supervisor: &AsCaller,
+    id: &Id,
+    call: &ToolCall,
+    wanted: Wanted,
+    era: &'static Era,
+    as_task: bool,
+) -> Option<McpReply> {
     if call.name != "hangar_call" || wanted.progress_token.is_none() {
         return None;
     }
     let spec = tools::hangar_call_spec(call.arguments.clone())?;
-    let (supervisor, id) = (supervisor.clone(), id.clone());
+    let (supervisor, id, params) = (supervisor.clone(), id.clone(), call.extra.clone());
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
-        let (sink, mut notices) = mpsc::unbounded_channel();
-        let result = tools::hangar_call_watched(&supervisor, spec, Some(sink));
-        tokio::pin!(result);
+        let (mut notices, result): (_, BoxFuture<'_, Result<Value, RpcError>>) = if as_task {
+            tools::hangar_call_task_watched(&supervisor, spec, &params, tasks::SHORTCUT_MS)
+        } else {
+            let (sink, notices) = mpsc::unbounded_channel();
+            let supervisor = &supervisor;
+            (notices, Box::pin(async move { Ok(tools::hangar_call_watched(supervisor, spec, Some(sink)).await) }))
+        };
         let mut furthest = f64::NEG_INFINITY;
         let mut further = |notice: &Value| {
             let progress = notice.pointer("/params/progress").and_then(Value::as_f64).unwrap_or(f64::NEG_INFINITY);
@@ -190,6 +204,7 @@ fn hangar_call(supervisor: &AsCaller, id: &Id, call: &ToolCall, wanted: Wanted, 
             furthest = furthest.max(progress);
             ahead
         };
+        tokio::pin!(result);
         let result = loop {
             tokio::select! {
                 Some(notice) = notices.recv() => {
@@ -211,7 +226,7 @@ fn hangar_call(supervisor: &AsCaller, id: &Id, call: &ToolCall, wanted: Wanted, 
                 let _ = events.send(event).await;
             }
         }
-        let outcome = Ok((era.finish)("tools/call", result));
+        let outcome = result.map(|result| (era.finish)("tools/call", result));
         let _ = events.send(sse_event(&Answer { id, outcome })).await;
     });
     Some(McpReply::events(stream))

@@ -2,18 +2,19 @@
 
 use hangar_core::batch::{tool_result, with_upstream_blocks};
 use hangar_core::echo::bounded;
-use hangar_core::ipc::{ErrorKind, IpcError};
+use hangar_core::ipc::{ErrorKind, IpcError, Relay};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::lifecycle::State;
 use hangar_core::mcp::META_CLIENT_CAPABILITIES;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
 
 use super::args::Arguments;
 use super::batch;
 use super::errors::ToolFailure;
 use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
-use crate::supervisor::AsCaller;
+use crate::supervisor::{AsCaller, BoxFuture};
 
 type Outcome = Result<Value, ToolFailure>;
 
@@ -231,9 +232,28 @@ pub async fn hangar_call_task(
         Ok(spec) => spec,
         Err(failure) => return failed(failure),
     };
+    supervisor.batch_task(spec, batch_extra(params), shortcut_ms).await.or_else(|err| failed(err.into()))
+}
+
+/// [`hangar_call_task`] for a client that gave a progress token, its arguments read (see
+/// [`hangar_call_spec`]): its calls' progress notifications (each with the supervisor's token)
+/// arrive on the receiver until it is answered, with its result or as a task.
+pub fn hangar_call_task_watched<'a>(
+    supervisor: &'a AsCaller,
+    spec: batch::BatchSpec,
+    params: &Map<String, Value>,
+    shortcut_ms: u64,
+) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'a, Result<Value, RpcError>>) {
+    let relay = Relay { progress: true, logs: false, asks: false };
+    let (notices, answer) = supervisor.batch_task_relayed(spec, batch_extra(params), shortcut_ms, relay);
+    (notices, Box::pin(async move { answer.await.or_else(|err| failed(err.into())) }))
+}
+
+/// What a batch task's calls pass on to their upstreams of the client's params (`params`, the
+/// call's other params): its client capabilities.
+fn batch_extra(params: &Map<String, Value>) -> Option<Value> {
     let capabilities = params.get("_meta").and_then(|m| m.get(META_CLIENT_CAPABILITIES)).cloned();
-    let extra = capabilities.map(|c| json!({"_meta": {META_CLIENT_CAPABILITIES: c}}));
-    supervisor.batch_task(spec, extra, shortcut_ms).await.or_else(|err| failed(err.into()))
+    capabilities.map(|c| json!({"_meta": {META_CLIENT_CAPABILITIES: c}}))
 }
 
 #[cfg(test)]

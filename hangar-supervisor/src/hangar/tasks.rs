@@ -191,12 +191,7 @@ impl Hangar {
         call.timeout_ms = Some(crate::tasks::TTL_MS);
         // A streamed call's notices reach its caller until it is answered; the task runs on
         // unheard (its client polls `tasks/get`).
-        let (heard_to, mut heard) = if relay.is_off() {
-            (None, None)
-        } else {
-            let (to, heard) = mpsc::unbounded_channel();
-            (Some(to), Some(heard))
-        };
+        let (heard_to, heard) = relay_channel(!relay.is_off()).unzip();
         let running = {
             let (me, call) = (me.clone(), call.clone());
             tokio::spawn(me.run_call(call, None, heard_to))
@@ -206,16 +201,14 @@ impl Hangar {
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
         let mut running = running;
         let mut inline_task = None;
-        if let Some(answered) = within_shortcut(shortcut, &mut running, heard.as_mut(), notices.as_ref()).await {
+        if let Some(answered) = within_shortcut(shortcut, &mut running, heard, notices.as_ref()).await {
             match answered.unwrap_or_else(|_| Err(IpcError::new(ErrorKind::Internal, "the call's task ended"))) {
                 Ok(result) if is_task(&result) && call.server.is_some() => inline_task = Some(result),
                 answered => return answered.map(Reply::Called),
             }
         }
-        drop(heard);
         // Slower than the shortcut: a task, durably in the book before it is answered.
-        let id = self.tasks.ids.next();
-        let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
+        let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
             Err(Refusal::Full | Refusal::Unknown) => {
@@ -237,6 +230,14 @@ impl Hangar {
         self.tasks.runs().insert(id.clone(), abort);
         tokio::spawn(me.clone().settle(id, 0, running));
         Ok(Reply::Task(created))
+    }
+
+    /// A new task of `caller`'s in the book: its id, and its `CreateTaskResult` (unless the
+    /// book refuses it).
+    fn new_task(&self, caller: &Caller) -> (String, Result<Value, Refusal>) {
+        let id = self.tasks.ids.next();
+        let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
+        (id, created)
     }
 
     /// Makes the call (audited and admitted like any call, held for its client's answer like
@@ -408,12 +409,18 @@ const FOLLOW_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a followed upstream task is asked about, at most and at least.
 const FOLLOW_EVERY: (u64, u64) = (100, 5000);
 
+/// Where a streamed call's notices go while its caller hears them (`on`), and where they are
+/// heard: see [`within_shortcut`].
+fn relay_channel(on: bool) -> Option<(mpsc::UnboundedSender<Value>, mpsc::UnboundedReceiver<Value>)> {
+    on.then(mpsc::unbounded_channel)
+}
+
 /// Waits up to `shortcut` for `running`, passing what it relays (`heard`) on to `notices`;
-/// `None` once the shortcut is over.
+/// `None` once the shortcut is over. What it relays after that is dropped, unheard.
 async fn within_shortcut(
     shortcut: Duration,
     running: &mut JoinHandle<Result<Value, IpcError>>,
-    mut heard: Option<&mut mpsc::UnboundedReceiver<Value>>,
+    mut heard: Option<mpsc::UnboundedReceiver<Value>>,
     notices: Option<&mpsc::UnboundedSender<Value>>,
 ) -> Option<Result<Result<Value, IpcError>, JoinError>> {
     let pass_on = |notice| {
@@ -425,7 +432,7 @@ async fn within_shortcut(
     tokio::pin!(deadline);
     loop {
         let next = async {
-            match heard.as_deref_mut() {
+            match heard.as_mut() {
                 Some(heard) => heard.recv().await,
                 None => std::future::pending().await,
             }
@@ -439,7 +446,7 @@ async fn within_shortcut(
             Ok(notice) => pass_on(notice),
             Err(answered) => {
                 // Notices that raced the answer still go first.
-                while let Some(notice) = heard.as_deref_mut().and_then(|heard| heard.try_recv().ok()) {
+                while let Some(notice) = heard.as_mut().and_then(|heard| heard.try_recv().ok()) {
                     pass_on(notice);
                 }
                 return Some(answered);

@@ -18,7 +18,7 @@ fn conformance_hangar() -> Hangar {
 
 /// A 2026-07-28 request to the API at `base` (`http://...`); `meta` joins its `_meta`. Answers
 /// the HTTP status, the content type and the body's text.
-fn post(base: &str, method: &str, mut params: Value, meta: Value) -> (u16, String, String) {
+pub(crate) fn post(base: &str, method: &str, mut params: Value, meta: Value) -> (u16, String, String) {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -47,7 +47,7 @@ fn post(base: &str, method: &str, mut params: Value, meta: Value) -> (u16, Strin
 }
 
 /// The JSON-RPC messages of an event-stream answer, in order.
-fn events(text: &str) -> Vec<Value> {
+pub(crate) fn events(text: &str) -> Vec<Value> {
     text.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str(d.trim()).ok())
@@ -56,7 +56,7 @@ fn events(text: &str) -> Vec<Value> {
 
 /// A streamed `tools/call` (it gives a progress token) with the client's `capabilities`: the
 /// stream's messages, the last one the response.
-fn streamed(base: &str, call: Value, capabilities: Value) -> Vec<Value> {
+pub(crate) fn streamed(base: &str, call: Value, capabilities: Value) -> Vec<Value> {
     let meta = json!({"progressToken": "p-1", "io.modelcontextprotocol/clientCapabilities": capabilities});
     let (status, content_type, text) = post(base, "tools/call", call, meta);
     assert_eq!((status, content_type.as_str()), (200, "text/event-stream"), "{text}");

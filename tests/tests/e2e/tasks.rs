@@ -1,7 +1,8 @@
 //! Tasks (SEP-2663) through the front door: a slow call becomes a task the supervisor owns, so
 //! another API instance answers `tasks/get` for it, the death of the instance that made it loses
 //! nothing, `tasks/cancel` reaches the upstream as `notifications/cancelled`, a client that did
-//! not declare the extension gets -32021, and another identity does not see the task.
+//! not declare the extension gets -32021, and another identity does not see the task. A slow
+//! `hangar_call` is a task too, streamed (progress until the shortcut is over) or not.
 
 use std::time::Duration;
 
@@ -389,4 +390,51 @@ fn about_task(hangar: &Hangar, meta: &Value, method: &str, params: Value, id: &s
     let response = hangar.mcp_with(method, params, meta.clone(), &[("Mcp-Name", id)]);
     assert_eq!(response.status, 200, "{method}: {}", response.text);
     response.body["result"].clone()
+}
+
+#[test]
+fn a_streamed_hangar_call_hears_progress_until_it_becomes_a_task_another_api_instance_answers_for() {
+    use super::streamed_calls::{post, streamed};
+    let hangar =
+        Hangar::start(&format!("tool_access: {{mode: front_door}}\nmcp_servers:\n  conf: {CONFORMANCE_FAKE}\n"));
+    let other = hangar.extra_api(&[]);
+    let other_base = format!("http://{}", other.addr);
+    let takes_tasks = json!({"extensions": {TASKS: {}}});
+    let batch = |seconds: f64| {
+        let calls =
+            json!([{"mcp_server": "conf", "tool": "slow_compute", "arguments": {"seconds": seconds, "label": "pi"}}]);
+        json!({"name": "hangar_call", "arguments": {"calls": calls}})
+    };
+    let progress_of = |events: &[Value]| {
+        let progress = events.iter().find(|e| e["method"] == "notifications/progress").cloned();
+        progress.map(|p| (p["params"]["progressToken"].clone(), p["params"]["progress"].clone()))
+    };
+
+    // A client that does not take tasks hears the batch out on the stream, however long it takes.
+    let plain = streamed(&hangar.base, batch(0.4), json!({}));
+    assert_eq!(progress_of(&plain), Some((json!("p-1"), json!(0))), "{plain:?}");
+    let result = &plain.last().unwrap()["result"];
+    assert_eq!(result["structuredContent"]["succeeded"], 1, "{plain:?}");
+
+    // One that does hears its progress until the shortcut is over, then gets the task.
+    let slow = streamed(&hangar.base, batch(1.5), takes_tasks.clone());
+    assert_eq!(progress_of(&slow), Some((json!("p-1"), json!(0))), "progress before the task: {slow:?}");
+    let created = &slow.last().unwrap()["result"];
+    let made = (created["resultType"].as_str(), created["status"].as_str());
+    assert_eq!(made, (Some("task"), Some("working")), "{slow:?}");
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+
+    // The other API instance answers for it, with the batch's report once it is done.
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities": takes_tasks});
+    let done = poll("the batch's task to complete", Duration::from_secs(20), || {
+        let (status, _, text) = post(&other_base, "tasks/get", json!({"taskId": task_id}), meta.clone());
+        assert_eq!(status, 200, "{text}");
+        let body: Value = hangar_tests::serde_json::from_str(&text).unwrap();
+        (body["result"]["status"] != "working").then_some(body)
+    });
+    let result = &done["result"];
+    assert_eq!(result["status"], "completed", "{done}");
+    let report = &result["result"]["structuredContent"];
+    assert_eq!((report["total"].as_u64(), report["succeeded"].as_u64()), (Some(1), Some(1)), "{done}");
+    assert_eq!(report["results"][0]["result"]["content"][0]["text"], "Computed pi in 1.5 s", "{done}");
 }

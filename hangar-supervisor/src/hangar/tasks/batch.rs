@@ -4,7 +4,8 @@
 //! whatever happens to the API instance that asked, and cancelled as a whole. A call of the
 //! batch that asks for input (`input_required`) parks the task with its questions (keyed
 //! `<index>/<key>`); once every answer is in, the parked calls run again with theirs and the
-//! report is completed.
+//! report is completed. A streamed batch's calls' notices reach its caller until it is answered
+//! (its result, or the `CreateTaskResult`); the task runs on unheard.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,15 +19,24 @@ use hangar_core::mcp::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use hangar_core::trace::TraceContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::{AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, without_tasks_extension};
+use super::{
+    AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, relay_channel, within_shortcut,
+    without_tasks_extension,
+};
 
 impl Hangar {
     /// [`Request::TaskBatch`]: the batch's `tools/call` result if it ends within the shortcut,
     /// else a task, recorded in the book before it is answered.
-    pub(in crate::hangar) async fn task_batch(&self, caller: &Caller, request: Request) -> Result<Reply, IpcError> {
-        let Request::TaskBatch { batch, shortcut_ms, trace, extra } = request else {
+    pub(in crate::hangar) async fn task_batch(
+        &self,
+        caller: &Caller,
+        request: Request,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
+        let Request::TaskBatch { batch, shortcut_ms, trace, extra, relay } = request else {
             return Err(IpcError::new(ErrorKind::Internal, "not a batch task"));
         };
         let Some(me) = self.me.upgrade() else {
@@ -34,20 +44,22 @@ impl Hangar {
         };
         // The hangar owns the task: the upstreams are not invited to make their own.
         let extra = without_tasks_extension(extra);
-        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra));
+        // The calls' notices are heard until the batch is answered, then dropped.
+        let (heard_to, heard) = relay_channel(notices.is_some() && !relay.is_off()).unzip();
+        let relayed = heard_to.map(|to| (relay, to));
+        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, relayed));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
         // A batch that asks for input within the shortcut is a task at once: only a task can ask.
         let mut parked = None;
-        if let Ok(answered) = tokio::time::timeout(shortcut, &mut running).await {
+        if let Some(answered) = within_shortcut(shortcut, &mut running, heard, notices.as_ref()).await {
             match answered.unwrap_or_else(|_| Err(ended())) {
                 Ok(result) if asks(&result) => parked = Some(result),
                 answered => return answered.map(Reply::Called),
             }
         }
-        let id = self.tasks.ids.next();
-        let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
+        let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
             Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => return Err(too_many()),
@@ -72,19 +84,22 @@ impl Hangar {
     }
 
     /// Runs every call of `batch` as `caller`: the result carries the report (a failed call is
-    /// in it, so the result is no error). Boxed and `Send` by declaration, as `run_call` is.
+    /// in it, so the result is no error). With `relayed`, every call's notices (as far as its
+    /// relay asks) go to its sender. Boxed and `Send` by declaration, as `run_call` is.
     fn run_batch(
         self: Arc<Self>,
         caller: Caller,
         batch: BatchSpec,
         trace: Option<TraceContext>,
         extra: Option<Value>,
+        relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
     ) -> RunningCall {
         Box::pin(async move {
             let calls: Vec<(usize, CallSpec)> = batch.calls.iter().cloned().enumerate().collect();
             let report = hangar_runtime::batch::run(batch, |call| {
                 let (me, caller, trace, extra) = (self.clone(), caller.clone(), trace.clone(), extra.clone());
-                async move { me.batch_call(&caller, call, trace, extra).await }
+                let relayed = relayed.clone();
+                async move { me.batch_call(&caller, call, trace, extra, relayed).await }
             })
             .await;
             Ok(settled(report.into_value(), calls, extra))
@@ -144,7 +159,7 @@ impl Hangar {
                 let (me, caller) = (self.clone(), caller.clone());
                 running.spawn(async move {
                     let started = Instant::now();
-                    let outcome = me.batch_call(&caller, call, None, Some(Value::Object(extra))).await;
+                    let outcome = me.batch_call(&caller, call, None, Some(Value::Object(extra)), None).await;
                     (index, started, outcome)
                 });
             }
@@ -158,26 +173,28 @@ impl Hangar {
     }
 
     /// One call of a batch, as the API would have sent it for a plain `hangar_call` (`extra`:
-    /// the answers of a resumed call).
+    /// the answers of a resumed call; `relayed`: its relay, and where its notices go).
     async fn batch_call(
         &self,
         caller: &Caller,
         call: CallSpec,
         trace: Option<TraceContext>,
         extra: Option<Value>,
+        relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
     ) -> Result<Value, IpcError> {
+        let (relay, notices) = relayed.unzip();
         let request = Request::Call {
             target: Target::tool(call.mcp_server, call.tool),
             arguments: call.arguments,
             timeout_ms: Some(call.timeout_ms),
-            relay: Relay::default(),
+            relay: relay.unwrap_or_default(),
             extra,
             trace,
             param_headers: None,
             // A batch's call names its tool; it is no front-door call.
             front_door: None,
         };
-        match self.handle(caller, request, None).await {
+        match self.handle(caller, request, notices).await {
             Outcome::Ok(Reply::Called(result)) => Ok(result),
             Outcome::Ok(_) => Err(IpcError::new(ErrorKind::Internal, "a call of the batch answered oddly")),
             Outcome::Err(err) => Err(err),
