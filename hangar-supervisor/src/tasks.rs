@@ -87,11 +87,20 @@ pub enum Update {
     Resume { input_responses: Value, request_state: Option<Value>, run: u64 },
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Book {
     tasks: HashMap<String, Task>,
     /// The status changes since [`Book::take_changes`] last ran, in order.
     changed: Vec<Change>,
+    /// Whether changes are recorded: each carries the whole task (its result up to 4 MiB), so
+    /// they are made only while someone follows tasks ([`Book::record_changes`]).
+    recording: bool,
+}
+
+impl Default for Book {
+    fn default() -> Self {
+        Book { tasks: HashMap::new(), changed: Vec::new(), recording: true }
+    }
 }
 
 /// A task's status changed: what `tasks/get` now answers its owner.
@@ -109,6 +118,12 @@ impl Book {
     /// status notifications (`notifications/tasks`).
     pub fn take_changes(&mut self) -> Vec<Change> {
         std::mem::take(&mut self.changed)
+    }
+
+    /// Whether the status changes from now on are recorded (by default they are). A follower
+    /// that starts listening reads the book afterwards, so what it was not told it sees there.
+    pub fn record_changes(&mut self, on: bool) {
+        self.recording = on;
     }
 
     /// Forgets tasks past their TTL.
@@ -175,7 +190,7 @@ impl Book {
             task.status = Status::Completed;
             task.result = Some(inlined(result));
         }
-        self.changed.push(task.change());
+        self.changed.extend(self.recording.then(|| task.change()));
     }
 
     /// Run `run` of task `id` failed with a JSON-RPC error `{code, message, data?}`.
@@ -184,7 +199,7 @@ impl Book {
         task.updated_at_ms = now_ms;
         task.status = Status::Failed;
         task.error = Some(error);
-        self.changed.push(task.change());
+        self.changed.extend(self.recording.then(|| task.change()));
     }
 
     /// Task `id` follows an upstream's own task (pass-through): `upstream` is that task as the
@@ -209,13 +224,14 @@ impl Book {
         task.result = upstream.get("result").cloned().map(inlined);
         task.error = upstream.get("error").cloned();
         if changed {
-            self.changed.push(task.change());
+            self.changed.extend(self.recording.then(|| task.change()));
         }
     }
 
     /// Cancels `owner`'s task `id`: whether its run must be stopped (false for a finished one,
     /// which stays as it was: cancelling it again is no error).
     pub fn cancel(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<bool, Refusal> {
+        let recording = self.recording;
         let task = self.get_mut(owner, id, now_ms)?;
         if task.status.is_terminal() {
             return Ok(false);
@@ -223,8 +239,8 @@ impl Book {
         task.status = Status::Cancelled;
         task.updated_at_ms = now_ms;
         task.pending.clear();
-        let change = task.change();
-        self.changed.push(change);
+        let change = recording.then(|| task.change());
+        self.changed.extend(change);
         Ok(true)
     }
 
@@ -237,6 +253,7 @@ impl Book {
         responses: &Map<String, Value>,
         now_ms: u64,
     ) -> Result<Update, Refusal> {
+        let recording = self.recording;
         let task = self.get_mut(owner, id, now_ms)?;
         if task.status != Status::InputRequired {
             return Ok(Update::Acknowledged);
@@ -254,8 +271,8 @@ impl Book {
         task.run += 1;
         let input_responses = Value::Object(std::mem::take(&mut task.answers));
         let resume = Update::Resume { input_responses, request_state: task.request_state.take(), run: task.run };
-        let change = task.change();
-        self.changed.push(change);
+        let change = recording.then(|| task.change());
+        self.changed.extend(change);
         Ok(resume)
     }
 }

@@ -172,3 +172,16 @@ fn every_status_change_is_told_once_as_the_task_now_stands() {
     book.answered("t1", 1, json!({}), T0 + 4);
     assert!(book.take_changes().is_empty(), "a finished task changes no more");
 }
+
+#[test]
+fn no_change_is_recorded_while_nobody_follows_and_the_task_still_changes() {
+    let mut book = book_with("t1", "alice");
+    book.record_changes(false);
+    book.answered("t1", 0, json!({"content": [{"type": "text", "text": "done"}]}), T0 + 1);
+    assert!(book.take_changes().is_empty(), "nobody follows: no copy of the task is made");
+    assert_eq!(book.get("alice", "t1", T0 + 1).unwrap().status, Status::Completed);
+    book.record_changes(true);
+    book.create("t2".to_owned(), "alice", T0 + 2).unwrap();
+    book.cancel("alice", "t2", T0 + 2).unwrap();
+    assert_eq!(book.take_changes().len(), 1, "recorded again once someone follows");
+}

@@ -35,7 +35,9 @@ pub struct Telling<'a> {
 }
 
 impl<'a> Telling<'a> {
-    pub fn new(book: MutexGuard<'a, Book>, news: &'a TaskNews) -> Telling<'a> {
+    pub fn new(mut book: MutexGuard<'a, Book>, news: &'a TaskNews) -> Telling<'a> {
+        // Nobody follows: no change is worth its copy of the task.
+        book.record_changes(news.0.receiver_count() > 0);
         Telling { book, news }
     }
 }
