@@ -48,18 +48,48 @@ pub fn python() -> PathBuf {
     python
 }
 
-/// A loopback port nobody answers on, checked by the same preflight the hangar uses: a test
-/// never runs against a held port.
+/// A loopback port nobody answers on, for a server that cannot bind port 0 (a managed HTTP
+/// upstream's endpoint is configured before it starts), checked by the same preflight the hangar
+/// uses: a test never runs against a held port.
+///
+/// It is taken below the kernel's ephemeral range (`ip_local_port_range`), which every bind to
+/// port 0 and every outgoing connection on the machine draws from: otherwise, between the moment
+/// a port is chosen and the moment its server binds it (or between a stop and the next start),
+/// another test's API could be given the same port, and the next start would find it held. Never
+/// the same port twice in one test process.
 pub fn free_port() -> u16 {
-    for _ in 0..20 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port());
-        if let Ok(port) = port
+    static TAKEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    const LOWEST: u16 = 15_000;
+    let span = ephemeral_low.saturating_sub(LOWEST);
+    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+    for attempt in 0..400u64 {
+        let port = if span >= 1000 {
+            // A different start per process and attempt, so test binaries run side by side
+            // rarely try the same ports.
+            use std::hash::BuildHasher;
+            let draw = std::collections::hash_map::RandomState::new().hash_one((std::process::id(), attempt));
+            LOWEST + (draw % u64::from(span)) as u16
+        } else {
+            // An unusual range leaves no room below it: let the kernel choose.
+            match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+                Ok(addr) => addr.port(),
+                Err(_) => continue,
+            }
+        };
+        let bindable = std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if bindable
+            && !taken.contains(&port)
             && hangar_core::preflight::check_free(&format!("http://localhost:{port}/")).is_ok()
         {
+            taken.push(port);
             return port;
         }
     }
-    panic!("no free loopback port after 20 tries");
+    panic!("no free loopback port after 400 tries");
 }
 
 /// A child process killed (SIGKILL) and reaped when dropped: leftovers and fixtures a test runs.
