@@ -271,7 +271,7 @@ fn the_units_say_what_the_deployment_needs() {
     for line in [
         "Type=notify",
         "NotifyAccess=main",
-        "KillMode=control-group",
+        "KillMode=mixed",
         "Delegate=yes",
         "Restart=on-failure",
         "WatchdogSec=30s",
@@ -280,6 +280,17 @@ fn the_units_say_what_the_deployment_needs() {
     ] {
         assert!(supervisor.lines().any(|l| l == line), "hangar-supervisor.service lacks {line}");
     }
+    // systemd SIGKILLs what is left at TimeoutStopSec: it must outlast the default drain plus
+    // the supervisor's stop of its upstreams (up to 10 s), or the drain is cut short.
+    let timeout_stop = supervisor
+        .lines()
+        .find_map(|l| l.strip_prefix("TimeoutStopSec=")?.strip_suffix('s')?.parse::<u64>().ok())
+        .expect("hangar-supervisor.service sets TimeoutStopSec= in seconds");
+    let needed = hangar_core::shutdown::ShutdownConfig::default().grace() + Duration::from_secs(10);
+    assert!(
+        Duration::from_secs(timeout_stop) > needed,
+        "TimeoutStopSec={timeout_stop}s does not exceed the default grace plus the upstreams' stop ({needed:?})"
+    );
     let prober = read("hangar-prober.service");
     for line in ["BindsTo=hangar-supervisor.service", "After=hangar-supervisor.service"] {
         assert!(prober.lines().any(|l| l == line), "hangar-prober.service lacks {line}");
