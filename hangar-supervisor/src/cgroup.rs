@@ -259,6 +259,18 @@ pub fn kill(dir: &Path) {
     }
 }
 
+/// The file a child joins group `dir` through, writing "0" between fork and exec (`spawn.rs`).
+///
+/// Writing a process to `cgroup.procs` takes the kernel's global `cgroup_threadgroup_rwsem` for
+/// writing, which waits for an RCU grace period (~10 ms on an idle machine); a single thread moving
+/// itself takes no global lock (`cgroup_procs_write_start`). v1 has such a file, `tasks`; v2 lets
+/// one thread move alone only in threaded cgroups, so a v2 group is joined through `cgroup.procs`
+/// (`clone3(CLONE_INTO_CGROUP)` would spare it the grace period too).
+pub fn join_file(dir: &Path) -> PathBuf {
+    let tasks = dir.join("tasks");
+    if tasks.exists() { tasks } else { dir.join("cgroup.procs") }
+}
+
 /// The pids a group's `cgroup.procs` lists (none if it cannot be read).
 fn members(dir: &Path) -> Vec<u32> {
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
