@@ -243,13 +243,12 @@ pub fn create() -> io::Result<Option<PathBuf>> {
 }
 
 /// SIGKILLs every process in the cgroup: at once with `cgroup.kill` (v2); a v1 group has none,
-/// so each pid its `cgroup.procs` lists (what forks meanwhile is taken by the next call).
+/// so each process its `cgroup.procs` lists ([`kill_listed`]; what forks meanwhile is taken by
+/// the next call).
 pub fn kill(dir: &Path) {
     let kill_file = dir.join("cgroup.kill");
     if !kill_file.exists() && dir.join("cgroup.procs").exists() {
-        for pid in members(dir) {
-            crate::proctree::signal(pid, nix::sys::signal::Signal::SIGKILL);
-        }
+        kill_listed(|| members(dir));
         return;
     }
     if let Err(err) = std::fs::write(kill_file, "1")
@@ -269,6 +268,35 @@ pub fn kill(dir: &Path) {
 pub fn join_file(dir: &Path) -> PathBuf {
     let tasks = dir.join("tasks");
     if tasks.exists() { tasks } else { dir.join("cgroup.procs") }
+}
+
+/// SIGKILLs the processes `listed` names, without the pid-reuse window of reading pids and then
+/// signalling them: a pidfd is opened on each pid read, so the signal can reach no other process
+/// than the one opened, and that one is signalled only if the list, read again after the open,
+/// still names its pid. While it lives no other process has that pid, so it is still a member;
+/// had it died meanwhile, the signal reaches nobody.
+fn kill_listed(listed: impl Fn() -> Vec<u32>) {
+    use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+    let own = std::process::id();
+    let opened: Vec<(u32, std::os::fd::OwnedFd)> = listed()
+        .into_iter()
+        .filter(|pid| *pid > 1 && *pid != own)
+        .filter_map(|pid| {
+            let raw = Pid::from_raw(i32::try_from(pid).ok()?)?;
+            // Gone already (ESRCH) is fine: nothing to kill.
+            Some((pid, pidfd_open(raw, PidfdFlags::empty()).ok()?))
+        })
+        .collect();
+    if opened.is_empty() {
+        return;
+    }
+    let still = listed();
+    for (pid, pidfd) in opened.iter().filter(|(pid, _)| still.contains(pid)) {
+        match pidfd_send_signal(pidfd, Signal::KILL) {
+            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+            Err(err) => tracing::warn!(pid, %err, "cannot kill a process of a cgroup v1 group"),
+        }
+    }
 }
 
 /// The pids a group's `cgroup.procs` lists (none if it cannot be read).
@@ -390,6 +418,58 @@ mod tests {
         assert_eq!(oom_kills(v1.path()), 3);
         assert_eq!(oom_kills(Path::new("/nonexistent")), 0);
         assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\n"), 0);
+    }
+
+    #[test]
+    fn a_v1_group_is_joined_through_tasks_and_a_v2_group_through_cgroup_procs() {
+        let v1 = tempfile::tempdir().unwrap();
+        for file in ["cgroup.procs", "tasks"] {
+            std::fs::write(v1.path().join(file), "").unwrap();
+        }
+        assert_eq!(join_file(v1.path()), v1.path().join("tasks"));
+        let v2 = tempfile::tempdir().unwrap();
+        std::fs::write(v2.path().join("cgroup.procs"), "").unwrap();
+        assert_eq!(join_file(v2.path()), v2.path().join("cgroup.procs"));
+    }
+
+    /// A child that sleeps until killed, and whether it was (it is reaped here).
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep").arg("60").spawn().unwrap()
+    }
+
+    fn killed(child: &mut std::process::Child) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.signal() == Some(libc::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    #[test]
+    fn a_listed_process_is_killed_only_if_the_list_still_names_it_once_opened() {
+        let mut member = sleeper();
+        kill_listed(|| vec![member.id()]);
+        assert!(killed(&mut member), "a member is killed");
+
+        // Listed at the first read, gone from the list once its pidfd is open: as if it had died
+        // and its pid gone to a process outside the group, which must not be signalled.
+        let mut outsider = sleeper();
+        let reads = std::cell::Cell::new(0);
+        kill_listed(|| {
+            reads.set(reads.get() + 1);
+            if reads.get() == 1 { vec![outsider.id()] } else { Vec::new() }
+        });
+        assert_eq!(reads.get(), 2);
+        assert!(outsider.try_wait().unwrap().is_none(), "a pid no longer listed is left alone");
+        outsider.kill().unwrap();
+        outsider.wait().unwrap();
+
+        // Never init, never the supervisor itself.
+        kill_listed(|| vec![0, 1, std::process::id()]);
     }
 
     #[test]
