@@ -15,7 +15,9 @@
 //! none) and the limits fall back (`kernel_limits.rs`).
 //!
 //! Upstreams in cgroup v1 groups (the fallback for limits, `cgroup_v1.rs`) are killed here too:
-//! v1 has no `cgroup.kill`, so every pid its `cgroup.procs` lists is SIGKILLed until it is empty.
+//! v1 has no `cgroup.kill`, so every process its `cgroup.procs` lists is SIGKILLed, through a
+//! pidfd checked against the list again (no pid-reuse window), until it is empty. A child joins a
+//! v1 group through `tasks`, a v2 one through `cgroup.procs` ([`join_file`]).
 //!
 //! `--kill-mode auto` uses cgroups when the supervisor's own cgroup is not the hierarchy's root,
 //! has `cgroup.kill` (Linux 5.14) and lets it create a child; otherwise `subreaper`: the
@@ -274,19 +276,21 @@ pub fn join_file(dir: &Path) -> PathBuf {
 /// signalling them: a pidfd is opened on each pid read, so the signal can reach no other process
 /// than the one opened, and that one is signalled only if the list, read again after the open,
 /// still names its pid. While it lives no other process has that pid, so it is still a member;
-/// had it died meanwhile, the signal reaches nobody.
+/// had it died meanwhile, the signal reaches nobody. A kernel without pidfds (before 5.3) gets
+/// the plain signal by pid.
 fn kill_listed(listed: impl Fn() -> Vec<u32>) {
     use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
     let own = std::process::id();
-    let opened: Vec<(u32, std::os::fd::OwnedFd)> = listed()
-        .into_iter()
-        .filter(|pid| *pid > 1 && *pid != own)
-        .filter_map(|pid| {
-            let raw = Pid::from_raw(i32::try_from(pid).ok()?)?;
-            // Gone already (ESRCH) is fine: nothing to kill.
-            Some((pid, pidfd_open(raw, PidfdFlags::empty()).ok()?))
-        })
-        .collect();
+    let mut opened: Vec<(u32, std::os::fd::OwnedFd)> = Vec::new();
+    for pid in listed().into_iter().filter(|pid| *pid > 1 && *pid != own) {
+        let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else { continue };
+        match pidfd_open(raw, PidfdFlags::empty()) {
+            Ok(pidfd) => opened.push((pid, pidfd)),
+            Err(rustix::io::Errno::NOSYS) => crate::proctree::signal(pid, nix::sys::signal::Signal::SIGKILL),
+            // Gone already (ESRCH): nothing to kill.
+            Err(_) => {}
+        }
+    }
     if opened.is_empty() {
         return;
     }
