@@ -129,7 +129,8 @@ fn the_empty_groups_of_a_hangar_killed_whole_are_removed_at_the_next_start_and_a
     poll("the killed hangar to be gone", Duration::from_secs(10), || {
         guardians.iter().chain([&upstream, &supervisor]).all(|pid| !alive(*pid)).then_some(())
     });
-    assert!(stale.iter().all(|dir| dir.exists()), "its groups are left behind: {stale:?}");
+    // Its groups are left behind now: nobody is left to remove them. (Not asserted: a hangar that
+    // another story starts meanwhile may already remove them, as the next one does below.)
 
     // A running hangar's groups are kept, an empty one too (as between a group's creation and its
     // child joining it).
