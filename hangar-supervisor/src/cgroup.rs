@@ -436,28 +436,22 @@ mod tests {
         assert_eq!(join_file(v2.path()), v2.path().join("cgroup.procs"));
     }
 
-    /// A child that sleeps until killed, and whether it was (it is reaped here).
+    /// A child that sleeps for a minute unless killed.
     fn sleeper() -> std::process::Child {
         std::process::Command::new("sleep").arg("60").spawn().unwrap()
     }
 
-    fn killed(child: &mut std::process::Child) -> bool {
+    /// The signal that ended `child` (waiting for it: at most the minute it sleeps).
+    fn ended_by(child: &mut std::process::Child) -> Option<i32> {
         use std::os::unix::process::ExitStatusExt;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status.signal() == Some(libc::SIGKILL);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        false
+        child.wait().unwrap().signal()
     }
 
     #[test]
     fn a_listed_process_is_killed_only_if_the_list_still_names_it_once_opened() {
         let mut member = sleeper();
         kill_listed(|| vec![member.id()]);
-        assert!(killed(&mut member), "a member is killed");
+        assert_eq!(ended_by(&mut member), Some(libc::SIGKILL), "a member is killed");
 
         // Listed at the first read, gone from the list once its pidfd is open: as if it had died
         // and its pid gone to a process outside the group, which must not be signalled.
@@ -468,9 +462,10 @@ mod tests {
             if reads.get() == 1 { vec![outsider.id()] } else { Vec::new() }
         });
         assert_eq!(reads.get(), 2);
-        assert!(outsider.try_wait().unwrap().is_none(), "a pid no longer listed is left alone");
-        outsider.kill().unwrap();
-        outsider.wait().unwrap();
+        // A SIGKILL sent above would end it before this SIGTERM could: how it ended tells.
+        let outsider_pid = nix::unistd::Pid::from_raw(outsider.id() as i32);
+        nix::sys::signal::kill(outsider_pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        assert_eq!(ended_by(&mut outsider), Some(libc::SIGTERM), "a pid no longer listed is left alone");
 
         // Never init, never the supervisor itself.
         kill_listed(|| vec![0, 1, std::process::id()]);
