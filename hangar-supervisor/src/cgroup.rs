@@ -15,7 +15,9 @@
 //! none) and the limits fall back (`kernel_limits.rs`).
 //!
 //! Upstreams in cgroup v1 groups (the fallback for limits, `cgroup_v1.rs`) are killed here too:
-//! v1 has no `cgroup.kill`, so every pid its `cgroup.procs` lists is SIGKILLed until it is empty.
+//! v1 has no `cgroup.kill`, so every process its `cgroup.procs` lists is SIGKILLed, through a
+//! pidfd checked against the list again (no pid-reuse window), until it is empty. A child joins a
+//! v1 group through `tasks`, a v2 one through `cgroup.procs` ([`join_file`]).
 //!
 //! `--kill-mode auto` uses cgroups when the supervisor's own cgroup is not the hierarchy's root,
 //! has `cgroup.kill` (Linux 5.14) and lets it create a child; otherwise `subreaper`: the
@@ -243,19 +245,61 @@ pub fn create() -> io::Result<Option<PathBuf>> {
 }
 
 /// SIGKILLs every process in the cgroup: at once with `cgroup.kill` (v2); a v1 group has none,
-/// so each pid its `cgroup.procs` lists (what forks meanwhile is taken by the next call).
+/// so each process its `cgroup.procs` lists ([`kill_listed`]; what forks meanwhile is taken by
+/// the next call).
 pub fn kill(dir: &Path) {
     let kill_file = dir.join("cgroup.kill");
     if !kill_file.exists() && dir.join("cgroup.procs").exists() {
-        for pid in members(dir) {
-            crate::proctree::signal(pid, nix::sys::signal::Signal::SIGKILL);
-        }
+        kill_listed(|| members(dir));
         return;
     }
     if let Err(err) = std::fs::write(kill_file, "1")
         && err.kind() != io::ErrorKind::NotFound
     {
         tracing::warn!(cgroup = %dir.display(), %err, "cannot kill a cgroup");
+    }
+}
+
+/// The file a child joins group `dir` through, writing "0" between fork and exec (`spawn.rs`).
+///
+/// Writing a process to `cgroup.procs` takes the kernel's global `cgroup_threadgroup_rwsem` for
+/// writing, which waits for an RCU grace period (~10 ms on an idle machine); a single thread moving
+/// itself takes no global lock (`cgroup_procs_write_start`). v1 has such a file, `tasks`; v2 lets
+/// one thread move alone only in threaded cgroups, so a v2 group is joined through `cgroup.procs`
+/// (`clone3(CLONE_INTO_CGROUP)` would spare it the grace period too).
+pub fn join_file(dir: &Path) -> PathBuf {
+    let tasks = dir.join("tasks");
+    if tasks.exists() { tasks } else { dir.join("cgroup.procs") }
+}
+
+/// SIGKILLs the processes `listed` names, without the pid-reuse window of reading pids and then
+/// signalling them: a pidfd is opened on each pid read, so the signal can reach no other process
+/// than the one opened, and that one is signalled only if the list, read again after the open,
+/// still names its pid. While it lives no other process has that pid, so it is still a member;
+/// had it died meanwhile, the signal reaches nobody. A kernel without pidfds (before 5.3) gets
+/// the plain signal by pid.
+fn kill_listed(listed: impl Fn() -> Vec<u32>) {
+    use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+    let own = std::process::id();
+    let mut opened: Vec<(u32, std::os::fd::OwnedFd)> = Vec::new();
+    for pid in listed().into_iter().filter(|pid| *pid > 1 && *pid != own) {
+        let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else { continue };
+        match pidfd_open(raw, PidfdFlags::empty()) {
+            Ok(pidfd) => opened.push((pid, pidfd)),
+            Err(rustix::io::Errno::NOSYS) => crate::proctree::signal(pid, nix::sys::signal::Signal::SIGKILL),
+            // Gone already (ESRCH): nothing to kill.
+            Err(_) => {}
+        }
+    }
+    if opened.is_empty() {
+        return;
+    }
+    let still = listed();
+    for (pid, pidfd) in opened.iter().filter(|(pid, _)| still.contains(pid)) {
+        match pidfd_send_signal(pidfd, Signal::KILL) {
+            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+            Err(err) => tracing::warn!(pid, %err, "cannot kill a process of a cgroup v1 group"),
+        }
     }
 }
 
@@ -378,6 +422,53 @@ mod tests {
         assert_eq!(oom_kills(v1.path()), 3);
         assert_eq!(oom_kills(Path::new("/nonexistent")), 0);
         assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\n"), 0);
+    }
+
+    #[test]
+    fn a_v1_group_is_joined_through_tasks_and_a_v2_group_through_cgroup_procs() {
+        let v1 = tempfile::tempdir().unwrap();
+        for file in ["cgroup.procs", "tasks"] {
+            std::fs::write(v1.path().join(file), "").unwrap();
+        }
+        assert_eq!(join_file(v1.path()), v1.path().join("tasks"));
+        let v2 = tempfile::tempdir().unwrap();
+        std::fs::write(v2.path().join("cgroup.procs"), "").unwrap();
+        assert_eq!(join_file(v2.path()), v2.path().join("cgroup.procs"));
+    }
+
+    /// A child that sleeps for a minute unless killed.
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep").arg("60").spawn().unwrap()
+    }
+
+    /// The signal that ended `child` (waiting for it: at most the minute it sleeps).
+    fn ended_by(child: &mut std::process::Child) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        child.wait().unwrap().signal()
+    }
+
+    #[test]
+    fn a_listed_process_is_killed_only_if_the_list_still_names_it_once_opened() {
+        let mut member = sleeper();
+        kill_listed(|| vec![member.id()]);
+        assert_eq!(ended_by(&mut member), Some(libc::SIGKILL), "a member is killed");
+
+        // Listed at the first read, gone from the list once its pidfd is open: as if it had died
+        // and its pid gone to a process outside the group, which must not be signalled.
+        let mut outsider = sleeper();
+        let reads = std::cell::Cell::new(0);
+        kill_listed(|| {
+            reads.set(reads.get() + 1);
+            if reads.get() == 1 { vec![outsider.id()] } else { Vec::new() }
+        });
+        assert_eq!(reads.get(), 2);
+        // A SIGKILL sent above would end it before this SIGTERM could: how it ended tells.
+        let outsider_pid = nix::unistd::Pid::from_raw(outsider.id() as i32);
+        nix::sys::signal::kill(outsider_pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        assert_eq!(ended_by(&mut outsider), Some(libc::SIGTERM), "a pid no longer listed is left alone");
+
+        // Never init, never the supervisor itself.
+        kill_listed(|| vec![0, 1, std::process::id()]);
     }
 
     #[test]

@@ -6,16 +6,18 @@ use std::time::Duration;
 use hangar_runtime::exit::{EX_UNAVAILABLE, Exit};
 use hangar_runtime::logging::LogFormat;
 
-use crate::{cgroup, guardian, reaper};
+use crate::{cgroup, cgroup_v1, guardian, reaper};
 
 /// Before any child runs: the supervisor becomes the subreaper of every orphan below it, picks
-/// how upstream subtrees are killed, and starts the guardians (none if they cannot start).
+/// how upstream subtrees are killed, removes the empty cgroup v1 groups stopped hangars left, and
+/// starts the guardians (none if they cannot start).
 pub fn start(mode: cgroup::KillMode, log_format: LogFormat) -> Result<Option<guardian::Keeper>, Exit> {
     reaper::become_subreaper();
     match cgroup::init(mode) {
         Ok(chosen) => tracing::info!(kill_mode = chosen, "upstream subtrees are killed whole"),
         Err(why) => return Err(Exit::new(EX_UNAVAILABLE, format!("--kill-mode cgroup: {why}"))),
     }
+    cgroup_v1::remove_stale();
     Ok(guardian::start(log_format))
 }
 

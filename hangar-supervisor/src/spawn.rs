@@ -168,12 +168,12 @@ where
         // Before anything runs in it: a supervisor killed from here on leaves it to the guardian.
         guardian::watch_cgroup(dir);
     }
-    let cgroup_procs = groups
+    let cgroup_joins = groups
         .dirs
         .iter()
-        .map(|dir| CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).map_err(io::Error::other))
+        .map(|dir| CString::new(cgroup::join_file(dir).into_os_string().into_vec()).map_err(io::Error::other))
         .collect::<io::Result<Vec<_>>>();
-    let cgroup_procs = match cgroup_procs {
+    let cgroup_joins = match cgroup_joins {
         Ok(procs) => procs,
         Err(err) => {
             remove_groups(&groups.dirs);
@@ -186,7 +186,7 @@ where
     let announce = guardian::announce();
     let setup = PreExec {
         supervisor: std::process::id(),
-        cgroup_procs,
+        cgroup_joins,
         guardians: announce.fds(),
         lethal_parent_death: role == Role::Helper || !guardian::running(),
         confinement,
@@ -242,9 +242,9 @@ fn pipe_copies(child: &Child) -> Vec<std::os::fd::OwnedFd> {
 struct PreExec {
     /// The supervisor's pid: the child must still be its child once set up.
     supervisor: u32,
-    /// `cgroup.procs` of each of its groups (its cgroup v2, v1 groups holding its limits), to
-    /// join before exec.
-    cgroup_procs: Vec<CString>,
+    /// The file each of its groups is joined through (its cgroup v2's `cgroup.procs`, the v1
+    /// groups' `tasks`: `cgroup::join_file`), before exec.
+    cgroup_joins: Vec<CString>,
     /// The guardians' sockets, to announce `+PID` on.
     guardians: [Option<RawFd>; guardian::GUARDIANS],
     /// SIGKILL when the supervisor's forking thread dies.
@@ -265,9 +265,11 @@ impl PreExec {
         unsafe {
             command.pre_exec(move || {
                 // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of
-                // the upstream runs; "0" moves the writer itself, in v1 as in v2.
-                for procs in &self.cgroup_procs {
-                    let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                // the upstream runs; "0" moves the writer itself. Forked, the child is one thread,
+                // so a v1 group's `tasks` (one thread) moves the whole process, without the global
+                // lock (and its RCU grace period, ~10 ms) a write to `cgroup.procs` takes.
+                for join in &self.cgroup_joins {
+                    let fd = libc::open(join.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                     if fd < 0 {
                         return Err(io::Error::last_os_error());
                     }

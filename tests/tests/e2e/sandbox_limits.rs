@@ -9,13 +9,17 @@
 //!   while the server keeps serving;
 //! - once stopped, nothing of the upstream's groups is left: no process (an escaped double fork
 //!   included) and no group; nor once the supervisor is SIGKILLed (its guardians empty and
-//!   remove the groups).
+//!   remove the groups);
+//! - the empty groups of a hangar killed whole (guardians, upstream and supervisor SIGKILLed) are
+//!   removed when the next hangar starts; a running hangar's groups are kept, an empty one too.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use hangar_tests::serde_json::json;
-use hangar_tests::{Hangar, alive, poll, sigkill};
+use hangar_tests::{Hangar, alive, children_named, poll, sigkill};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 use crate::how_it_ended::{entry, hangar_status};
 use crate::journal_audit::{journal_of, wait_for};
@@ -110,6 +114,54 @@ fn a_sigkilled_supervisor_leaves_nothing_of_a_limited_upstreams_groups() {
     });
 }
 
+#[test]
+fn the_empty_groups_of_a_hangar_killed_whole_are_removed_at_the_next_start_and_a_running_hangars_kept() {
+    // Killed whole: stopped first, so no keeper starts a new guardian; then its guardians, its
+    // upstream and itself, so nobody is left to empty and remove its groups.
+    let (killed, upstream, stale) = started_in_groups("bomb");
+    let supervisor = killed.pid();
+    let guardians = children_named(supervisor, "hangar-guardian");
+    assert!(!guardians.is_empty(), "the hangar has guardians");
+    signal(supervisor, Signal::SIGSTOP);
+    for pid in guardians.iter().copied().chain([upstream, supervisor]) {
+        sigkill(pid);
+    }
+    poll("the killed hangar to be gone", Duration::from_secs(10), || {
+        guardians.iter().chain([&upstream, &supervisor]).all(|pid| !alive(*pid)).then_some(())
+    });
+    // Its groups are left behind now: nobody is left to remove them. (Not asserted: a hangar that
+    // another story starts meanwhile may already remove them, as the next one does below.)
+
+    // A running hangar's groups are kept, an empty one too (as between a group's creation and its
+    // child joining it).
+    let (running, running_upstream, kept) = started_in_groups("bomb");
+    let owner = format!("{}-{}", running.pid(), start_time(running.pid()));
+    let empty: Vec<PathBuf> =
+        kept.iter().map(|dir| dir.with_file_name(format!("hangar-upstream-{owner}-999999"))).collect();
+    for dir in &empty {
+        std::fs::create_dir(dir).expect("an empty group of the running hangar");
+    }
+
+    let next = Hangar::start(CONFIG);
+    poll("the next hangar to remove the stale groups", Duration::from_secs(10), || {
+        stale.iter().all(|dir| !dir.exists()).then_some(())
+    });
+    assert!(kept.iter().chain(&empty).all(|dir| dir.exists()), "the running hangar's groups are kept");
+    assert_eq!(groups_of(running_upstream), kept);
+    assert_eq!(running.details("bomb")["state"], "ready");
+    for dir in &empty {
+        let _ = std::fs::remove_dir(dir);
+    }
+    drop(next);
+}
+
+/// A process's start time (`/proc/<pid>/stat` field 22), as the supervisor names its groups.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields = stat.rsplit_once(") ").map(|(_, rest)| rest.split(' ').collect::<Vec<_>>()).unwrap_or_default();
+    fields.get(19).and_then(|start| start.parse().ok()).unwrap_or_else(|| panic!("the start time of {pid}: {stat}"))
+}
+
 /// A hangar on [`CONFIG`] with `id` started: its pid and the groups it runs in (some, or the
 /// story fails: without a group nothing holds its limits).
 fn started_in_groups(id: &str) -> (Hangar, u32, Vec<PathBuf>) {
@@ -125,6 +177,10 @@ fn started_in_groups(id: &str) -> (Hangar, u32, Vec<PathBuf>) {
 fn pid_of(hangar: &Hangar, id: &str) -> u32 {
     let details = hangar.details(id);
     details["meta"]["pid"].as_u64().unwrap_or_else(|| panic!("{id} has a pid: {details}")) as u32
+}
+
+fn signal(pid: u32, signal: Signal) {
+    kill(Pid::from_raw(pid as i32), signal).expect("the process can be signalled");
 }
 
 /// `/proc/<pid>/cgroup`.
