@@ -163,3 +163,43 @@ fn a_streamed_hangar_call_relays_its_calls_log_lines_at_the_clients_level() {
         assert_eq!((quiet.len(), logs(&quiet)), (1, 0), "{capabilities}: {quiet:?}");
     }
 }
+
+#[test]
+fn a_legacy_upstreams_question_parks_a_batch_task_until_it_is_answered() {
+    let hangar = Hangar::start(&format!(
+        "mcp_servers:\n  fake:\n    command: [\"{{fake}}\", \"--tools\", \"echo\"]\n\
+         \x20 one:\n    command: [\"{node}\", \"{everything}\", \"stdio\"]\n",
+        node = node().display(),
+        everything = server_everything().display(),
+    ));
+    let takes_tasks = json!({"sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities": takes_tasks});
+    let task = |method: &str, params: Value, id: &str| {
+        let response = hangar.mcp_with(method, params, meta.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{method}: {}", response.text);
+        response.body["result"].clone()
+    };
+    let batch = json!({"calls": [
+        {"mcp_server": "fake", "tool": "echo", "arguments": {"said": "first"}},
+        {"mcp_server": "one", "tool": "trigger-sampling-request", "arguments": {"prompt": "one"}},
+    ]});
+    let created = hangar.mcp_with("tools/call", json!({"name": "hangar_call", "arguments": batch}), meta.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    let parked = poll("the batch's task to ask", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] == "input_required").then_some(got)
+    });
+    assert_eq!(parked["inputRequests"]["1/upstream"]["method"], "sampling/createMessage", "{parked}");
+
+    task("tasks/update", json!({"taskId": id, "inputResponses": {"1/upstream": sampled("sampled: one")}}), &id);
+    let done = poll("the batch's task to complete", Duration::from_secs(10), || {
+        let got = task("tasks/get", json!({"taskId": id}), &id);
+        (got["status"] != "working").then_some(got)
+    });
+    assert_eq!(done["status"], "completed", "{done}");
+    let report = &done["result"]["structuredContent"];
+    let text = report["results"][1]["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.starts_with("LLM sampling result") && text.contains("sampled: one"), "{done}");
+    assert_eq!(report["results"][0]["result"]["structuredContent"]["said"], "first", "{done}");
+}
