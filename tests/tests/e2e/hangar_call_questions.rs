@@ -104,13 +104,10 @@ fn a_batchs_questions_reach_the_client_as_one_input_required_and_its_answers_com
     }
 
     // Half an answer: asked the rest, under the same state.
-    let (_, rest) = hangar_call(
-        &other_base,
-        ALICE,
-        &batch,
-        sampling.clone(),
-        retry(json!({"1/upstream": sampled("sampled: one")})),
-    );
+    let answer = |key: &str, text: &str| {
+        hangar_call(&other_base, ALICE, &batch, sampling.clone(), retry(json!({key: sampled(text)})))
+    };
+    let (_, rest) = answer("1/upstream", "sampled: one");
     let rest = &rest[0]["result"];
     assert_eq!(rest["resultType"], "input_required", "{rest}");
     assert_eq!(rest["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["2/upstream"], "{rest}");
@@ -118,13 +115,7 @@ fn a_batchs_questions_reach_the_client_as_one_input_required_and_its_answers_com
 
     // The rest answered, through the other instance: the whole report, each upstream's answer
     // reflecting the client's.
-    let (status, done) = hangar_call(
-        &other_base,
-        ALICE,
-        &batch,
-        sampling.clone(),
-        retry(json!({"2/upstream": sampled("sampled: two")})),
-    );
+    let (status, done) = answer("2/upstream", "sampled: two");
     let done = &done[0]["result"];
     assert_eq!((status, done["resultType"].as_str()), (200, Some("complete")), "{done}");
     let report = &done["structuredContent"];
