@@ -194,23 +194,25 @@ impl AsCaller {
         }
     }
 
-    /// [`AsCaller::call`] with the upstream's progress notifications about the call on the
-    /// receiver meanwhile (`hangar_call` for a client that gave a progress token).
+    /// [`AsCaller::call`] with the upstream's progress and log notifications about the call (as
+    /// far as `relay` asks for them) on the receiver meanwhile (`hangar_call` for a client that
+    /// gave a progress token or a log level); `extra`: the client's params for the upstream
+    /// (its `_meta` log level).
     pub fn call_watched(
         &self,
-        mcp_server: &str,
-        tool: &str,
+        (mcp_server, tool): (&str, &str),
         arguments: Value,
         timeout_ms: Option<u64>,
+        relay: Relay,
+        extra: Option<Value>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let relay = Relay { progress: true, logs: false, asks: false };
         let target = Target::tool(mcp_server, tool);
         self.call_request(self.maybe_cancellable(Request::Call {
             target,
             arguments,
             timeout_ms,
             relay,
-            extra: None,
+            extra,
             trace: self.trace.clone(),
             param_headers: None,
             front_door: None,
@@ -542,6 +544,21 @@ impl AsCaller {
             Reply::Called(result) | Reply::Task(result) => Some(result),
             _ => None,
         })
+    }
+
+    /// `hangar_call` of a 2026-07-28 client that can be asked something, run by the supervisor
+    /// (see `Request::HeldBatch`): the `tools/call` result, or one `input_required` with the
+    /// questions of every call that asked (the batch held for the retry, which `extra`'s
+    /// `requestState` and `inputResponses` make). Its calls' notices (as far as `relay` asks
+    /// for them) arrive on the receiver meanwhile. Dropping the future cancels the batch.
+    pub fn held_batch_relayed(
+        &self,
+        batch: hangar_core::batch::BatchSpec,
+        extra: Option<Value>,
+        relay: Relay,
+    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        let request = Request::HeldBatch { batch, trace: self.trace.clone(), extra, relay };
+        self.call_request(request)
     }
 }
 

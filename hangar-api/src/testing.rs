@@ -168,7 +168,8 @@ impl FakeSupervisor {
             | Request::TaskGet { .. }
             | Request::TaskUpdate { .. }
             | Request::TaskCancel { .. }
-            | Request::TaskBatch { .. } => {
+            | Request::TaskBatch { .. }
+            | Request::HeldBatch { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no tasks"))
             }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),

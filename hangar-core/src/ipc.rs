@@ -319,6 +319,27 @@ pub enum Request {
     TaskFollow {
         task_ids: Vec<String>,
     },
+    /// `hangar_call` for a 2026-07-28 client that does not take tasks but can be asked
+    /// something (its `_meta` client capabilities, in `extra`): the supervisor runs the batch
+    /// (each call as a [`Request::Call`] of the caller's, held when its legacy upstream asks the
+    /// client something, as a [`FrontDoorCall`] is). When calls ask, the answer is ONE
+    /// `input_required` result with every open question (keyed `<index>/<key>`) and a
+    /// `requestState` naming the batch, held here (bound to the caller's identity); the retry
+    /// (`extra` with that `requestState` and the `inputResponses`) resumes the calls that
+    /// asked, and the others keep their results. Answers [`Reply::Called`].
+    HeldBatch {
+        batch: crate::batch::BatchSpec,
+        /// As [`Request::Call`]'s, for every call of the batch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceContext>,
+        /// The client's params for every call's upstream (its `_meta` client capabilities and
+        /// log level), and in a retry its `requestState` and `inputResponses`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<Value>,
+        /// The calls' notices (each call's own, as [`Request::Call`]'s relay sends them).
+        #[serde(default, skip_serializing_if = "Relay::is_off")]
+        relay: Relay,
+    },
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.

@@ -87,6 +87,15 @@ pub const CLIENT_REQUESTS: [(&str, &str); 3] =
 /// The start of a `requestState` the hangar minted for a call it holds while its client answers
 /// a legacy upstream's own request (anything else is an upstream's own state).
 pub const HELD_CALL_STATE_PREFIX: &str = "hangar-held-";
+/// The start of a `requestState` the hangar minted for a `hangar_call` batch it holds while its
+/// client answers the questions of the batch's calls.
+pub const HELD_BATCH_STATE_PREFIX: &str = "hangar-batch-";
+
+/// Whether a client whose `_meta` client capabilities are `declared` can be asked anything an
+/// upstream may ask ([`CLIENT_REQUESTS`]).
+pub fn can_be_asked(declared: &serde_json::Value) -> bool {
+    CLIENT_REQUESTS.iter().any(|(_, capability)| declared.get(capability).is_some())
+}
 
 /// 2026-07-28: the long-lived request that holds a notification stream open.
 pub const METHOD_SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";

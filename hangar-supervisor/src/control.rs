@@ -501,7 +501,7 @@ fn relay_notices(
         Request::ClientCall { op, .. } => op,
         op => op,
     };
-    let relayed = matches!(op, Request::Call { relay, .. } | Request::TaskCall { relay, .. } | Request::TaskBatch { relay, .. } if !relay.is_off())
+    let relayed = matches!(op, Request::Call { relay, .. } | Request::TaskCall { relay, .. } | Request::TaskBatch { relay, .. } | Request::HeldBatch { relay, .. } if !relay.is_off())
         || matches!(
             op,
             Request::Events { follow: true, .. }

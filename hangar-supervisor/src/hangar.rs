@@ -3,6 +3,7 @@
 mod audit;
 mod client_relay;
 mod exposed;
+mod held_batches;
 mod held_calls;
 mod journal_view;
 mod listens;
@@ -271,7 +272,11 @@ impl Hangar {
         if self.shared.shutting_down.load(Ordering::SeqCst)
             && matches!(
                 request,
-                Request::Start { .. } | Request::Call { .. } | Request::TaskCall { .. } | Request::TaskBatch { .. }
+                Request::Start { .. }
+                    | Request::Call { .. }
+                    | Request::TaskCall { .. }
+                    | Request::TaskBatch { .. }
+                    | Request::HeldBatch { .. }
             )
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
@@ -389,6 +394,7 @@ impl Hangar {
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
             request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request, notices).await?,
             request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request, notices).await?,
+            request @ Request::HeldBatch { .. } => self.held_batch(decide.caller(), request, notices).await?,
             Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
                 self.task_update(decide.caller(), &task_id, &input_responses).await?

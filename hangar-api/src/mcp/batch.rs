@@ -3,7 +3,7 @@
 //! supervisor runs too, for a `hangar_call` that becomes a task); here, its arguments read and
 //! each call a request to the supervisor.
 
-use hangar_core::ipc::{ErrorKind, IpcError};
+use hangar_core::ipc::{ErrorKind, IpcError, Relay};
 use hangar_core::jsonrpc::RpcError;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -75,9 +75,15 @@ fn invalid_params(message: &str) -> RpcError {
     RpcError::invalid_params(format!("Invalid arguments: {message}"))
 }
 
-/// Where the calls' upstream progress notifications go while they run (each as the upstream
-/// sent it, with the supervisor's token), when the client asked to hear of progress.
-pub type ProgressSink = Option<mpsc::UnboundedSender<Value>>;
+/// What a client that asked to hear of its calls hears: their upstream notifications as far as
+/// `relay` asks (each as the upstream sent it, progress with the supervisor's token), sent to
+/// `sink` while they run; `extra`, the client's params for every upstream (its log level).
+#[derive(Clone)]
+pub struct Watch {
+    pub sink: mpsc::UnboundedSender<Value>,
+    pub relay: Relay,
+    pub extra: Option<Value>,
+}
 
 /// Runs every call, at most `max_concurrency` at a time, starting them in index order. With
 /// `fail_fast`, calls not yet started when one fails are reported as cancelled.
@@ -85,21 +91,21 @@ pub async fn run(supervisor: AsCaller, spec: BatchSpec) -> BatchReport {
     run_watched(supervisor, spec, None).await
 }
 
-/// [`run`], with every call's progress notifications sent to `progress`.
-pub async fn run_watched(supervisor: AsCaller, spec: BatchSpec, progress: ProgressSink) -> BatchReport {
+/// [`run`], with every call's notifications sent as `watch` says.
+pub async fn run_watched(supervisor: AsCaller, spec: BatchSpec, watch: Option<Watch>) -> BatchReport {
     hangar_runtime::batch::run(spec, move |call| {
-        let (supervisor, progress) = (supervisor.clone(), progress.clone());
-        async move { call_one(&supervisor, call, progress).await }
+        let (supervisor, watch) = (supervisor.clone(), watch.clone());
+        async move { call_one(&supervisor, call, watch).await }
     })
     .await
 }
 
-async fn call_one(supervisor: &AsCaller, call: CallSpec, progress: ProgressSink) -> Result<Value, IpcError> {
-    let Some(sink) = progress else {
+async fn call_one(supervisor: &AsCaller, call: CallSpec, watch: Option<Watch>) -> Result<Value, IpcError> {
+    let Some(Watch { sink, relay, extra }) = watch else {
         return supervisor.call(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms)).await;
     };
-    let (mut notices, reply) =
-        supervisor.call_watched(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms));
+    let target = (call.mcp_server.as_str(), call.tool.as_str());
+    let (mut notices, reply) = supervisor.call_watched(target, call.arguments, Some(call.timeout_ms), relay, extra);
     tokio::pin!(reply);
     loop {
         tokio::select! {

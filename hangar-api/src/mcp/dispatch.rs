@@ -122,7 +122,9 @@ async fn tools_call(
     // calls to upstreams went by `relay` above).
     let takes_tasks = opted_in && request.session.is_none();
     if let Some(wanted) = wanted
-        && let Some(reply) = stream::front_door_call(app, &request.id, &call, wanted, era, takes_tasks).await?
+        && let Some(reply) =
+            stream::front_door_call(app, &request.id, &call, wanted, era, takes_tasks, request.session.is_none())
+                .await?
     {
         return Ok(Answer::Reply(reply));
     }
@@ -134,6 +136,11 @@ async fn tools_call(
     if opted_in && request.session.is_none() && call.name == "hangar_call" {
         let result = tools::hangar_call_task(&app.supervisor, call.arguments, &call.extra, tasks::SHORTCUT_MS).await;
         return result.map(Answer::Result);
+    }
+    // A 2026-07-28 client that can be asked something: the supervisor runs its `hangar_call`,
+    // so that the calls' questions reach it as one `input_required`, and the retry resumes them.
+    if request.session.is_none() && call.name == "hangar_call" && tools::takes_questions(&call.extra) {
+        return tools::hangar_call_held(&app.supervisor, call.arguments, &call.extra).await.map(Answer::Result);
     }
     front_door::tools_call(&app.supervisor, call).await.map(Answer::Result)
 }

@@ -140,8 +140,8 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
 }
 
 /// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
-/// JSON), but `hangar_call` with a progress token. `opted_in`: its client takes tasks (and may
-/// poll for them: a legacy session's client may not).
+/// JSON), but `hangar_call`. `opted_in`: its client takes tasks (and may poll for them: a
+/// legacy session's client may not); `modern`: a 2026-07-28 request (no legacy session).
 pub async fn front_door_call(
     app: &Calling,
     id: &Id,
@@ -149,9 +149,17 @@ pub async fn front_door_call(
     wanted: Wanted,
     era: &'static Era,
     opted_in: bool,
+    modern: bool,
 ) -> Result<Option<McpReply>, RpcError> {
     if front_door::route(&call.name) == front_door::Route::Hangar {
-        return Ok(hangar_call(&app.supervisor, id, call, wanted, era, opted_in));
+        let runs = if opted_in {
+            BatchRun::Task
+        } else if modern && tools::takes_questions(&call.extra) {
+            BatchRun::Held
+        } else {
+            BatchRun::Here
+        };
+        return Ok(hangar_call(&app.supervisor, id, call, wanted, era, runs));
     }
     // Resolved (and its headers checked) first: an unknown name or a header mismatch is a plain
     // JSON answer, and an event stream, once started, cannot turn into one.
@@ -169,37 +177,56 @@ pub async fn front_door_call(
     Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
 }
 
-/// `hangar_call` for a client that gave a progress token: its calls' upstream progress as it
-/// happens (with the client's token, each notification further along than the last, as calls
-/// in parallel report their own counts), then the result. For a client that takes tasks
-/// (`as_task`), the supervisor runs the batch: progress comes until the shortcut is over, and
-/// the stream then ends with the `CreateTaskResult` (the task runs on unheard). `None` for any
-/// other hangar tool, or arguments the plain answer refuses.
+/// Who runs a streamed `hangar_call`.
+#[derive(Clone, Copy)]
+enum BatchRun {
+    /// The supervisor, as a task if it outlasts the shortcut (a client that takes tasks).
+    Task,
+    /// The supervisor, its calls' questions answered as one `input_required` (a 2026-07-28
+    /// client that can be asked something).
+    Held,
+    /// The API, each call a request to the supervisor.
+    Here,
+}
+
+/// `hangar_call` for a client that gave a progress token or a log level: its calls' upstream
+/// progress and log lines (at the client's level) as they happen (progress with the client's
+/// token, each notification further along than the last, as calls in parallel report their own
+/// counts), then the result. For a client that takes tasks ([`BatchRun::Task`]), the supervisor
+/// runs the batch: notifications come until the shortcut is over, and the stream then ends with
+/// the `CreateTaskResult` (the task runs on unheard). `None` for any other hangar tool, or
+/// arguments the plain answer refuses.
 fn hangar_call(
     supervisor: &AsCaller,
     id: &Id,
     call: &ToolCall,
     wanted: Wanted,
     era: &'static Era,
-    as_task: bool,
+    runs: BatchRun,
 ) -> Option<McpReply> {
-    if call.name != "hangar_call" || wanted.progress_token.is_none() {
+    if call.name != "hangar_call" {
         return None;
     }
     let spec = tools::hangar_call_spec(call.arguments.clone())?;
     let (supervisor, id, params) = (supervisor.clone(), id.clone(), call.extra.clone());
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
-        let (mut notices, result): (_, BoxFuture<'_, Result<Value, RpcError>>) = if as_task {
-            tools::hangar_call_task_watched(&supervisor, spec, &params, tasks::SHORTCUT_MS)
-        } else {
-            let (sink, notices) = mpsc::unbounded_channel();
-            let supervisor = &supervisor;
-            (notices, Box::pin(async move { Ok(tools::hangar_call_watched(supervisor, spec, Some(sink)).await) }))
+        let relay = relay(&wanted);
+        let (mut notices, result): (_, BoxFuture<'_, Result<Value, RpcError>>) = match runs {
+            BatchRun::Task => tools::hangar_call_task_watched(&supervisor, spec, &params, tasks::SHORTCUT_MS, relay),
+            BatchRun::Held => tools::hangar_call_held_watched(&supervisor, spec, &params, relay),
+            BatchRun::Here => {
+                let (sink, notices) = mpsc::unbounded_channel();
+                let (supervisor, params) = (&supervisor, &params);
+                let result = async move { Ok(tools::hangar_call_watched(supervisor, spec, params, sink, relay).await) };
+                (notices, Box::pin(result))
+            }
         };
         let mut furthest = f64::NEG_INFINITY;
+        // A log line always passes; progress only when further along than any before it.
         let mut further = |notice: &Value| {
-            let progress = notice.pointer("/params/progress").and_then(Value::as_f64).unwrap_or(f64::NEG_INFINITY);
+            let Some(progress) = notice.pointer("/params/progress") else { return true };
+            let progress = progress.as_f64().unwrap_or(f64::NEG_INFINITY);
             let ahead = progress > furthest;
             furthest = furthest.max(progress);
             ahead

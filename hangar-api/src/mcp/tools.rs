@@ -5,7 +5,9 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, Relay};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::lifecycle::State;
-use hangar_core::mcp::META_CLIENT_CAPABILITIES;
+use hangar_core::mcp::{
+    HELD_BATCH_STATE_PREFIX, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, REQUEST_STATE, can_be_asked,
+};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -207,14 +209,18 @@ pub fn hangar_call_spec(arguments: Option<Value>) -> Option<batch::BatchSpec> {
     batch::parse(Arguments::new(arguments).ok()?).ok()
 }
 
-/// `hangar_call` with its calls' progress notifications sent to `progress` meanwhile; the
-/// result is the one [`call`] answers.
+/// `hangar_call` with its calls' notifications (as far as `relay` asks) sent to `sink`
+/// meanwhile; `params`, the call's other params (the client's log level goes to the upstreams).
+/// The result is the one [`call`] answers.
 pub async fn hangar_call_watched(
     supervisor: &AsCaller,
     spec: batch::BatchSpec,
-    progress: batch::ProgressSink,
+    params: &Map<String, Value>,
+    sink: mpsc::UnboundedSender<Value>,
+    relay: Relay,
 ) -> Value {
-    let value = batch::run_watched(supervisor.clone(), spec, progress).await.into_value();
+    let watch = batch::Watch { sink, relay, extra: batch_extra(params, false) };
+    let value = batch::run_watched(supervisor.clone(), spec, Some(watch)).await.into_value();
     with_upstream_blocks(value)
 }
 
@@ -232,28 +238,86 @@ pub async fn hangar_call_task(
         Ok(spec) => spec,
         Err(failure) => return failed(failure),
     };
-    supervisor.batch_task(spec, batch_extra(params), shortcut_ms).await.or_else(|err| failed(err.into()))
+    supervisor.batch_task(spec, batch_extra(params, true), shortcut_ms).await.or_else(|err| failed(err.into()))
 }
 
-/// [`hangar_call_task`] for a client that gave a progress token, its arguments read (see
-/// [`hangar_call_spec`]): its calls' progress notifications (each with the supervisor's token)
-/// arrive on the receiver until it is answered, with its result or as a task.
+/// [`hangar_call_task`] for a client that gave a progress token or a log level, its arguments
+/// read (see [`hangar_call_spec`]): its calls' notifications, as far as `relay` asks (progress
+/// with the supervisor's token), arrive on the receiver until it is answered, with its result
+/// or as a task.
 pub fn hangar_call_task_watched<'a>(
     supervisor: &'a AsCaller,
     spec: batch::BatchSpec,
     params: &Map<String, Value>,
     shortcut_ms: u64,
+    relay: Relay,
 ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'a, Result<Value, RpcError>>) {
-    let relay = Relay { progress: true, logs: false, asks: false };
-    let (notices, answer) = supervisor.batch_task_relayed(spec, batch_extra(params), shortcut_ms, relay);
+    let (notices, answer) = supervisor.batch_task_relayed(spec, batch_extra(params, true), shortcut_ms, relay);
     (notices, Box::pin(async move { answer.await.or_else(|err| failed(err.into())) }))
 }
 
-/// What a batch task's calls pass on to their upstreams of the client's params (`params`, the
-/// call's other params): its client capabilities.
-fn batch_extra(params: &Map<String, Value>) -> Option<Value> {
-    let capabilities = params.get("_meta").and_then(|m| m.get(META_CLIENT_CAPABILITIES)).cloned();
-    capabilities.map(|c| json!({"_meta": {META_CLIENT_CAPABILITIES: c}}))
+/// Whether a 2026-07-28 client's `hangar_call` (`params`, its other params) is the
+/// supervisor's to run as a held batch: its client can be asked something an upstream may ask
+/// (its `_meta` client capabilities), or it retries a batch the hangar holds.
+pub fn takes_questions(params: &Map<String, Value>) -> bool {
+    let declared = params.get("_meta").and_then(|m| m.get(META_CLIENT_CAPABILITIES));
+    retries_held_batch(params) || declared.is_some_and(can_be_asked)
+}
+
+fn retries_held_batch(params: &Map<String, Value>) -> bool {
+    params.get(REQUEST_STATE).and_then(Value::as_str).is_some_and(|s| s.starts_with(HELD_BATCH_STATE_PREFIX))
+}
+
+/// `hangar_call` of a 2026-07-28 client that [`takes_questions`]: the supervisor runs the batch,
+/// and the calls' questions (a legacy upstream's own sampling, elicitation or roots request, or
+/// a modern upstream's `input_required`) come back as one `input_required`, answered by the
+/// retry. Arguments are read, and refused, as [`call`] does.
+pub async fn hangar_call_held(
+    supervisor: &AsCaller,
+    arguments: Option<Value>,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let spec = match batch::parse(Arguments::new(arguments)?) {
+        Ok(spec) => spec,
+        Err(failure) => return failed(failure),
+    };
+    hangar_call_held_watched(supervisor, spec, params, Relay::default()).1.await
+}
+
+/// [`hangar_call_held`], its arguments read (see [`hangar_call_spec`]), with its calls'
+/// notifications (as far as `relay` asks) on the receiver until it is answered.
+pub fn hangar_call_held_watched<'a>(
+    supervisor: &'a AsCaller,
+    spec: batch::BatchSpec,
+    params: &Map<String, Value>,
+    relay: Relay,
+) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'a, Result<Value, RpcError>>) {
+    let retry = retries_held_batch(params);
+    let mut extra = batch_extra(params, true).unwrap_or_else(|| json!({}));
+    for key in [REQUEST_STATE, INPUT_RESPONSES] {
+        if let Some(value) = params.get(key) {
+            extra[key] = value.clone();
+        }
+    }
+    let (notices, answer) = supervisor.held_batch_relayed(spec, Some(extra), relay);
+    let answer = async move {
+        match answer.await {
+            // A retry naming no batch the hangar holds, or answering none of its questions.
+            Err(err) if retry && err.kind == ErrorKind::InvalidArgument => Err(RpcError::invalid_params(err.message)),
+            answer => answer.or_else(|err| failed(err.into())),
+        }
+    };
+    (notices, Box::pin(answer))
+}
+
+/// What a batch's calls pass on to their upstreams of the client's params (`params`, the call's
+/// other params): its log level, and (`capabilities`) its client capabilities.
+fn batch_extra(params: &Map<String, Value>, capabilities: bool) -> Option<Value> {
+    let meta = params.get("_meta")?;
+    let keys = if capabilities { &[META_LOG_LEVEL, META_CLIENT_CAPABILITIES][..] } else { &[META_LOG_LEVEL][..] };
+    let passed: Map<String, Value> =
+        keys.iter().filter_map(|key| meta.get(*key).map(|value| ((*key).to_owned(), value.clone()))).collect();
+    (!passed.is_empty()).then(|| json!({"_meta": passed}))
 }
 
 #[cfg(test)]

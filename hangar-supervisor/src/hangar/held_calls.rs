@@ -19,6 +19,7 @@ use std::time::Duration;
 use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
+use hangar_core::mcp::can_be_asked;
 use hangar_core::mcp::{
     CLIENT_REQUESTS, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, REQUEST_STATE,
     RESULT_TYPE_INPUT_REQUIRED,
@@ -29,8 +30,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::audit::Decision;
+use super::held_batches::HeldBatches;
 use super::running::{AbortOnDrop, Ids};
-use super::{CallRequest, Hangar};
+use super::{CallRequest, Hangar, admit_caller};
 
 /// How long a held call waits for the client's retry.
 pub const HOLD: Duration = Duration::from_secs(60);
@@ -58,7 +60,9 @@ struct Held {
 pub struct HeldCalls {
     held: Mutex<HashMap<String, Held>>,
     /// Unguessable, like task ids.
-    ids: Ids,
+    pub(super) ids: Ids,
+    /// `hangar_call` batches whose calls' questions wait for their client's answers.
+    pub(super) batches: HeldBatches,
 }
 
 impl HeldCalls {
@@ -75,11 +79,6 @@ pub fn held_token(extra: Option<&Value>) -> Option<&str> {
 /// The client capabilities a call's params declare in `_meta`.
 pub fn declared_capabilities(extra: Option<&Value>) -> Value {
     extra.and_then(|e| e.get("_meta")).and_then(|m| m.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or(Value::Null)
-}
-
-/// Whether a client that declared `declared` can be asked anything an upstream may ask.
-pub fn can_be_asked(declared: &Value) -> bool {
-    CLIENT_REQUESTS.iter().any(|(_, capability)| declared.get(capability).is_some())
 }
 
 fn unknown_state() -> IpcError {
@@ -195,6 +194,29 @@ impl Hangar {
         };
         self.answer_held_ask(&held.server, &held.ask_id, response);
         self.wait_or_hold(caller, held.running, notices).await
+    }
+
+    /// One call of a `hangar_call` batch whose client can be asked something (or the retry
+    /// of such a call that was held): judged and recorded as any call, through
+    /// [`Hangar::held_or_called`], so a legacy upstream's own request holds it; answered as the
+    /// hangar's own surface (no upstream words).
+    pub(super) async fn held_batch_call(
+        &self,
+        caller: &Caller,
+        call: CallRequest,
+        trace: Option<TraceContext>,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, IpcError> {
+        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let view = admit_caller(&access, caller)?;
+        let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
+        let called = self.held_or_called(&decide, call, trace, notices).await;
+        let answer = called.map(Reply::Called).map_err(|err| self.upstream_words(err, false));
+        decide.finish(&answer);
+        match answer? {
+            Reply::Called(result) => Ok(result),
+            _ => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
+        }
     }
 
     fn answer_held_ask(&self, server: &str, ask_id: &str, response: Value) {

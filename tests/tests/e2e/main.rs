@@ -30,6 +30,7 @@ mod front_door;
 mod front_door_routing;
 mod garbage;
 mod handshake_timeout;
+mod hangar_call_questions;
 mod health;
 mod how_it_ended;
 mod http_news;

@@ -15,7 +15,7 @@ use hangar_core::access::Caller;
 use hangar_core::batch::{BatchSpec, CallReport, CallSpec, with_upstream_blocks};
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply, Request, Target};
 use hangar_core::jsonrpc::INTERNAL_ERROR;
-use hangar_core::mcp::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
+use hangar_core::mcp::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, can_be_asked};
 use hangar_core::trace::TraceContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -26,6 +26,8 @@ use super::{
     AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, relay_channel, within_shortcut,
     without_tasks_extension,
 };
+use crate::hangar::CallRequest;
+use crate::hangar::held_calls::{declared_capabilities, held_token};
 
 impl Hangar {
     /// [`Request::TaskBatch`]: the batch's `tools/call` result if it ends within the shortcut,
@@ -84,9 +86,10 @@ impl Hangar {
     }
 
     /// Runs every call of `batch` as `caller`: the result carries the report (a failed call is
-    /// in it, so the result is no error). With `relayed`, every call's notices (as far as its
-    /// relay asks) go to its sender. Boxed and `Send` by declaration, as `run_call` is.
-    fn run_batch(
+    /// in it, so the result is no error), or asks the calls' questions (see [`settled`]). With
+    /// `relayed`, every call's notices (as far as its relay asks) go to its sender. Boxed and
+    /// `Send` by declaration, as `run_call` is.
+    pub(in crate::hangar) fn run_batch(
         self: Arc<Self>,
         caller: Caller,
         batch: BatchSpec,
@@ -116,30 +119,47 @@ impl Hangar {
         request_state: Option<&Value>,
         run: u64,
     ) -> bool {
-        let Some(parked) = request_state.and_then(|s| s.get(PARKED)) else { return false };
-        let parked = match serde_json::from_value::<Parked>(parked.clone()) {
-            Ok(parked) => parked,
-            Err(err) => {
-                tracing::error!(%err, "a parked batch's state did not read back");
-                let lost = json!({"code": INTERNAL_ERROR, "message": "the batch's state was lost"});
+        let Some(request_state) = request_state.filter(|s| s.get(PARKED).is_some()) else { return false };
+        let Some(me) = self.me.upgrade() else { return true };
+        let running = match me.clone().resume_parked(caller.clone(), request_state, responses, None) {
+            Ok(running) => tokio::spawn(running),
+            Err(lost) => {
+                let lost = json!({"code": INTERNAL_ERROR, "message": lost.message});
                 self.tasks.book().failed(task_id, run, lost, now_ms());
                 return true;
             }
         };
-        let Some(me) = self.me.upgrade() else { return true };
-        let running = tokio::spawn(me.clone().run_parked(caller.clone(), parked, answers_by_call(responses)));
         self.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
         tokio::spawn(me.settle(task_id.to_owned(), run, running));
         true
     }
 
+    /// The run that resumes a parked batch (`request_state`: the state [`settled`] gave it)
+    /// with the client's answers (`responses`, keyed `<index>/<key>`); `relayed` as
+    /// [`Hangar::run_batch`]'s. An error if the state does not read back.
+    pub(in crate::hangar) fn resume_parked(
+        self: Arc<Self>,
+        caller: Caller,
+        request_state: &Value,
+        responses: &Value,
+        relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
+    ) -> Result<RunningCall, IpcError> {
+        let parked = request_state.get(PARKED).cloned().unwrap_or_default();
+        let parked = serde_json::from_value::<Parked>(parked).map_err(|err| {
+            tracing::error!(%err, "a parked batch's state did not read back");
+            IpcError::new(ErrorKind::Internal, "the batch's state was lost")
+        })?;
+        Ok(self.run_parked(caller, parked, answers_by_call(responses), relayed))
+    }
+
     /// Runs a parked batch's calls again, each with its answers and its upstream's
-    /// `requestState`, and puts their outcomes in the report.
+    /// `requestState` (or the hangar's, for a held call), and puts their outcomes in the report.
     fn run_parked(
         self: Arc<Self>,
         caller: Caller,
         parked: Parked,
         mut answers: HashMap<usize, Map<String, Value>>,
+        relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
     ) -> RunningCall {
         Box::pin(async move {
             let Parked { mut report, calls, extra: client_extra } = parked;
@@ -156,10 +176,10 @@ impl Hangar {
                 if let Some(state) = request_state {
                     extra.insert(REQUEST_STATE.into(), state);
                 }
-                let (me, caller) = (self.clone(), caller.clone());
+                let (me, caller, relayed) = (self.clone(), caller.clone(), relayed.clone());
                 running.spawn(async move {
                     let started = Instant::now();
-                    let outcome = me.batch_call(&caller, call, None, Some(Value::Object(extra)), None).await;
+                    let outcome = me.batch_call(&caller, call, None, Some(Value::Object(extra)), relayed).await;
                     (index, started, outcome)
                 });
             }
@@ -173,7 +193,9 @@ impl Hangar {
     }
 
     /// One call of a batch, as the API would have sent it for a plain `hangar_call` (`extra`:
-    /// the answers of a resumed call; `relayed`: its relay, and where its notices go).
+    /// the client's params, and the answers of a resumed call; `relayed`: its relay, and where
+    /// its notices go). A call whose client can be asked something goes the held way, so its
+    /// legacy upstream's own request asks the client (`input_required`), as a front-door call's.
     async fn batch_call(
         &self,
         caller: &Caller,
@@ -183,6 +205,18 @@ impl Hangar {
         relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
     ) -> Result<Value, IpcError> {
         let (relay, notices) = relayed.unzip();
+        if can_be_asked(&declared_capabilities(extra.as_ref())) || held_token(extra.as_ref()).is_some() {
+            let call = CallRequest {
+                target: Target::tool(call.mcp_server, call.tool),
+                arguments: call.arguments,
+                timeout_ms: Some(call.timeout_ms),
+                relay: relay.unwrap_or_default(),
+                extra,
+                param_headers: None,
+                front_door: None,
+            };
+            return self.held_batch_call(caller, call, trace, notices).await;
+        }
         let request = Request::Call {
             target: Target::tool(call.mcp_server, call.tool),
             arguments: call.arguments,
