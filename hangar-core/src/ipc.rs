@@ -319,6 +319,10 @@ pub enum Request {
     TaskFollow {
         task_ids: Vec<String>,
     },
+    /// The `cluster:` block of the config the supervisor started with (its `advertise` expanded),
+    /// or `None` for a hangar on its own: asked by each API instance on every connection. Only
+    /// for the all-seeing caller. Answers [`Reply::Cluster`].
+    Cluster,
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -554,6 +558,8 @@ pub enum Reply {
     UpstreamAnswered {
         found: bool,
     },
+    /// The answer to [`Request::Cluster`]: the block names the secret's file, never the secret.
+    Cluster(Option<crate::cluster::ClusterConfig>),
 }
 
 /// What a reload did, by server id.
