@@ -143,3 +143,70 @@ fn unavailable(held: Held, body: &Bytes) -> Response {
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_S));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::routing::post;
+    use hangar_core::cluster::Cluster;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn member(url: &str) -> Cluster {
+        Cluster::with_secret(url.into(), SECRET).unwrap()
+    }
+
+    /// A hangar at `here` whose handler answers the session id it was given, and mints one.
+    fn app(here: &str) -> Router {
+        let handler = |headers: HeaderMap| async move {
+            let seen = headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+            ([(HEADER_SESSION_ID, "hgr1-2025-11-25-minted")], format!("served here: {seen}"))
+        };
+        Router::new()
+            .route("/mcp", post(handler))
+            .layer(axum::middleware::from_fn_with_state(Fleet::joined(member(here)), route))
+    }
+
+    fn ping(session: &str, hop: bool) -> Request {
+        let mut request = Request::post("/mcp").header(HEADER_SESSION_ID, session);
+        if hop {
+            request = request.header(HOP_HEADER, "http://127.0.0.1:2");
+        }
+        request.body(Body::from(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)).unwrap()
+    }
+
+    async fn text(response: Response) -> String {
+        String::from_utf8_lossy(&response.into_body().collect().await.unwrap().to_bytes()).into_owned()
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_owner_is_a_503_to_retry_and_a_forwarded_request_never_hops_again() {
+        // A loopback port bound and let go: nothing listens, the connection is refused at once.
+        let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let theirs = member(&format!("http://{gone}")).tagged("hgr1-2025-11-25-0f");
+        let refused = app("http://127.0.0.1:2").oneshot(ping(&theirs, false)).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+        let body: Value = serde_json::from_str(&text(refused).await).unwrap();
+        assert_eq!(body["id"], 3, "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("session is unavailable"), "{body}");
+
+        let served = app("http://127.0.0.1:2").oneshot(ping(&theirs, true)).await.unwrap();
+        assert_eq!(served.status(), StatusCode::OK);
+        assert!(text(served).await.starts_with("served here: hgr1-2025-11-25-0f."), "the id as it came");
+    }
+
+    #[tokio::test]
+    async fn our_own_ids_are_served_here_bare_and_leave_tagged() {
+        let here = member("http://127.0.0.1:2");
+        let ours = here.tagged("hgr1-2025-11-25-0f");
+        let served = app("http://127.0.0.1:2").oneshot(ping(&ours, false)).await.unwrap();
+        let minted = served.headers()[HEADER_SESSION_ID].to_str().unwrap().to_owned();
+        assert_eq!(here.owner_of(&minted), hangar_core::cluster::Owner::Here, "{minted}");
+        assert!(minted.starts_with("hgr1-2025-11-25-minted."), "{minted}");
+        assert_eq!(text(served).await, "served here: hgr1-2025-11-25-0f");
+    }
+}

@@ -60,10 +60,13 @@ impl Member {
         let cluster = Cluster::open(config, |_| None)?;
         Ok(Member { cluster, client: client() })
     }
+}
 
-    #[cfg(test)]
-    pub fn for_tests(cluster: Cluster) -> Member {
-        Member { cluster, client: client() }
+#[cfg(test)]
+impl Fleet {
+    /// A fleet this instance has joined as `cluster`.
+    pub fn joined(cluster: Cluster) -> Fleet {
+        Fleet(Arc::new(RwLock::new(Some(Arc::new(Member { cluster, client: client() })))))
     }
 }
 
