@@ -1,10 +1,11 @@
 //! Which id of a request names the hangar that holds its state: the legacy `Mcp-Session-Id`,
-//! else the `taskId` of a `tasks/*` request.
+//! else the `taskId` of a `tasks/*` request, else the `requestState` of a call retried after
+//! `input_required` when it names a call the hangar holds (SEP-2322).
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::cluster::{Cluster, Owner};
-use hangar_core::mcp::HEADER_SESSION_ID;
+use hangar_core::mcp::{HEADER_SESSION_ID, HELD_CALL_STATE_PREFIX, REQUEST_STATE};
 use serde::Deserialize;
 
 /// What kind of state an id names (said in the error when its owner is unavailable).
@@ -12,6 +13,8 @@ use serde::Deserialize;
 pub enum Held {
     Session,
     Task,
+    /// A call held for its client's answer.
+    Call,
 }
 
 impl Held {
@@ -19,6 +22,7 @@ impl Held {
         match self {
             Held::Session => "session",
             Held::Task => "task",
+            Held::Call => "call",
         }
     }
 }
@@ -31,12 +35,13 @@ pub fn owner(cluster: &Cluster, headers: &HeaderMap, body: &Bytes) -> Option<(Ow
             return Some((owner, Held::Session));
         }
     }
-    let task = task_id(body)?;
-    Some((cluster.owner_of(&task), Held::Task)).filter(|(owner, _)| *owner != Owner::Untagged)
+    let (id, held) = body_id(body)?;
+    Some((cluster.owner_of(&id), held)).filter(|(owner, _)| *owner != Owner::Untagged)
 }
 
-/// The `taskId` of a `tasks/*` request body; only bodies that mention one are parsed.
-fn task_id(body: &Bytes) -> Option<String> {
+/// The `taskId` of a `tasks/*` request, or a held call's `requestState`; only bodies that
+/// mention one are parsed.
+fn body_id(body: &Bytes) -> Option<(String, Held)> {
     #[derive(Deserialize)]
     struct Message {
         method: String,
@@ -45,13 +50,20 @@ fn task_id(body: &Bytes) -> Option<String> {
     #[derive(Deserialize)]
     struct Params {
         #[serde(rename = "taskId")]
-        task_id: String,
+        task_id: Option<String>,
+        #[serde(rename = "requestState")]
+        request_state: Option<String>,
     }
-    if !body.windows(b"taskId".len()).any(|w| w == b"taskId") {
+    let mentions = |key: &str| body.windows(key.len()).any(|w| w == key.as_bytes());
+    if !mentions("taskId") && !mentions(REQUEST_STATE) {
         return None;
     }
     let message: Message = serde_json::from_slice(body).ok()?;
-    message.method.starts_with("tasks/").then_some(message.params.task_id)
+    if message.method.starts_with("tasks/") {
+        return message.params.task_id.map(|id| (id, Held::Task));
+    }
+    let state = message.params.request_state.filter(|s| s.starts_with(HELD_CALL_STATE_PREFIX))?;
+    Some((state, Held::Call))
 }
 
 #[cfg(test)]
@@ -83,5 +95,18 @@ mod tests {
         ));
         assert_eq!(owner(&b, &HeaderMap::new(), &not_a_task), None);
         assert_eq!(owner(&b, &HeaderMap::new(), &Bytes::from_static(b"taskId{not json")), None);
+        let retry = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","requestState":"{}"}}}}"#,
+            a.tagged("hangar-held-0f")
+        ));
+        assert_eq!(
+            owner(&b, &HeaderMap::new(), &retry),
+            Some((Owner::Elsewhere("http://10.0.0.1:8000".into()), Held::Call))
+        );
+        let upstreams_own = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","requestState":"{}"}}}}"#,
+            a.tagged("opaque")
+        ));
+        assert_eq!(owner(&b, &HeaderMap::new(), &upstreams_own), None, "an upstream's own state is not ours");
     }
 }

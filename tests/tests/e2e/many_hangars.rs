@@ -18,6 +18,7 @@ use command_fds::{CommandFdExt, FdMapping};
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Background, Hangar, children_named, free_port, key_hash, node, poll, repo_root, sigkill};
 
+use super::oauth::agent;
 use super::tasks::{ALICE, mcp};
 
 const SECRET: &str = "fleet-secret-0123456789abcdef-0123456789";
@@ -89,14 +90,6 @@ fn haproxy(hangars: &[Hangar]) -> (String, Background) {
         .filter(|(status, _)| *status == 200)
     });
     (base, balancer)
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into()
 }
 
 /// A legacy request on `session` (none: `initialize`): its status, headers and JSON body.
