@@ -2,9 +2,10 @@
 //! prober, API each) on loopback, one fleet (`cluster:`, one shared secret), behind a real
 //! haproxy doing round robin per request. Consecutive requests land on different hangars: a
 //! legacy session (the TypeScript SDK 1.x), its event stream reopened with `Last-Event-ID`
-//! through the other hangar, its `tools/list_changed` news, and a task created on one and
-//! polled through the other all work, because a hangar forwards a request whose id another
-//! one minted to that one. Killing one hangar makes its ids a clear 503 with `Retry-After`,
+//! through the other hangar, its `tools/list_changed` news, a task created on one and polled
+//! through the other, and a call held for its client's answer (`requestState`) resumed through
+//! the other all work, because a hangar forwards a request whose id another one minted to that
+//! one. Killing one hangar makes its ids a clear 503 with `Retry-After`,
 //! never a hang; a forged owner tag is an unknown id, never forwarded.
 
 use std::io::{BufRead, BufReader};
@@ -16,7 +17,9 @@ use std::time::Duration;
 
 use command_fds::{CommandFdExt, FdMapping};
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Background, Hangar, children_named, free_port, key_hash, node, poll, repo_root, sigkill};
+use hangar_tests::{
+    Background, Hangar, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
+};
 
 use super::oauth::agent;
 use super::tasks::{ALICE, mcp};
@@ -32,7 +35,16 @@ struct Fleet {
     _balancer: Background,
 }
 
+/// The fake upstream `slow` (`sleep`, `echo`; `add` too once `{dir}/shift` exists), Alice's key.
 fn fleet() -> Fleet {
+    let auth = format!("auth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n", key_hash(ALICE));
+    let slow = "  slow:\n    command: [\"{fake}\", \"--tools\", \"sleep,echo\", \"--alt-tools\", \"sleep,echo,add\", \"--alt-tools-flag\", \"{dir}/shift\"]\n";
+    fleet_of(&auth, slow)
+}
+
+/// Two hangars of one fleet with `auth` (YAML, or nothing) and `servers` (the entries of
+/// `mcp_servers:`), behind the balancer.
+fn fleet_of(auth: &str, servers: &str) -> Fleet {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("secret");
     std::fs::write(&secret, SECRET).unwrap();
@@ -40,10 +52,9 @@ fn fleet() -> Fleet {
         .map(|_| {
             let port = free_port();
             let yaml = format!(
-                "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n\
+                "tool_access: {{mode: front_door}}\n{auth}\
                  cluster:\n  advertise: \"http://${{FLEET_HOST}}:{port}\"\n  secret_file: \"{}\"\n\
-                 mcp_servers:\n  slow:\n    command: [\"{{fake}}\", \"--tools\", \"sleep,echo\", \"--alt-tools\", \"sleep,echo,add\", \"--alt-tools-flag\", \"{{dir}}/shift\"]\n",
-                key_hash(ALICE),
+                 mcp_servers:\n{servers}",
                 secret.display(),
             );
             let listen = format!("127.0.0.1:{port}");
@@ -281,4 +292,31 @@ fn raw_status_and_retry(_base: &str, sessions: &[String], live: &Hangar) -> Opti
         (status == 503).then_some(())?;
         head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("retry-after: ").map(|v| v.trim().to_owned()))
     })
+}
+
+#[test]
+fn a_call_held_for_its_clients_answer_is_resumed_through_the_other_hangar() {
+    let everything = format!(
+        "  everything:\n    command: [\"{}\", \"{}\", \"stdio\"]\n",
+        node().display(),
+        server_everything().display()
+    );
+    let fleet = fleet_of("", &everything);
+    let (first, second) = (&fleet.hangars[0], &fleet.hangars[1]);
+    // Asked through the first: the call is held there, `input_required` (SEP-2322).
+    let sampling = json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}});
+    let call = json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}});
+    let asked = first.mcp_with("tools/call", call.clone(), sampling.clone(), &[]);
+    let result = &asked.body["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", asked.body);
+    let (key, _) = result["inputRequests"].as_object().and_then(|q| q.iter().next()).expect("a question");
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled: hi"}, "model": "m"});
+    let mut retry = call;
+    retry["inputResponses"] = json!({key.as_str(): answer});
+    retry["requestState"] = result["requestState"].clone();
+    // Retried through the second, which forwards it to the first.
+    let done = second.mcp_with("tools/call", retry, sampling, &[]);
+    let text = done.body["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("LLM sampling result") && text.contains("sampled: hi"), "{}", done.body);
+    assert_eq!(forwarded(second), 1);
 }
