@@ -320,3 +320,29 @@ fn a_call_held_for_its_clients_answer_is_resumed_through_the_other_hangar() {
     assert!(text.starts_with("LLM sampling result") && text.contains("sampled: hi"), "{}", done.body);
     assert_eq!(forwarded(second), 1);
 }
+
+#[test]
+fn a_cluster_block_that_cannot_be_joined_is_a_config_error_naming_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "too-short-a-secret").unwrap();
+    let good = dir.path().join("good");
+    std::fs::write(&good, SECRET).unwrap();
+    let cases = [
+        ("http://${FLEET_HOST}:8000", &good, "cluster.advertise", "FLEET_HOST is not set"),
+        ("http://127.0.0.1:8000/mcp", &good, "cluster.advertise", "no path"),
+        ("http://127.0.0.1:8000", &short, "cluster.secret_file", "at least 32 bytes"),
+        ("http://127.0.0.1:8000", &dir.path().join("missing"), "cluster.secret_file", "missing"),
+    ];
+    for (advertise, secret, key, why) in cases {
+        let config = dir.path().join("hangar.yaml");
+        let yaml = format!("cluster: {{advertise: \"{advertise}\", secret_file: \"{}\"}}\n", secret.display());
+        std::fs::write(&config, yaml).unwrap();
+        let socket = dir.path().join("s.sock");
+        let args = ["--config".as_ref(), config.as_os_str(), "--socket".as_ref(), socket.as_os_str()];
+        let (code, stderr) = hangar_tests::supervisor_exit(&args, &[("FLEET_HOST", None)]);
+        assert_eq!(code, Some(78), "{advertise}: {stderr}");
+        assert!(stderr.contains(key) && stderr.contains(why), "{advertise}: {stderr}");
+        assert!(!stderr.contains("too-short-a-secret"), "the secret is never echoed: {stderr}");
+    }
+}
