@@ -1,5 +1,5 @@
 //! Which id of a request names the hangar that holds its state: the legacy `Mcp-Session-Id`,
-//! else the `taskId` of a `tasks/*` request, else the `requestState` of a call retried after
+//! else a journal stream's `Last-Event-ID`, else the `taskId` of a `tasks/*` request, else the `requestState` of a call retried after
 //! `input_required` when it names a call the hangar holds (SEP-2322).
 
 use axum::body::Bytes;
@@ -15,6 +15,8 @@ pub enum Held {
     Task,
     /// A call held for its client's answer.
     Call,
+    /// A journal event stream resumed with `Last-Event-ID`.
+    Events,
 }
 
 impl Held {
@@ -23,6 +25,7 @@ impl Held {
             Held::Session => "session",
             Held::Task => "task",
             Held::Call => "call",
+            Held::Events => "event stream",
         }
     }
 }
@@ -33,6 +36,12 @@ pub fn owner(cluster: &Cluster, headers: &HeaderMap, body: &Bytes) -> Option<(Ow
         let owner = cluster.owner_of(session);
         if owner != Owner::Untagged {
             return Some((owner, Held::Session));
+        }
+    }
+    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
+        let owner = cluster.owner_of(last.trim());
+        if owner != Owner::Untagged {
+            return Some((owner, Held::Events));
         }
     }
     let (id, held) = body_id(body)?;

@@ -3,10 +3,10 @@
 //! haproxy doing round robin per request. Consecutive requests land on different hangars: a
 //! legacy session (the TypeScript SDK 1.x), its event stream reopened with `Last-Event-ID`
 //! through the other hangar, its `tools/list_changed` news, a task created on one and polled
-//! through the other, and a call held for its client's answer (`requestState`) resumed through
-//! the other all work, because a hangar forwards a request whose id another one minted to that
-//! one. Killing one hangar makes its ids a clear 503 with `Retry-After`,
-//! never a hang; a forged owner tag is an unknown id, never forwarded.
+//! through the other, a call held for its client's answer (`requestState`) and the journal
+//! stream (`/api/events`) resumed through the other all work, because a hangar forwards a
+//! request whose id another one minted to that one. Killing one hangar makes its ids a clear
+//! 503 with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -214,23 +214,48 @@ fn a_sessions_stream_and_its_list_changed_news_follow_it_to_its_owner() {
 
 /// A legacy session's GET stream through `base`, its `data:` lines sent on as they come.
 fn open_stream(base: &str, session: &str) -> mpsc::Receiver<String> {
+    let headers = format!("MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n");
+    stream_lines(base, "/mcp", &headers, "data: ")
+}
+
+/// `GET path` with `headers` (each line ending in CRLF) through `base` as an event stream: its
+/// lines starting with `prefix`, sent on as they come.
+fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> mpsc::Receiver<String> {
     use std::io::Write;
     let mut socket = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
     write!(
         socket,
-        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nX-API-Key: {ALICE}\r\n\
-         MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nX-API-Key: {ALICE}\r\n{headers}\r\n"
     )
     .unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(socket).lines().map_while(Result::ok) {
-            if line.starts_with("data: ") && tx.send(line).is_err() {
+            if line.starts_with(prefix) && tx.send(line).is_err() {
                 return;
             }
         }
     });
     rx
+}
+
+#[test]
+fn the_journal_stream_resumes_through_the_other_hangar() {
+    let fleet = fleet();
+    let (first, second) = (&fleet.hangars[0], &fleet.hangars[1]);
+    // Some journal events on the first: the server started.
+    let started = agent().post(&format!("{}/api/mcp_servers/slow/start", first.base)).header("X-API-Key", ALICE);
+    assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
+    let from_first = stream_lines(&first.base, "/api/events?since=0", "", "id: ");
+    let wait = Duration::from_secs(20);
+    let id = from_first.recv_timeout(wait).expect("an event").trim_start_matches("id: ").to_owned();
+    let (number, tag) = id.split_once('.').expect("a tagged id");
+    // Resumed through the second with that id: the first's journal, from the next event on.
+    let resumed = stream_lines(&second.base, "/api/events", &format!("Last-Event-ID: {id}\r\n"), "id: ");
+    let next = resumed.recv_timeout(wait).expect("the first's next event");
+    let (next_number, next_tag) = next.trim_start_matches("id: ").split_once('.').expect("a tagged id");
+    assert_eq!(next_tag, tag, "the first hangar's event");
+    assert!(next_number.parse::<u64>().unwrap() > number.parse::<u64>().unwrap(), "{next} after {id}");
 }
 
 #[test]
