@@ -16,6 +16,7 @@ pub fn router(state: AppState) -> Router {
     let auth = state.auth.clone();
     let guard = state.guard.clone();
     let drain = state.drain.clone();
+    let fleet = state.fleet.clone();
     Router::new()
         .merge(rest::routes())
         .merge(journal::routes())
@@ -26,6 +27,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(error::not_found)
         // Must follow the routes: it applies to those registered so far.
         .method_not_allowed_fallback(error::method_not_allowed)
+        // Inside the body limit (it reads the body for a task id) and the key check (nobody
+        // unauthenticated makes this hangar call another).
+        .layer(middleware::from_fn_with_state(fleet, crate::cluster::route))
         // Every body read whole, at most BODY_LIMIT, before any handler or extractor sees it.
         .layer(middleware::from_fn(body::bounded_body))
         .layer(middleware::from_fn_with_state(auth, crate::auth::authenticate))

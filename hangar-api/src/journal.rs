@@ -10,16 +10,20 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use std::sync::Arc;
+
+use hangar_core::cluster::{Owner, split_tag};
 use hangar_core::echo::bounded;
 use hangar_core::journal::{AuditQuery, MAX_PAGE};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::cluster::Member;
 use crate::error::ApiError;
 use crate::state::{AppState, Calling};
 use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT, streamed};
@@ -140,24 +144,44 @@ async fn rates(app: Calling, query: Params) -> Result<Response, ApiError> {
 
 /// `GET /api/events`: the journal's events as they happen, replayed first from `Last-Event-ID`
 /// (or `?since=`), else live from now.
-async fn events(app: Calling, headers: HeaderMap, query: Params) -> Result<Response, ApiError> {
+async fn events(
+    app: Calling,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Params,
+) -> Result<Response, ApiError> {
     let params = params(query, &["since"])?;
+    // In a fleet the ids carry this hangar's tag (`cluster`): a resume through another hangar
+    // is forwarded here, and only this hangar's own tag is taken off.
+    let member = state.fleet.current();
     let since = match headers.get("last-event-id") {
         Some(value) => {
             let value = value.to_str().map_err(|_| ApiError::invalid_argument("Last-Event-ID must be a cursor"))?;
-            Some(cursor(value.trim(), "Last-Event-ID")?)
+            let value = value.trim();
+            let ours = member.as_ref().filter(|m| m.cluster.owner_of(value) == Owner::Here);
+            let bare = ours.and_then(|_| split_tag(value)).map_or(value, |(bare, _)| bare);
+            Some(cursor(bare, "Last-Event-ID")?)
         }
         None => params.get("since").map(|since| cursor(since, "since")).transpose()?,
     };
     let (frames, body) = mpsc::channel::<Bytes>(STREAM_BUFFER);
-    tokio::spawn(feed_events(app.supervisor, since, frames));
+    tokio::spawn(feed_events(app.supervisor, since, frames, member));
     Ok(streamed(body, "text/event-stream"))
 }
 
 /// Relays the supervisor's events to `frames` as SSE, with a keep-alive comment on quiet
 /// stretches, until the client goes (the request is then dropped, which cancels it) or the
 /// supervisor ends it (the client reconnects with `Last-Event-ID`).
-async fn feed_events(supervisor: AsCaller, since: Option<u64>, frames: mpsc::Sender<Bytes>) {
+async fn feed_events(
+    supervisor: AsCaller,
+    since: Option<u64>,
+    frames: mpsc::Sender<Bytes>,
+    member: Option<Arc<Member>>,
+) {
+    let sse_frame = |event: &Value| match &member {
+        Some(member) => tagged_frame(event, &member.cluster),
+        None => sse_frame(event),
+    };
     let (mut notices, reply) = supervisor.follow_events(since);
     tokio::pin!(reply);
     let mut keep_alive = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
@@ -190,6 +214,16 @@ async fn feed_events(supervisor: AsCaller, since: Option<u64>, frames: mpsc::Sen
             return;
         }
     }
+}
+
+/// As [`sse_frame`], the `id` with this hangar's owner tag.
+fn tagged_frame(event: &Value, cluster: &hangar_core::cluster::Cluster) -> Bytes {
+    let id = event.get("id").and_then(Value::as_u64).unwrap_or(0);
+    let plain = sse_frame(event);
+    let rest = plain.strip_prefix(format!("id: {id}").as_bytes()).unwrap_or(&plain);
+    let mut frame = format!("id: {}", cluster.tagged(&id.to_string())).into_bytes();
+    frame.extend_from_slice(rest);
+    Bytes::from(frame)
 }
 
 /// One journal event as an SSE event: `id`, `event` (its kind) and the JSON as `data` (serde_json

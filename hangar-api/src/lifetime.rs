@@ -65,7 +65,8 @@ pub async fn run(
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
     let (client, links) = Client::following(socket.clone(), "api");
     let (changes, _) = broadcast::channel(64);
-    tokio::spawn(follow(client.clone(), links, changes.clone(), auth.clone()));
+    let fleet = crate::cluster::Fleet::default();
+    tokio::spawn(follow(client.clone(), links, changes.clone(), auth.clone(), fleet.clone()));
     let telemetry = match &args.otlp_endpoint {
         Some(endpoint) => Some(Arc::new(
             Telemetry::start(endpoint, "hangar-api").map_err(|err| Exit::new(EX_USAGE, err.to_string()))?,
@@ -74,6 +75,7 @@ pub async fn run(
     };
     let state = AppState {
         drain: Default::default(),
+        fleet: fleet.clone(),
         supervisor: Arc::new(client),
         guard: guard::Guard { loopback_only: local.ip().is_loopback(), allowed_origins: args.allow_origin.into() },
         changes,
@@ -155,13 +157,19 @@ async fn follow(
     mut links: mpsc::UnboundedReceiver<Link>,
     changes: broadcast::Sender<ListChanged>,
     auth: Auth,
+    fleet: crate::cluster::Fleet,
 ) {
     while let Some(link) = links.recv().await {
         match link {
             Link::ToolsChanged(mcp_server) => {
                 let _ = changes.send(ListChanged::Tools(mcp_server));
             }
-            Link::Up | Link::AuthChanged => learn_auth(&client, &auth).await,
+            Link::Up => {
+                // Before `auth:`, which makes the instance ready: every id it mints is tagged.
+                learn_cluster(&client, &fleet).await;
+                learn_auth(&client, &auth).await;
+            }
+            Link::AuthChanged => learn_auth(&client, &auth).await,
             Link::Down => auth.unlearn(),
             Link::Changed(_) => {}
         }
@@ -184,6 +192,19 @@ async fn learn_auth(client: &Client, auth: &Auth) {
             }
             Ok(_) => tracing::warn!("the supervisor answered `auth` with an unexpected reply"),
             Err(err) => tracing::warn!(error = %err, "could not learn the auth settings; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Asks the supervisor for the `cluster:` block (fixed at the supervisor's start). A few tries,
+/// as for `auth:`.
+async fn learn_cluster(client: &Client, fleet: &crate::cluster::Fleet) {
+    for _ in 0..5 {
+        match client.request(&Caller::hangar(), Request::Cluster).await {
+            Ok(Reply::Cluster(config)) => return fleet.learn(config.as_ref()),
+            Ok(_) => tracing::warn!("the supervisor answered `cluster` with an unexpected reply"),
+            Err(err) => tracing::warn!(error = %err, "could not learn the cluster settings; retrying"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

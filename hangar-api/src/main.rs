@@ -13,6 +13,7 @@ mod app;
 mod args;
 mod auth;
 mod body;
+mod cluster;
 mod drain;
 mod error;
 mod exposure;

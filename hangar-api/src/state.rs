@@ -31,6 +31,8 @@ pub struct AppState {
     pub telemetry: Option<Arc<Telemetry>>,
     /// Whether a stop signal came: `/health/ready` then says not ready (see `drain`).
     pub drain: crate::drain::Drain,
+    /// The other hangars of the fleet (`cluster:`), to forward requests for their ids to.
+    pub fleet: crate::cluster::Fleet,
 }
 
 /// A list an MCP client may follow changed.
@@ -51,6 +53,7 @@ impl AppState {
             auth: Auth::none_learned(),
             telemetry: None,
             drain: crate::drain::Drain::default(),
+            fleet: crate::cluster::Fleet::default(),
         }
     }
 

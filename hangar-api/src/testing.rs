@@ -174,6 +174,7 @@ impl FakeSupervisor {
             }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
             Request::Auth => Ok(Reply::Auth(Default::default())),
+            Request::Cluster => Ok(Reply::Cluster(None)),
             // The fake has no profiles: everyone is the all-seeing anonymous caller.
             Request::WhoAmI => Ok(Reply::WhoAmI(hangar_core::ipc::WhoAmI {
                 identity: hangar_core::access::ANONYMOUS.into(),

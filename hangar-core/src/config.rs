@@ -51,6 +51,9 @@ pub struct Config {
     /// How a stop drains the calls in flight (`shutdown.grace_s`).
     #[serde(default)]
     pub shutdown: crate::shutdown::ShutdownConfig,
+    /// This hangar's place in a fleet behind one Service (`cluster.rs`); `None`: on its own.
+    #[serde(default)]
+    pub cluster: Option<crate::cluster::ClusterConfig>,
     /// In config order, which is the order every surface lists them in.
     #[serde(default, alias = "providers")]
     pub mcp_servers: IndexMap<String, ServerConfig>,
@@ -386,6 +389,7 @@ impl Config {
                 telemetry: TelemetryConfig::default(),
                 sandbox_defaults: None,
                 shutdown: crate::shutdown::ShutdownConfig::default(),
+                cluster: None,
                 mcp_servers: IndexMap::new(),
             }
         } else {
@@ -528,6 +532,9 @@ impl Config {
         }
         check_expose_as(&self.mcp_servers)?;
         check_telemetry(&self.telemetry)?;
+        if let Some(cluster) = &self.cluster {
+            cluster.check()?;
+        }
         self.shutdown.check()
     }
 }

@@ -18,7 +18,7 @@ use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolReco
 use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -340,6 +340,10 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Relay::is_off")]
         relay: Relay,
     },
+    /// The `cluster:` block of the config the supervisor started with (its `advertise` expanded),
+    /// or `None` for a hangar on its own: asked by each API instance on every connection. Only
+    /// for the all-seeing caller. Answers [`Reply::Cluster`].
+    Cluster,
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -575,6 +579,8 @@ pub enum Reply {
     UpstreamAnswered {
         found: bool,
     },
+    /// The answer to [`Request::Cluster`]: the block names the secret's file, never the secret.
+    Cluster(Option<crate::cluster::ClusterConfig>),
 }
 
 /// What a reload did, by server id.

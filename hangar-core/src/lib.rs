@@ -34,6 +34,7 @@
 pub mod access;
 pub mod backoff;
 pub mod batch;
+pub mod cluster;
 pub mod config;
 pub mod custom_headers;
 pub mod echo;

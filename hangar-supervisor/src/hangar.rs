@@ -84,6 +84,16 @@ pub struct Hangar {
     /// How long a question to a client waits for its answer (`tool_access.client_answer_timeout_s`);
     /// replaced by a reload.
     client_answer_timeout: RwLock<Duration>,
+    /// This hangar's place in a fleet (`cluster:`), set once at start: the tag of the task ids
+    /// minted here, and the block each API instance asks for.
+    fleet: std::sync::OnceLock<Fleet>,
+}
+
+/// `cluster:` as the supervisor started with it.
+struct Fleet {
+    /// As written, but `advertise` expanded.
+    block: hangar_core::cluster::ClusterConfig,
+    cluster: hangar_core::cluster::Cluster,
 }
 
 impl Hangar {
@@ -127,6 +137,7 @@ impl Hangar {
             listens: Default::default(),
             held: held_calls::HeldCalls::default(),
             client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
+            fleet: std::sync::OnceLock::new(),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -425,6 +436,10 @@ impl Hangar {
                 Reply::UpstreamAnswered { found: server.answer_ask(&ask_id, &response) }
             }
             Request::TaskFollow { task_ids } => self.task_follow(decide.caller(), task_ids, notices).await?,
+            Request::Cluster => {
+                hangar_only(view)?;
+                Reply::Cluster(self.fleet.get().map(|fleet| fleet.block.clone()))
+            }
         })
     }
 
@@ -956,5 +971,20 @@ impl Hangar {
     /// none to be left (`shutdown::drained`).
     pub fn calls_in_flight(&self) -> u64 {
         self.all().iter().map(|server| u64::from(server.calls_in_flight())).sum()
+    }
+
+    /// Joins the fleet `cluster:` names (opened at start: `advertise` expanded, the secret read);
+    /// a reload does not change it.
+    pub fn join_fleet(&self, block: hangar_core::cluster::ClusterConfig, cluster: hangar_core::cluster::Cluster) {
+        let block = hangar_core::cluster::ClusterConfig { advertise: cluster.advertise().to_owned(), ..block };
+        let _ = self.fleet.set(Fleet { block, cluster });
+    }
+
+    /// `bare` as an id other hangars of the fleet can trace back here (itself outside a fleet).
+    fn owned_id(&self, bare: String) -> String {
+        match self.fleet.get() {
+            Some(fleet) => fleet.cluster.tagged(&bare),
+            None => bare,
+        }
     }
 }

@@ -19,6 +19,16 @@ use crate::{config_watch, control, hangar, helpers, notify, reaper, shutdown};
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 
 pub async fn run(args: Args, config: Config, socket_group: Option<control::SocketGroup>) -> Result<(), Exit> {
+    // Before anything is bound: an unset `${POD_IP}` or a missing secret is a config error (78).
+    let fleet = config
+        .cluster
+        .clone()
+        .map(|block| {
+            let cluster = hangar_core::cluster::Cluster::open(&block, |name| std::env::var(name).ok())?;
+            Ok((block, cluster))
+        })
+        .transpose()
+        .map_err(|err: hangar_core::config::KeyError| Exit::new(hangar_runtime::exit::EX_CONFIG, err))?;
     let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
     let (listener, socket_file) = control::bind(&socket, socket_group.as_ref()).await?;
     let mut signals = Signals::stop_or_reload()?;
@@ -26,6 +36,10 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     let journal = Journal::open(&state_dir)?;
     tracing::info!(journal = %journal.path().display(), "journal open");
     let hangar = hangar::Hangar::new(&config, Some(args.config.clone()), journal.clone());
+    if let Some((block, cluster)) = fleet {
+        tracing::info!(advertise = cluster.advertise(), "one hangar of a fleet");
+        hangar.join_fleet(block, cluster);
+    }
     let (stop_tx, stop) = watch::channel(false);
     let (drain_tx, drain) = watch::channel(false);
     // Read once: a reload does not change it (the API was started with it).

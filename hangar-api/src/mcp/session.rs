@@ -24,8 +24,11 @@ pub fn mint(version: &str) -> String {
     format!("{PREFIX}{version}-{}", random::hex(RANDOM_HEX / 2))
 }
 
-/// The negotiated version an id carries, if it is one of ours.
+/// The negotiated version an id carries, if it is one of ours. In a fleet an id ends in its
+/// owner's tag (`hangar_core::cluster`); one whose tag does not open here is still this shape,
+/// so it is an unknown session (404), not a malformed request.
 pub fn parse(id: &str) -> Option<&str> {
+    let id = hangar_core::cluster::split_tag(id).map_or(id, |(bare, _)| bare);
     let (version, hex) = id.strip_prefix(PREFIX)?.rsplit_once('-')?;
     let hex_ok = hex.len() == RANDOM_HEX && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     (hex_ok && LEGACY_REVISIONS.contains(&version)).then_some(version)

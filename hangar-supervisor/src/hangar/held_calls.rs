@@ -157,7 +157,7 @@ impl Hangar {
             if let Some(params) = ask.get("params") {
                 question["params"] = params.clone();
             }
-            let token = self.held.ids.next();
+            let token = self.owned_id(self.held.ids.next());
             guard.0 = None;
             let held = Held { identity: caller.identity.clone(), server, ask_id, running };
             self.held.held().insert(token.clone(), held);

@@ -235,7 +235,7 @@ impl Hangar {
     /// A new task of `caller`'s in the book: its id, and its `CreateTaskResult` (unless the
     /// book refuses it).
     fn new_task(&self, caller: &Caller) -> (String, Result<Value, Refusal>) {
-        let id = self.tasks.ids.next();
+        let id = self.owned_id(self.tasks.ids.next());
         let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
         (id, created)
     }

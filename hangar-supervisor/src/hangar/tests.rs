@@ -44,7 +44,7 @@ async fn a_profile_lists_its_servers_and_is_refused_admin_and_internal_requests(
     assert_eq!(refused(hangar.handle(&ci, get("nosuch"), None).await), ErrorKind::NotFound);
     let stop = Request::Stop { mcp_server: "math".into() };
     assert_eq!(refused(hangar.handle(&ci, stop, None).await), ErrorKind::Forbidden);
-    for internal in [Request::Auth, Request::Targets] {
+    for internal in [Request::Auth, Request::Targets, Request::Cluster] {
         assert_eq!(refused(hangar.handle(&ci, internal, None).await), ErrorKind::Forbidden);
     }
     let stale = Caller { identity: "old".into(), profile: Some("removed".into()) };

@@ -48,6 +48,7 @@ mod lifecycle;
 mod limits;
 mod long_lines;
 mod managed_http;
+mod many_hangars;
 mod metrics;
 mod oauth;
 mod one_dispatcher;

@@ -1,0 +1,373 @@
+//! Many hangars behind one Service (issue 17, section 4): two complete hangars (supervisor,
+//! prober, API each) on loopback, one fleet (`cluster:`, one shared secret), behind a real
+//! haproxy doing round robin per request. Consecutive requests land on different hangars: a
+//! legacy session (the TypeScript SDK 1.x), its event stream reopened with `Last-Event-ID`
+//! through the other hangar, its `tools/list_changed` news, a task created on one and polled
+//! through the other, a call held for its client's answer (`requestState`) and the journal
+//! stream (`/api/events`) resumed through the other all work, because a hangar forwards a
+//! request whose id another one minted to that one. Killing one hangar makes its ids a clear
+//! 503 with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use command_fds::{CommandFdExt, FdMapping};
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{
+    Background, Hangar, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
+};
+
+use super::oauth::agent;
+use super::tasks::{ALICE, mcp};
+
+const SECRET: &str = "fleet-secret-0123456789abcdef-0123456789";
+const LEGACY: &str = "2025-11-25";
+
+/// Two hangars of one fleet and the haproxy in front of them.
+struct Fleet {
+    hangars: Vec<Hangar>,
+    /// `http://127.0.0.1:PORT` of the balancer.
+    base: String,
+    _balancer: Background,
+}
+
+/// The fake upstream `slow` (`sleep`, `echo`; `add` too once `{dir}/shift` exists), Alice's key.
+fn fleet() -> Fleet {
+    let auth = format!("auth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n", key_hash(ALICE));
+    let slow = "  slow:\n    command: [\"{fake}\", \"--tools\", \"sleep,echo\", \"--alt-tools\", \"sleep,echo,add\", \"--alt-tools-flag\", \"{dir}/shift\"]\n";
+    fleet_of(&auth, slow)
+}
+
+/// Two hangars of one fleet with `auth` (YAML, or nothing) and `servers` (the entries of
+/// `mcp_servers:`), behind the balancer.
+fn fleet_of(auth: &str, servers: &str) -> Fleet {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let hangars: Vec<Hangar> = (0..2)
+        .map(|_| {
+            let port = free_port();
+            let yaml = format!(
+                "tool_access: {{mode: front_door}}\n{auth}\
+                 cluster:\n  advertise: \"http://${{FLEET_HOST}}:{port}\"\n  secret_file: \"{}\"\n\
+                 mcp_servers:\n{servers}",
+                secret.display(),
+            );
+            let listen = format!("127.0.0.1:{port}");
+            Hangar::start_with_env(&yaml, &["--listen", &listen], &[("FLEET_HOST", "127.0.0.1")])
+        })
+        .collect();
+    let (base, balancer) = haproxy(&hangars);
+    // The secret is read at start; the file may go now.
+    drop(secret_dir);
+    Fleet { hangars, base, _balancer: balancer }
+}
+
+/// A haproxy doing round robin over `hangars`, on a loopback port bound here (port 0) and handed
+/// to it as a file descriptor: haproxy cannot report a port it picked itself.
+fn haproxy(hangars: &[Hangar]) -> (String, Background) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let servers: String = hangars
+        .iter()
+        .enumerate()
+        .map(|(i, h)| format!("  server hangar{i} {}\n", h.base.trim_start_matches("http://")))
+        .collect();
+    let config = format!(
+        "global\n  maxconn 256\n\
+         defaults\n  mode http\n  option http-server-close\n  retries 1\n  option redispatch\n\
+         \x20 timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n\
+         frontend fleet\n  bind fd@3\n  default_backend hangars\n\
+         backend hangars\n  balance roundrobin\n{servers}"
+    );
+    let path = hangars[0].path("haproxy.cfg");
+    std::fs::write(&path, config).unwrap();
+    let mut command = Command::new("haproxy");
+    command.args(["-db", "-f"]).arg(&path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    command.fd_mappings(vec![FdMapping { parent_fd: OwnedFd::from(listener), child_fd: 3 }]).unwrap();
+    let balancer = Background { child: command.spawn().expect("haproxy (apt-get install haproxy)") };
+    // Answered by some hangar through the balancer: it is up.
+    poll("haproxy to serve", Duration::from_secs(20), || {
+        hangar_tests::raw_http(
+            base.trim_start_matches("http://"),
+            "GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+            b"",
+        )
+        .ok()
+        .filter(|(status, _)| *status == 200)
+    });
+    (base, balancer)
+}
+
+/// A legacy request on `session` (none: `initialize`): its status, headers and JSON body.
+fn legacy(base: &str, session: Option<&str>, method: &str, params: Value) -> (u16, Option<String>, Value) {
+    let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    if !method.starts_with("notifications/") {
+        body["id"] = json!(7);
+    }
+    let mut request = agent()
+        .post(&format!("{base}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", LEGACY)
+        .header("X-API-Key", ALICE);
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    let mut response = request.send(body.to_string().as_bytes()).unwrap();
+    let status = response.status().as_u16();
+    let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    // A JSON answer, or the `data:` of an event stream's one message.
+    let json = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text);
+    (status, session, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+fn initialize(base: &str) -> String {
+    let params =
+        json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "fleet", "version": "0"}});
+    let (status, session, body) = legacy(base, None, "initialize", params);
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let (status, _, _) = legacy(base, Some(&session), "notifications/initialized", json!({}));
+    assert_eq!(status, 202);
+    session
+}
+
+/// How many requests `hangar` forwarded to another hangar of the fleet.
+fn forwarded(hangar: &Hangar) -> usize {
+    hangar.log().matches("forwarded to the hangar holding this id").count()
+}
+
+#[test]
+fn a_legacy_session_of_the_typescript_sdk_works_through_round_robin() {
+    let fleet = fleet();
+    let script = repo_root().join("tests/fixtures/ts_fleet_client.mjs");
+    let output =
+        Command::new(node()).arg(&script).args([&format!("{}/mcp", fleet.base), ALICE, "6"]).output().expect("node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}"));
+    assert_eq!(seen["echoes"], json!([0, 1, 2, 3, 4, 5]), "{seen}");
+    // The id names its owner only sealed.
+    let session = seen["sessionId"].as_str().unwrap();
+    assert!(session.starts_with("hgr1-") && !session.contains("127.0.0.1"), "{session}");
+    let hops: usize = fleet.hangars.iter().map(forwarded).sum();
+    assert!(hops >= 3, "round robin sent about half of the session's requests to the other hangar: {hops}");
+}
+
+#[test]
+fn a_task_made_on_one_hangar_is_polled_through_the_other() {
+    let fleet = fleet();
+    let (status, created) =
+        mcp(&fleet.base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}}), true);
+    assert_eq!(status, 200, "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    let mut polls = 0;
+    let done = poll("the task to complete", Duration::from_secs(20), || {
+        polls += 1;
+        let (status, body) = mcp(&fleet.base, ALICE, "tasks/get", json!({"taskId": task_id}), true);
+        assert_eq!(status, 200, "poll {polls}: {body}");
+        (body["result"]["status"] == "completed").then_some(body)
+    });
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "slept 1500 ms", "{done}");
+    // Twice more, so both hangars answered for it whatever the count so far.
+    for _ in 0..2 {
+        let (status, body) = mcp(&fleet.base, ALICE, "tasks/get", json!({"taskId": task_id}), true);
+        assert_eq!((status, body["result"]["status"].as_str()), (200, Some("completed")), "{body}");
+    }
+    assert!(fleet.hangars.iter().map(forwarded).sum::<usize>() >= 1);
+}
+
+#[test]
+fn a_sessions_stream_and_its_list_changed_news_follow_it_to_its_owner() {
+    let fleet = fleet();
+    let session = initialize(&fleet.base);
+    // Reopened three times with `Last-Event-ID` (the balancer alternates): always the owner's
+    // stream, never "session not found" from the other hangar.
+    for attempt in 0..3 {
+        let (status, head) = hangar_tests::raw_http(
+            fleet.base.trim_start_matches("http://"),
+            &format!(
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nX-API-Key: {ALICE}\r\n\
+                 MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\nLast-Event-ID: {attempt}\r\n"
+            ),
+            b"",
+        )
+        .unwrap();
+        assert_eq!(status, 200, "attempt {attempt}: {head}");
+        assert!(head.to_ascii_lowercase().contains("content-type: text/event-stream"), "{head}");
+    }
+    // A held stream hears the owner's tools/list_changed: the upstream's tools change (on
+    // every hangar, as a new version rolled out would).
+    let stream = open_stream(&fleet.base, &session);
+    for hangar in &fleet.hangars {
+        std::fs::write(hangar.path("shift"), "").unwrap();
+    }
+    let news = stream.recv_timeout(Duration::from_secs(20)).expect("the owner's list_changed news");
+    assert!(news.contains("notifications/tools/list_changed"), "{news}");
+}
+
+/// A legacy session's GET stream through `base`, its `data:` lines sent on as they come.
+fn open_stream(base: &str, session: &str) -> mpsc::Receiver<String> {
+    let headers = format!("MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n");
+    stream_lines(base, "/mcp", &headers, "data: ")
+}
+
+/// `GET path` with `headers` (each line ending in CRLF) through `base` as an event stream: its
+/// lines starting with `prefix`, sent on as they come.
+fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> mpsc::Receiver<String> {
+    use std::io::Write;
+    let mut socket = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    write!(
+        socket,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nX-API-Key: {ALICE}\r\n{headers}\r\n"
+    )
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(socket).lines().map_while(Result::ok) {
+            if line.starts_with(prefix) && tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn the_journal_stream_resumes_through_the_other_hangar() {
+    let fleet = fleet();
+    let (first, second) = (&fleet.hangars[0], &fleet.hangars[1]);
+    // Some journal events on the first: the server started.
+    let started = agent().post(&format!("{}/api/mcp_servers/slow/start", first.base)).header("X-API-Key", ALICE);
+    assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
+    let from_first = stream_lines(&first.base, "/api/events?since=0", "", "id: ");
+    let wait = Duration::from_secs(20);
+    let id = from_first.recv_timeout(wait).expect("an event").trim_start_matches("id: ").to_owned();
+    let (number, tag) = id.split_once('.').expect("a tagged id");
+    // Resumed through the second with that id: the first's journal, from the next event on.
+    let resumed = stream_lines(&second.base, "/api/events", &format!("Last-Event-ID: {id}\r\n"), "id: ");
+    let next = resumed.recv_timeout(wait).expect("the first's next event");
+    let (next_number, next_tag) = next.trim_start_matches("id: ").split_once('.').expect("a tagged id");
+    assert_eq!(next_tag, tag, "the first hangar's event");
+    assert!(next_number.parse::<u64>().unwrap() > number.parse::<u64>().unwrap(), "{next} after {id}");
+}
+
+#[test]
+fn a_dead_hangars_ids_are_a_clear_retryable_error_and_a_forged_owner_is_unknown() {
+    let mut fleet = fleet();
+    // One session owned by each hangar.
+    let sessions: Vec<String> = fleet.hangars.iter().map(|h| initialize(&h.base)).collect();
+    assert_ne!(sessions[0], sessions[1]);
+
+    // A forged tag (a URL of the client's choosing) is an unknown session, answered where it lands.
+    let bare = sessions[0].split_once('.').unwrap().0;
+    let forged = format!("{bare}.{}", "aHR0cDovLzEyNy4wLjAuMTo5Cg");
+    let (status, _, body) = legacy(&fleet.base, Some(&forged), "ping", json!({}));
+    assert_eq!(status, 404, "{body}");
+
+    // The second hangar dies whole (supervisor, API, prober, upstreams).
+    let dead = fleet.hangars.pop().unwrap();
+    let pid = dead.pid();
+    for helper in children_named(pid, "hangar-api").into_iter().chain(children_named(pid, "hangar-prober")) {
+        sigkill(helper);
+    }
+    sigkill(pid);
+    poll("the dead hangar's port to refuse", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(dead.base.trim_start_matches("http://")).is_err().then_some(())
+    });
+
+    // Its session: 503 with Retry-After, from the live hangar (or the balancer), at once.
+    let mut answers = Vec::new();
+    for session in &sessions {
+        for _ in 0..2 {
+            let (status, _, body) = legacy(&fleet.base, Some(session), "ping", json!({}));
+            answers.push((status, body));
+        }
+    }
+    let served = answers[..2].iter().all(|(status, body)| *status == 200 && body.get("result").is_some());
+    assert!(served, "the live hangar's session works: {answers:?}");
+    for (status, body) in &answers[2..] {
+        assert_eq!(*status, 503, "the dead hangar's session: {body}");
+        assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("unavailable")), "a clear error: {body}");
+    }
+    let retry = raw_status_and_retry(&fleet.base, &sessions, &fleet.hangars[0]);
+    assert_eq!(retry.as_deref(), Some("1"));
+    drop(dead);
+}
+
+/// The `Retry-After` of a ping on the dead hangar's session sent straight to the live hangar.
+fn raw_status_and_retry(_base: &str, sessions: &[String], live: &Hangar) -> Option<String> {
+    sessions.iter().find_map(|session| {
+        let (status, head) = hangar_tests::raw_http(
+            live.base.trim_start_matches("http://"),
+            &format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nX-API-Key: {ALICE}\r\n\
+                 MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n"
+            ),
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        )
+        .ok()?;
+        (status == 503).then_some(())?;
+        head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("retry-after: ").map(|v| v.trim().to_owned()))
+    })
+}
+
+#[test]
+fn a_call_held_for_its_clients_answer_is_resumed_through_the_other_hangar() {
+    let everything = format!(
+        "  everything:\n    command: [\"{}\", \"{}\", \"stdio\"]\n",
+        node().display(),
+        server_everything().display()
+    );
+    let fleet = fleet_of("", &everything);
+    let (first, second) = (&fleet.hangars[0], &fleet.hangars[1]);
+    // Asked through the first: the call is held there, `input_required` (SEP-2322).
+    let sampling = json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}});
+    let call = json!({"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}});
+    let asked = first.mcp_with("tools/call", call.clone(), sampling.clone(), &[]);
+    let result = &asked.body["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", asked.body);
+    let (key, _) = result["inputRequests"].as_object().and_then(|q| q.iter().next()).expect("a question");
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled: hi"}, "model": "m"});
+    let mut retry = call;
+    retry["inputResponses"] = json!({key.as_str(): answer});
+    retry["requestState"] = result["requestState"].clone();
+    // Retried through the second, which forwards it to the first.
+    let done = second.mcp_with("tools/call", retry, sampling, &[]);
+    let text = done.body["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("LLM sampling result") && text.contains("sampled: hi"), "{}", done.body);
+    assert_eq!(forwarded(second), 1);
+}
+
+#[test]
+fn a_cluster_block_that_cannot_be_joined_is_a_config_error_naming_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "too-short-a-secret").unwrap();
+    let good = dir.path().join("good");
+    std::fs::write(&good, SECRET).unwrap();
+    let cases = [
+        ("http://${FLEET_HOST}:8000", &good, "cluster.advertise", "FLEET_HOST is not set"),
+        ("http://127.0.0.1:8000/mcp", &good, "cluster.advertise", "no path"),
+        ("http://127.0.0.1:8000", &short, "cluster.secret_file", "at least 32 bytes"),
+        ("http://127.0.0.1:8000", &dir.path().join("missing"), "cluster.secret_file", "missing"),
+    ];
+    for (advertise, secret, key, why) in cases {
+        let config = dir.path().join("hangar.yaml");
+        let yaml = format!("cluster: {{advertise: \"{advertise}\", secret_file: \"{}\"}}\n", secret.display());
+        std::fs::write(&config, yaml).unwrap();
+        let socket = dir.path().join("s.sock");
+        let args = ["--config".as_ref(), config.as_os_str(), "--socket".as_ref(), socket.as_os_str()];
+        let (code, stderr) = hangar_tests::supervisor_exit(&args, &[("FLEET_HOST", None)]);
+        assert_eq!(code, Some(78), "{advertise}: {stderr}");
+        assert!(stderr.contains(key) && stderr.contains(why), "{advertise}: {stderr}");
+        assert!(!stderr.contains("too-short-a-secret"), "the secret is never echoed: {stderr}");
+    }
+}
