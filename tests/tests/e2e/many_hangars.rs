@@ -229,13 +229,21 @@ fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> 
     )
     .unwrap();
     let (tx, rx) = mpsc::channel();
+    let (opened_tx, opened) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut in_head = true;
         for line in BufReader::new(socket).lines().map_while(Result::ok) {
+            // The end of the head: the owner holds the stream now, so what happens next reaches it.
+            if in_head && line.is_empty() {
+                in_head = false;
+                let _ = opened_tx.send(());
+            }
             if line.starts_with(prefix) && tx.send(line).is_err() {
                 return;
             }
         }
     });
+    opened.recv_timeout(Duration::from_secs(20)).expect("the event stream's head");
     rx
 }
 
