@@ -1,11 +1,15 @@
 //! Which id of a request names the hangar that holds its state: the legacy `Mcp-Session-Id`,
-//! else a journal stream's `Last-Event-ID`, else the `taskId` of a `tasks/*` request, else the `requestState` of a call retried after
-//! `input_required` when it names a call the hangar holds (SEP-2322).
+//! else a journal stream's `Last-Event-ID`, else the `taskId` of a `tasks/*` request (or the
+//! first of a `subscriptions/listen`'s `taskIds`: a client follows the tasks it made through one
+//! hangar, so they share their owner), else the `requestState` of a call or a `hangar_call`
+//! batch retried after `input_required` when it names one the hangar holds (SEP-2322).
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::cluster::{Cluster, Owner};
-use hangar_core::mcp::{HEADER_SESSION_ID, HELD_CALL_STATE_PREFIX, REQUEST_STATE};
+use hangar_core::mcp::{
+    HEADER_SESSION_ID, HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, METHOD_SUBSCRIPTIONS_LISTEN, REQUEST_STATE,
+};
 use serde::Deserialize;
 
 /// What kind of state an id names (said in the error when its owner is unavailable).
@@ -62,6 +66,13 @@ fn body_id(body: &Bytes) -> Option<(String, Held)> {
         task_id: Option<String>,
         #[serde(rename = "requestState")]
         request_state: Option<String>,
+        #[serde(default)]
+        notifications: Option<Notifications>,
+    }
+    #[derive(Deserialize)]
+    struct Notifications {
+        #[serde(rename = "taskIds", default)]
+        task_ids: Vec<String>,
     }
     let mentions = |key: &str| body.windows(key.len()).any(|w| w == key.as_bytes());
     if !mentions("taskId") && !mentions(REQUEST_STATE) {
@@ -71,7 +82,12 @@ fn body_id(body: &Bytes) -> Option<(String, Held)> {
     if message.method.starts_with("tasks/") {
         return message.params.task_id.map(|id| (id, Held::Task));
     }
-    let state = message.params.request_state.filter(|s| s.starts_with(HELD_CALL_STATE_PREFIX))?;
+    if message.method == METHOD_SUBSCRIPTIONS_LISTEN {
+        let first = message.params.notifications.and_then(|n| n.task_ids.into_iter().next());
+        return first.map(|id| (id, Held::Task));
+    }
+    let ours = |s: &String| s.starts_with(HELD_CALL_STATE_PREFIX) || s.starts_with(HELD_BATCH_STATE_PREFIX);
+    let state = message.params.request_state.filter(ours)?;
     Some((state, Held::Call))
 }
 
@@ -117,5 +133,25 @@ mod tests {
             a.tagged("opaque")
         ));
         assert_eq!(owner(&b, &HeaderMap::new(), &upstreams_own), None, "an upstream's own state is not ours");
+        let batch_retry = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"hangar_call","requestState":"{}"}}}}"#,
+            a.tagged("hangar-batch-0f")
+        ));
+        assert_eq!(
+            owner(&b, &HeaderMap::new(), &batch_retry),
+            Some((Owner::Elsewhere("http://10.0.0.1:8000".into()), Held::Call))
+        );
+        let listen = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{{"notifications":{{"taskIds":["{}"]}}}}}}"#,
+            a.tagged("0f")
+        ));
+        assert_eq!(
+            owner(&b, &HeaderMap::new(), &listen),
+            Some((Owner::Elsewhere("http://10.0.0.1:8000".into()), Held::Task))
+        );
+        let listen_untagged = Bytes::from(
+            r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["0f"]}}}"#,
+        );
+        assert_eq!(owner(&b, &HeaderMap::new(), &listen_untagged), None);
     }
 }

@@ -115,7 +115,8 @@ impl Hangar {
             _ => Map::new(),
         };
         let state = result.get_mut(REQUEST_STATE).map(Value::take).unwrap_or_default();
-        let token = self.held.ids.next();
+        // Tagged with this hangar in a fleet, so a retry through another hangar comes back here.
+        let token = self.owned_id(self.held.ids.next());
         {
             let mut held = self.held.batches.held();
             if held.len() >= MAX_HELD_BATCHES {

@@ -184,6 +184,36 @@ fn a_task_made_on_one_hangar_is_polled_through_the_other() {
 }
 
 #[test]
+fn a_tasks_status_notifications_reach_a_listen_on_either_hangar() {
+    use crate::task_news::{listen, messages, read_some};
+    let fleet = fleet();
+    let (status, created) =
+        mcp(&fleet.base, ALICE, "tools/call", json!({"name": "sleep", "arguments": {"ms": 2500}}), true);
+    assert_eq!(status, 200, "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    // Two listens in a row: the balancer sends one to each hangar; the one that landed on the
+    // other hangar is forwarded to the owner, so both hear the task complete.
+    let mut listens = [listen(&fleet.base, ALICE, json!([task_id])), listen(&fleet.base, ALICE, json!([task_id]))];
+    let mut heard = [String::new(), String::new()];
+    poll("both listens to hear the task complete", Duration::from_secs(30), || {
+        for (stream, seen) in listens.iter_mut().zip(heard.iter_mut()) {
+            read_some(stream, seen);
+        }
+        heard
+            .iter()
+            .all(|seen| {
+                messages(seen).iter().any(|m| {
+                    m["method"] == "notifications/tasks"
+                        && m["params"]["taskId"] == task_id.as_str()
+                        && m["params"]["status"] == "completed"
+                })
+            })
+            .then_some(())
+    });
+    assert!(fleet.hangars.iter().map(forwarded).sum::<usize>() >= 1);
+}
+
+#[test]
 fn a_sessions_stream_and_its_list_changed_news_follow_it_to_its_owner() {
     let fleet = fleet();
     let session = initialize(&fleet.base);

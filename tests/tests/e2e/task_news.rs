@@ -15,7 +15,7 @@ use crate::tasks::{ALICE, BOB, hangar, mcp};
 
 /// A `subscriptions/listen` for `task_ids` as `key`'s holder, declaring the tasks extension,
 /// on a connection of its own, read without blocking for long.
-fn listen(base: &str, key: &str, task_ids: Value) -> TcpStream {
+pub(crate) fn listen(base: &str, key: &str, task_ids: Value) -> TcpStream {
     let addr = base.trim_start_matches("http://");
     let body = json!({"jsonrpc": "2.0", "id": "watch-1", "method": "subscriptions/listen", "params": {
         "notifications": {"taskIds": task_ids},
@@ -39,7 +39,7 @@ fn listen(base: &str, key: &str, task_ids: Value) -> TcpStream {
 }
 
 /// Reads what `stream` has into `seen`, for at most one read timeout.
-fn read_some(stream: &mut TcpStream, seen: &mut String) {
+pub(crate) fn read_some(stream: &mut TcpStream, seen: &mut String) {
     let mut chunk = [0u8; 16384];
     if let Ok(n) = stream.read(&mut chunk) {
         seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
@@ -47,7 +47,7 @@ fn read_some(stream: &mut TcpStream, seen: &mut String) {
 }
 
 /// The JSON messages of the SSE events read so far.
-fn messages(seen: &str) -> Vec<Value> {
+pub(crate) fn messages(seen: &str) -> Vec<Value> {
     seen.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str(d.trim()).ok())
