@@ -5,8 +5,7 @@
 //! per block costs next to nothing per entry. Readers split a block into its lines and read each
 //! line's id from its start, decoding only the lines they want.
 
-use super::{Recorded, Times};
-use hangar_core::journal::EventParts;
+use super::{Recorded, Times, line};
 
 /// The most entries one block holds: a reader decodes at most this many lines to find one.
 pub const MAX_ENTRIES: usize = 1024;
@@ -34,13 +33,7 @@ impl Block {
         } else {
             self.body.push(b'\n');
         }
-        let event = EventParts { id: entry.id, at: times.of(entry.at_ms), what: &entry.what };
-        let before = self.body.len();
-        if serde_json::to_writer(&mut self.body, &event).is_err() {
-            // Not reachable (a `Vec` takes every write); the entry's id alone stands for it.
-            self.body.truncate(before);
-            self.body.extend_from_slice(format!("{{\"id\":{}}}", entry.id).as_bytes());
-        }
+        line::write(&mut self.body, entry.id, times.of(entry.at_ms), &entry.what);
         self.last_id = entry.id;
         self.last_at_ms = entry.at_ms;
         self.entries += 1;

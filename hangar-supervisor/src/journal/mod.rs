@@ -11,6 +11,7 @@
 //!   keyed by server id and the hash of its config.
 
 mod block;
+mod line;
 mod memory;
 pub mod read;
 mod retention;
