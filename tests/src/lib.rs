@@ -612,13 +612,20 @@ impl Hangar {
     /// Ends the supervisor with `signal` (SIGTERM: an orderly stop; SIGKILL: no goodbye) and
     /// starts a new one in the same directory, on the same config and the same journal (its
     /// API on a new port). The log goes on in the same file.
-    pub fn restart(mut self, signal: Signal, extra_args: &[&str]) -> Hangar {
+    pub fn restart(self, signal: Signal, extra_args: &[&str]) -> Hangar {
+        self.restart_after(signal, extra_args, |_| {})
+    }
+
+    /// As [`Hangar::restart`], with `meanwhile` run on the hangar's directory while no
+    /// supervisor runs (to leave its state as another release would have).
+    pub fn restart_after(mut self, signal: Signal, extra_args: &[&str], meanwhile: impl FnOnce(&Path)) -> Hangar {
         let _ = kill(Pid::from_raw(self.supervisor.id() as i32), signal);
         let status =
             poll("the supervisor to exit", Duration::from_secs(30), || self.supervisor.try_wait().ok().flatten());
         self.exited = Some(status);
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
         drop(self);
+        meanwhile(dir.path());
         Hangar::launch(dir, extra_args, &[])
     }
 }

@@ -22,7 +22,7 @@ use crate::journal::Journal;
 use crate::journal::read::{Filter, Found, Keep, ReadError, Reader};
 
 /// The most minutes `Rates` covers: a day.
-const MAX_MINUTES: u32 = 1440;
+const MAX_MINUTES: u32 = crate::journal::CHARTED_MINUTES;
 /// The longest `outcome` filter (an error type).
 const MAX_OUTCOME_LEN: usize = 64;
 

@@ -4,12 +4,14 @@
 //! off every call's path.
 //!
 //! Schema (`schema.rs`, versioned by `PRAGMA user_version`):
-//! - `entries`: one row per [`JournalEvent`] (`id`, `at_ms`, `kind`, `mcp_server`, `identity`,
-//!   `outcome`, `error_type`, `body` = the event's JSON);
+//! - `blocks`: the entries, a block of them per row (`first_id`, `last_id`, `first_at_ms`,
+//!   `last_at_ms`, `entries`, `body` = each [`JournalEvent`]'s JSON, a line each; `block.rs`);
+//! - `minutes`: audited calls and failures per minute, server and identity (the chart);
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
 
-mod by_time;
+mod block;
+mod line;
 mod memory;
 pub mod read;
 mod retention;
@@ -38,6 +40,8 @@ pub use writer::COMMIT_INTERVAL;
 pub const FILE_NAME: &str = "journal.sqlite";
 /// How many recent entries are kept in memory, so a replay sees those not yet written.
 const TAIL: usize = 4096;
+/// How far back the per-minute counts (the chart) reach; older minutes are pruned.
+pub const CHARTED_MINUTES: u32 = 1440;
 
 pub struct Journal {
     path: PathBuf,
@@ -94,18 +98,16 @@ impl Journal {
         let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
         // follower see ids in order: a `Last-Event-ID` never skips a lower id sent later.
-        let (entry, retired) = {
-            let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let entry = Arc::new(Recorded { id, at_ms, what });
-            let retired = if tail.len() == TAIL { tail.pop_front() } else { None };
-            tail.push_back(entry.clone());
-            if self.live.receiver_count() > 0 {
-                let _ = self.live.send(entry.event());
-            }
-            (entry, retired)
-        };
-        let id = entry.id;
+        // It is queued under the lock too, so the writer gets entries in id order and its blocks
+        // never overlap.
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(Recorded { id, at_ms, what });
+        let retired = if tail.len() == TAIL { tail.pop_front() } else { None };
+        tail.push_back(entry.clone());
+        if self.live.receiver_count() > 0 {
+            let _ = self.live.send(entry.event());
+        }
         self.writer.queue(entry, retired);
         id
     }
@@ -204,9 +206,8 @@ impl Times {
     }
 }
 
-/// What an entry files under in `entries`' columns besides its kind and server (what readers
-/// filter on): who (audit entries, actions, reloads), and an audit entry's outcome and error type.
-/// The writer stores them; a reader tests entries not yet written by them, so both agree.
+/// What an entry files under besides its kind and server (what readers filter on): who (audit
+/// entries, actions, reloads), and an audit entry's outcome and error type.
 pub(crate) struct Columns<'a> {
     pub identity: Option<&'a str>,
     pub outcome: Option<&'static str>,

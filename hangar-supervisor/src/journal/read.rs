@@ -3,30 +3,36 @@
 //! The reader has a read-only connection of its own (WAL lets it read while the writer
 //! writes), opened at first use and used only off the async threads (its callers run it in
 //! `spawn_blocking`). Entries recorded but not yet committed are in the journal's in-memory tail:
-//! every page merges the database's rows and the tail by id, so nothing recorded is missed.
-//! (An entry more than the tail's length behind the writer is in neither for that moment.)
+//! a page reads the database's blocks (`block.rs`) in one read transaction and then the tail's
+//! entries past them, so nothing recorded is missed. (An entry more than the tail's length
+//! behind the writer is in neither for that moment.)
 //!
-//! Who may see what is not decided here: a [`Filter`] carries the query's columns (narrowed in
-//! SQL and checked again on tail entries) and the caller's exact test, applied to each entry in id
-//! order. A scan stops after [`SCAN_LIMIT`] entries, and the page's `next` is where it stopped,
-//! so a filter that drops most entries never breaks pagination.
+//! Who may see what is not decided here: a [`Filter`] carries the query's columns (tested first
+//! as texts on each line, so most entries a filter drops are never decoded, then exactly) and the
+//! caller's exact test, applied to each entry in id order. A scan stops after [`SCAN_LIMIT`]
+//! entries decoded (or [`LINE_LIMIT`] looked at), and the page's `next` is where it stopped, so a
+//! filter that drops most entries never breaks pagination.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::{Happened, JournalEvent, MinuteCount};
 use hangar_core::time::rfc3339_millis;
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OpenFlags, params_from_iter};
+use rusqlite::{Connection, OpenFlags};
 
+use super::block;
+use super::schema::latest_written;
 use super::{Columns, Journal};
 
-/// Rows read from the database at a time.
-const CHUNK: usize = 1000;
-/// The most entries one page examines before it answers with what it found.
+/// Blocks read from the database at a time.
+const CHUNK: i64 = 8;
+/// The most entries one page decodes before it answers with what it found.
 pub const SCAN_LIMIT: usize = 10_000;
+/// The most entries one page looks at (most only as text) before it answers.
+pub const LINE_LIMIT: usize = 1_000_000;
 /// How long a read waits for a lock the writer holds (a checkpoint) before it fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -66,34 +72,34 @@ pub struct Found {
     pub next: u64,
 }
 
-/// The outcomes stored in the `outcome` column; any other filter value is an error type.
+/// The outcomes an audit entry's `outcome` holds; any other filter value is an error type.
 const OUTCOMES: [&str; 3] = ["ok", "is_error", "error"];
 
 impl Filter {
-    /// The SQL condition (after `WHERE `) and its values; a superset of [`Filter::matches`].
-    fn sql(&self) -> (String, Vec<SqlValue>) {
-        let mut clauses = Vec::new();
-        let mut values = Vec::new();
-        let mut add = |clause: &str, value: &str| {
-            values.push(SqlValue::Text(value.to_owned()));
-            clauses.push(format!("{clause} = ?{}", values.len() + 1));
-        };
+    /// Texts an entry that passes the columns has in its line, as serde_json writes them: each
+    /// group needs one of its texts. A superset of [`Filter::matches`] (a text may also appear
+    /// inside an entry's arguments), so only lines that pass are decoded and tested exactly.
+    fn texts(&self) -> Vec<Vec<String>> {
+        let field = |key: &str, value: &str| format!("\"{key}\":{}", serde_json::Value::from(value));
+        let mut groups = Vec::new();
         if let Some(kind) = self.kind {
-            add("kind", kind);
+            groups.push(vec![field("kind", kind)]);
         }
         if let Some(identity) = &self.identity {
-            add("identity", identity);
+            groups.push(vec![field("identity", identity)]);
         }
         if let Some(server) = &self.mcp_server {
-            add("mcp_server", server);
+            // A state change names its server `mcp_server_id`.
+            groups.push(vec![field("mcp_server", server), field("mcp_server_id", server)]);
         }
         if let Some(outcome) = &self.outcome {
-            add(if OUTCOMES.contains(&outcome.as_str()) { "outcome" } else { "error_type" }, outcome);
+            let key = if OUTCOMES.contains(&outcome.as_str()) { "outcome" } else { "error_type" };
+            groups.push(vec![field(key, outcome)]);
         }
-        (clauses.iter().map(|c| format!(" AND {c}")).collect(), values)
+        groups
     }
 
-    /// Whether `event` passes: the columns (for tail entries, which SQL never saw) and `keep`.
+    /// Whether `event` passes: the columns and `keep`.
     pub fn matches(&self, event: &JournalEvent) -> bool {
         let Columns { identity, outcome, error_type } = Columns::of(&event.what);
         let wanted = |filter: &Option<String>, value: Option<&str>| filter.as_deref().is_none_or(|f| value == Some(f));
@@ -108,14 +114,61 @@ impl Filter {
     }
 }
 
+/// One page's scan: what it found, how far it looked, and its bounds.
+struct Scan<'a> {
+    filter: &'a Filter,
+    texts: Vec<Vec<String>>,
+    limit: usize,
+    events: Vec<JournalEvent>,
+    /// The id of the last entry examined.
+    last: Option<u64>,
+    decoded: usize,
+    looked_at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn new(filter: &'a Filter, limit: usize) -> Scan<'a> {
+        Scan { filter, texts: filter.texts(), limit, events: Vec::new(), last: None, decoded: 0, looked_at: 0 }
+    }
+
+    /// Examines a written entry's line; `Break` once the page is done.
+    fn line(&mut self, id: u64, line: &str) -> ControlFlow<()> {
+        self.last = Some(id);
+        self.looked_at += 1;
+        if self.texts.iter().all(|any| any.iter().any(|text| line.contains(text.as_str()))) {
+            match serde_json::from_str::<JournalEvent>(line) {
+                Ok(event) => return self.event(event),
+                Err(err) => tracing::warn!(id, %err, "a journal entry does not decode; skipped"),
+            }
+        }
+        self.done()
+    }
+
+    /// Examines an entry as decoded (from the tail, or from its line).
+    fn event(&mut self, event: JournalEvent) -> ControlFlow<()> {
+        self.last = Some(event.id);
+        self.decoded += 1;
+        if self.filter.matches(&event) {
+            self.events.push(event);
+        }
+        self.done()
+    }
+
+    fn done(&self) -> ControlFlow<()> {
+        let done = self.events.len() >= self.limit || self.decoded >= SCAN_LIMIT || self.looked_at >= LINE_LIMIT;
+        if done { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    }
+}
+
 impl Reader {
     /// A reader of the journal at `path`; the connection opens at the first read.
     pub fn new(path: &Path) -> Reader {
         Reader { path: path.to_owned(), connection: Mutex::new(None) }
     }
 
-    /// Runs `read` on the connection (opening it if need be); a failed read drops the connection
-    /// so the next one starts afresh. Blocking.
+    /// Runs `read` on the connection (opening it if need be) in one read transaction, so it sees
+    /// one state of the database; a failed read drops the connection so the next one starts
+    /// afresh. Blocking.
     fn with<T>(&self, read: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, ReadError> {
         let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         let failed = |source| ReadError { path: self.path.clone(), source };
@@ -128,7 +181,12 @@ impl Reader {
                 opened
             }
         };
-        let result = read(&open).map_err(failed)?;
+        let result = open.unchecked_transaction().and_then(|tx| {
+            let result = read(&tx)?;
+            tx.finish()?;
+            Ok(result)
+        });
+        let result = result.map_err(failed)?;
         *connection = Some(open);
         Ok(result)
     }
@@ -143,108 +201,102 @@ impl Reader {
             journal.flush();
             tail = journal.tail_after(since).0;
         }
-        let tail: BTreeMap<u64, JournalEvent> = tail.into_iter().map(|e| (e.id, e)).collect();
-        let (condition, values) = filter.sql();
-        let sql = format!("SELECT id, body FROM entries WHERE id > ?1{condition} ORDER BY id LIMIT {CHUNK}");
-        let mut found = Found { events: Vec::new(), next: since };
-        let mut scanned = 0;
-        loop {
-            let rows = self.rows(&sql, found.next, &values)?;
-            let full = rows.len() == CHUNK;
-            // Past the last row of a full chunk the database has more: the tail waits for it.
-            let horizon = if full { rows.last().map_or(u64::MAX, |e| e.id) } else { u64::MAX };
-            let mut merged: BTreeMap<u64, JournalEvent> = rows.into_iter().map(|e| (e.id, e)).collect();
-            for (id, event) in tail.range(found.next + 1..=horizon) {
-                merged.entry(*id).or_insert_with(|| event.clone());
-            }
-            for (id, event) in merged {
-                scanned += 1;
-                found.next = id;
-                if filter.matches(&event) {
-                    found.events.push(event);
-                    if found.events.len() == limit {
-                        return Ok(found);
+        let mut scan = Scan::new(filter, limit);
+        let since_i64 = since.min(i64::MAX as u64) as i64;
+        let stopped = self.with(|connection| {
+            // The block that holds the entry after `since`, if one does, and those after it.
+            let mut from: i64 = connection.query_row(
+                "SELECT COALESCE((SELECT first_id FROM blocks WHERE first_id <= ?1 ORDER BY first_id DESC LIMIT 1), 0)",
+                [since_i64.saturating_add(1)],
+                |row| row.get(0),
+            )?;
+            let mut blocks = connection
+                .prepare_cached("SELECT first_id, body FROM blocks WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2")?;
+            loop {
+                let rows: Vec<(i64, String)> = blocks
+                    .query_map([from, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for (first_id, body) in &rows {
+                    from = first_id + 1;
+                    for (id, line) in block::lines(body) {
+                        let Some(id) = id else {
+                            tracing::warn!(block = first_id, "a journal line has no id; skipped");
+                            continue;
+                        };
+                        if id > scan.last.unwrap_or(since) && scan.line(id, line).is_break() {
+                            return Ok(true);
+                        }
                     }
                 }
+                if (rows.len() as i64) < CHUNK {
+                    return Ok(false);
+                }
             }
-            if !full || scanned >= SCAN_LIMIT {
-                return Ok(found);
+        })?;
+        if !stopped {
+            // Past what is written: the tail's entries not yet in a block.
+            let after = scan.last.unwrap_or(since);
+            for event in tail.into_iter().filter(|e| e.id > after) {
+                if scan.event(event).is_break() {
+                    break;
+                }
             }
         }
+        Ok(Found { next: scan.last.unwrap_or(since), events: scan.events })
     }
 
     /// The newest `limit` entries that pass `filter`, oldest first, examining at most
     /// [`SCAN_LIMIT`]; `next` is the newest id recorded (where a reader goes on from).
     pub fn newest(&self, journal: &Journal, limit: usize, filter: &Filter) -> Result<Found, ReadError> {
         let (tail, _) = journal.tail_after(0);
-        let next = self.latest_id_given(&tail)?;
-        let tail: BTreeMap<u64, JournalEvent> = tail.into_iter().map(|e| (e.id, e)).collect();
-        let (condition, values) = filter.sql();
-        let sql = format!("SELECT id, body FROM entries WHERE id < ?1{condition} ORDER BY id DESC LIMIT {CHUNK}");
-        let mut events = Vec::new();
-        let mut before = u64::MAX;
-        let mut scanned = 0;
-        loop {
-            let rows = self.rows(&sql, before.min(i64::MAX as u64), &values)?;
-            let full = rows.len() == CHUNK;
-            let floor = if full { rows.last().map_or(0, |e| e.id) } else { 0 };
-            let mut merged: BTreeMap<u64, JournalEvent> = rows.into_iter().map(|e| (e.id, e)).collect();
-            for (id, event) in tail.range(floor..before) {
-                merged.entry(*id).or_insert_with(|| event.clone());
-            }
-            for (id, event) in merged.into_iter().rev() {
-                scanned += 1;
-                before = id;
-                if filter.matches(&event) {
-                    events.push(event);
-                    if events.len() == limit {
-                        events.reverse();
-                        return Ok(Found { events, next });
-                    }
+        let mut scan = Scan::new(filter, limit);
+        let newest = tail.last().map_or(0, |e| e.id);
+        let written = self.with(|connection| {
+            let written = latest_written(connection)?;
+            // Newest first: the tail's entries not yet written, then the blocks, newest first.
+            for event in tail.into_iter().rev().filter(|e| e.id > written) {
+                if scan.event(event).is_break() {
+                    return Ok(written);
                 }
             }
-            if !full || scanned >= SCAN_LIMIT {
-                events.reverse();
-                return Ok(Found { events, next });
+            let mut blocks = connection.prepare_cached(
+                "SELECT first_id, body FROM blocks WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2",
+            )?;
+            let mut before = i64::MAX;
+            loop {
+                let rows: Vec<(i64, String)> = blocks
+                    .query_map([before, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for (first_id, body) in &rows {
+                    before = *first_id;
+                    for (id, line) in block::lines(body).rev() {
+                        let Some(id) = id else { continue };
+                        if scan.line(id, line).is_break() {
+                            return Ok(written);
+                        }
+                    }
+                }
+                if (rows.len() as i64) < CHUNK {
+                    return Ok(written);
+                }
             }
-        }
+        })?;
+        let mut events = scan.events;
+        events.reverse();
+        Ok(Found { events, next: newest.max(written) })
     }
 
     /// The newest id recorded: in the database or, not yet written, in the tail.
     pub fn latest_id(&self, journal: &Journal) -> Result<u64, ReadError> {
-        self.latest_id_given(&journal.tail_after(0).0)
-    }
-
-    fn latest_id_given(&self, tail: &[JournalEvent]) -> Result<u64, ReadError> {
-        let written =
-            self.with(|c| c.query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |r| r.get::<_, i64>(0)))?;
-        Ok(tail.iter().map(|e| e.id).max().unwrap_or(0).max(written.max(0) as u64))
-    }
-
-    /// Rows with id beyond `bound` (`>` or `<` as `sql` says), decoded; a row whose body does not
-    /// decode is skipped (it was written by this hangar, so that is a bug, logged).
-    fn rows(&self, sql: &str, bound: u64, values: &[SqlValue]) -> Result<Vec<JournalEvent>, ReadError> {
-        self.with(|connection| {
-            let mut statement = connection.prepare_cached(sql)?;
-            let bound = SqlValue::Integer(bound.min(i64::MAX as u64) as i64);
-            let rows = statement.query_map(params_from_iter(std::iter::once(&bound).chain(values)), |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })?;
-            let mut events = Vec::new();
-            for row in rows {
-                let (id, body) = row?;
-                match serde_json::from_str::<JournalEvent>(&body) {
-                    Ok(event) => events.push(event),
-                    Err(err) => tracing::warn!(id, %err, "a journal entry does not decode; skipped"),
-                }
-            }
-            Ok(events)
-        })
+        let tail = journal.tail_after(0).0;
+        let written = self.with(latest_written)?;
+        Ok(tail.last().map_or(0, |e| e.id).max(written))
     }
 
     /// Audited calls and failures per minute over the `minutes` minutes up to `now` (the current
     /// minute included), oldest first, every minute present. `keep(mcp_server, identity)` says
-    /// which entries count: those written (grouped in SQL) and those still only in the tail.
+    /// which entries count: those written (counted by the writer in `minutes`) and those still
+    /// only in the tail.
     pub fn rates(
         &self,
         journal: &Journal,
@@ -256,17 +308,10 @@ impl Reader {
         let first = now_minute.saturating_sub(u64::from(minutes.max(1)) - 1);
         let tail = journal.recorded_after(0);
         let (written, groups) = self.with(|connection| {
-            let written: i64 = connection.query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |r| r.get(0))?;
-            // The minutes' first entry, found by id (`at_ms` has no index); none: nothing to count.
-            let from = (first * 60_000) as i64;
-            let first_id = super::by_time::first_id_at_or_after(connection, from)?.unwrap_or(i64::MAX);
-            let mut statement = connection.prepare_cached(
-                "SELECT at_ms / 60000 AS minute, COALESCE(mcp_server, ''), COALESCE(identity, ''), COUNT(*),
-                        SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END)
-                 FROM entries WHERE id >= ?1 AND id <= ?2 AND kind = 'audit' AND at_ms >= ?3
-                 GROUP BY minute, mcp_server, identity",
-            )?;
-            let rows = statement.query_map([first_id, written, from], |row| {
+            let written = latest_written(connection)?;
+            let mut statement = connection
+                .prepare_cached("SELECT minute, mcp_server, identity, calls, errors FROM minutes WHERE minute >= ?1")?;
+            let rows = statement.query_map([first as i64], |row| {
                 Ok((
                     row.get::<_, i64>(0)?,
                     row.get::<_, String>(1)?,
@@ -275,7 +320,7 @@ impl Reader {
                     row.get::<_, i64>(4)?,
                 ))
             })?;
-            Ok((written.max(0) as u64, rows.collect::<rusqlite::Result<Vec<_>>>()?))
+            Ok((written, rows.collect::<rusqlite::Result<Vec<_>>>()?))
         })?;
         let unwritten = tail.iter().filter(|e| e.id > written).filter_map(|recorded| match &recorded.what {
             Happened::Audit(entry) => {
@@ -394,7 +439,8 @@ mod tests {
         }
         journal.record(call("ci", "seen", CallOutcome::Ok, None));
         journal.flush();
-        let written = reader.with(|c| c.query_row("SELECT COUNT(*) FROM entries", [], |r| r.get::<_, i64>(0))).unwrap();
+        let written =
+            reader.with(|c| c.query_row("SELECT SUM(entries) FROM blocks", [], |r| r.get::<_, i64>(0))).unwrap();
         assert_eq!(written, SCAN_LIMIT as i64 + 6);
         let keep: Keep = Arc::new(|e: &JournalEvent| e.what.mcp_server() == Some("seen"));
         let filter = Filter { keep: Some(keep), ..Filter::default() };

@@ -38,6 +38,34 @@ const MIGRATIONS: &[&str] = &[
     // 2: no index on `at_ms`: it cost every entry about a fifth of its write. Ids and times
     // rise together, so a time range is found by its id bounds (`by_time.rs`).
     "DROP INDEX IF EXISTS entries_at;",
+    // 3: entries in blocks, one row per block of a batch (at most `block::MAX_ENTRIES`): a row's
+    // insert cost each entry more than its JSON did. `body` is the block's entries as JSON lines,
+    // each as `/api/events` streams it, in id order; blocks never overlap. `minutes` keeps the
+    // audited calls and failures per minute, server and identity (the chart), written with the
+    // blocks. The old rows become one block each, and their calls are counted.
+    "CREATE TABLE blocks (
+        first_id INTEGER PRIMARY KEY,
+        last_id INTEGER NOT NULL,
+        first_at_ms INTEGER NOT NULL,
+        last_at_ms INTEGER NOT NULL,
+        entries INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    INSERT INTO blocks (first_id, last_id, first_at_ms, last_at_ms, entries, body)
+        SELECT id, id, at_ms, at_ms, 1, body FROM entries ORDER BY id;
+    CREATE TABLE minutes (
+        minute INTEGER NOT NULL,
+        mcp_server TEXT NOT NULL,
+        identity TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        errors INTEGER NOT NULL,
+        PRIMARY KEY (minute, mcp_server, identity)
+    ) WITHOUT ROWID;
+    INSERT INTO minutes (minute, mcp_server, identity, calls, errors)
+        SELECT at_ms / 60000, COALESCE(mcp_server, ''), COALESCE(identity, ''), COUNT(*),
+               SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END)
+        FROM entries WHERE kind = 'audit' GROUP BY 1, 2, 3;
+    DROP TABLE entries;",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -127,10 +155,16 @@ fn prepare(mut connection: Connection, path: &Path) -> Result<Connection, OpenEr
 }
 
 pub fn last_id(connection: &Connection, path: &Path) -> Result<u64, OpenError> {
+    latest_written(connection).map_err(|source| OpenError::Unreadable { path: path.into(), source })
+}
+
+/// The newest id written: the last id of the newest block (blocks never overlap), 0 if none.
+pub fn latest_written(connection: &Connection) -> rusqlite::Result<u64> {
     connection
-        .query_row("SELECT COALESCE(MAX(id), 0) FROM entries", [], |row| row.get::<_, i64>(0))
+        .query_row("SELECT COALESCE((SELECT last_id FROM blocks ORDER BY first_id DESC LIMIT 1), 0)", [], |row| {
+            row.get::<_, i64>(0)
+        })
         .map(|id| id.max(0) as u64)
-        .map_err(|source| OpenError::Unreadable { path: path.into(), source })
 }
 
 #[cfg(test)]
@@ -140,24 +174,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_version_1_journal_loses_its_time_index_and_keeps_its_entries() {
+    fn a_version_1_journal_becomes_blocks_and_minutes_and_keeps_its_entries() {
         let mut connection = Connection::open_in_memory().unwrap();
         let tx = connection.transaction().unwrap();
         tx.execute_batch(MIGRATIONS[0]).unwrap();
-        tx.execute("INSERT INTO entries (id, at_ms, kind, body) VALUES (1, 5, 'gap', '{}')", []).unwrap();
+        tx.execute("INSERT INTO entries (id, at_ms, kind, body) VALUES (1, 5, 'gap', '{\"id\":1}')", []).unwrap();
+        for (id, at_ms, outcome) in [(2, 60_001, "ok"), (3, 60_002, "error"), (7, 120_000, "ok")] {
+            tx.execute(
+                "INSERT INTO entries (id, at_ms, kind, mcp_server, identity, outcome, body)
+                 VALUES (?1, ?2, 'audit', 'math', 'ci', ?3, '{}')",
+                rusqlite::params![id, at_ms, outcome],
+            )
+            .unwrap();
+        }
         tx.pragma_update(None, "user_version", 1).unwrap();
         tx.commit().unwrap();
-        let index = |c: &Connection| -> i64 {
-            c.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_at'", [], |r| {
-                r.get(0)
-            })
-            .unwrap()
-        };
-        assert_eq!(index(&connection), 1);
         let connection = prepare(connection, Path::new(":memory:")).unwrap();
-        assert_eq!(index(&connection), 0, "migration 2 dropped it");
         let version: u32 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
         assert_eq!(version, MIGRATIONS.len() as u32);
-        assert_eq!(last_id(&connection, Path::new(":memory:")).unwrap(), 1);
+        let tables: i64 = connection
+            .query_row("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('entries', 'entries_at')", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 0, "the old table and its index are gone");
+        let blocks: Vec<(i64, i64, String)> = connection
+            .prepare("SELECT first_id, last_id, body FROM blocks ORDER BY first_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(blocks.iter().map(|b| (b.0, b.1)).collect::<Vec<_>>(), [(1, 1), (2, 2), (3, 3), (7, 7)]);
+        assert_eq!(blocks[0].2, "{\"id\":1}");
+        let minutes: Vec<(i64, i64, i64)> = connection
+            .prepare("SELECT minute, calls, errors FROM minutes ORDER BY minute")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(minutes, [(1, 2, 1), (2, 1, 0)], "the old calls are counted by minute");
+        assert_eq!(last_id(&connection, Path::new(":memory:")).unwrap(), 7);
     }
 }

@@ -1,5 +1,6 @@
-//! The writer thread: the journal's only writer. Entries arrive on a bounded queue and are
-//! written in batches, one transaction per batch, so no call ever waits for the disk.
+//! The writer thread: the journal's only writer. Entries arrive on a bounded queue, in id order,
+//! and are written in batches, one transaction per batch, packed into blocks (`block.rs`), so no
+//! call ever waits for the disk.
 //!
 //! When the queue is full, or a batch cannot be written (the disk is full, or another process
 //! holds the database's write lock past `BUSY_TIMEOUT`), its entries are dropped: counted
@@ -11,14 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hangar_core::journal::{EventParts, JournalConfig};
+use std::collections::HashMap;
+
+use hangar_core::journal::{CallOutcome, Happened, JournalConfig};
 use hangar_core::metrics::JournalCounts;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, params};
 
+use super::block::Block;
 use super::memory::Remembered;
 use super::retention;
-use super::{Columns, Recorded, Times};
+use super::{Recorded, Times};
 
 /// How many entries may wait for the writer before new ones are dropped.
 const QUEUE: usize = 65_536;
@@ -85,7 +89,14 @@ impl Writer {
     pub fn start(connection: Connection, mark_gap: impl Fn(u64) + Send + 'static) -> Writer {
         let (queue, jobs) = mpsc::sync_channel(QUEUE);
         let (stats, epoch) = (Arc::new(Stats::default()), Instant::now());
-        let thread = Thread { connection, stats: stats.clone(), epoch, mark_gap: Box::new(mark_gap), retention: None };
+        let thread = Thread {
+            connection,
+            stats: stats.clone(),
+            epoch,
+            mark_gap: Box::new(mark_gap),
+            retention: None,
+            block: Block::default(),
+        };
         std::thread::Builder::new()
             .name("journal-writer".into())
             .spawn(move || thread.run(jobs))
@@ -136,6 +147,8 @@ struct Thread {
     mark_gap: Box<dyn Fn(u64) + Send>,
     /// The retention settings and when they are next applied.
     retention: Option<(JournalConfig, Instant)>,
+    /// The block being written (its buffer kept from batch to batch).
+    block: Block,
 }
 
 impl Thread {
@@ -211,7 +224,7 @@ impl Thread {
             return;
         }
         let started = Instant::now();
-        match write(&mut self.connection, batch, memories) {
+        match write(&mut self.connection, &mut self.block, batch, memories) {
             Ok(()) => {
                 // How long one batch holds a core: the burst a call may queue behind.
                 tracing::debug!(
@@ -281,39 +294,79 @@ impl Thread {
     }
 }
 
-fn write(connection: &mut Connection, batch: &[Arc<Recorded>], memories: &[Remembered]) -> rusqlite::Result<()> {
+fn write(
+    connection: &mut Connection,
+    block: &mut Block,
+    batch: &[Arc<Recorded>],
+    memories: &[Remembered],
+) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
     for memory in memories {
         memory.save(&tx)?;
     }
     {
         let mut insert = tx.prepare_cached(
-            "INSERT INTO entries (id, at_ms, kind, mcp_server, identity, outcome, error_type, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO blocks (first_id, last_id, first_at_ms, last_at_ms, entries, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
-        // One buffer for every body: no allocation per entry. It is bound as text as it stands:
-        // serde_json writes UTF-8, so checking it again (as a `String`) would only cost.
-        let mut body = Vec::with_capacity(1024);
-        let mut times = Times::default();
-        for entry in batch {
-            let Columns { identity, outcome, error_type } = Columns::of(&entry.what);
-            body.clear();
-            let event = EventParts { id: entry.id, at: times.of(entry.at_ms), what: &entry.what };
-            if serde_json::to_writer(&mut body, &event).is_err() {
-                // Not reachable (a `Vec` takes every write); an empty body is the fallback.
-                body.clear();
+        let mut insert_block = |block: &mut Block| -> rusqlite::Result<()> {
+            if block.is_empty() {
+                return Ok(());
             }
+            // Bound as text as it stands: serde_json writes UTF-8, so checking it again (as a
+            // `String`) would only cost.
             insert.execute(params![
-                entry.id as i64,
-                entry.at_ms,
-                entry.what.kind(),
-                entry.what.mcp_server(),
-                identity,
-                outcome,
-                error_type,
-                ToSqlOutput::Borrowed(ValueRef::Text(&body))
+                block.first_id as i64,
+                block.last_id as i64,
+                block.first_at_ms,
+                block.last_at_ms,
+                block.entries as i64,
+                ToSqlOutput::Borrowed(ValueRef::Text(&block.body))
             ])?;
+            block.clear();
+            Ok(())
+        };
+        let mut times = Times::default();
+        let mut minutes = Minutes::default();
+        block.clear();
+        for entry in batch {
+            minutes.count(entry);
+            block.push(entry, &mut times);
+            if block.is_full() {
+                insert_block(block)?;
+            }
         }
+        insert_block(block)?;
+        minutes.save(&tx)?;
     }
     tx.commit()
+}
+
+/// A batch's audited calls and failures by minute, server and identity (the chart's counts),
+/// added to `minutes` with the batch's blocks.
+#[derive(Default)]
+struct Minutes<'a> {
+    counts: HashMap<(i64, &'a str, &'a str), (i64, i64)>,
+}
+
+impl<'a> Minutes<'a> {
+    fn count(&mut self, entry: &'a Recorded) {
+        if let Happened::Audit(call) = &entry.what {
+            let count = self.counts.entry((entry.at_ms / 60_000, &call.mcp_server, &call.identity)).or_default();
+            count.0 += 1;
+            count.1 += i64::from(call.outcome != CallOutcome::Ok);
+        }
+    }
+
+    fn save(&self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+        let mut add = tx.prepare_cached(
+            "INSERT INTO minutes (minute, mcp_server, identity, calls, errors) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (minute, mcp_server, identity)
+             DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors",
+        )?;
+        for ((minute, mcp_server, identity), (calls, errors)) in &self.counts {
+            add.execute(params![minute, mcp_server, identity, calls, errors])?;
+        }
+        Ok(())
+    }
 }

@@ -22,14 +22,23 @@ pub fn journal_of(hangar: &Hangar) -> PathBuf {
     hangar.path("state").join("journal.sqlite")
 }
 
-/// Every entry written to the journal at `path`, oldest first, as its JSON body.
+/// Every entry written to the journal at `path`, oldest first, as its JSON: each block's body
+/// holds its entries as JSON lines.
 pub fn entries(path: &Path) -> Vec<Value> {
     let Ok(db) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
         return Vec::new();
     };
-    let Ok(mut select) = db.prepare("SELECT body FROM entries ORDER BY id") else { return Vec::new() };
+    let Ok(mut select) = db.prepare("SELECT body FROM blocks ORDER BY first_id") else { return Vec::new() };
     let rows = select.query_map([], |row| row.get::<_, String>(0)).unwrap();
-    rows.map(|body| hangar_tests::serde_json::from_str(&body.unwrap()).unwrap()).collect()
+    let entries: Vec<Value> = rows
+        .flat_map(|body| {
+            let body = body.unwrap();
+            body.split('\n').map(|line| hangar_tests::serde_json::from_str(line).unwrap()).collect::<Vec<Value>>()
+        })
+        .collect();
+    let ids: Vec<u64> = entries.iter().map(|e| e["id"].as_u64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "blocks hold their entries in id order, never overlapping: {ids:?}");
+    entries
 }
 
 /// Polls the journal until `found` picks something out of its entries.

@@ -1,13 +1,14 @@
-//! A journal written by the previous schema (version 1: `entries` with an index on `at_ms`) is
-//! migrated at start: the index goes (schema 2: time ranges are found by id), every entry stays
-//! readable, and the chart still counts the old calls with the new ones (its minutes are found
-//! by a binary search over the ids, no longer by the index).
+//! A journal written by an earlier schema is migrated at start. Here, one as the release before
+//! blocks left it (version 1: one `entries` row per entry, with an index on `at_ms`): the
+//! supervisor stops, its journal is rewritten in that shape, and the next supervisor finds every
+//! old entry readable on `/api/audit`, charted with the new calls (the per-minute counts are
+//! built from the old rows), and writes on in blocks (schema 3).
 
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, poll};
 use nix::sys::signal::Signal;
 
-use super::journal_audit::{journal_of, wait_for};
+use super::journal_audit::{entries, journal_of, wait_for};
 
 const CONFIG: &str = r#"
 tool_access: {mode: front_door}
@@ -15,15 +16,21 @@ mcp_servers:
   math: {command: ["{fake}", "--tools", "echo"]}
 "#;
 
-fn schema_of(journal: &std::path::Path) -> (u32, i64) {
+/// Schema 1, as that release created it.
+const VERSION_1: &str = "CREATE TABLE entries (
+        id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, mcp_server TEXT,
+        identity TEXT, outcome TEXT, error_type TEXT, body TEXT NOT NULL);
+    CREATE INDEX entries_at ON entries(at_ms);
+    CREATE TABLE servers (mcp_server TEXT PRIMARY KEY, config_hash TEXT NOT NULL, lifecycle TEXT,
+        catalog TEXT, updated_at_ms INTEGER NOT NULL);";
+
+fn schema_of(journal: &std::path::Path) -> (u32, Vec<String>) {
     let db = rusqlite::Connection::open_with_flags(journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let version = db.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
-    let index = db
-        .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_at'", [], |row| {
-            row.get(0)
-        })
-        .unwrap();
-    (version, index)
+    let mut names =
+        db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') ORDER BY name").unwrap();
+    let names = names.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect();
+    (version, names)
 }
 
 fn calls_charted(hangar: &Hangar) -> u64 {
@@ -31,8 +38,12 @@ fn calls_charted(hangar: &Hangar) -> u64 {
     rates["minutes"].as_array().unwrap_or_else(|| panic!("{rates}")).iter().map(|m| m["calls"].as_u64().unwrap()).sum()
 }
 
+fn table_names(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).filter(|n| !n.starts_with("sqlite_")).collect()
+}
+
 #[test]
-fn a_version_1_journal_loses_its_time_index_and_keeps_every_entry_readable_and_charted() {
+fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted() {
     let hangar = Hangar::start(CONFIG);
     for n in 0..3 {
         assert_eq!(hangar.tool("echo", json!({"text": format!("before {n}")}))["isError"], false);
@@ -41,18 +52,47 @@ fn a_version_1_journal_loses_its_time_index_and_keeps_every_entry_readable_and_c
     wait_for(&journal, "three audited calls", |all| {
         (all.iter().filter(|e| e["kind"] == "audit").count() == 3).then_some(())
     });
-    assert_eq!(schema_of(&journal), (2, 0), "a new journal is at schema 2, with no time index");
+    let (version, names) = schema_of(&journal);
+    assert_eq!(
+        (version, table_names(&names)),
+        (3, vec!["blocks", "minutes", "servers"]),
+        "a new journal is at schema 3"
+    );
 
-    // As the previous release left it: schema 1, with its index on `at_ms` (the version is read
-    // only at start, so the running supervisor keeps writing its entries meanwhile).
-    {
+    // Stopped, and its journal rewritten as the release before blocks would have left it.
+    let hangar = hangar.restart_after(Signal::SIGTERM, &[], |_| {
+        let old = entries(&journal);
+        assert!(old.iter().filter(|e| e["kind"] == "audit").count() == 3, "{old:?}");
+        for file in ["journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm"] {
+            let _ = std::fs::remove_file(journal.with_file_name(file));
+        }
         let db = rusqlite::Connection::open(&journal).unwrap();
-        db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
-        db.execute_batch("CREATE INDEX entries_at ON entries(at_ms); PRAGMA user_version = 1;").unwrap();
-    }
-    assert_eq!(schema_of(&journal), (1, 1));
-    let hangar = hangar.restart(Signal::SIGTERM, &[]);
-    assert_eq!(schema_of(&journal), (2, 0), "migrated at start");
+        db.execute_batch(VERSION_1).unwrap();
+        for entry in &old {
+            // The time as that release kept it, ms since the epoch (SQLite reads RFC 3339).
+            db.execute(
+                "INSERT INTO entries (id, at_ms, kind, mcp_server, identity, outcome, body)
+                 VALUES (?1, CAST(ROUND((julianday(?2) - 2440587.5) * 86400000) AS INTEGER), ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![
+                    entry["id"].as_i64().unwrap(),
+                    entry["at"].as_str().unwrap(),
+                    entry["kind"].as_str().unwrap(),
+                    entry["mcp_server"].as_str().or(entry["mcp_server_id"].as_str()),
+                    entry["identity"].as_str(),
+                    entry["outcome"].as_str(),
+                    // Its keys sorted, not as that release wrote them (`id` first): a reader
+                    // must not depend on where the id stands.
+                    entry.to_string(),
+                ],
+            )
+            .unwrap();
+        }
+        db.pragma_update(None, "user_version", 1).unwrap();
+        let (version, names) = schema_of(&journal);
+        assert_eq!((version, table_names(&names)), (1, vec!["entries", "entries_at", "servers"]));
+    });
+    let (version, names) = schema_of(&journal);
+    assert_eq!((version, table_names(&names)), (3, vec!["blocks", "minutes", "servers"]), "migrated at start");
 
     assert_eq!(hangar.tool("echo", json!({"text": "after"}))["isError"], false);
     let audit = poll("the four calls on /api/audit", std::time::Duration::from_secs(10), || {
@@ -62,5 +102,5 @@ fn a_version_1_journal_loses_its_time_index_and_keeps_every_entry_readable_and_c
     });
     let texts: Vec<&str> = audit.iter().map(|e| e["tool"].as_str().unwrap_or_default()).collect();
     assert_eq!(texts, ["echo"; 4], "{audit:?}");
-    assert_eq!(calls_charted(&hangar), 4, "the old calls are charted with the new");
+    poll("the four calls charted", std::time::Duration::from_secs(10), || (calls_charted(&hangar) == 4).then_some(()));
 }
