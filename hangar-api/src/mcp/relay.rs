@@ -25,7 +25,7 @@ use crate::random;
 use crate::supervisor::AsCaller;
 
 /// How many times one call may come back `input_required` before the hangar gives up on it.
-const MAX_ROUNDS: usize = 16;
+pub(super) const MAX_ROUNDS: usize = 16;
 /// A backstop only: the supervisor ends the wait for the client's answer at
 /// `tool_access.client_answer_timeout_s` (at most a day), and that error goes to the upstream.
 const CLIENT_ANSWER_WAIT: std::time::Duration =
@@ -117,7 +117,7 @@ impl LegacyCall {
 }
 
 /// Whether an upstream's result asks for the client's input first.
-fn input_required(result: &Value) -> bool {
+pub(super) fn input_required(result: &Value) -> bool {
     result.get("resultType").and_then(Value::as_str) == Some(RESULT_TYPE_INPUT_REQUIRED)
 }
 
@@ -164,17 +164,17 @@ pub async fn tools_call(
 
 /// Where the call's answer goes: the POST's plain JSON answer until something must go to the
 /// client before the end (a notification, a question), then an event stream.
-struct Sink {
+pub(super) struct Sink {
     /// Whether the client takes event streams (else it is never asked anything).
-    streams: bool,
-    answer: Option<oneshot::Sender<McpReply>>,
-    events: Option<mpsc::Sender<Bytes>>,
+    pub(super) streams: bool,
+    pub(super) answer: Option<oneshot::Sender<McpReply>>,
+    pub(super) events: Option<mpsc::Sender<Bytes>>,
 }
 
 impl Sink {
     /// The event stream, started (as the POST's answer) if it was not yet; `None` when the
     /// client does not take streams or has left.
-    fn stream(&mut self) -> Option<&mpsc::Sender<Bytes>> {
+    pub(super) fn stream(&mut self) -> Option<&mpsc::Sender<Bytes>> {
         if self.events.is_none() && self.streams {
             let (events, stream) = mpsc::channel(64);
             self.answer.take()?.send(McpReply::events(stream)).ok()?;
@@ -184,7 +184,7 @@ impl Sink {
     }
 
     /// Resolves when the client has gone (closed the stream, or the POST before its answer).
-    async fn gone(&mut self) {
+    pub(super) async fn gone(&mut self) {
         match (&self.events, &mut self.answer) {
             (Some(events), _) => events.closed().await,
             (None, Some(answer)) => answer.closed().await,
@@ -193,7 +193,7 @@ impl Sink {
     }
 
     /// The call's answer, on the stream if it started, else as the POST's JSON answer.
-    async fn finish(mut self, id: Id, outcome: Result<Value, RpcError>, era: &'static Era) {
+    pub(super) async fn finish(mut self, id: Id, outcome: Result<Value, RpcError>, era: &'static Era) {
         if let Some(events) = self.events.take() {
             let _ = events.send(sse_event(&Answer { id, outcome })).await;
         } else if let Some(answer) = self.answer.take() {
@@ -244,14 +244,14 @@ async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: 
 }
 
 /// Why the client's answers did not come.
-enum Asked {
+pub(super) enum Asked {
     Left,
     Failed(RpcError),
 }
 
 /// Sends each of the upstream's questions to the client as a request on the stream, one after
 /// another, and waits for each answer (wherever it is POSTed); the answers by the upstream's keys.
-async fn ask(
+pub(super) async fn ask(
     supervisor: &AsCaller,
     session: &str,
     events: &mpsc::Sender<Bytes>,
@@ -278,7 +278,7 @@ async fn ask(
 
 /// Sends the client one request (`method`: sampling, elicitation or roots) on the stream and
 /// waits for its response message (`result` or `error`), wherever the client POSTs it.
-async fn ask_client(
+pub(super) async fn ask_client(
     supervisor: &AsCaller,
     session: &str,
     events: &mpsc::Sender<Bytes>,
