@@ -10,7 +10,8 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, Target};
 use hangar_core::jsonrpc::{Message, RpcError};
 use hangar_core::mcp::{
-    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, NOTIFICATION_CANCELLED, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
+    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
+    RESULT_TYPE_INPUT_REQUIRED, declares, not_declared,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -95,7 +96,11 @@ impl LegacyCall {
     async fn answer_upstream_ask(&self, events: &mpsc::Sender<Bytes>, ask: Value) -> Result<(), ()> {
         let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default();
         let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-        let response = match ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await {
+        let response = match asked_of(&self.declared(), method) {
+            Err(refused) => Err(Asked::Failed(refused)),
+            Ok(()) => ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await,
+        };
+        let response = match response {
             Ok(response) => response,
             Err(Asked::Left) => return Err(()),
             Err(Asked::Failed(error)) => json!({"error": error.to_json()}),
@@ -106,6 +111,11 @@ impl LegacyCall {
         Ok(())
     }
 
+    /// What the client said it can be asked (the params' `_meta` client capabilities).
+    fn declared(&self) -> Value {
+        declared_in(self.params.get("_meta"))
+    }
+
     /// The retry after the client answered: its answers and the upstream's state, as asked.
     fn retry_with(&mut self, responses: Map<String, Value>, asked: &Value) {
         self.params.insert(INPUT_RESPONSES.into(), Value::Object(responses));
@@ -114,6 +124,19 @@ impl LegacyCall {
             None => self.params.remove(REQUEST_STATE),
         };
     }
+}
+
+/// The client capabilities in a call's `_meta` (`Null` when none).
+pub(super) fn declared_in(meta: Option<&Value>) -> Value {
+    meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or(Value::Null)
+}
+
+/// Whether a client that `declared` these capabilities may be asked `method`: a request it did
+/// not declare is refused in the words a 2026-07-28 client's would be (`mcp::not_declared`);
+/// an unknown method is [`ask_client`]'s to refuse.
+pub(super) fn asked_of(declared: &Value, method: &str) -> Result<(), RpcError> {
+    let known = CLIENT_REQUESTS.iter().any(|(known, _)| *known == method);
+    if known && !declares(declared, method) { Err(not_declared(method)) } else { Ok(()) }
 }
 
 /// Whether an upstream's result asks for the client's input first.
@@ -224,7 +247,7 @@ async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: 
                     )));
                 }
                 let Some(events) = sink.stream() else { return };
-                match ask(&call.supervisor, &call.session, events, &result).await {
+                match ask(&call.supervisor, &call.session, events, &call.declared(), &result).await {
                     Ok(responses) => call.retry_with(responses, &result),
                     Err(Asked::Left) => return,
                     Err(Asked::Failed(err)) => break Err(err),
@@ -255,6 +278,7 @@ pub(super) async fn ask(
     supervisor: &AsCaller,
     session: &str,
     events: &mpsc::Sender<Bytes>,
+    declared: &Value,
     asked: &Value,
 ) -> Result<Map<String, Value>, Asked> {
     let Some(questions) = asked.get(INPUT_REQUESTS).and_then(Value::as_object) else {
@@ -263,6 +287,7 @@ pub(super) async fn ask(
     let mut responses = Map::new();
     for (key, question) in questions {
         let method = question.get("method").and_then(Value::as_str).unwrap_or_default();
+        asked_of(declared, method).map_err(Asked::Failed)?;
         let response = ask_client(supervisor, session, events, method, question.get("params")).await?;
         match response.get("result") {
             Some(result) => responses.insert(key.clone(), result.clone()),

@@ -51,6 +51,7 @@ pub async fn hangar_call(
         session: session.to_owned(),
         relay,
         extra: tools::batch_extra(&call.extra, true),
+        declared: relay::declared_in(call.extra.get("_meta")),
     };
     let (answer, answered) = oneshot::channel();
     let mut sink = Sink { streams, answer: Some(answer), events: None };
@@ -71,12 +72,14 @@ struct Batch {
     relay: Relay,
     /// The client's log level and capabilities, for every upstream.
     extra: Option<Value>,
+    /// What the client said it can be asked: nothing else is asked of it.
+    declared: Value,
 }
 
 /// Runs the batch to its end, passing its calls' notifications and questions to the client.
 async fn run(batch: Batch, spec: BatchSpec, mut sink: Sink, wanted: Option<Wanted>, id: Id, era: &'static Era) {
     let (to_client, mut from_calls) = mpsc::unbounded_channel();
-    let (supervisor, session) = (batch.supervisor.clone(), batch.session.clone());
+    let (supervisor, session, declared) = (batch.supervisor.clone(), batch.session.clone(), batch.declared.clone());
     let report = hangar_runtime::batch::run(spec, move |call| call_one(batch.clone(), call, to_client.clone()));
     tokio::pin!(report);
     let mut furthest = f64::NEG_INFINITY;
@@ -120,9 +123,9 @@ async fn run(batch: Batch, spec: BatchSpec, mut sink: Sink, wanted: Option<Wante
                     let _ = answered.send(Err(no_stream()));
                     continue;
                 };
-                let (supervisor, session) = (supervisor.clone(), session.clone());
+                let (supervisor, session, declared) = (supervisor.clone(), session.clone(), declared.clone());
                 tokio::spawn(async move {
-                    let _ = answered.send(relay::ask(&supervisor, &session, &events, &asked).await);
+                    let _ = answered.send(relay::ask(&supervisor, &session, &events, &declared, &asked).await);
                 });
             }
         }
@@ -202,6 +205,13 @@ async fn pass_on(batch: &Batch, to_client: &mpsc::UnboundedSender<ToClient>, not
     }
     let text = |key: &str| notice.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
+    if let Err(refused) = relay::asked_of(&batch.declared, &method) {
+        let response = json!({"error": refused.to_json()});
+        if let Err(err) = batch.supervisor.answer_upstream(&server, &ask_id, response).await {
+            tracing::debug!(error = %err.message, "the hangar's answer to an upstream's request did not reach it");
+        }
+        return;
+    }
     let (answered, answer) = oneshot::channel();
     let ask = ToClient::AskOne { method, params: notice.get("params").cloned(), answered };
     let response = match to_client.send(ask).map(|()| answer) {

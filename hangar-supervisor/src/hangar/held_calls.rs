@@ -19,11 +19,11 @@ use std::time::Duration;
 use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
-use hangar_core::mcp::can_be_asked;
 use hangar_core::mcp::{
     CLIENT_REQUESTS, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, REQUEST_STATE,
     RESULT_TYPE_INPUT_REQUIRED,
 };
+use hangar_core::mcp::{can_be_asked, not_declared};
 use hangar_core::trace::TraceContext;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -248,15 +248,6 @@ fn pass_on(notices: Option<&mpsc::UnboundedSender<Value>>, notice: Value) {
     if let Some(notices) = notices {
         let _ = notices.send(notice);
     }
-}
-
-/// The upstream's request when the calling client did not declare the capability it needs.
-fn not_declared(method: &str) -> RpcError {
-    let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map_or("", |(_, c)| *c);
-    RpcError::new(
-        INTERNAL_ERROR,
-        format!("hangar: no client was asked `{method}`: the calling client did not declare `{capability}`"),
-    )
 }
 
 #[cfg(test)]

@@ -447,3 +447,21 @@ fn a_legacy_ts_clients_hangar_call_is_asked_an_upstreams_sampling_request() {
     assert!(!text.contains("no client was asked"), "{line}");
     assert!(child.wait().expect("the client exits").success());
 }
+
+/// A legacy client is asked only what it declared at `initialize`: the TypeScript client
+/// declares sampling only, and server-everything's elicitation request during its call gets
+/// the clear error a 2026-07-28 client's undeclared capability gets (the tool's result says
+/// so); the client is never sent it.
+#[test]
+fn a_legacy_client_is_not_asked_what_it_did_not_declare() {
+    let hangar = everything_behind_the_front_door();
+    let (mut child, mut stdout) = ts_client(&hangar, "undeclared");
+    let line = json_line(&mut child, &mut stdout);
+    assert_eq!(line["asked"], 0, "the client was sent no request it has no handler for: {line}");
+    let text = line["result"].to_string();
+    assert!(
+        text.contains("no client was asked `elicitation/create`: the calling client did not declare `elicitation`"),
+        "{line}"
+    );
+    assert!(child.wait().expect("the client exits").success());
+}
