@@ -233,6 +233,29 @@ fn an_upstreams_own_task_is_passed_through_under_an_id_of_the_hangars() {
     // Without the extension the upstream makes no task, and neither does the hangar.
     let plain = hangar.mcp("tools/call", json!({"name": "native_task_job", "arguments": {}}));
     assert_eq!(plain.body["result"]["content"][0]["text"], "The native task is done.", "{}", plain.text);
+    // Cancelled under the hangar's id, the upstream's own task (a long one) hears `tasks/cancel`
+    // for the upstream's id, and reads cancelled.
+    let long = json!({"name": "native_task_job", "arguments": {"seconds": 600}});
+    let created = hangar.mcp_with("tools/call", long, takes_tasks.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    assert_eq!(get(&id)["status"], "working");
+    let upstream_cancels = || {
+        let logs = hangar.get("/api/mcp_servers/conf/logs?lines=1000");
+        logs.body["logs"].as_array().map_or(0, |lines| {
+            lines
+                .iter()
+                .filter(|l| l["content"].as_str().is_some_and(|c| c.contains("tasks/cancel for native-2")))
+                .count()
+        })
+    };
+    assert_eq!(upstream_cancels(), 0);
+    let cancel = hangar.mcp_with("tasks/cancel", json!({"taskId": id}), takes_tasks.clone(), &[("Mcp-Name", &id)]);
+    assert_eq!(cancel.body["result"]["resultType"], "complete", "{}", cancel.text);
+    poll("the upstream to hear tasks/cancel for its own id", Duration::from_secs(10), || {
+        (upstream_cancels() == 1).then_some(())
+    });
+    assert_eq!(get(&id)["status"], "cancelled");
 }
 
 /// A task parked on a legacy upstream's own question (its call held for the client's answer)
