@@ -84,6 +84,22 @@ pub const NOTIFICATION_CANCELLED: &str = "notifications/cancelled";
 /// What a client can be asked for, by method, and the capability each needs.
 pub const CLIENT_REQUESTS: [(&str, &str); 3] =
     [("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
+/// Whether a client that `declared` these capabilities (its `_meta` client capabilities, or a
+/// legacy session's at `initialize`) can be asked `method` (one of [`CLIENT_REQUESTS`]).
+pub fn declares(declared: &serde_json::Value, method: &str) -> bool {
+    CLIENT_REQUESTS.iter().any(|(known, capability)| *known == method && declared.get(capability).is_some())
+}
+
+/// The upstream's answer when its request needs a capability the calling client did not declare:
+/// the same words in every era.
+pub fn not_declared(method: &str) -> crate::jsonrpc::RpcError {
+    let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map_or("", |(_, c)| *c);
+    crate::jsonrpc::RpcError::new(
+        crate::jsonrpc::INTERNAL_ERROR,
+        format!("hangar: no client was asked `{method}`: the calling client did not declare `{capability}`"),
+    )
+}
+
 /// The start of a `requestState` the hangar minted for a call it holds while its client answers
 /// a legacy upstream's own request (anything else is an upstream's own state).
 pub const HELD_CALL_STATE_PREFIX: &str = "hangar-held-";

@@ -165,6 +165,12 @@ impl Book {
         self.tasks.get(id).filter(|t| t.owner == owner).ok_or(Refusal::Unknown)
     }
 
+    /// The `requestState` a parked task of `owner`'s keeps (its held calls and batches are
+    /// named there), if any.
+    pub fn request_state(&mut self, owner: &str, id: &str, now_ms: u64) -> Option<Value> {
+        self.get(owner, id, now_ms).ok()?.request_state.clone()
+    }
+
     fn get_mut(&mut self, owner: &str, id: &str, now_ms: u64) -> Result<&mut Task, Refusal> {
         self.expire(now_ms);
         self.tasks.get_mut(id).filter(|t| t.owner == owner).ok_or(Refusal::Unknown)

@@ -58,12 +58,26 @@ pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
                 std::thread::sleep(delay);
             }
             let is_call = method == Some("tools/call");
-            let is_sleep = is_call && msg.pointer("/params/name").and_then(Value::as_str) == Some("sleep");
+            let name = msg.pointer("/params/name").and_then(Value::as_str);
+            let is_sleep = is_call && matches!(name, Some("sleep" | tools::ASK_SLEEP));
+            let asks = is_call && name == Some(tools::ASK_SLEEP) && state.tools.iter().any(|t| t == tools::ASK_SLEEP);
             if is_sleep {
                 // Only `sleep` blocks, so only it leaves the reader thread; the
                 // rest answer inline and are never lost when stdin closes.
                 let (state, out) = (Arc::clone(state), Arc::clone(out));
                 std::thread::spawn(move || {
+                    if asks {
+                        // After `after_ms`, asks the hangar's client (the answer is only
+                        // logged), then sleeps as `sleep` does.
+                        let after = msg.pointer("/params/arguments/after_ms").and_then(Value::as_u64).unwrap_or(0);
+                        std::thread::sleep(std::time::Duration::from_millis(after.min(60_000)));
+                        log("sending sampling/createMessage to the hangar, then sleeping");
+                        out.send(&protocol::request(
+                            "fake-ask-1",
+                            "sampling/createMessage",
+                            Some(serde_json::json!({})),
+                        ));
+                    }
                     if let Some(reply) = handler::handle(&state, &msg) {
                         out.answer(&reply, true);
                     }

@@ -24,6 +24,8 @@ impl Outcome {
 
 /// The tool that answers its request's `_meta` (see `handler::call`).
 pub const ECHO_META: &str = "echo_meta";
+/// Asks the hangar's client something (sampling) over stdio, then sleeps (test tool).
+pub const ASK_SLEEP: &str = "ask_sleep";
 
 /// Answers with a JSON-RPC error (-32603) whose message and data are its arguments'.
 pub const RPC_ERROR: &str = "rpc_error";
@@ -62,6 +64,13 @@ pub fn spec(name: &str) -> Value {
                 "required": ["ms"]
             }),
         ),
+        ASK_SLEEP => (
+            "After `after_ms`, sends the hangar a sampling/createMessage request, then sleeps `ms` (stdio only).",
+            json!({"type": "object", "properties": {
+                "ms": {"type": "integer", "minimum": 0},
+                "after_ms": {"type": "integer", "minimum": 0},
+            }, "required": ["ms"]}),
+        ),
         "fail" => ("Always returns a tool error.", json!({"type": "object", "properties": {}})),
         "huge" => (
             "Answers with a text of `bytes` characters (to test over-long answers).",
@@ -86,7 +95,7 @@ pub fn spec(name: &str) -> Value {
 pub fn call(name: &str, args: &Map<String, Value>) -> Outcome {
     match name {
         "add" => add(args),
-        "sleep" => sleep(args),
+        "sleep" | ASK_SLEEP => sleep(args),
         "fail" => Outcome::failed("tool failed as asked"),
         "huge" => {
             // Capped so a typo cannot exhaust the test machine's memory.

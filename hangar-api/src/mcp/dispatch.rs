@@ -11,7 +11,7 @@ use super::era::Era;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
-use super::{custom_headers, front_door, relay, stream, subscriptions, tasks, tools, traced};
+use super::{custom_headers, front_door, relay, relay_batch, stream, subscriptions, tasks, tools, traced};
 use crate::state::Calling;
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
 
@@ -109,7 +109,18 @@ async fn tools_call(
         let reply = relay::tools_call(&app.supervisor, headers, session, &request.id, call, wanted, era).await?;
         return Ok(Answer::Reply(reply));
     }
-    // A legacy session's `hangar_call`: its client may cancel it by its id, as a call above.
+    // A legacy session's `hangar_call`: its calls declare the session's client capabilities,
+    // their questions reach the client on the call's stream, and the client may cancel it by
+    // its id, as a call above. (Arguments it cannot read are refused below, as JSON.)
+    if let Some(session) = &request.session
+        && call.name == "hangar_call"
+        && let Some(spec) = tools::hangar_call_spec(call.arguments.clone())
+    {
+        let session = (session.as_str(), &request.id);
+        let reply = relay_batch::hangar_call(&app.supervisor, headers, session, &call, spec, wanted, era).await?;
+        return Ok(Answer::Reply(reply));
+    }
+    // A legacy session's `hangar_call` refused: its client may cancel it by its id, as a call above.
     let cancellable;
     let app = match &request.session {
         Some(session) if call.name == "hangar_call" => {

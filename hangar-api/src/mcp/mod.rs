@@ -22,6 +22,7 @@ mod old_sse;
 mod params;
 pub mod refusal;
 mod relay;
+mod relay_batch;
 mod reply;
 mod session;
 mod stream;

@@ -10,7 +10,8 @@ use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, Target};
 use hangar_core::jsonrpc::{Message, RpcError};
 use hangar_core::mcp::{
-    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, NOTIFICATION_CANCELLED, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
+    CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
+    RESULT_TYPE_INPUT_REQUIRED, declares, not_declared,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -25,7 +26,7 @@ use crate::random;
 use crate::supervisor::AsCaller;
 
 /// How many times one call may come back `input_required` before the hangar gives up on it.
-const MAX_ROUNDS: usize = 16;
+pub(super) const MAX_ROUNDS: usize = 16;
 /// A backstop only: the supervisor ends the wait for the client's answer at
 /// `tool_access.client_answer_timeout_s` (at most a day), and that error goes to the upstream.
 const CLIENT_ANSWER_WAIT: std::time::Duration =
@@ -95,7 +96,11 @@ impl LegacyCall {
     async fn answer_upstream_ask(&self, events: &mpsc::Sender<Bytes>, ask: Value) -> Result<(), ()> {
         let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default();
         let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-        let response = match ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await {
+        let response = match asked_of(&self.declared(), method) {
+            Err(refused) => Err(Asked::Failed(refused)),
+            Ok(()) => ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await,
+        };
+        let response = match response {
             Ok(response) => response,
             Err(Asked::Left) => return Err(()),
             Err(Asked::Failed(error)) => json!({"error": error.to_json()}),
@@ -104,6 +109,11 @@ impl LegacyCall {
             tracing::debug!(error = %err.message, "a client's answer to an upstream's request did not reach it");
         }
         Ok(())
+    }
+
+    /// What the client said it can be asked (the params' `_meta` client capabilities).
+    fn declared(&self) -> Value {
+        declared_in(self.params.get("_meta"))
     }
 
     /// The retry after the client answered: its answers and the upstream's state, as asked.
@@ -116,8 +126,21 @@ impl LegacyCall {
     }
 }
 
+/// The client capabilities in a call's `_meta` (`Null` when none).
+pub(super) fn declared_in(meta: Option<&Value>) -> Value {
+    meta.and_then(|meta| meta.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or(Value::Null)
+}
+
+/// Whether a client that `declared` these capabilities may be asked `method`: a request it did
+/// not declare is refused in the words a 2026-07-28 client's would be (`mcp::not_declared`);
+/// an unknown method is [`ask_client`]'s to refuse.
+pub(super) fn asked_of(declared: &Value, method: &str) -> Result<(), RpcError> {
+    let known = CLIENT_REQUESTS.iter().any(|(known, _)| *known == method);
+    if known && !declares(declared, method) { Err(not_declared(method)) } else { Ok(()) }
+}
+
 /// Whether an upstream's result asks for the client's input first.
-fn input_required(result: &Value) -> bool {
+pub(super) fn input_required(result: &Value) -> bool {
     result.get("resultType").and_then(Value::as_str) == Some(RESULT_TYPE_INPUT_REQUIRED)
 }
 
@@ -164,17 +187,17 @@ pub async fn tools_call(
 
 /// Where the call's answer goes: the POST's plain JSON answer until something must go to the
 /// client before the end (a notification, a question), then an event stream.
-struct Sink {
+pub(super) struct Sink {
     /// Whether the client takes event streams (else it is never asked anything).
-    streams: bool,
-    answer: Option<oneshot::Sender<McpReply>>,
-    events: Option<mpsc::Sender<Bytes>>,
+    pub(super) streams: bool,
+    pub(super) answer: Option<oneshot::Sender<McpReply>>,
+    pub(super) events: Option<mpsc::Sender<Bytes>>,
 }
 
 impl Sink {
     /// The event stream, started (as the POST's answer) if it was not yet; `None` when the
     /// client does not take streams or has left.
-    fn stream(&mut self) -> Option<&mpsc::Sender<Bytes>> {
+    pub(super) fn stream(&mut self) -> Option<&mpsc::Sender<Bytes>> {
         if self.events.is_none() && self.streams {
             let (events, stream) = mpsc::channel(64);
             self.answer.take()?.send(McpReply::events(stream)).ok()?;
@@ -184,7 +207,7 @@ impl Sink {
     }
 
     /// Resolves when the client has gone (closed the stream, or the POST before its answer).
-    async fn gone(&mut self) {
+    pub(super) async fn gone(&mut self) {
         match (&self.events, &mut self.answer) {
             (Some(events), _) => events.closed().await,
             (None, Some(answer)) => answer.closed().await,
@@ -193,7 +216,7 @@ impl Sink {
     }
 
     /// The call's answer, on the stream if it started, else as the POST's JSON answer.
-    async fn finish(mut self, id: Id, outcome: Result<Value, RpcError>, era: &'static Era) {
+    pub(super) async fn finish(mut self, id: Id, outcome: Result<Value, RpcError>, era: &'static Era) {
         if let Some(events) = self.events.take() {
             let _ = events.send(sse_event(&Answer { id, outcome })).await;
         } else if let Some(answer) = self.answer.take() {
@@ -224,7 +247,7 @@ async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: 
                     )));
                 }
                 let Some(events) = sink.stream() else { return };
-                match ask(&call.supervisor, &call.session, events, &result).await {
+                match ask(&call.supervisor, &call.session, events, &call.declared(), &result).await {
                     Ok(responses) => call.retry_with(responses, &result),
                     Err(Asked::Left) => return,
                     Err(Asked::Failed(err)) => break Err(err),
@@ -244,17 +267,18 @@ async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: 
 }
 
 /// Why the client's answers did not come.
-enum Asked {
+pub(super) enum Asked {
     Left,
     Failed(RpcError),
 }
 
 /// Sends each of the upstream's questions to the client as a request on the stream, one after
 /// another, and waits for each answer (wherever it is POSTed); the answers by the upstream's keys.
-async fn ask(
+pub(super) async fn ask(
     supervisor: &AsCaller,
     session: &str,
     events: &mpsc::Sender<Bytes>,
+    declared: &Value,
     asked: &Value,
 ) -> Result<Map<String, Value>, Asked> {
     let Some(questions) = asked.get(INPUT_REQUESTS).and_then(Value::as_object) else {
@@ -263,6 +287,7 @@ async fn ask(
     let mut responses = Map::new();
     for (key, question) in questions {
         let method = question.get("method").and_then(Value::as_str).unwrap_or_default();
+        asked_of(declared, method).map_err(Asked::Failed)?;
         let response = ask_client(supervisor, session, events, method, question.get("params")).await?;
         match response.get("result") {
             Some(result) => responses.insert(key.clone(), result.clone()),
@@ -278,7 +303,7 @@ async fn ask(
 
 /// Sends the client one request (`method`: sampling, elicitation or roots) on the stream and
 /// waits for its response message (`result` or `error`), wherever the client POSTs it.
-async fn ask_client(
+pub(super) async fn ask_client(
     supervisor: &AsCaller,
     session: &str,
     events: &mpsc::Sender<Bytes>,

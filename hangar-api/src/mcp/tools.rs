@@ -312,7 +312,7 @@ pub fn hangar_call_held_watched<'a>(
 
 /// What a batch's calls pass on to their upstreams of the client's params (`params`, the call's
 /// other params): its log level, and (`capabilities`) its client capabilities.
-fn batch_extra(params: &Map<String, Value>, capabilities: bool) -> Option<Value> {
+pub(super) fn batch_extra(params: &Map<String, Value>, capabilities: bool) -> Option<Value> {
     let meta = params.get("_meta")?;
     let keys = if capabilities { &[META_LOG_LEVEL, META_CLIENT_CAPABILITIES][..] } else { &[META_LOG_LEVEL][..] };
     let passed: Map<String, Value> =

@@ -48,6 +48,11 @@ impl HeldBatches {
     fn held(&self) -> MutexGuard<'_, HashMap<String, HeldBatch>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Forgets held batch `token`; the batch's state (which names its held calls).
+    pub(super) fn take_state(&self, token: &str) -> Option<Value> {
+        self.held().remove(token).map(|held| held.state)
+    }
 }
 
 /// What a retry found: the rest of the questions to ask, or every answer and the batch's state.

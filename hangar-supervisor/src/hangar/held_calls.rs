@@ -19,11 +19,11 @@ use std::time::Duration;
 use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
-use hangar_core::mcp::can_be_asked;
 use hangar_core::mcp::{
-    CLIENT_REQUESTS, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, REQUEST_STATE,
-    RESULT_TYPE_INPUT_REQUIRED,
+    CLIENT_REQUESTS, HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES,
+    META_CLIENT_CAPABILITIES, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
 };
+use hangar_core::mcp::{can_be_asked, not_declared};
 use hangar_core::trace::TraceContext;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -226,6 +226,29 @@ impl Hangar {
         }
     }
 
+    /// Ends every held call and batch `state` names (a cancelled task's `requestState`, at any
+    /// depth): each upstream's request is answered with an error and its call cancelled
+    /// upstream at once.
+    pub(super) fn end_held_in(&self, state: &Value) {
+        match state {
+            Value::String(text) => {
+                if let Some(token) = text.strip_prefix(HELD_CALL_STATE_PREFIX) {
+                    let Some(held) = self.held.held().remove(token) else { return };
+                    let error = RpcError::new(INTERNAL_ERROR, "hangar: the task was cancelled");
+                    self.answer_held_ask(&held.server, &held.ask_id, json!({"error": error.to_json()}));
+                    held.running.call.abort();
+                } else if let Some(token) = text.strip_prefix(HELD_BATCH_STATE_PREFIX)
+                    && let Some(state) = self.held.batches.take_state(token)
+                {
+                    self.end_held_in(&state);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| self.end_held_in(item)),
+            Value::Object(members) => members.values().for_each(|member| self.end_held_in(member)),
+            _ => {}
+        }
+    }
+
     /// Forgets the held call `token` after [`HOLD`] if no retry took it: its upstream's
     /// request is answered with an error and the call is cancelled upstream.
     fn expire_held(&self, token: String) {
@@ -248,15 +271,6 @@ fn pass_on(notices: Option<&mpsc::UnboundedSender<Value>>, notice: Value) {
     if let Some(notices) = notices {
         let _ = notices.send(notice);
     }
-}
-
-/// The upstream's request when the calling client did not declare the capability it needs.
-fn not_declared(method: &str) -> RpcError {
-    let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map_or("", |(_, c)| *c);
-    RpcError::new(
-        INTERNAL_ERROR,
-        format!("hangar: no client was asked `{method}`: the calling client did not declare `{capability}`"),
-    )
 }
 
 #[cfg(test)]

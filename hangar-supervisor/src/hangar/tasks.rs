@@ -339,7 +339,13 @@ impl Hangar {
 
     /// [`Request::TaskCancel`]: the book first, then the run (dropping it tells the upstream).
     pub(super) fn task_cancel(&self, caller: &Caller, task_id: &str) -> Result<Reply, IpcError> {
+        let parked_on = self.tasks.book().request_state(&caller.identity, task_id, now_ms());
         let stop = self.tasks.book().cancel(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        // A call held for its client's answer (a legacy upstream's own request) is named in the
+        // parked task's state: it ends now, and its upstream hears the cancel, not at the hold's end.
+        if stop && let Some(state) = parked_on {
+            self.end_held_in(&state);
+        }
         if stop && let Some(run) = self.tasks.runs().remove(task_id) {
             run.abort();
         }

@@ -38,7 +38,8 @@ const FIXTURES: &[(&str, &str, &str)] = &[
 const NATIVE: &str = "native_task_job";
 const NATIVE_RESULT: &str = "The native task is done.";
 
-/// The tasks `native_task_job` made: when each was made, and whether it was cancelled.
+/// The tasks `native_task_job` made: when each is done (`seconds` after it was made, else
+/// [`PAUSE`]), and whether it was cancelled.
 #[derive(Debug, Default)]
 pub struct NativeTasks(Mutex<HashMap<String, (Instant, bool)>>);
 
@@ -47,10 +48,15 @@ impl NativeTasks {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn create(&self) -> Value {
+    fn create(&self, args: &Map<String, Value>) -> Value {
+        let pause = args
+            .get("seconds")
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map_or(PAUSE, |s| Duration::from_secs_f64(s.min(3600.0)));
         let mut tasks = self.lock();
         let id = format!("native-{}", tasks.len() + 1);
-        tasks.insert(id.clone(), (Instant::now(), false));
+        tasks.insert(id.clone(), (Instant::now() + pause, false));
         json!({"resultType": "task", "taskId": id, "status": "working", "createdAt": CREATED_AT,
             "lastUpdatedAt": CREATED_AT, "ttlMs": 60000, "pollIntervalMs": 100})
     }
@@ -64,6 +70,8 @@ impl NativeTasks {
         let Some(task) = tasks.get_mut(id) else { return Answer::invalid(format!("no task {id}")) };
         match method {
             "tasks/cancel" => {
+                // Tests read this line from the hangar's logs endpoint to see the cancel arrive.
+                crate::log::log(&format!("tasks/cancel for {id}"));
                 task.1 = true;
                 Answer::Result(json!({}))
             }
@@ -72,7 +80,7 @@ impl NativeTasks {
                     json!({"taskId": id, "createdAt": CREATED_AT, "lastUpdatedAt": CREATED_AT, "ttlMs": 60000});
                 if task.1 {
                     out["status"] = json!("cancelled");
-                } else if task.0.elapsed() >= PAUSE {
+                } else if Instant::now() >= task.0 {
                     out["status"] = json!("completed");
                     out["result"] = tool_result(vec![content::text(NATIVE_RESULT)]);
                 } else {
@@ -136,7 +144,7 @@ pub fn call(native: &NativeTasks, req: &Req, peer: &dyn Peer, name: &str, args: 
         "confirm_delete" => confirm_delete(req, peer, &arg("filename")),
         "multi_input" => multi_input(req, peer),
         "test_tool_with_task" => with_task(req, peer),
-        NATIVE if takes_tasks(req) => Answer::Result(native.create()),
+        NATIVE if takes_tasks(req) => Answer::Result(native.create(args)),
         NATIVE => {
             std::thread::sleep(PAUSE);
             answered(NATIVE_RESULT.to_owned())

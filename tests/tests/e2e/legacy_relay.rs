@@ -429,3 +429,39 @@ fn a_legacy_http_upstreams_own_request_reaches_the_legacy_client_of_its_call() {
     });
     a_ts_client_is_asked_for_sampling_mid_call(&hangar);
 }
+
+/// A legacy session's `hangar_call` declares the session's client capabilities to its calls'
+/// upstreams, and a legacy upstream's own request during it reaches the client on the call's
+/// event stream: the TypeScript client's sampling handler is asked, and the batch's result
+/// carries what it answered.
+#[test]
+fn a_legacy_ts_clients_hangar_call_is_asked_an_upstreams_sampling_request() {
+    let hangar = everything_behind_the_front_door();
+    let (mut child, mut stdout) = ts_client(&hangar, "batch");
+    let line = json_line(&mut child, &mut stdout);
+    assert_eq!(line["sampled"], 1, "the sampling handler was asked once: {line}");
+    let report = &line["result"]["structuredContent"];
+    assert_eq!(report["success"], true, "{line}");
+    let text = line["result"].to_string();
+    assert!(text.contains("LLM sampling result") && text.contains("sampled: Resource"), "{line}");
+    assert!(!text.contains("no client was asked"), "{line}");
+    assert!(child.wait().expect("the client exits").success());
+}
+
+/// A legacy client is asked only what it declared at `initialize`: the TypeScript client
+/// declares sampling only, and server-everything's elicitation request during its call gets
+/// the clear error a 2026-07-28 client's undeclared capability gets (the tool's result says
+/// so); the client is never sent it.
+#[test]
+fn a_legacy_client_is_not_asked_what_it_did_not_declare() {
+    let hangar = everything_behind_the_front_door();
+    let (mut child, mut stdout) = ts_client(&hangar, "undeclared");
+    let line = json_line(&mut child, &mut stdout);
+    assert_eq!(line["asked"], 0, "the client was sent no request it has no handler for: {line}");
+    let text = line["result"].to_string();
+    assert!(
+        text.contains("no client was asked `elicitation/create`: the calling client did not declare `elicitation`"),
+        "{line}"
+    );
+    assert!(child.wait().expect("the client exits").success());
+}

@@ -233,6 +233,68 @@ fn an_upstreams_own_task_is_passed_through_under_an_id_of_the_hangars() {
     // Without the extension the upstream makes no task, and neither does the hangar.
     let plain = hangar.mcp("tools/call", json!({"name": "native_task_job", "arguments": {}}));
     assert_eq!(plain.body["result"]["content"][0]["text"], "The native task is done.", "{}", plain.text);
+    // Cancelled under the hangar's id, the upstream's own task (a long one) hears `tasks/cancel`
+    // for the upstream's id, and reads cancelled.
+    let long = json!({"name": "native_task_job", "arguments": {"seconds": 600}});
+    let created = hangar.mcp_with("tools/call", long, takes_tasks.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    assert_eq!(get(&id)["status"], "working");
+    let upstream_cancels = || {
+        let logs = hangar.get("/api/mcp_servers/conf/logs?lines=1000");
+        logs.body["logs"].as_array().map_or(0, |lines| {
+            lines
+                .iter()
+                .filter(|l| l["content"].as_str().is_some_and(|c| c.contains("tasks/cancel for native-2")))
+                .count()
+        })
+    };
+    assert_eq!(upstream_cancels(), 0);
+    let cancel = hangar.mcp_with("tasks/cancel", json!({"taskId": id}), takes_tasks.clone(), &[("Mcp-Name", &id)]);
+    assert_eq!(cancel.body["result"]["resultType"], "complete", "{}", cancel.text);
+    poll("the upstream to hear tasks/cancel for its own id", Duration::from_secs(10), || {
+        (upstream_cancels() == 1).then_some(())
+    });
+    assert_eq!(get(&id)["status"], "cancelled");
+}
+
+/// A task parked on a legacy upstream's own question (its call held for the client's answer)
+/// ends at once when cancelled: the upstream hears `notifications/cancelled` then, not when the
+/// hold runs out.
+#[test]
+fn cancelling_a_task_parked_on_a_legacy_upstreams_question_cancels_its_call_upstream() {
+    let hangar = Hangar::start(
+        "tool_access: {mode: front_door}\nmcp_servers:\n  asker: {command: [\"{fake}\", \"--legacy\", \"--tools\", \"ask_sleep\"]}\n",
+    );
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "extensions": {TASKS: {}}}});
+    let task = |method: &str, id: &str| {
+        let response = hangar.mcp_with(method, json!({"taskId": id}), meta.clone(), &[("Mcp-Name", id)]);
+        assert_eq!(response.status, 200, "{method}: {}", response.text);
+        response.body["result"].clone()
+    };
+    let cancellations = || {
+        let logs = hangar.get("/api/mcp_servers/asker/logs?lines=1000");
+        logs.body["logs"].as_array().map_or(0, |lines| {
+            lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
+        })
+    };
+    let call = json!({"name": "ask_sleep", "arguments": {"ms": 120000, "after_ms": 1000}});
+    let created = hangar.mcp_with("tools/call", call, meta.clone(), &[]);
+    let id =
+        created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text)).to_owned();
+    let parked = poll("the task to ask", Duration::from_secs(10), || {
+        let got = task("tasks/get", &id);
+        (got["status"] == "input_required").then_some(got)
+    });
+    let question = parked["inputRequests"].as_object().and_then(|q| q.values().next()).cloned().unwrap_or_default();
+    assert_eq!(question["method"], "sampling/createMessage", "{parked}");
+    assert_eq!(cancellations(), 0);
+    assert_eq!(task("tasks/cancel", &id)["resultType"], "complete");
+    assert_eq!(task("tasks/get", &id)["status"], "cancelled");
+    // Well within the 60 s hold.
+    poll("the upstream to hear the call is cancelled", Duration::from_secs(10), || {
+        (cancellations() == 1).then_some(())
+    });
 }
 
 // `hangar_call` as a task: the supervisor runs the batch, so it is a task like a front-door call.
