@@ -213,7 +213,7 @@ fn the_real_filesystem_server_serves_its_one_directory_under_the_strict_preset()
 tool_access: {{mode: front_door}}
 mcp_servers:
   files:
-    command: ["{node}", "{script}", "{{dir}}/shared"]
+    command: ["{node}", "{script}", "{{dir}}/shared", "{{dir}}/ungranted"]
     handshake_timeout_s: 30
     sandbox: {{preset: strict, filesystem: {{write: ["{{dir}}/shared"]}}}}
 "#,
@@ -224,7 +224,10 @@ mcp_servers:
     let dir = hangar.dir.path();
     std::fs::create_dir_all(dir.join("shared")).unwrap();
     std::fs::write(dir.join("shared/note.txt"), "inside the box").unwrap();
-    std::fs::write(dir.join("secret.txt"), "outside the box").unwrap();
+    // `ungranted` is one of the server's own allowed directories, which the sandbox does not
+    // grant: the server lets the read through, and only the kernel can refuse it.
+    std::fs::create_dir_all(dir.join("ungranted")).unwrap();
+    std::fs::write(dir.join("ungranted/secret.txt"), "outside the box").unwrap();
     let at = |name: &str| dir.join(name).display().to_string();
 
     let listed = hangar.tool("list_directory", json!({"path": at("shared")}));
@@ -236,12 +239,18 @@ mcp_servers:
     assert_ne!(written["isError"], true, "{written}");
     assert_eq!(std::fs::read_to_string(dir.join("shared/new.txt")).unwrap(), "made inside");
 
-    let outside = hangar.tool("read_text_file", json!({"path": at("secret.txt")}));
+    let outside = hangar.tool("read_text_file", json!({"path": at("ungranted/secret.txt")}));
     assert_eq!(outside["isError"], true, "{outside}");
     assert!(!outside.to_string().contains("outside the box"), "{outside}");
+    // The kernel's refusal (Landlock's EACCES), not the server's own "outside allowed directories".
+    assert!(outside.to_string().contains("EACCES"), "{outside}");
     let details = hangar.details("files");
     assert_eq!(details["sandbox"]["configured"]["network"], "none", "{details}");
     assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
+    let enforced = details["sandbox"]["in_effect"]["enforced"].to_string();
+    for word in ["filesystem: Landlock", "network: none"] {
+        assert!(enforced.contains(word), "{word} not in {enforced}");
+    }
 }
 
 #[test]
