@@ -317,3 +317,36 @@ mcp_servers:
     let refused = hangar.tool("hangar_start", json!({"mcp_server": "squatter"}));
     assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
 }
+
+#[test]
+fn a_kernel_without_landlock_refuses_a_filesystem_sandbox_unless_not_required() {
+    let config = r#"
+mcp_servers:
+  required:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
+  optional:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}, require: false}
+"#;
+    // The hangar is made to believe the kernel has no Landlock at all.
+    let hangar = Hangar::start_with_env(config, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "0")]);
+    lay_out(hangar.dir.path());
+
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": "required"}));
+    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+    let why = refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(why.contains("need Landlock") && why.contains("no Landlock") && why.contains("require: false"), "{why}");
+    assert_eq!(hangar.details("required")["dead"]["reason"], "start_failed");
+
+    // Not required: it runs, reads what the sandbox would have denied, and says why.
+    let outside = hangar.dir.path().join("outside.txt").display().to_string();
+    let read = attempt(&hangar, "optional", "read_file", json!({"path": outside}));
+    assert_eq!(read["ok"], true, "{read}");
+    let details = hangar.details("optional");
+    let in_effect = &details["sandbox"]["in_effect"];
+    assert!(in_effect["fallbacks"].to_string().contains("filesystem: not restricted"), "{details}");
+    assert!(in_effect["landlock_abi"].is_null(), "{details}");
+    assert!(!in_effect["enforced"].to_string().contains("filesystem: Landlock"), "{details}");
+    assert_eq!(details["state"], "ready", "{details}");
+}
