@@ -350,3 +350,29 @@ mcp_servers:
     assert!(!in_effect["enforced"].to_string().contains("filesystem: Landlock"), "{details}");
     assert_eq!(details["state"], "ready", "{details}");
 }
+
+#[test]
+fn network_none_without_root_is_a_user_and_network_namespace_of_its_own() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = r#"
+mcp_servers:
+  offline:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {network: none}
+"#;
+    // nobody: the supervisor has no root, so `network: none` needs CLONE_NEWUSER with it.
+    let hangar = Hangar::start_as_user(config, 65534, 65534);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", hangar.pid())).unwrap();
+    let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap_or_default().to_owned();
+    assert!(uid_line.split_whitespace().skip(1).all(|uid| uid == "65534"), "the supervisor is not nobody: {uid_line}");
+
+    let connect = attempt(&hangar, "offline", "connect", json!({"port": port}));
+    assert_refused(&connect, &["ENETUNREACH"], "connect from network: none without root");
+    let details = hangar.details("offline");
+    let enforced = details["sandbox"]["in_effect"]["enforced"].to_string();
+    assert!(enforced.contains("network: none"), "{enforced}");
+    assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
+    assert_eq!(details["state"], "ready", "{details}");
+    assert_eq!(attempt(&hangar, "offline", "whoami", json!({}))["ok"], true);
+}
