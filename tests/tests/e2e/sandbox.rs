@@ -352,6 +352,49 @@ mcp_servers:
 }
 
 #[test]
+fn open_files_cpu_seconds_no_syscall_filter_and_no_private_home_are_as_configured() {
+    let config = r#"
+mcp_servers:
+  limited:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox:
+      filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache], private: false}
+      max_open_files: 123
+      cpu_seconds: 77
+      syscalls: none
+  defaults:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
+"#;
+    let hangar = Hangar::start(config);
+    let limited = attempt(&hangar, "limited", "limits", json!({}));
+    assert_eq!(limited["limits"]["Max open files"], json!([123, 123]), "{limited}");
+    assert_eq!(limited["limits"]["Max cpu time"], json!([77, 77]), "{limited}");
+    assert_eq!(limited["seccomp"], "0", "{limited}");
+    let me = attempt(&hangar, "limited", "whoami", json!({}));
+    for key in ["home", "tmpdir"] {
+        assert!(!me[key].to_string().contains("hangar-sandbox-"), "{key}: {me}");
+    }
+    // The same probe with the defaults: the filter and the private home are there, so the
+    // assertions above tell the keys apart from what the probe always sees.
+    let defaults = attempt(&hangar, "defaults", "limits", json!({}));
+    assert_eq!(defaults["seccomp"], "2", "{defaults}");
+    assert_ne!(defaults["limits"]["Max open files"], json!([123, 123]), "{defaults}");
+    assert_ne!(defaults["limits"]["Max cpu time"], json!([77, 77]), "{defaults}");
+    let home = attempt(&hangar, "defaults", "whoami", json!({}))["home"].to_string();
+    assert!(home.contains("hangar-sandbox-"), "{home}");
+    let details = hangar.details("limited");
+    let enforced = details["sandbox"]["in_effect"]["enforced"].to_string();
+    for word in ["max_open_files: 123", "cpu_seconds: 77"] {
+        assert!(enforced.contains(word), "{word} not in {enforced}");
+    }
+    assert!(!enforced.contains("seccomp"), "{enforced}");
+    for id in ["limited", "defaults"] {
+        assert_eq!(hangar.details(id)["state"], "ready", "{id}");
+    }
+}
+
+#[test]
 fn network_none_without_root_is_a_user_and_network_namespace_of_its_own() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
