@@ -245,7 +245,8 @@ impl Sandbox {
     }
 
     /// `sandbox: strict`: no network; read-only system paths; the command's own directory
-    /// readable (always true); a private `$HOME` and `/tmp`; 512 MB of memory; 64 processes.
+    /// readable (always true); a private `$HOME` and `$TMPDIR` (the host's `/tmp` refused, not
+    /// replaced); 512 MB of memory; 64 processes.
     pub fn strict() -> Sandbox {
         Sandbox {
             user: None,

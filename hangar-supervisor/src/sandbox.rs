@@ -64,7 +64,7 @@ pub fn prepare(
     let mut confinement = Confinement::default();
 
     let identity = match &sandbox.user {
-        Some(user) => Some(identity(user)?),
+        Some(user) => Some(identity(user, sandbox.filesystem.private)?),
         None => None,
     };
     if let Some((who, ids)) = &identity {
@@ -316,7 +316,7 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// The user to run as, looked up now (no lookups after the fork), with how it reads.
-fn identity(user: &str) -> Result<(String, Identity), String> {
+fn identity(user: &str, private: bool) -> Result<(String, Identity), String> {
     let found = match user.parse::<u32>() {
         Ok(uid) => nix::unistd::User::from_uid(uid.into()),
         Err(_) => nix::unistd::User::from_name(user),
@@ -327,26 +327,47 @@ fn identity(user: &str) -> Result<(String, Identity), String> {
         Err(err) => return Err(format!("its sandbox's user `{user}` could not be looked up: {err}")),
     };
     let ids = Identity { uid: found.uid.as_raw(), gid: found.gid.as_raw() };
-    if ids.uid != nix::unistd::geteuid().as_raw() && !may_change_identity() {
-        return Err(format!(
-            "its sandbox's user `{user}` needs the hangar to run as root or with CAP_SETUID and CAP_SETGID (AmbientCapabilities= under systemd)"
-        ));
+    if ids.uid != nix::unistd::geteuid().as_raw() && !nix::unistd::geteuid().is_root() {
+        let missing = missing_capabilities(effective_capabilities(), private);
+        if !missing.is_empty() {
+            return Err(format!(
+                "its sandbox's user `{user}` needs the hangar to run as root or with {} (missing {}; AmbientCapabilities= under systemd)",
+                needed_capabilities(private).join(", "),
+                missing.join(", ")
+            ));
+        }
     }
     Ok((format!("{} (uid {}, gid {})", found.name, ids.uid, ids.gid), ids))
 }
 
-/// Root, or CAP_SETUID (7) and CAP_SETGID (6) in the effective set.
-fn may_change_identity() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
+/// What becoming another user takes: CAP_SETUID (7) and CAP_SETGID (6); with a private
+/// `$HOME`, CAP_CHOWN (0) too, to give that user its directories.
+fn needed_capabilities(private: bool) -> Vec<&'static str> {
+    let mut needed = vec!["CAP_SETUID", "CAP_SETGID"];
+    if private {
+        needed.push("CAP_CHOWN");
     }
+    needed
+}
+
+/// The capabilities of [`needed_capabilities`] not in the `effective` set.
+fn missing_capabilities(effective: u64, private: bool) -> Vec<&'static str> {
+    let bit = |name: &str| match name {
+        "CAP_SETUID" => 7,
+        "CAP_SETGID" => 6,
+        _ => 0, // CAP_CHOWN
+    };
+    needed_capabilities(private).into_iter().filter(|name| effective & (1 << bit(name)) == 0).collect()
+}
+
+/// The supervisor's effective capability set (`CapEff:` of `/proc/self/status`; none if unread).
+fn effective_capabilities() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let effective = status
+    status
         .lines()
         .find_map(|line| line.strip_prefix("CapEff:"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .unwrap_or(0);
-    effective & (1 << 7) != 0 && effective & (1 << 6) != 0
+        .unwrap_or(0)
 }
 
 /// System calls no MCP server needs and a sandbox escape would: debugging other processes,
@@ -507,6 +528,15 @@ mod tests {
         assert_eq!(shebang(&script, "/usr/bin:/bin"), resolve("sh", "/usr/bin:/bin"));
         std::fs::write(&script, "#!/bin/sh\n").unwrap();
         assert_eq!(shebang(&script, ""), Some(PathBuf::from("/bin/sh")));
+    }
+
+    #[test]
+    fn another_user_needs_setuid_setgid_and_for_a_private_home_chown() {
+        let (chown, setgid, setuid) = (1 << 0, 1 << 6, 1 << 7);
+        assert_eq!(missing_capabilities(setuid | setgid | chown, true), Vec::<&str>::new());
+        assert_eq!(missing_capabilities(setuid | setgid, true), ["CAP_CHOWN"]);
+        assert_eq!(missing_capabilities(setuid | setgid, false), Vec::<&str>::new());
+        assert_eq!(missing_capabilities(chown, false), ["CAP_SETUID", "CAP_SETGID"]);
     }
 
     #[test]

@@ -287,6 +287,23 @@ impl Hangar {
 
     /// As [`Hangar::start_with`], with `env` set for the supervisor (and the helpers it starts).
     pub fn start_with_env(yaml: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Hangar {
+        let dir = Hangar::write_config(yaml);
+        Hangar::launch(dir, extra_args, env, None)
+    }
+
+    /// As [`Hangar::start`], with the supervisor (and so everything it starts) running as the
+    /// unprivileged `uid`/`gid` (`setpriv`, no supplementary groups): how a hangar without root
+    /// behaves. Its temp dir is handed to that user, so its journal, socket and config are its own.
+    pub fn start_as_user(yaml: &str, uid: u32, gid: u32) -> Hangar {
+        let dir = Hangar::write_config(yaml);
+        for path in [dir.path().to_path_buf(), dir.path().join("hangar.yaml")] {
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("hand the temp dir to the user");
+        }
+        Hangar::launch(dir, &[], &[], Some((uid, gid)))
+    }
+
+    /// A temp dir holding `yaml` as `hangar.yaml`, its placeholders filled in.
+    fn write_config(yaml: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("hangar.yaml");
         let yaml = yaml
@@ -296,16 +313,32 @@ impl Hangar {
             if yaml.contains("{python}") { yaml.replace("{python}", &python().display().to_string()) } else { yaml };
         let yaml = yaml.replace("{dir}", &dir.path().display().to_string());
         std::fs::write(&config, yaml).expect("write config");
-        Hangar::launch(dir, extra_args, env)
+        dir
     }
 
-    /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there.
-    fn launch(dir: tempfile::TempDir, extra_args: &[&str], env: &[(&str, &str)]) -> Hangar {
+    /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there;
+    /// as `user` (uid, gid) when given.
+    fn launch(dir: tempfile::TempDir, extra_args: &[&str], env: &[(&str, &str)], user: Option<(u32, u32)>) -> Hangar {
         let config = dir.path().join("hangar.yaml");
         let socket = dir.path().join("supervisor.sock");
         let log =
             std::fs::File::options().create(true).append(true).open(dir.path().join("hangar.log")).expect("log file");
-        let mut supervisor = Command::new(bin("hangar-supervisor"))
+        let mut command = match user {
+            // setpriv execs the supervisor: the child's pid is the supervisor's.
+            Some((uid, gid)) => {
+                let mut command = Command::new("setpriv");
+                command
+                    .arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={gid}"))
+                    .arg("--clear-groups")
+                    .arg("--")
+                    .arg(bin("hangar-supervisor"))
+                    .env("HOME", dir.path());
+                command
+            }
+            None => Command::new(bin("hangar-supervisor")),
+        };
+        let mut supervisor = command
             .arg("--config")
             .arg(&config)
             .arg("--socket")
@@ -626,7 +659,7 @@ impl Hangar {
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
         drop(self);
         meanwhile(dir.path());
-        Hangar::launch(dir, extra_args, &[])
+        Hangar::launch(dir, extra_args, &[], None)
     }
 }
 

@@ -213,7 +213,7 @@ fn the_real_filesystem_server_serves_its_one_directory_under_the_strict_preset()
 tool_access: {{mode: front_door}}
 mcp_servers:
   files:
-    command: ["{node}", "{script}", "{{dir}}/shared"]
+    command: ["{node}", "{script}", "{{dir}}/shared", "{{dir}}/ungranted"]
     handshake_timeout_s: 30
     sandbox: {{preset: strict, filesystem: {{write: ["{{dir}}/shared"]}}}}
 "#,
@@ -224,7 +224,10 @@ mcp_servers:
     let dir = hangar.dir.path();
     std::fs::create_dir_all(dir.join("shared")).unwrap();
     std::fs::write(dir.join("shared/note.txt"), "inside the box").unwrap();
-    std::fs::write(dir.join("secret.txt"), "outside the box").unwrap();
+    // `ungranted` is one of the server's own allowed directories, which the sandbox does not
+    // grant: the server lets the read through, and only the kernel can refuse it.
+    std::fs::create_dir_all(dir.join("ungranted")).unwrap();
+    std::fs::write(dir.join("ungranted/secret.txt"), "outside the box").unwrap();
     let at = |name: &str| dir.join(name).display().to_string();
 
     let listed = hangar.tool("list_directory", json!({"path": at("shared")}));
@@ -236,12 +239,18 @@ mcp_servers:
     assert_ne!(written["isError"], true, "{written}");
     assert_eq!(std::fs::read_to_string(dir.join("shared/new.txt")).unwrap(), "made inside");
 
-    let outside = hangar.tool("read_text_file", json!({"path": at("secret.txt")}));
+    let outside = hangar.tool("read_text_file", json!({"path": at("ungranted/secret.txt")}));
     assert_eq!(outside["isError"], true, "{outside}");
     assert!(!outside.to_string().contains("outside the box"), "{outside}");
+    // The kernel's refusal (Landlock's EACCES), not the server's own "outside allowed directories".
+    assert!(outside.to_string().contains("EACCES"), "{outside}");
     let details = hangar.details("files");
     assert_eq!(details["sandbox"]["configured"]["network"], "none", "{details}");
     assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
+    let enforced = details["sandbox"]["in_effect"]["enforced"].to_string();
+    for word in ["filesystem: Landlock", "network: none"] {
+        assert!(enforced.contains(word), "{word} not in {enforced}");
+    }
 }
 
 #[test]
@@ -307,4 +316,106 @@ mcp_servers:
     // A port it was not given: it cannot listen, so it never comes up.
     let refused = hangar.tool("hangar_start", json!({"mcp_server": "squatter"}));
     assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+}
+
+#[test]
+fn a_kernel_without_landlock_refuses_a_filesystem_sandbox_unless_not_required() {
+    let config = r#"
+mcp_servers:
+  required:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
+  optional:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}, require: false}
+"#;
+    // The hangar is made to believe the kernel has no Landlock at all.
+    let hangar = Hangar::start_with_env(config, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "0")]);
+    lay_out(hangar.dir.path());
+
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": "required"}));
+    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+    let why = refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(why.contains("need Landlock") && why.contains("no Landlock") && why.contains("require: false"), "{why}");
+    assert_eq!(hangar.details("required")["dead"]["reason"], "start_failed");
+
+    // Not required: it runs, reads what the sandbox would have denied, and says why.
+    let outside = hangar.dir.path().join("outside.txt").display().to_string();
+    let read = attempt(&hangar, "optional", "read_file", json!({"path": outside}));
+    assert_eq!(read["ok"], true, "{read}");
+    let details = hangar.details("optional");
+    let in_effect = &details["sandbox"]["in_effect"];
+    assert!(in_effect["fallbacks"].to_string().contains("filesystem: not restricted"), "{details}");
+    assert!(in_effect["landlock_abi"].is_null(), "{details}");
+    assert!(!in_effect["enforced"].to_string().contains("filesystem: Landlock"), "{details}");
+    assert_eq!(details["state"], "ready", "{details}");
+}
+
+#[test]
+fn open_files_cpu_seconds_no_syscall_filter_and_no_private_home_are_as_configured() {
+    let config = r#"
+mcp_servers:
+  limited:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox:
+      filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache], private: false}
+      max_open_files: 123
+      cpu_seconds: 77
+      syscalls: none
+  defaults:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
+"#;
+    let hangar = Hangar::start(config);
+    let limited = attempt(&hangar, "limited", "limits", json!({}));
+    assert_eq!(limited["limits"]["Max open files"], json!([123, 123]), "{limited}");
+    assert_eq!(limited["limits"]["Max cpu time"], json!([77, 77]), "{limited}");
+    assert_eq!(limited["seccomp"], "0", "{limited}");
+    let me = attempt(&hangar, "limited", "whoami", json!({}));
+    for key in ["home", "tmpdir"] {
+        assert!(!me[key].to_string().contains("hangar-sandbox-"), "{key}: {me}");
+    }
+    // The same probe with the defaults: the filter and the private home are there, so the
+    // assertions above tell the keys apart from what the probe always sees.
+    let defaults = attempt(&hangar, "defaults", "limits", json!({}));
+    assert_eq!(defaults["seccomp"], "2", "{defaults}");
+    assert_ne!(defaults["limits"]["Max open files"], json!([123, 123]), "{defaults}");
+    assert_ne!(defaults["limits"]["Max cpu time"], json!([77, 77]), "{defaults}");
+    let home = attempt(&hangar, "defaults", "whoami", json!({}))["home"].to_string();
+    assert!(home.contains("hangar-sandbox-"), "{home}");
+    let details = hangar.details("limited");
+    let enforced = details["sandbox"]["in_effect"]["enforced"].to_string();
+    for word in ["max_open_files: 123", "cpu_seconds: 77"] {
+        assert!(enforced.contains(word), "{word} not in {enforced}");
+    }
+    assert!(!enforced.contains("seccomp"), "{enforced}");
+    for id in ["limited", "defaults"] {
+        assert_eq!(hangar.details(id)["state"], "ready", "{id}");
+    }
+}
+
+#[test]
+fn network_none_without_root_is_a_user_and_network_namespace_of_its_own() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = r#"
+mcp_servers:
+  offline:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {network: none}
+"#;
+    // nobody: the supervisor has no root, so `network: none` needs CLONE_NEWUSER with it.
+    let hangar = Hangar::start_as_user(config, 65534, 65534);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", hangar.pid())).unwrap();
+    let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap_or_default().to_owned();
+    assert!(uid_line.split_whitespace().skip(1).all(|uid| uid == "65534"), "the supervisor is not nobody: {uid_line}");
+
+    let connect = attempt(&hangar, "offline", "connect", json!({"port": port}));
+    assert_refused(&connect, &["ENETUNREACH"], "connect from network: none without root");
+    let details = hangar.details("offline");
+    let enforced = details["sandbox"]["in_effect"]["enforced"].to_string();
+    assert!(enforced.contains("network: none"), "{enforced}");
+    assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
+    assert_eq!(details["state"], "ready", "{details}");
+    assert_eq!(attempt(&hangar, "offline", "whoami", json!({}))["ok"], true);
 }
