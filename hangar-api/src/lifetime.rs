@@ -1,7 +1,8 @@
 //! The API's life once its arguments are read: listen (and learn what the exposure rule asks of
 //! requests there), connect to the supervisor, announce the address, serve until SIGTERM or
 //! SIGINT, then drain (`drain.rs`): not ready, new requests refused, the requests in flight given
-//! `--shutdown-grace-s` to finish; then stop and exit 0.
+//! `--shutdown-grace-s` to finish, and within that grace `tasks/*` still answered until the
+//! supervisor's calls finish and their results can be collected; then stop and exit 0.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -16,16 +17,25 @@ use hangar_runtime::signals::Signals;
 use hangar_runtime::telemetry::Telemetry;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::app;
 use crate::args::Args;
 use crate::auth::Auth;
 use crate::exposure::{self, Exposure, Listening};
 use crate::state::{AppState, ListChanged};
+use crate::supervisor::Supervisor;
 use crate::{guard, listen, serve};
 
 /// After the drain, how long the connections left (event streams, reads) may take to close.
 const LAST_WORDS: Duration = Duration::from_secs(1);
+
+/// Once the supervisor's last task call has finished, how long `tasks/get` is still answered so
+/// a polling client can collect the result (its poll interval is about a second).
+const COLLECT_WINDOW: Duration = Duration::from_secs(2);
+
+/// How often a drain asks the supervisor whether calls are still running.
+const TASKS_POLL: Duration = Duration::from_millis(50);
 
 /// The connection limits `args` ask for, within the open-file limit (raised to its hard limit
 /// first); a `--max-connections` above what that allows is warned about.
@@ -86,6 +96,7 @@ pub async fn run(
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 
     let drain = state.drain.clone();
+    let supervisor = state.supervisor.clone();
     let grace = Duration::from_secs_f64(args.shutdown_grace_s);
     let (stop, stopped) = oneshot::channel::<()>();
     let serve = serve::serve(listener, app::router(state), limits, async {
@@ -95,9 +106,12 @@ pub async fn run(
     let outcome = tokio::select! {
         signal = signals.stopped() => {
             tracing::info!(signal, grace_s = grace.as_secs_f64(), in_flight = drain.in_flight(), "draining: not ready, refusing new requests");
+            let deadline = Instant::now() + grace;
             drain.begin();
-            if tokio::time::timeout(grace, drain.idle()).await.is_err() {
+            if tokio::time::timeout_at(deadline, drain.idle()).await.is_err() {
                 tracing::warn!(in_flight = drain.in_flight(), "requests still running after the grace period; stopping anyway");
+            } else {
+                follow_ups_until_tasks_finish(supervisor.as_ref(), deadline).await;
             }
             let _ = stop.send(());
             // What is left is event streams (their clients reconnect elsewhere) and reads: a
@@ -124,6 +138,40 @@ pub async fn run(
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
     outcome
+}
+
+/// After this instance's own requests are answered: a task's call may still run in the
+/// supervisor, its client already answered with the task id and coming back with `tasks/get`
+/// (let through the drain gate). So the API keeps serving until the supervisor has no call in
+/// flight, then for `COLLECT_WINDOW`, all within `deadline` (the grace). A supervisor that
+/// cannot be asked ends the wait: nothing could be collected from it anyway.
+async fn follow_ups_until_tasks_finish(supervisor: &dyn Supervisor, deadline: Instant) {
+    let mut waited = false;
+    loop {
+        let calls_in_flight = match supervisor.request(&Caller::hangar(), Request::Metrics).await {
+            Ok(Reply::Metrics(snapshot)) => snapshot.calls_in_flight,
+            _ => return,
+        };
+        if calls_in_flight == 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(calls_in_flight, "task calls still running after the grace period; stopping anyway");
+            return;
+        }
+        if !waited {
+            tracing::info!(calls_in_flight, "serving tasks' follow-ups until their calls finish");
+            waited = true;
+        }
+        tokio::time::sleep(TASKS_POLL).await;
+    }
+    if waited {
+        tracing::info!(
+            window_ms = COLLECT_WINDOW.as_millis() as u64,
+            "task calls finished; their results can still be collected"
+        );
+        tokio::time::sleep_until(deadline.min(Instant::now() + COLLECT_WINDOW)).await;
+    }
 }
 
 /// The listener and its address: systemd's socket when it passed one, else `--listen`, bound

@@ -22,6 +22,11 @@ pub struct MetricsSnapshot {
     /// The journal's writes.
     #[serde(default)]
     pub journal: JournalCounts,
+    /// Calls running in the supervisor right now, tasks' included, whoever made them: what a
+    /// draining API waits on before it stops answering `tasks/*` (not rendered: a gauge per
+    /// scrape would say little).
+    #[serde(default)]
+    pub calls_in_flight: u64,
 }
 
 /// What the journal wrote, and what it had to drop (its queue full, or the disk full or locked).
@@ -283,6 +288,7 @@ mod tests {
             servers: vec![s, server("web", State::Ready)],
             refused,
             journal: JournalCounts { entries: 7, dropped: 2 },
+            calls_in_flight: 0,
         });
         assert!(text.contains("hangar_mcp_server_state{mcp_server=\"math\"} 4\n"), "{text}");
         assert!(text.contains("hangar_mcp_server_up{mcp_server=\"math\"} 0\n"));

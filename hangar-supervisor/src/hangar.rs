@@ -360,6 +360,7 @@ impl Hangar {
                     servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
                     refused,
                     journal: self.shared.journal.counts(),
+                    calls_in_flight: self.calls_in_flight(),
                 }))
             }
             Request::Catalog => Reply::Catalog(self.catalog(view).await),

@@ -86,7 +86,8 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     let deadline = tokio::time::Instant::now() + grace;
     tracing::info!(grace_s = grace.as_secs_f64(), calls_in_flight = hangar.calls_in_flight(), "draining");
     let _ = drain_tx.send(true);
-    // The API answers what it has in flight, then exits (killed past the grace).
+    // The API answers what it has in flight, serves tasks' follow-ups until the calls here finish
+    // (and a moment to collect them), then exits (killed past the grace).
     for task in helpers.on_drain {
         let _ = task.await;
     }

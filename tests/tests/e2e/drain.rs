@@ -1,6 +1,7 @@
 //! A pod's stop: SIGTERM to the supervisor drains before it stops anything. `/health/ready` turns
 //! 503 at once, a new request is refused 503 with `Retry-After`, the call already in flight gets
-//! its answer, then the upstreams are stopped and the supervisor exits 0 with none left.
+//! its answer, a task running at SIGTERM can still be collected with `tasks/get`, then the
+//! upstreams are stopped and the supervisor exits 0 with none left.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -119,4 +120,36 @@ fn a_task_running_at_sigterm_finishes_before_the_upstreams_stop() {
         "the task's call completed: {sleeps:?}"
     );
     assert!(!hangar.log().contains("calls still running after the grace period"), "{}", hangar.log());
+}
+
+#[test]
+fn a_task_running_at_sigterm_can_still_be_collected_with_tasks_get() {
+    let mut hangar = Hangar::start(CONFIG);
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
+    let upstream = read_pid(&hangar.path("slow.pid"));
+    let takes_tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let created =
+        hangar.mcp_with("tools/call", json!({"name": "sleep", "arguments": {"ms": SLOW_MS}}), takes_tasks.clone(), &[]);
+    let task_id = created.body["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {}", created.text));
+    let task_id = task_id.to_owned();
+
+    kill(Pid::from_raw(hangar.pid() as i32), Signal::SIGTERM).expect("SIGTERM the supervisor");
+    poll("/health/ready to turn 503", Duration::from_secs(10), || {
+        (hangar.get("/health/ready").status == 503).then_some(())
+    });
+    // The API's own requests are all answered by now; only the task's call runs, in the supervisor.
+    let done = poll("the task to complete, polled during the drain", Duration::from_secs(20), || {
+        let got =
+            hangar.mcp_with("tasks/get", json!({"taskId": task_id}), takes_tasks.clone(), &[("Mcp-Name", &task_id)]);
+        assert_eq!(got.status, 200, "tasks/get is answered while draining: {}", got.text);
+        (got.body["result"]["status"] == "completed").then_some(got)
+    });
+    assert_eq!(done.body["result"]["result"]["content"][0]["text"], format!("slept {SLOW_MS} ms"), "{}", done.text);
+    assert!(alive(upstream), "the upstream still runs while results can be collected");
+    assert_eq!(hangar.mcp("tools/list", json!({})).status, 503, "new work is still refused");
+
+    let status = hangar.terminate();
+    assert_eq!(status.code(), Some(0), "log:\n{}", hangar.log());
+    assert!(!alive(upstream), "the upstream was stopped after the drain");
 }
