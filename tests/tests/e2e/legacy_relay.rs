@@ -465,3 +465,22 @@ fn a_legacy_client_is_not_asked_what_it_did_not_declare() {
     );
     assert!(child.wait().expect("the client exits").success());
 }
+
+/// A 2026-07-28 upstream's `input_required` during a legacy session's `hangar_call` is asked of
+/// the client as a server-to-client request on the call's event stream (the conformance fake's
+/// `test_sampling`, which asks once): the TypeScript client's sampling handler runs exactly once,
+/// and the batch's result carries the upstream's final answer, built from what it sampled.
+#[test]
+fn a_legacy_ts_clients_hangar_call_answers_a_modern_upstreams_input_required() {
+    let hangar = Hangar::start(CONFIG);
+    let (mut child, mut stdout) = ts_client(&hangar, "batch-modern");
+    let line = json_line(&mut child, &mut stdout);
+    assert_eq!(line["sampled"], 1, "the sampling handler was asked once: {line}");
+    assert_eq!(line["asked"], 0, "no request the client has no handler for: {line}");
+    let report = &line["result"]["structuredContent"];
+    assert_eq!(report["success"], true, "{line}");
+    let text = line["result"].to_string();
+    assert!(text.contains("LLM response: sampled: batched modern"), "{line}");
+    assert!(!text.contains("input_required") && !text.contains("inputRequests"), "{line}");
+    assert!(child.wait().expect("the client exits").success());
+}
