@@ -5,11 +5,12 @@
 //! through the other hangar, its `tools/list_changed` news, a task created on one and polled
 //! through the other, a call held for its client's answer (`requestState`) and the journal
 //! stream (`/api/events`) resumed through the other all work, because a hangar forwards a
-//! request whose id another one minted to that one. Killing one hangar makes its ids a clear
-//! 503 with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
+//! request whose id another one minted to that one. A 2026-07-28 `subscriptions/listen` hears
+//! the tool changes of the hangar it landed on. Killing one hangar makes its ids a clear 503
+//! with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use command_fds::{CommandFdExt, FdMapping};
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{
-    Background, Hangar, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
+    Background, Hangar, MODERN, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
 };
 
 use super::oauth::agent;
@@ -67,7 +68,8 @@ fn fleet_of(auth: &str, servers: &str) -> Fleet {
     Fleet { hangars, base, _balancer: balancer }
 }
 
-/// A haproxy doing round robin over `hangars`, on a loopback port bound here (port 0) and handed
+/// A haproxy doing round robin over `hangars` (its answers name the hangar that served them in
+/// `X-Served-By`: `hangar0`, `hangar1`), on a loopback port bound here (port 0) and handed
 /// to it as a file descriptor: haproxy cannot report a port it picked itself.
 fn haproxy(hangars: &[Hangar]) -> (String, Background) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -82,7 +84,7 @@ fn haproxy(hangars: &[Hangar]) -> (String, Background) {
          defaults\n  mode http\n  option http-server-close\n  retries 1\n  option redispatch\n\
          \x20 timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n\
          frontend fleet\n  bind fd@3\n  default_backend hangars\n\
-         backend hangars\n  balance roundrobin\n{servers}"
+         backend hangars\n  balance roundrobin\n  http-response set-header X-Served-By %[srv_name]\n{servers}"
     );
     let path = hangars[0].path("haproxy.cfg");
     std::fs::write(&path, config).unwrap();
@@ -240,6 +242,93 @@ fn a_sessions_stream_and_its_list_changed_news_follow_it_to_its_owner() {
     }
     let news = stream.recv_timeout(Duration::from_secs(20)).expect("the owner's list_changed news");
     assert!(news.contains("notifications/tools/list_changed"), "{news}");
+}
+
+#[test]
+fn a_2026_listen_through_the_balancer_hears_the_tool_changes_of_the_hangar_holding_it() {
+    use crate::task_news::{messages, read_some};
+    let fleet = fleet();
+    // `slow` runs on each hangar, so its tools can change there.
+    for hangar in &fleet.hangars {
+        start_slow(hangar);
+    }
+    // Two listens in a row: the balancer sends one to each hangar. Each announces only its own
+    // changes (2026-07-28 is stateless: nothing is forwarded), so each stream is checked against
+    // the hangar that holds it.
+    let mut listens: Vec<(TcpStream, String)> =
+        (0..2).map(|_| (listen_for_tools(&fleet.base), String::new())).collect();
+    for (stream, seen) in &mut listens {
+        let acknowledged = poll("the listen's acknowledgement", Duration::from_secs(20), || {
+            read_some(stream, seen);
+            messages(seen).into_iter().find(|m| m["method"] == "notifications/subscriptions/acknowledged")
+        });
+        assert_eq!(acknowledged["params"]["notifications"]["toolsListChanged"], true, "{seen}");
+    }
+    let holders: Vec<String> = listens.iter().map(|(_, seen)| served_by(seen)).collect();
+    assert_ne!(holders[0], holders[1], "round robin: one listen on each hangar");
+    let changed = |seen: &str| messages(seen).iter().any(|m| m["method"] == "notifications/tools/list_changed");
+    for (i, hangar) in fleet.hangars.iter().enumerate() {
+        // This hangar's upstream changes its tools: the stream this hangar holds hears it.
+        std::fs::write(hangar.path("shift"), "").unwrap();
+        let holder = holders.iter().position(|h| *h == format!("hangar{i}")).expect("a listen on each hangar");
+        let (stream, seen) = &mut listens[holder];
+        poll("the holding hangar's list_changed", Duration::from_secs(20), || {
+            read_some(stream, seen);
+            changed(seen.as_str()).then_some(())
+        });
+        let notice = messages(seen).into_iter().find(|m| m["method"] == "notifications/tools/list_changed").unwrap();
+        assert_eq!(notice["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-tools", "{seen}");
+        if i == 0 {
+            // The other hangar's tools have not changed: its stream heard nothing (so far).
+            let (other, heard) = &mut listens[1 - holder];
+            read_some(other, heard);
+            assert!(!changed(heard.as_str()), "{heard}");
+        }
+    }
+    // The new tools are served through the balancer, by both hangars.
+    for _ in 0..2 {
+        let (status, listed) = mcp(&fleet.base, ALICE, "tools/list", json!({}), false);
+        let names: Vec<&str> =
+            listed["result"]["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+        assert!(status == 200 && names.contains(&"add"), "{listed}");
+    }
+}
+
+/// Starts `slow` on `hangar` (its API, directly), asserting it was.
+fn start_slow(hangar: &Hangar) {
+    let started = agent().post(&format!("{}/api/mcp_servers/slow/start", hangar.base)).header("X-API-Key", ALICE);
+    assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
+}
+
+/// A 2026-07-28 `subscriptions/listen` for tool-list changes through `base`, as Alice, on a
+/// connection of its own, read without blocking for long (`task_news::read_some`).
+fn listen_for_tools(base: &str) -> TcpStream {
+    use std::io::Write;
+    let addr = base.trim_start_matches("http://");
+    let body = json!({"jsonrpc": "2.0", "id": "listen-tools", "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
+    }})
+    .to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+         Mcp-Method: subscriptions/listen\r\nX-API-Key: {ALICE}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    stream
+}
+
+/// The hangar the balancer sent a request to, from its answer's head (`X-Served-By`).
+fn served_by(answer: &str) -> String {
+    let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("x-served-by:").map(|v| v.trim().to_owned()))
+        .unwrap_or_else(|| panic!("no X-Served-By: {answer}"))
 }
 
 /// A legacy session's GET stream through `base`, its `data:` lines sent on as they come.
