@@ -4,9 +4,9 @@
 //! legacy session (the TypeScript SDK 1.x), its event stream reopened with `Last-Event-ID`
 //! through the other hangar, its `tools/list_changed` news, a task created on one and polled
 //! through the other, a call held for its client's answer (`requestState`) and the journal
-//! stream (`/api/events`) resumed through the other all work, because a hangar forwards a
-//! request whose id another one minted to that one. A 2026-07-28 `subscriptions/listen` hears
-//! the tool changes of the hangar it landed on. Killing one hangar makes its ids a clear 503
+//! stream (`/api/events`) resumed through the balancer with exactly the missed events all work,
+//! because a hangar forwards a request whose id another one minted to that one. A 2026-07-28
+//! `subscriptions/listen` hears the tool changes of the hangar it landed on. Killing one hangar makes its ids a clear 503
 //! with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
 
 use std::io::{BufRead, BufReader};
@@ -367,22 +367,29 @@ fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> 
 }
 
 #[test]
-fn the_journal_stream_resumes_through_the_other_hangar() {
+fn the_journal_stream_resumes_through_the_balancer_with_exactly_the_missed_events() {
     let fleet = fleet();
     let (first, second) = (&fleet.hangars[0], &fleet.hangars[1]);
-    // Some journal events on the first: the server started.
-    let started = agent().post(&format!("{}/api/mcp_servers/slow/start", first.base)).header("X-API-Key", ALICE);
-    assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
-    let from_first = stream_lines(&first.base, "/api/events?since=0", "", "id: ");
+    // Journal events on the first: its start, then `slow` started, stopped and started again.
+    start_slow(first);
+    let stopped = agent().post(&format!("{}/api/mcp_servers/slow/stop", first.base)).header("X-API-Key", ALICE);
+    assert_eq!(stopped.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
+    start_slow(first);
+    // A client of the first saw its journal up to the second event, then lost its stream.
     let wait = Duration::from_secs(20);
-    let id = from_first.recv_timeout(wait).expect("an event").trim_start_matches("id: ").to_owned();
-    let (number, tag) = id.split_once('.').expect("a tagged id");
-    // Resumed through the second with that id: the first's journal, from the next event on.
-    let resumed = stream_lines(&second.base, "/api/events", &format!("Last-Event-ID: {id}\r\n"), "id: ");
-    let next = resumed.recv_timeout(wait).expect("the first's next event");
-    let (next_number, next_tag) = next.trim_start_matches("id: ").split_once('.').expect("a tagged id");
-    assert_eq!(next_tag, tag, "the first hangar's event");
-    assert!(next_number.parse::<u64>().unwrap() > number.parse::<u64>().unwrap(), "{next} after {id}");
+    let from_first = stream_lines(&first.base, "/api/events?since=0", "", "id: ");
+    let journal: Vec<String> = (0..5).map(|_| from_first.recv_timeout(wait).expect("an event")).collect();
+    let seen = journal[1].trim_start_matches("id: ");
+    let tag = seen.split_once('.').expect("a tagged id").1;
+    // It resumes through the balancer, twice (so once through each hangar): each time the first
+    // hangar's journal from the next event on, none skipped, none repeated.
+    for attempt in 0..2 {
+        let resumed = stream_lines(&fleet.base, "/api/events", &format!("Last-Event-ID: {seen}\r\n"), "id: ");
+        let replayed: Vec<String> = (2..5).map(|_| resumed.recv_timeout(wait).expect("a replayed event")).collect();
+        assert_eq!(replayed, journal[2..], "attempt {attempt}: exactly the events after {seen}");
+        assert!(replayed.iter().all(|id| id.ends_with(&format!(".{tag}"))), "the first hangar's events: {replayed:?}");
+    }
+    assert_eq!(forwarded(second), 1, "the resume that reached the second hangar went on to the first");
 }
 
 #[test]
