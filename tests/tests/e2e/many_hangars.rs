@@ -6,8 +6,10 @@
 //! through the other, a call held for its client's answer (`requestState`) and the journal
 //! stream (`/api/events`) resumed through the balancer with exactly the missed events all work,
 //! because a hangar forwards a request whose id another one minted to that one. A 2026-07-28
-//! `subscriptions/listen` hears the tool changes of the hangar it landed on. Killing one hangar makes its ids a clear 503
-//! with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
+//! `subscriptions/listen` hears the tool changes of the hangar it landed on. Killing one hangar
+//! mid-run fails the calls in flight to it with a clear error, never a hang; stateless calls go
+//! on; its ids are a clear 503 with `Retry-After`; a forged owner tag is an unknown id, never
+//! forwarded.
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
@@ -433,6 +435,115 @@ fn a_dead_hangars_ids_are_a_clear_retryable_error_and_a_forged_owner_is_unknown(
     let retry = raw_status_and_retry(&fleet.base, &sessions, &fleet.hangars[0]);
     assert_eq!(retry.as_deref(), Some("1"));
     drop(dead);
+}
+
+#[test]
+fn killing_a_hangar_mid_run_fails_its_calls_in_flight_clearly_and_the_fleet_serves_on() {
+    let mut fleet = fleet();
+    let dead = fleet.hangars.pop().unwrap();
+    let live = &fleet.hangars[0];
+    // State the doomed hangar holds: a legacy session and a task (a minute's sleep).
+    let session = initialize(&dead.base);
+    let sleep = json!({"name": "sleep", "arguments": {"ms": 60000}});
+    let (status, _, created) = modern(&dead.base, "tools/call", sleep, true);
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    assert_eq!(status, 200, "{created}");
+    // Two slow calls in the session through the balancer: one reaches the doomed hangar
+    // itself, the other the live one, which forwards it. Each client gives up after 30 s
+    // (`oauth::agent`), so a hang fails the test.
+    let calls: Vec<_> = (0..2)
+        .map(|_| {
+            let (base, session) = (fleet.base.clone(), session.clone());
+            std::thread::spawn(move || {
+                legacy(&base, Some(&session), "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}))
+            })
+        })
+        .collect();
+    poll("the task and both calls in flight on the doomed hangar", Duration::from_secs(20), || {
+        (calls_sent(&dead) >= 3.0).then_some(())
+    });
+
+    // It dies whole: supervisor, API, prober.
+    let pid = dead.pid();
+    for helper in children_named(pid, "hangar-api").into_iter().chain(children_named(pid, "hangar-prober")) {
+        sigkill(helper);
+    }
+    sigkill(pid);
+
+    // (a) Both calls end with a clear error: the forwarded one a 503 from the live hangar, the
+    // other whatever error the balancer gives for a backend that died mid-answer.
+    let answers: Vec<(u16, Option<String>, Value)> = calls.into_iter().map(|call| call.join().unwrap()).collect();
+    for (status, _, body) in &answers {
+        assert!(*status >= 500 || body.get("error").is_some(), "a clear error, not an answer: {status} {body}");
+    }
+    let unavailable = answers.iter().any(|(status, _, body)| {
+        *status == 503 && body["error"]["message"].as_str().is_some_and(|m| m.contains("session is unavailable"))
+    });
+    assert!(unavailable, "the call forwarded through the live hangar: {answers:?}");
+    assert!(live.log().contains("the hangar holding this id is unavailable"), "the live hangar saw its owner go");
+
+    // (b) Stateless 2026-07-28 calls through the balancer go on: once one is answered (the
+    // balancer may take a moment to pass over the dead backend), every one is.
+    let echo = || modern(&fleet.base, "tools/call", json!({"name": "echo", "arguments": {"n": 1}}), false);
+    poll("a stateless call answered through the balancer", Duration::from_secs(20), || {
+        let (status, _, body) = echo();
+        (status == 200 && body["result"]["structuredContent"] == json!({"n": 1})).then_some(())
+    });
+    for attempt in 0..4 {
+        let (status, _, body) = echo();
+        assert_eq!(
+            (status, &body["result"]["structuredContent"]),
+            (200, &json!({"n": 1})),
+            "attempt {attempt}: {body}"
+        );
+    }
+
+    // (c) The dead hangar's task, polled through the balancer (so through either backend): a
+    // clear 503 with `Retry-After`, never a hang.
+    for attempt in 0..2 {
+        let (status, retry_after, body) = modern(&fleet.base, "tasks/get", json!({"taskId": task_id}), true);
+        assert_eq!(status, 503, "attempt {attempt}: {body}");
+        assert_eq!(retry_after.as_deref(), Some("1"), "attempt {attempt}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("task is unavailable"), "attempt {attempt}: {body}");
+    }
+    drop(dead);
+}
+
+/// How many tool calls `hangar` sent to `slow` (`/metrics`, from its API directly).
+fn calls_sent(hangar: &Hangar) -> f64 {
+    let mut response = agent().get(&format!("{}/metrics", hangar.base)).header("X-API-Key", ALICE).call().unwrap();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let sample = "hangar_tool_calls_total{mcp_server=\"slow\"}";
+    text.lines().find_map(|l| l.strip_prefix(sample)?.trim().parse().ok()).unwrap_or(0.0)
+}
+
+/// A 2026-07-28 request through `base` as Alice (`takes_tasks`: declaring the tasks extension),
+/// by an agent with a timeout: its status, `Retry-After` and JSON body.
+fn modern(base: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Option<String>, Value) {
+    let capabilities =
+        if takes_tasks { json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}) } else { json!({}) };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    // As `tasks::mcp` names it.
+    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = agent()
+        .post(&format!("{base}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", method)
+        .header("X-API-Key", ALICE);
+    if let Some(name) = &name {
+        request = request.header("Mcp-Name", name.as_str());
+    }
+    let mut response = request.send(body.to_string().as_bytes()).unwrap();
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (status, retry_after, response.body_mut().read_json().unwrap_or(Value::Null))
 }
 
 /// The `Retry-After` of a ping on the dead hangar's session sent straight to the live hangar.
