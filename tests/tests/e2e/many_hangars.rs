@@ -4,12 +4,15 @@
 //! legacy session (the TypeScript SDK 1.x), its event stream reopened with `Last-Event-ID`
 //! through the other hangar, its `tools/list_changed` news, a task created on one and polled
 //! through the other, a call held for its client's answer (`requestState`) and the journal
-//! stream (`/api/events`) resumed through the other all work, because a hangar forwards a
-//! request whose id another one minted to that one. Killing one hangar makes its ids a clear
-//! 503 with `Retry-After`, never a hang; a forged owner tag is an unknown id, never forwarded.
+//! stream (`/api/events`) resumed through the balancer with exactly the missed events all work,
+//! because a hangar forwards a request whose id another one minted to that one. A 2026-07-28
+//! `subscriptions/listen` hears the tool changes of the hangar it landed on. Killing one hangar
+//! mid-run fails the calls in flight to it with a clear error, never a hang; stateless calls go
+//! on; its ids are a clear 503 with `Retry-After`; a forged owner tag is an unknown id, never
+//! forwarded.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -18,7 +21,7 @@ use std::time::Duration;
 use command_fds::{CommandFdExt, FdMapping};
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{
-    Background, Hangar, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
+    Background, Hangar, MODERN, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
 };
 
 use super::oauth::agent;
@@ -67,7 +70,8 @@ fn fleet_of(auth: &str, servers: &str) -> Fleet {
     Fleet { hangars, base, _balancer: balancer }
 }
 
-/// A haproxy doing round robin over `hangars`, on a loopback port bound here (port 0) and handed
+/// A haproxy doing round robin over `hangars` (its answers name the hangar that served them in
+/// `X-Served-By`: `hangar0`, `hangar1`), on a loopback port bound here (port 0) and handed
 /// to it as a file descriptor: haproxy cannot report a port it picked itself.
 fn haproxy(hangars: &[Hangar]) -> (String, Background) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -82,7 +86,7 @@ fn haproxy(hangars: &[Hangar]) -> (String, Background) {
          defaults\n  mode http\n  option http-server-close\n  retries 1\n  option redispatch\n\
          \x20 timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n\
          frontend fleet\n  bind fd@3\n  default_backend hangars\n\
-         backend hangars\n  balance roundrobin\n{servers}"
+         backend hangars\n  balance roundrobin\n  http-response set-header X-Served-By %[srv_name]\n{servers}"
     );
     let path = hangars[0].path("haproxy.cfg");
     std::fs::write(&path, config).unwrap();
@@ -242,6 +246,93 @@ fn a_sessions_stream_and_its_list_changed_news_follow_it_to_its_owner() {
     assert!(news.contains("notifications/tools/list_changed"), "{news}");
 }
 
+#[test]
+fn a_2026_listen_through_the_balancer_hears_the_tool_changes_of_the_hangar_holding_it() {
+    use crate::task_news::{messages, read_some};
+    let fleet = fleet();
+    // `slow` runs on each hangar, so its tools can change there.
+    for hangar in &fleet.hangars {
+        start_slow(hangar);
+    }
+    // Two listens in a row: the balancer sends one to each hangar. Each announces only its own
+    // changes (2026-07-28 is stateless: nothing is forwarded), so each stream is checked against
+    // the hangar that holds it.
+    let mut listens: Vec<(TcpStream, String)> =
+        (0..2).map(|_| (listen_for_tools(&fleet.base), String::new())).collect();
+    for (stream, seen) in &mut listens {
+        let acknowledged = poll("the listen's acknowledgement", Duration::from_secs(20), || {
+            read_some(stream, seen);
+            messages(seen).into_iter().find(|m| m["method"] == "notifications/subscriptions/acknowledged")
+        });
+        assert_eq!(acknowledged["params"]["notifications"]["toolsListChanged"], true, "{seen}");
+    }
+    let holders: Vec<String> = listens.iter().map(|(_, seen)| served_by(seen)).collect();
+    assert_ne!(holders[0], holders[1], "round robin: one listen on each hangar");
+    let changed = |seen: &str| messages(seen).iter().any(|m| m["method"] == "notifications/tools/list_changed");
+    for (i, hangar) in fleet.hangars.iter().enumerate() {
+        // This hangar's upstream changes its tools: the stream this hangar holds hears it.
+        std::fs::write(hangar.path("shift"), "").unwrap();
+        let holder = holders.iter().position(|h| *h == format!("hangar{i}")).expect("a listen on each hangar");
+        let (stream, seen) = &mut listens[holder];
+        poll("the holding hangar's list_changed", Duration::from_secs(20), || {
+            read_some(stream, seen);
+            changed(seen.as_str()).then_some(())
+        });
+        let notice = messages(seen).into_iter().find(|m| m["method"] == "notifications/tools/list_changed").unwrap();
+        assert_eq!(notice["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-tools", "{seen}");
+        if i == 0 {
+            // The other hangar's tools have not changed: its stream heard nothing (so far).
+            let (other, heard) = &mut listens[1 - holder];
+            read_some(other, heard);
+            assert!(!changed(heard.as_str()), "{heard}");
+        }
+    }
+    // The new tools are served through the balancer, by both hangars.
+    for _ in 0..2 {
+        let (status, listed) = mcp(&fleet.base, ALICE, "tools/list", json!({}), false);
+        let names: Vec<&str> =
+            listed["result"]["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+        assert!(status == 200 && names.contains(&"add"), "{listed}");
+    }
+}
+
+/// Starts `slow` on `hangar` (its API, directly), asserting it was.
+fn start_slow(hangar: &Hangar) {
+    let started = agent().post(&format!("{}/api/mcp_servers/slow/start", hangar.base)).header("X-API-Key", ALICE);
+    assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
+}
+
+/// A 2026-07-28 `subscriptions/listen` for tool-list changes through `base`, as Alice, on a
+/// connection of its own, read without blocking for long (`task_news::read_some`).
+fn listen_for_tools(base: &str) -> TcpStream {
+    use std::io::Write;
+    let addr = base.trim_start_matches("http://");
+    let body = json!({"jsonrpc": "2.0", "id": "listen-tools", "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
+    }})
+    .to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+         Mcp-Method: subscriptions/listen\r\nX-API-Key: {ALICE}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    stream
+}
+
+/// The hangar the balancer sent a request to, from its answer's head (`X-Served-By`).
+fn served_by(answer: &str) -> String {
+    let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("x-served-by:").map(|v| v.trim().to_owned()))
+        .unwrap_or_else(|| panic!("no X-Served-By: {answer}"))
+}
+
 /// A legacy session's GET stream through `base`, its `data:` lines sent on as they come.
 fn open_stream(base: &str, session: &str) -> mpsc::Receiver<String> {
     let headers = format!("MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n");
@@ -278,22 +369,29 @@ fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> 
 }
 
 #[test]
-fn the_journal_stream_resumes_through_the_other_hangar() {
+fn the_journal_stream_resumes_through_the_balancer_with_exactly_the_missed_events() {
     let fleet = fleet();
     let (first, second) = (&fleet.hangars[0], &fleet.hangars[1]);
-    // Some journal events on the first: the server started.
-    let started = agent().post(&format!("{}/api/mcp_servers/slow/start", first.base)).header("X-API-Key", ALICE);
-    assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
-    let from_first = stream_lines(&first.base, "/api/events?since=0", "", "id: ");
+    // Journal events on the first: its start, then `slow` started, stopped and started again.
+    start_slow(first);
+    let stopped = agent().post(&format!("{}/api/mcp_servers/slow/stop", first.base)).header("X-API-Key", ALICE);
+    assert_eq!(stopped.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
+    start_slow(first);
+    // A client of the first saw its journal up to the second event, then lost its stream.
     let wait = Duration::from_secs(20);
-    let id = from_first.recv_timeout(wait).expect("an event").trim_start_matches("id: ").to_owned();
-    let (number, tag) = id.split_once('.').expect("a tagged id");
-    // Resumed through the second with that id: the first's journal, from the next event on.
-    let resumed = stream_lines(&second.base, "/api/events", &format!("Last-Event-ID: {id}\r\n"), "id: ");
-    let next = resumed.recv_timeout(wait).expect("the first's next event");
-    let (next_number, next_tag) = next.trim_start_matches("id: ").split_once('.').expect("a tagged id");
-    assert_eq!(next_tag, tag, "the first hangar's event");
-    assert!(next_number.parse::<u64>().unwrap() > number.parse::<u64>().unwrap(), "{next} after {id}");
+    let from_first = stream_lines(&first.base, "/api/events?since=0", "", "id: ");
+    let journal: Vec<String> = (0..5).map(|_| from_first.recv_timeout(wait).expect("an event")).collect();
+    let seen = journal[1].trim_start_matches("id: ");
+    let tag = seen.split_once('.').expect("a tagged id").1;
+    // It resumes through the balancer, twice (so once through each hangar): each time the first
+    // hangar's journal from the next event on, none skipped, none repeated.
+    for attempt in 0..2 {
+        let resumed = stream_lines(&fleet.base, "/api/events", &format!("Last-Event-ID: {seen}\r\n"), "id: ");
+        let replayed: Vec<String> = (2..5).map(|_| resumed.recv_timeout(wait).expect("a replayed event")).collect();
+        assert_eq!(replayed, journal[2..], "attempt {attempt}: exactly the events after {seen}");
+        assert!(replayed.iter().all(|id| id.ends_with(&format!(".{tag}"))), "the first hangar's events: {replayed:?}");
+    }
+    assert_eq!(forwarded(second), 1, "the resume that reached the second hangar went on to the first");
 }
 
 #[test]
@@ -337,6 +435,115 @@ fn a_dead_hangars_ids_are_a_clear_retryable_error_and_a_forged_owner_is_unknown(
     let retry = raw_status_and_retry(&fleet.base, &sessions, &fleet.hangars[0]);
     assert_eq!(retry.as_deref(), Some("1"));
     drop(dead);
+}
+
+#[test]
+fn killing_a_hangar_mid_run_fails_its_calls_in_flight_clearly_and_the_fleet_serves_on() {
+    let mut fleet = fleet();
+    let dead = fleet.hangars.pop().unwrap();
+    let live = &fleet.hangars[0];
+    // State the doomed hangar holds: a legacy session and a task (a minute's sleep).
+    let session = initialize(&dead.base);
+    let sleep = json!({"name": "sleep", "arguments": {"ms": 60000}});
+    let (status, _, created) = modern(&dead.base, "tools/call", sleep, true);
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    assert_eq!(status, 200, "{created}");
+    // Two slow calls in the session through the balancer: one reaches the doomed hangar
+    // itself, the other the live one, which forwards it. Each client gives up after 30 s
+    // (`oauth::agent`), so a hang fails the test.
+    let calls: Vec<_> = (0..2)
+        .map(|_| {
+            let (base, session) = (fleet.base.clone(), session.clone());
+            std::thread::spawn(move || {
+                legacy(&base, Some(&session), "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}))
+            })
+        })
+        .collect();
+    poll("the task and both calls in flight on the doomed hangar", Duration::from_secs(20), || {
+        (calls_sent(&dead) >= 3.0).then_some(())
+    });
+
+    // It dies whole: supervisor, API, prober.
+    let pid = dead.pid();
+    for helper in children_named(pid, "hangar-api").into_iter().chain(children_named(pid, "hangar-prober")) {
+        sigkill(helper);
+    }
+    sigkill(pid);
+
+    // (a) Both calls end with a clear error: the forwarded one a 503 from the live hangar, the
+    // other whatever error the balancer gives for a backend that died mid-answer.
+    let answers: Vec<(u16, Option<String>, Value)> = calls.into_iter().map(|call| call.join().unwrap()).collect();
+    for (status, _, body) in &answers {
+        assert!(*status >= 500 || body.get("error").is_some(), "a clear error, not an answer: {status} {body}");
+    }
+    let unavailable = answers.iter().any(|(status, _, body)| {
+        *status == 503 && body["error"]["message"].as_str().is_some_and(|m| m.contains("session is unavailable"))
+    });
+    assert!(unavailable, "the call forwarded through the live hangar: {answers:?}");
+    assert!(live.log().contains("the hangar holding this id is unavailable"), "the live hangar saw its owner go");
+
+    // (b) Stateless 2026-07-28 calls through the balancer go on: once one is answered (the
+    // balancer may take a moment to pass over the dead backend), every one is.
+    let echo = || modern(&fleet.base, "tools/call", json!({"name": "echo", "arguments": {"n": 1}}), false);
+    poll("a stateless call answered through the balancer", Duration::from_secs(20), || {
+        let (status, _, body) = echo();
+        (status == 200 && body["result"]["structuredContent"] == json!({"n": 1})).then_some(())
+    });
+    for attempt in 0..4 {
+        let (status, _, body) = echo();
+        assert_eq!(
+            (status, &body["result"]["structuredContent"]),
+            (200, &json!({"n": 1})),
+            "attempt {attempt}: {body}"
+        );
+    }
+
+    // (c) The dead hangar's task, polled through the balancer (so through either backend): a
+    // clear 503 with `Retry-After`, never a hang.
+    for attempt in 0..2 {
+        let (status, retry_after, body) = modern(&fleet.base, "tasks/get", json!({"taskId": task_id}), true);
+        assert_eq!(status, 503, "attempt {attempt}: {body}");
+        assert_eq!(retry_after.as_deref(), Some("1"), "attempt {attempt}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("task is unavailable"), "attempt {attempt}: {body}");
+    }
+    drop(dead);
+}
+
+/// How many tool calls `hangar` sent to `slow` (`/metrics`, from its API directly).
+fn calls_sent(hangar: &Hangar) -> f64 {
+    let mut response = agent().get(&format!("{}/metrics", hangar.base)).header("X-API-Key", ALICE).call().unwrap();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let sample = "hangar_tool_calls_total{mcp_server=\"slow\"}";
+    text.lines().find_map(|l| l.strip_prefix(sample)?.trim().parse().ok()).unwrap_or(0.0)
+}
+
+/// A 2026-07-28 request through `base` as Alice (`takes_tasks`: declaring the tasks extension),
+/// by an agent with a timeout: its status, `Retry-After` and JSON body.
+fn modern(base: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Option<String>, Value) {
+    let capabilities =
+        if takes_tasks { json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}) } else { json!({}) };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    // As `tasks::mcp` names it.
+    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = agent()
+        .post(&format!("{base}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", method)
+        .header("X-API-Key", ALICE);
+    if let Some(name) = &name {
+        request = request.header("Mcp-Name", name.as_str());
+    }
+    let mut response = request.send(body.to_string().as_bytes()).unwrap();
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (status, retry_after, response.body_mut().read_json().unwrap_or(Value::Null))
 }
 
 /// The `Retry-After` of a ping on the dead hangar's session sent straight to the live hangar.
