@@ -82,15 +82,7 @@ async fn run(batch: Batch, spec: BatchSpec, mut sink: Sink, wanted: Option<Wante
     let (supervisor, session, declared) = (batch.supervisor.clone(), batch.session.clone(), batch.declared.clone());
     let report = hangar_runtime::batch::run(spec, move |call| call_one(batch.clone(), call, to_client.clone()));
     tokio::pin!(report);
-    let mut furthest = f64::NEG_INFINITY;
-    // A log line always passes; progress only when further along than any before it.
-    let mut further = |notice: &Value| {
-        let Some(progress) = notice.pointer("/params/progress") else { return true };
-        let progress = progress.as_f64().unwrap_or(f64::NEG_INFINITY);
-        let ahead = progress > furthest;
-        furthest = furthest.max(progress);
-        ahead
-    };
+    let mut furthest = stream::Furthest::default();
     let report = loop {
         let message = tokio::select! {
             report = &mut report => break report,
@@ -99,7 +91,8 @@ async fn run(batch: Batch, spec: BatchSpec, mut sink: Sink, wanted: Option<Wante
         };
         match message {
             ToClient::Notice(notice) => {
-                let event = wanted.as_ref().filter(|_| further(&notice)).and_then(|w| stream::rewrite(w, notice));
+                let event =
+                    wanted.as_ref().filter(|_| furthest.passes(&notice)).and_then(|w| stream::rewrite(w, notice));
                 if let Some(event) = event
                     && let Some(events) = sink.stream()
                     && events.send(event).await.is_err()
@@ -133,7 +126,7 @@ async fn run(batch: Batch, spec: BatchSpec, mut sink: Sink, wanted: Option<Wante
     // Notices that raced the end still go first.
     while let Ok(message) = from_calls.try_recv() {
         if let ToClient::Notice(notice) = message
-            && further(&notice)
+            && furthest.passes(&notice)
             && let Some(event) = wanted.as_ref().and_then(|w| stream::rewrite(w, notice))
             && let Some(events) = sink.stream()
         {

@@ -222,20 +222,12 @@ fn hangar_call(
                 (notices, Box::pin(result))
             }
         };
-        let mut furthest = f64::NEG_INFINITY;
-        // A log line always passes; progress only when further along than any before it.
-        let mut further = |notice: &Value| {
-            let Some(progress) = notice.pointer("/params/progress") else { return true };
-            let progress = progress.as_f64().unwrap_or(f64::NEG_INFINITY);
-            let ahead = progress > furthest;
-            furthest = furthest.max(progress);
-            ahead
-        };
+        let mut furthest = Furthest::default();
         tokio::pin!(result);
         let result = loop {
             tokio::select! {
                 Some(notice) = notices.recv() => {
-                    if further(&notice)
+                    if furthest.passes(&notice)
                         && let Some(event) = rewrite(&wanted, notice)
                         && events.send(event).await.is_err()
                     {
@@ -247,7 +239,7 @@ fn hangar_call(
             }
         };
         while let Ok(notice) = notices.try_recv() {
-            if further(&notice)
+            if furthest.passes(&notice)
                 && let Some(event) = rewrite(&wanted, notice)
             {
                 let _ = events.send(event).await;
@@ -257,6 +249,26 @@ fn hangar_call(
         let _ = events.send(sse_event(&Answer { id, outcome })).await;
     });
     Some(McpReply::events(stream))
+}
+
+/// Which notifications of a batch's calls go on to the client: a log line always, progress only
+/// when further along than any before it (the calls report their own progress each).
+pub struct Furthest(f64);
+
+impl Default for Furthest {
+    fn default() -> Self {
+        Furthest(f64::NEG_INFINITY)
+    }
+}
+
+impl Furthest {
+    pub fn passes(&mut self, notice: &Value) -> bool {
+        let Some(progress) = notice.pointer("/params/progress") else { return true };
+        let progress = progress.as_f64().unwrap_or(f64::NEG_INFINITY);
+        let ahead = progress > self.0;
+        self.0 = self.0.max(progress);
+        ahead
+    }
 }
 
 /// Whether the client takes `text/event-stream` answers.
