@@ -20,10 +20,9 @@ use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{
-    CLIENT_REQUESTS, HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES,
-    META_CLIENT_CAPABILITIES, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
+    HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES,
+    REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED, can_be_asked, declares, not_declared,
 };
-use hangar_core::mcp::{can_be_asked, not_declared};
 use hangar_core::trace::TraceContext;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -148,8 +147,7 @@ impl Hangar {
             }
             let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-            let capability = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map(|(_, c)| *c);
-            if capability.is_none_or(|c| running.declared.get(c).is_none()) {
+            if !declares(&running.declared, &method) {
                 self.answer_held_ask(&server, &ask_id, json!({"error": not_declared(&method).to_json()}));
                 continue;
             }
