@@ -25,7 +25,7 @@ use hangar_tests::{
 };
 
 use super::oauth::agent;
-use super::tasks::{ALICE, mcp};
+use super::tasks::{ALICE, mcp, mcp_with};
 
 const SECRET: &str = "fleet-secret-0123456789abcdef-0123456789";
 const LEGACY: &str = "2025-11-25";
@@ -520,30 +520,8 @@ fn calls_sent(hangar: &Hangar) -> f64 {
 
 /// A 2026-07-28 request through `base` as Alice (`takes_tasks`: declaring the tasks extension),
 /// by an agent with a timeout: its status, `Retry-After` and JSON body.
-fn modern(base: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Option<String>, Value) {
-    let capabilities =
-        if takes_tasks { json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}) } else { json!({}) };
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    });
-    // As `tasks::mcp` names it.
-    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = agent()
-        .post(&format!("{base}/mcp"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", MODERN)
-        .header("Mcp-Method", method)
-        .header("X-API-Key", ALICE);
-    if let Some(name) = &name {
-        request = request.header("Mcp-Name", name.as_str());
-    }
-    let mut response = request.send(body.to_string().as_bytes()).unwrap();
-    let status = response.status().as_u16();
-    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    (status, retry_after, response.body_mut().read_json().unwrap_or(Value::Null))
+fn modern(base: &str, method: &str, params: Value, takes_tasks: bool) -> (u16, Option<String>, Value) {
+    mcp_with(&agent(), base, ALICE, method, params, takes_tasks)
 }
 
 /// The `Retry-After` of a ping on the dead hangar's session sent straight to the live hangar.

@@ -29,7 +29,20 @@ fn agent() -> ureq::Agent {
 
 /// A 2026-07-28 request as `key`'s holder; `takes_tasks` declares the extension. Answers the
 /// HTTP status and the JSON-RPC body.
-pub(crate) fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_tasks: bool) -> (u16, Value) {
+pub(crate) fn mcp(base: &str, key: &str, method: &str, params: Value, takes_tasks: bool) -> (u16, Value) {
+    let (status, _, body) = mcp_with(&agent(), base, key, method, params, takes_tasks);
+    (status, body)
+}
+
+/// As [`mcp`], sent by `agent`; also answers the `Retry-After` header.
+pub(crate) fn mcp_with(
+    agent: &ureq::Agent,
+    base: &str,
+    key: &str,
+    method: &str,
+    mut params: Value,
+    takes_tasks: bool,
+) -> (u16, Option<String>, Value) {
     let capabilities = if takes_tasks { json!({"extensions": {TASKS: {}}}) } else { json!({}) };
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -37,7 +50,7 @@ pub(crate) fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_
     });
     let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = agent()
+    let mut request = agent
         .post(&format!("{base}/mcp"))
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream")
@@ -49,7 +62,8 @@ pub(crate) fn mcp(base: &str, key: &str, method: &str, mut params: Value, takes_
     }
     let mut response = request.send(body.to_string().as_bytes()).unwrap();
     let status = response.status().as_u16();
-    (status, response.body_mut().read_json().unwrap_or(Value::Null))
+    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (status, retry_after, response.body_mut().read_json().unwrap_or(Value::Null))
 }
 
 fn task_get(base: &str, key: &str, task_id: &str) -> (u16, Value) {
