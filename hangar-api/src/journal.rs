@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 use crate::cluster::Member;
 use crate::error::ApiError;
 use crate::state::{AppState, Calling};
-use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT, streamed};
+use crate::streamed::{EVENT_STREAM, streamed};
 use crate::supervisor::AsCaller;
 
 /// The chart's default span.
@@ -166,11 +166,11 @@ async fn events(
     };
     let (frames, body) = mpsc::channel::<Bytes>(STREAM_BUFFER);
     tokio::spawn(feed_events(app.supervisor, since, frames, member));
-    Ok(streamed(body, "text/event-stream"))
+    Ok(streamed(body, EVENT_STREAM))
 }
 
-/// Relays the supervisor's events to `frames` as SSE, with a keep-alive comment on quiet
-/// stretches, until the client goes (the request is then dropped, which cancels it) or the
+/// Relays the supervisor's events to `frames` as SSE (`streamed` keeps quiet stretches alive),
+/// until the client goes (the request is then dropped, which cancels it) or the
 /// supervisor ends it (the client reconnects with `Last-Event-ID`).
 async fn feed_events(
     supervisor: AsCaller,
@@ -184,7 +184,6 @@ async fn feed_events(
     };
     let (mut notices, reply) = supervisor.follow_events(since);
     tokio::pin!(reply);
-    let mut keep_alive = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
     // Sent at once, so the client sees the stream open before the first event.
     if frames.send(Bytes::from_static(b": open\n\n")).await.is_err() {
         return;
@@ -208,7 +207,6 @@ async fn feed_events(
                 }
                 return;
             }
-            _ = keep_alive.tick() => Bytes::from_static(KEEP_ALIVE_COMMENT),
         };
         if frames.send(frame).await.is_err() {
             return;

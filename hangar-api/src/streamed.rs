@@ -15,12 +15,26 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The keep-alive comment of an event stream.
 pub const KEEP_ALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
 
-/// A 200 whose body is what `chunks` delivers, as it comes; it ends when the sender does. When
-/// the client goes away the body is dropped, and with it the receiver: the producer sees that
-/// and cancels what it was waiting for.
+/// The content type of an event stream.
+pub const EVENT_STREAM: &str = "text/event-stream";
+
+/// A 200 whose body is what `chunks` delivers, as it comes; it ends when the sender does. An
+/// event stream (each chunk one whole event) gets a keep-alive comment after every
+/// [`KEEP_ALIVE`] of silence, whoever produces it: a hangar forwarding it takes a longer
+/// silence for a frozen owner (`cluster::IDLE_TIMEOUT`). When the client goes away the body is
+/// dropped, and with it the receiver: the producer sees that and cancels what it was waiting
+/// for.
 pub fn streamed(chunks: mpsc::Receiver<Bytes>, content_type: &'static str) -> Response {
-    let stream = futures_util::stream::unfold(chunks, |mut chunks| async move {
-        chunks.recv().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), chunks))
+    let keeps_alive = content_type == EVENT_STREAM;
+    let stream = futures_util::stream::unfold(chunks, move |mut chunks| async move {
+        let chunk = if keeps_alive {
+            tokio::time::timeout(KEEP_ALIVE, chunks.recv())
+                .await
+                .unwrap_or(Some(Bytes::from_static(KEEP_ALIVE_COMMENT)))
+        } else {
+            chunks.recv().await
+        };
+        chunk.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), chunks))
     });
     let mut response = Response::new(Body::from_stream(stream));
     let headers = response.headers_mut();
@@ -29,4 +43,28 @@ pub fn streamed(chunks: mpsc::Receiver<Bytes>, content_type: &'static str) -> Re
     // Proxies such as nginx must pass each chunk on as it comes.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_event_stream_sends_keep_alive_comments_whoever_produces_it() {
+        // A producer that sends one event and then nothing for a long while (a call that runs).
+        let (events, chunks) = mpsc::channel(4);
+        events.send(Bytes::from_static(b"event: message\ndata: {}\n\n")).await.unwrap();
+        let mut body = streamed(chunks, EVENT_STREAM).into_body().into_data_stream();
+        assert_eq!(body.next().await.unwrap().unwrap(), "event: message\ndata: {}\n\n");
+        for _ in 0..3 {
+            let started = tokio::time::Instant::now();
+            let next = tokio::time::timeout(2 * KEEP_ALIVE, body.next()).await.expect("a keep-alive, not silence");
+            assert_eq!(next.unwrap().unwrap(), KEEP_ALIVE_COMMENT);
+            assert_eq!(started.elapsed(), KEEP_ALIVE, "after each quiet stretch (the test's clock)");
+        }
+        drop(events);
+        assert!(body.next().await.is_none(), "the stream ends with its producer");
+    }
 }

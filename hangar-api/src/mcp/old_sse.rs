@@ -27,7 +27,7 @@ use super::id::Incoming;
 use super::reply::{McpReply, sse_event};
 use super::{legacy, session};
 use crate::state::{AppState, Calling};
-use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT, streamed};
+use crate::streamed::{EVENT_STREAM, streamed};
 use crate::supervisor::AsCaller;
 
 /// The revision that defined this transport; `initialize` may still negotiate another.
@@ -52,7 +52,7 @@ async fn open(app: Calling) -> Response {
     }
     let (events, receiver) = mpsc::channel(16);
     tokio::spawn(feed(app.supervisor.clone(), session_id, events));
-    streamed(receiver, "text/event-stream")
+    streamed(receiver, EVENT_STREAM)
 }
 
 /// The `endpoint` event, then the session's messages, until the client goes (which ends the
@@ -70,7 +70,6 @@ async fn feed(supervisor: AsCaller, session_id: String, events: mpsc::Sender<Byt
                     None => return,
                 },
                 _ = &mut followed => return,
-                () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(KEEP_ALIVE_COMMENT),
             };
             if events.send(event).await.is_err() {
                 break;
@@ -184,6 +183,8 @@ fn in_session(headers: &HeaderMap, session_id: &str) -> HeaderMap {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    use crate::streamed::KEEP_ALIVE_COMMENT;
 
     #[test]
     fn an_event_s_message_is_its_data_and_a_comment_has_none() {

@@ -13,7 +13,7 @@ use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::HEADER_SESSION_ID;
 
 use super::id::{Echo, Id};
-use crate::streamed::streamed;
+use crate::streamed::{EVENT_STREAM, streamed};
 
 #[derive(Debug)]
 pub struct McpReply {
@@ -99,7 +99,7 @@ impl Serialize for Answer {
 impl IntoResponse for McpReply {
     fn into_response(self) -> Response {
         let mut response = match (self.events, self.body) {
-            (Some(events), _) => streamed(events, "text/event-stream"),
+            (Some(events), _) => streamed(events, EVENT_STREAM),
             (None, Some(body)) => json_response(self.status, &body),
             (None, None) => self.status.into_response(),
         };

@@ -19,7 +19,6 @@ use tokio::sync::{broadcast, mpsc};
 use super::id::Id;
 use super::reply::{McpReply, sse_event};
 use crate::state::{Calling, ListChanged};
-use crate::streamed::{KEEP_ALIVE, KEEP_ALIVE_COMMENT};
 use crate::supervisor::{AsCaller, BoxFuture};
 use hangar_core::ipc::{IpcError, Reply};
 
@@ -192,7 +191,6 @@ fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, se
                     (Err(broadcast::error::RecvError::Closed), _) => return,
                     _ => continue,
                 },
-                () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(KEEP_ALIVE_COMMENT),
                 () = events.closed() => return,
             };
             if events.send(event).await.is_err() {
