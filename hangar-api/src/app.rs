@@ -38,6 +38,9 @@ pub fn router(state: AppState) -> Router {
         // Outermost but the log: a draining instance refuses before any other work.
         .layer(middleware::from_fn_with_state(drain, crate::drain::admit))
         .layer(middleware::from_fn(log_request))
+        // Outermost: a forwarded request's answer head goes back at once, however long the
+        // answer and every layer's work take (`cluster/deferred.rs`).
+        .layer(middleware::from_fn(crate::cluster::defer))
         .with_state(state)
 }
 

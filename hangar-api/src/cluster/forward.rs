@@ -6,7 +6,11 @@
 //! with `Host` set to the owner and the hop marker added. A request that already carries the
 //! marker is served here whatever its ids say (one hop at most). The answer, an event stream
 //! included, is relayed as it arrives. An owner that cannot be reached is a 503 with
-//! `Retry-After`, within the connect timeout.
+//! `Retry-After`, within the connect timeout; so is one that sends no head within
+//! [`HEAD_TIMEOUT`] (it sends one at once, deferred when the answer takes longer:
+//! `deferred.rs`), or goes silent for [`IDLE_TIMEOUT`] before its deferred head is read. Once
+//! the answer is relayed, a silence of [`IDLE_TIMEOUT`] (its owner keeps even a quiet event
+//! stream alive more often) cuts it: the client reconnects, through the balancer, and resumes.
 //!
 //! Ids minted here: a new legacy session's id leaves with this hangar's tag (the supervisor
 //! keeps the bare id, and a tagged one coming back is stripped); task ids are tagged by the
@@ -24,8 +28,9 @@ use hangar_core::mcp::HEADER_SESSION_ID;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
+use super::deferred::{self, Cut};
 use super::ids::{self, Held};
-use super::{Fleet, Member};
+use super::{Fleet, HEAD_TIMEOUT, IDLE_TIMEOUT, Member};
 
 /// What a client is told to wait before it retries an unavailable owner.
 const RETRY_AFTER_S: u64 = 1;
@@ -93,12 +98,17 @@ async fn forward(member: &Member, owner: &str, parts: Parts, body: Bytes, held: 
     if let Ok(marker) = HeaderValue::from_str(member.cluster.advertise()) {
         headers.insert(HOP_HEADER, marker);
     }
-    let sent =
-        member.client.request(parts.method, format!("{owner}{path}")).headers(headers).body(body.clone()).send().await;
-    match sent {
-        Ok(answer) => {
-            tracing::debug!(%owner, held = held.as_str(), status = answer.status().as_u16(), "forwarded to the hangar holding this id");
-            relay(answer)
+    headers.insert(deferred::ACCEPTS, HeaderValue::from_static("1"));
+    let request = member.client.request(parts.method, format!("{owner}{path}")).headers(headers).body(body.clone());
+    let answer = match tokio::time::timeout(HEAD_TIMEOUT, request.send()).await {
+        Ok(Ok(answer)) => deferred::unwrap(answer, IDLE_TIMEOUT).await,
+        Ok(Err(err)) => Err(Cut::Failed(err)),
+        Err(_) => Err(Cut::Silent),
+    };
+    match answer {
+        Ok((status, headers, start, answer)) => {
+            tracing::debug!(%owner, held = held.as_str(), status = status.as_u16(), "forwarded to the hangar holding this id");
+            relay(status, headers, start, answer, owner.to_owned(), held)
         }
         Err(err) => {
             tracing::warn!(%owner, held = held.as_str(), error = %err, "the hangar holding this id is unavailable");
@@ -107,20 +117,33 @@ async fn forward(member: &Member, owner: &str, parts: Parts, body: Bytes, held: 
     }
 }
 
-/// The owner's answer as it arrives, its stream until either side ends it.
-fn relay(answer: reqwest::Response) -> Response {
-    let status = answer.status();
-    let mut headers = answer.headers().clone();
+/// The owner's answer as it arrives (`start`, then the rest of `answer`), its stream until
+/// either side ends it or the owner goes silent for [`IDLE_TIMEOUT`]: then it is cut (an error,
+/// not an end, so the client cannot take a part for the whole).
+fn relay(
+    status: StatusCode,
+    mut headers: HeaderMap,
+    start: Bytes,
+    answer: reqwest::Response,
+    owner: String,
+    held: Held,
+) -> Response {
     for name in &HOP_BY_HOP {
         headers.remove(name);
     }
-    let chunks = futures_util::stream::unfold(answer, |mut answer| async move {
-        match answer.chunk().await {
-            Ok(Some(chunk)) => Some((Ok(chunk), answer)),
+    let start = futures_util::stream::iter((!start.is_empty()).then_some(Ok(start)));
+    let rest = futures_util::stream::unfold(Some((answer, owner)), move |relaying| async move {
+        let (mut answer, owner) = relaying?;
+        match deferred::chunk(&mut answer, IDLE_TIMEOUT).await {
+            Ok(Some(chunk)) => Some((Ok(chunk), Some((answer, owner)))),
             Ok(None) => None,
-            Err(err) => Some((Err(err), answer)),
+            Err(cut) => {
+                tracing::warn!(%owner, held = held.as_str(), error = %cut, "the answer of the hangar holding this id was cut");
+                Some((Err(std::io::Error::other(cut.to_string())), None))
+            }
         }
     });
+    let chunks = futures_util::StreamExt::chain(start, rest);
     let mut response = Response::new(Body::from_stream(chunks));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
@@ -146,6 +169,8 @@ fn unavailable(held: Held, body: &Bytes) -> Response {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use axum::Router;
     use axum::routing::post;
     use hangar_core::cluster::Cluster;
@@ -197,6 +222,55 @@ mod tests {
         let served = app("http://127.0.0.1:2").oneshot(ping(&theirs, true)).await.unwrap();
         assert_eq!(served.status(), StatusCode::OK);
         assert!(text(served).await.starts_with("served here: hgr1-2025-11-25-0f."), "the id as it came");
+    }
+
+    /// The answer to a ping in a session of the hangar at `owner`, sent to another, which
+    /// forwards it; a test that waits far longer than any timeout of the forward fails.
+    async fn forwarded_to(owner: std::net::SocketAddr) -> Response {
+        let theirs = member(&format!("http://{owner}")).tagged("hgr1-2025-11-25-0f");
+        let bound = HEAD_TIMEOUT + Duration::from_secs(20);
+        let answer = tokio::time::timeout(bound, app("http://127.0.0.1:2").oneshot(ping(&theirs, false)));
+        answer.await.expect("an answer, not a hang").unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_frozen_owner_is_a_503_to_retry_after_the_head_timeout() {
+        // An owner whose host accepts connections (the kernel does, for a stopped process) and
+        // never answers.
+        let frozen = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let owner = frozen.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut accepted = Vec::new();
+            while let Ok((socket, _)) = frozen.accept().await {
+                accepted.push(socket);
+            }
+        });
+        let answer = forwarded_to(owner).await;
+        assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(answer.headers()[header::RETRY_AFTER], "1");
+        let body: Value = serde_json::from_str(&text(answer).await).unwrap();
+        assert!(body["error"]["message"].as_str().unwrap().contains("session is unavailable"), "{body}");
+        held.abort();
+    }
+
+    #[tokio::test]
+    async fn an_answer_slower_than_the_head_timeout_comes_whole_with_its_own_head() {
+        // An owner (its `defer` layer outermost, as in `app::router`) whose answer takes longer
+        // than a forward waits for a head.
+        let slow = || async {
+            tokio::time::sleep(HEAD_TIMEOUT + Duration::from_secs(1)).await;
+            (StatusCode::ACCEPTED, [("x-answered-by", "the owner")], "the slow answer")
+        };
+        let owner = Router::new().route("/mcp", post(slow)).layer(axum::middleware::from_fn(deferred::defer));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let served = tokio::spawn(async move { axum::serve(listener, owner).await });
+        let answer = forwarded_to(address).await;
+        assert_eq!(answer.status(), StatusCode::ACCEPTED);
+        assert_eq!(answer.headers()["x-answered-by"], "the owner");
+        assert!(!answer.headers().contains_key(deferred::DEFERRED), "the owner's own head");
+        assert_eq!(text(answer).await, "the slow answer");
+        served.abort();
     }
 
     #[tokio::test]

@@ -3,6 +3,7 @@
 //! hangar (`forward.rs`), which `ids.rs` finds from the id's sealed owner tag
 //! (`hangar_core::cluster`). Without `cluster:` nothing here does anything.
 
+mod deferred;
 mod forward;
 pub mod ids;
 
@@ -11,10 +12,20 @@ use std::time::Duration;
 
 use hangar_core::cluster::{Cluster, ClusterConfig};
 
+pub use deferred::defer;
 pub use forward::route;
 
 /// How long a forward waits to connect to the owner before it says the owner is unavailable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a forward waits for the owner's answer head, connecting included. The owner sends one
+/// within `deferred::DEFER_AFTER` (1 s) whatever the answer, a deferred one when the answer takes
+/// longer: past this the owner is frozen (stopped, or its host accepts but never answers), and
+/// the client is told to retry.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a forward waits for the next bytes of the owner's answer, a deferred head included.
+/// The owner writes at least every `streamed::KEEP_ALIVE` (15 s: a deferred head's newline, an
+/// event stream's comment), so three of those without a byte is a frozen owner.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(3 * crate::streamed::KEEP_ALIVE.as_secs());
 /// Probes of a forwarded connection, so a vanished owner ends a long stream too.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
