@@ -233,6 +233,29 @@ pub fn sigkill(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
 }
 
+/// A process frozen with SIGSTOP (its sockets still accept connections: the kernel completes
+/// them) until this is dropped, which sends SIGCONT, so a failing test leaves nothing stopped.
+pub struct Frozen(Pid);
+
+impl Frozen {
+    /// Stops `pid`, waiting until it is stopped (`T` in `/proc/<pid>/stat`).
+    pub fn stop(pid: u32) -> Frozen {
+        let frozen = Frozen(Pid::from_raw(pid as i32));
+        kill(frozen.0, Signal::SIGSTOP).unwrap();
+        poll(&format!("process {pid} to stop"), Duration::from_secs(10), || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('T')).then_some(())
+        });
+        frozen
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = kill(self.0, Signal::SIGCONT);
+    }
+}
+
 /// Reads a pid file written by the fake (`--pid-file`), waiting for it to appear.
 pub fn read_pid(path: &Path) -> u32 {
     poll(&format!("pid file {}", path.display()), Duration::from_secs(10), || {

@@ -9,7 +9,9 @@
 //! `subscriptions/listen` hears the tool changes of the hangar it landed on. Killing one hangar
 //! mid-run fails the calls in flight to it with a clear error, never a hang; stateless calls go
 //! on; its ids are a clear 503 with `Retry-After`; a forged owner tag is an unknown id, never
-//! forwarded.
+//! forwarded. Freezing one (SIGSTOP: its port accepts, nothing answers) makes its ids the same
+//! 503 and cuts its streams relayed through the other, never a hang, and they work again once it
+//! thaws; a forwarded call slower than the forward's head timeout is still answered whole.
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
@@ -21,7 +23,8 @@ use std::time::Duration;
 use command_fds::{CommandFdExt, FdMapping};
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{
-    Background, Hangar, MODERN, children_named, free_port, key_hash, node, poll, repo_root, server_everything, sigkill,
+    Background, Frozen, Hangar, MODERN, children_named, free_port, key_hash, node, poll, repo_root, server_everything,
+    sigkill,
 };
 
 use super::oauth::agent;
@@ -508,6 +511,70 @@ fn killing_a_hangar_mid_run_fails_its_calls_in_flight_clearly_and_the_fleet_serv
         assert!(message.contains("task is unavailable"), "attempt {attempt}: {body}");
     }
     drop(dead);
+}
+
+#[test]
+fn a_frozen_hangars_ids_are_a_clear_retryable_error_and_work_again_once_it_thaws() {
+    let fleet = fleet();
+    let (owner, other) = (&fleet.hangars[0], &fleet.hangars[1]);
+    // State the owner holds: a legacy session with its event stream (held through the other
+    // hangar, which forwards it), and a short task.
+    let session = initialize(&owner.base);
+    let stream = open_stream(&other.base, &session);
+    let sleep = json!({"name": "sleep", "arguments": {"ms": 1500}});
+    let (status, _, created) = modern(&owner.base, "tools/call", sleep, true);
+    let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    assert_eq!(status, 200, "{created}");
+
+    // The owner's API freezes: its port still accepts connections, nothing answers them.
+    let api = children_named(owner.pid(), "hangar-api");
+    assert_eq!(api.len(), 1, "{api:?}");
+    let frozen = Frozen::stop(api[0]);
+
+    // Its ids, asked of the other hangar (as the balancer would send them): a clear 503 with
+    // `Retry-After`, never a hang (each client gives up after 30 s, `oauth::agent`, so a hang
+    // fails the test).
+    let (status, _, body) = legacy(&other.base, Some(&session), "ping", json!({}));
+    assert_eq!(status, 503, "the frozen hangar's session: {body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("session is unavailable"), "a clear error: {body}");
+    assert_eq!(body["id"], 7, "{body}");
+    let (status, retry_after, body) = modern(&other.base, "tasks/get", json!({"taskId": task_id}), true);
+    assert_eq!((status, retry_after.as_deref()), (503, Some("1")), "the frozen hangar's task: {body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("task is unavailable")), "{body}");
+    // The stream held through the other hangar is cut (its client reconnects and resumes).
+    let cut = stream.recv_timeout(Duration::from_secs(120));
+    assert_eq!(cut, Err(mpsc::RecvTimeoutError::Disconnected), "the stream ends");
+    let log = other.log();
+    assert!(log.contains("the hangar holding this id is unavailable"), "the other hangar says why");
+    assert!(log.contains("the answer of the hangar holding this id was cut"), "the other hangar says why");
+
+    // Thawed, it serves its session and its task again, through the other hangar.
+    drop(frozen);
+    poll("the thawed hangar's session to answer", Duration::from_secs(20), || {
+        let (status, _, body) = legacy(&other.base, Some(&session), "ping", json!({}));
+        (status == 200 && body.get("result").is_some()).then_some(())
+    });
+    let done = poll("the thawed hangar's task to answer", Duration::from_secs(20), || {
+        let (status, _, body) = modern(&other.base, "tasks/get", json!({"taskId": task_id}), true);
+        (status == 200 && body["result"]["status"] == "completed").then_some(body)
+    });
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "slept 1500 ms", "{done}");
+}
+
+#[test]
+fn a_forwarded_legacy_call_slower_than_the_head_timeout_is_answered_whole() {
+    let fleet = fleet();
+    let (owner, other) = (&fleet.hangars[0], &fleet.hangars[1]);
+    let session = initialize(&owner.base);
+    // A plain JSON call (no progress asked) through the other hangar, which forwards it, taking
+    // longer than a forward waits for its answer's head (5 s, `cluster::HEAD_TIMEOUT`): the
+    // owner sends a deferred head at once, and the answer when it has it.
+    let call = json!({"name": "sleep", "arguments": {"ms": 8000}});
+    let (status, _, body) = legacy(&other.base, Some(&session), "tools/call", call);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "slept 8000 ms", "{body}");
+    assert_eq!(forwarded(other), 1);
 }
 
 /// How many tool calls `hangar` sent to `slow` (`/metrics`, from its API directly).
