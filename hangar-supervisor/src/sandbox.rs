@@ -704,6 +704,35 @@ mod tests {
     }
 
     #[test]
+    fn what_is_granted_under_tmp_is_kept_in_a_private_tmp_read_only_unless_written() {
+        let granted = tempfile::tempdir_in("/tmp").unwrap();
+        let at = |name: &str| granted.path().join(name);
+        std::fs::create_dir_all(at("read/write")).unwrap();
+        std::fs::write(at("file"), "").unwrap();
+        let fs = hangar_core::sandbox::Filesystem {
+            read: vec!["/usr".into(), at("read"), at("file"), at("missing")],
+            write: vec![at("read/write")],
+            private: true,
+        };
+        let dir = PrivateDir::create("unit").unwrap();
+        let binds = tmp_binds(&dir, &fs, &[]).unwrap();
+        let seen: Vec<(PathBuf, bool)> =
+            binds.iter().map(|b| (PathBuf::from(b.source.to_str().unwrap()), b.read_only.is_some())).collect();
+        // Parents before children; nothing outside /tmp or missing; the private $HOME writable.
+        let mut expected = vec![(at("file"), true), (at("read"), true), (at("read/write"), false)];
+        if dir.home().starts_with("/tmp") {
+            expected.push((dir.home(), false));
+        }
+        expected.sort();
+        assert_eq!(seen, expected);
+        let inside = |path: &Path| dir.tmp().join(path.strip_prefix("/tmp").unwrap());
+        assert!(inside(&at("file")).is_file() && inside(&at("read/write")).is_dir());
+        assert!(!inside(&at("missing")).exists());
+        drop(dir);
+        remove_private_dirs();
+    }
+
+    #[test]
     fn the_deny_list_compiles_for_this_machine() {
         assert!(seccomp_program().unwrap().len() > DENIED_SYSCALLS.len());
     }
