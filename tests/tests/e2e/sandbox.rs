@@ -457,8 +457,10 @@ mcp_servers:
     std::fs::write(dir.join("single.txt"), "one file").unwrap();
     std::fs::set_permissions(dir.join("single.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let pid = std::process::id();
-    let (name, host_file) = (format!("private-tmp-{pid}"), format!("/tmp/host-tmp-{pid}"));
-    std::fs::write(&host_file, "the host's").unwrap();
+    let name = format!("private-tmp-{pid}");
+    // Removed when dropped, a failed run included.
+    let host = tempfile::NamedTempFile::new_in("/tmp").unwrap();
+    let host_file = host.path().display().to_string();
     let at = |name: &str| dir.join(name).display().to_string();
 
     // A hard-coded /tmp path works, and is its own: not the host's, not its neighbour's.
@@ -510,7 +512,6 @@ mcp_servers:
     assert_refused(&again, &["ENOENT"], "the last start's /tmp");
     hangar.terminate();
     assert_eq!(host_mounts(), mounts, "a sandbox's mounts outlived it");
-    std::fs::remove_file(host_file).unwrap();
 }
 
 #[test]
