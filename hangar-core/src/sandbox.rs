@@ -183,7 +183,7 @@ pub struct Filesystem {
     /// Read-write. Default: none.
     #[serde(default)]
     pub write: Vec<PathBuf>,
-    /// A fresh, empty `$HOME` and `$TMPDIR` for each start (read-write), and no other `/tmp`.
+    /// A fresh, empty `$HOME` and `/tmp` for each start (read-write; `/tmp` by a mount namespace).
     #[serde(default = "default_private")]
     pub private: bool,
 }
@@ -317,7 +317,7 @@ pub struct SandboxInEffect {
     pub landlock_abi: Option<u32>,
     /// The identity it runs as, e.g. `nobody (uid 65534, gid 65534)`; `None`: the hangar's own.
     pub user: Option<String>,
-    /// Its private `$HOME` (with `$TMPDIR` below it), when `filesystem.private`.
+    /// Its private `$HOME`, when `filesystem.private`.
     pub home: Option<PathBuf>,
     /// Each protection in force, e.g. `file system: Landlock ABI 7`.
     pub enforced: Vec<String>,

@@ -1,6 +1,6 @@
 //! Everything a sandboxed spawn needs, built before the fork (`spawn.rs` only applies it): the
 //! program resolved through `PATH`, the Landlock ruleset, the seccomp program, the user's ids,
-//! the private `$HOME`/`$TMPDIR`, the namespaces to enter and the rlimits. Also the judgement
+//! the private `$HOME` and `/tmp` (its mount points made), the namespaces to enter and the rlimits. Also the judgement
 //! of what the kernel can enforce: with `require: true` (the default) anything missing refuses
 //! the start in the hangar's words; with `require: false` the server runs weaker and its
 //! details say what is missing (`SandboxInEffect::fallbacks`).
@@ -8,6 +8,7 @@
 //! No `unsafe` here: what runs between fork and exec is in `spawn.rs`.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
@@ -24,11 +25,15 @@ use landlock::{
 use nix::sys::resource::Resource;
 
 use crate::kernel_limits;
-use crate::spawn::{Confinement, Identity};
+use crate::spawn::{Bind, Confinement, IdMap, Identity, PrivateTmp};
 
 /// Caps the Landlock ABI the hangar believes the kernel has (never raises it). For tests that
 /// show how a kernel lacking a feature is handled; unset in production.
 pub const TEST_LANDLOCK_ABI_ENV: &str = "HANGAR_TEST_LANDLOCK_ABI_MAX";
+
+/// Makes the hangar believe unprivileged user namespaces are forbidden, as their sysctls can
+/// say. For tests; unset in production.
+pub const TEST_NO_USER_NAMESPACES_ENV: &str = "HANGAR_TEST_NO_USER_NAMESPACES";
 
 /// Devices every program expects to open.
 const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full"];
@@ -44,6 +49,8 @@ pub struct Prepared {
     pub program: PathBuf,
     /// `HOME` and `TMPDIR` when the file system is private.
     pub env: Vec<(String, String)>,
+    /// Said with a failed spawn: what its namespaces need from the system.
+    pub namespaces_need: Option<String>,
     pub confinement: Confinement,
     pub in_effect: SandboxInEffect,
     /// Removed when the last holder lets go (the process's record).
@@ -73,32 +80,32 @@ pub fn prepare(
         confinement.identity = Some(*ids);
     }
     let ids = identity.as_ref().map(|(_, ids)| *ids);
+    let own = command_paths(&resolved, args, &path_var);
 
-    let private_dir = if sandbox.filesystem.private { Some(PrivateDir::create(id, ids)?) } else { None };
+    let private_dir = if sandbox.filesystem.private { Some(PrivateDir::create(id)?) } else { None };
     let mut child_env = Vec::new();
+    let mut private = Vec::new();
     if let Some(dir) = &private_dir {
+        confinement.private_tmp = private_tmp(dir, sandbox, &own, &mut in_effect)?;
+        // After the mount points are made in it: that user may not let the hangar in.
+        dir.give_to(ids)?;
+        let tmpdir = if confinement.private_tmp.is_some() { "/tmp".into() } else { dir.tmp().display().to_string() };
         child_env.push(("HOME".to_owned(), dir.home().display().to_string()));
-        child_env.push(("TMPDIR".to_owned(), dir.tmp().display().to_string()));
+        child_env.push(("TMPDIR".to_owned(), tmpdir));
         in_effect.home = Some(dir.home());
+        private.push(dir.path());
+        if confinement.private_tmp.is_some() {
+            // Inside, /tmp/x is reached through this directory (the root of its mount), never
+            // through the private directory above it.
+            private.push(dir.tmp());
+        }
     }
 
     let abi = believed_landlock_abi();
     in_effect.landlock_abi = (abi > 0).then_some(abi as u32);
-    confinement.landlock =
-        landlock_ruleset(sandbox, abi, &resolved, args, &path_var, private_dir.as_ref(), &mut in_effect)?;
+    confinement.landlock = landlock_ruleset(sandbox, abi, &own, &private, &mut in_effect)?;
 
-    match &sandbox.network {
-        Network::Any => {}
-        Network::None => {
-            // Without root, a user namespace gives the right to make the network namespace.
-            confinement.namespaces = libc::CLONE_NEWNET;
-            if !nix::unistd::geteuid().is_root() {
-                confinement.namespaces |= libc::CLONE_NEWUSER;
-            }
-            in_effect.enforced.push("network: none (a network namespace of its own, with no interface up)".into());
-        }
-        Network::Ports { .. } => {} // Landlock rules, above.
-    }
+    let namespaces_need = namespaces(sandbox, ids, &mut confinement, &mut in_effect);
 
     for (key, resource, value) in [
         ("max_open_files", Resource::RLIMIT_NOFILE, sandbox.max_open_files),
@@ -132,7 +139,50 @@ pub fn prepare(
         }
     }
     in_effect.enforced.push("no_new_privs: set (no setuid or file capabilities gain privileges)".into());
-    Ok(Prepared { program: resolved, env: child_env, confinement, in_effect, private_dir })
+    Ok(Prepared { program: resolved, env: child_env, namespaces_need, confinement, in_effect, private_dir })
+}
+
+/// The namespaces it enters (a network namespace for `network: none`, a mount namespace for its
+/// private /tmp); without root, in a user namespace of its own with its own ids mapped in it (so it
+/// is still itself, not the overflow uid). Gives what they need from the system, to be said if
+/// the spawn fails.
+fn namespaces(
+    sandbox: &Sandbox,
+    ids: Option<Identity>,
+    confinement: &mut Confinement,
+    in_effect: &mut SandboxInEffect,
+) -> Option<String> {
+    let mut needing = Vec::new();
+    if sandbox.network == Network::None {
+        confinement.namespaces = libc::CLONE_NEWNET;
+        needing.push("`network: none`");
+        in_effect.enforced.push("network: none (a network namespace of its own, with no interface up)".into());
+    }
+    if confinement.private_tmp.is_some() {
+        confinement.namespaces |= libc::CLONE_NEWNS;
+        needing.push("its private /tmp");
+    }
+    if needing.is_empty() {
+        return None;
+    }
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        // A user namespace gives the right to make the others.
+        confinement.namespaces |= libc::CLONE_NEWUSER;
+        let uid = ids.map_or(nix::unistd::geteuid().as_raw(), |ids| ids.uid);
+        let gid = ids.map_or(nix::unistd::getegid().as_raw(), |ids| ids.gid);
+        confinement.id_map = Some(IdMap {
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        });
+    }
+    let takes = if root {
+        "takes CAP_SYS_ADMIN"
+    } else {
+        "without root takes an unprivileged user namespace, which some systems and container runtimes forbid"
+    };
+    let needs = if needing.len() > 1 { "each need" } else { "needs" };
+    Some(format!("{} {needs} a namespace of its own, which {takes}", needing.join(" and ")))
 }
 
 /// The kernel's Landlock ABI (0: none), capped by [`TEST_LANDLOCK_ABI_ENV`]. Probed once,
@@ -155,10 +205,8 @@ fn believed_landlock_abi() -> i32 {
 fn landlock_ruleset(
     sandbox: &Sandbox,
     abi_number: i32,
-    program: &Path,
-    args: &[String],
-    path_var: &str,
-    private_dir: Option<&PrivateDir>,
+    own: &[PathBuf],
+    private: &[PathBuf],
     in_effect: &mut SandboxInEffect,
 ) -> Result<Option<OwnedFd>, String> {
     let ports = match &sandbox.network {
@@ -202,14 +250,12 @@ fn landlock_ruleset(
     let read_only = AccessFs::from_read(abi);
     let read_write = AccessFs::from_all(abi);
     let devices: BitFlags<AccessFs> = AccessFs::ReadFile | AccessFs::WriteFile;
-    let own = command_paths(program, args, path_var);
-    let writable: Vec<PathBuf> =
-        sandbox.filesystem.write.iter().cloned().chain(private_dir.map(PrivateDir::path)).collect();
+    let writable: Vec<PathBuf> = sandbox.filesystem.write.iter().chain(private).cloned().collect();
     let mut created = ruleset
         .create()
         .map_err(failed)?
         .add_rules(path_beneath_rules(&sandbox.filesystem.read, read_only))
-        .and_then(|r| r.add_rules(path_beneath_rules(&own, read_only)))
+        .and_then(|r| r.add_rules(path_beneath_rules(own, read_only)))
         .and_then(|r| r.add_rules(path_beneath_rules(["/proc"], read_only)))
         .and_then(|r| r.add_rules(path_beneath_rules(DEVICES, devices)))
         .and_then(|r| r.add_rules(path_beneath_rules(&writable, read_write)))
@@ -439,7 +485,118 @@ fn seccomp_program() -> Result<&'static Vec<libc::sock_filter>, String> {
         .map_err(Clone::clone)
 }
 
-/// A start's private `$HOME` and `$TMPDIR`: `<tmp>/hangar-sandbox-<supervisor pid>/<id>-<n>`,
+/// Its private `/tmp` (a mount namespace binds the private tmp onto it), unless its rules grant
+/// `/tmp` itself, or (`require: false`) the system forbids the namespace.
+fn private_tmp(
+    dir: &PrivateDir,
+    sandbox: &Sandbox,
+    own: &[PathBuf],
+    in_effect: &mut SandboxInEffect,
+) -> Result<Option<PrivateTmp>, String> {
+    let fs = &sandbox.filesystem;
+    if fs.read.iter().chain(&fs.write).any(|path| path == Path::new("/tmp")) {
+        in_effect
+            .fallbacks
+            .push("/tmp: the host's, not private: `filesystem` grants /tmp itself ($TMPDIR private)".into());
+        return Ok(None);
+    }
+    if !nix::unistd::geteuid().is_root()
+        && let Some(why) = user_namespaces_forbidden()
+    {
+        if sandbox.require {
+            return Err(format!(
+                "its private /tmp needs a mount namespace, which without root takes a user namespace, and {why}; set `filesystem.private: false` or `sandbox.require: false` to run it without"
+            ));
+        }
+        in_effect.fallbacks.push(format!(
+            "/tmp: not private, the host's refused by Landlock ($TMPDIR private): {why} (require: false)"
+        ));
+        return Ok(None);
+    }
+    let binds = tmp_binds(dir, fs, own)?;
+    in_effect.enforced.push(format!(
+        "/tmp: private, empty at each start (a mount namespace of its own; {} granted paths under the host's /tmp kept in it)",
+        binds.len()
+    ));
+    Ok(Some(PrivateTmp { binds, tmp: c_path(&dir.tmp())? }))
+}
+
+/// Why this system forbids an unprivileged user namespace, where its sysctls say so (AppArmor's
+/// restriction or a container's seccomp profile show only when the child tries).
+fn user_namespaces_forbidden() -> Option<String> {
+    if std::env::var_os(TEST_NO_USER_NAMESPACES_ENV).is_some() {
+        return Some(format!("{TEST_NO_USER_NAMESPACES_ENV} is set"));
+    }
+    ["/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone"].into_iter().find_map(|file| {
+        let value = std::fs::read_to_string(file).ok()?;
+        let name = file.trim_start_matches("/proc/sys/").replace('/', ".");
+        (value.trim() == "0").then(|| format!("this system forbids them ({name} is 0)"))
+    })
+}
+
+/// What of the host's `/tmp` stays visible in the private one: each path its rules grant under
+/// it (`read`, `write`, its own program's, its private `$HOME`), bound onto a mount point made
+/// now in the private tmp. Read-only where no write rule covers it: inside, the private tmp's
+/// write rule covers everything below `/tmp`, and Landlock adds up the rules along a path.
+fn tmp_binds(dir: &PrivateDir, fs: &hangar_core::sandbox::Filesystem, own: &[PathBuf]) -> Result<Vec<Bind>, String> {
+    let tmp = Path::new("/tmp");
+    let home = dir.home();
+    let mut visible: Vec<&Path> = fs.read.iter().chain(&fs.write).chain(own).map(PathBuf::as_path).collect();
+    visible.push(&home);
+    visible.retain(|path| path.starts_with(tmp) && *path != tmp);
+    visible.sort();
+    visible.dedup();
+    let writable = |path: &Path| path.starts_with(dir.path()) || fs.write.iter().any(|w| path.starts_with(w));
+    let mut binds = Vec::new();
+    for source in visible {
+        // One that does not exist has no Landlock rule either.
+        let Ok(meta) = std::fs::metadata(source) else { continue };
+        let target = dir.tmp().join(source.strip_prefix(tmp).unwrap_or(source));
+        make_mount_point(&dir.tmp(), &target, meta.is_dir()).map_err(|err| {
+            format!("its private /tmp could not be made (a mount point for {}): {err}", source.display())
+        })?;
+        let read_only = (!writable(source)).then(|| kept_mount_flags(source));
+        binds.push(Bind { source: c_path(source)?, target: c_path(&target)?, read_only });
+    }
+    Ok(binds)
+}
+
+/// `target` and the directories between `root` and it (0755, passable by the sandbox's user);
+/// an empty file where a file is to be bound.
+fn make_mount_point(root: &Path, target: &Path, is_dir: bool) -> std::io::Result<()> {
+    let relative = target.strip_prefix(root).map_err(std::io::Error::other)?;
+    let mut path = root.to_path_buf();
+    let mut components = relative.components().peekable();
+    while let Some(component) = components.next() {
+        path.push(component);
+        if components.peek().is_none() && !is_dir {
+            std::fs::File::create(&path)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+        } else if !path.is_dir() {
+            std::fs::create_dir(&path)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    Ok(())
+}
+
+/// The flags of `path`'s mount that a read-only remount must keep (a user namespace may not
+/// clear them).
+fn kept_mount_flags(path: &Path) -> libc::c_ulong {
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    let flags = statvfs(path).map(|stat| stat.flags()).unwrap_or(FsFlags::empty());
+    [(FsFlags::ST_NOSUID, libc::MS_NOSUID), (FsFlags::ST_NODEV, libc::MS_NODEV), (FsFlags::ST_NOEXEC, libc::MS_NOEXEC)]
+        .into_iter()
+        .filter(|(st, _)| flags.contains(*st))
+        .fold(0, |kept, (_, ms)| kept | ms)
+}
+
+fn c_path(path: &Path) -> Result<CString, String> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} has a NUL byte", path.display()))
+}
+
+/// A start's private `$HOME` and `/tmp`: `<tmp>/hangar-sandbox-<supervisor pid>/<id>-<n>`,
 /// owned by the sandbox's user, mode 0700 (the parent 0711: passable, not listable). Removed
 /// when dropped.
 pub struct PrivateDir(PathBuf);
@@ -455,7 +612,7 @@ pub fn remove_private_dirs() {
 }
 
 impl PrivateDir {
-    fn create(id: &str, owner: Option<Identity>) -> Result<PrivateDir, String> {
+    fn create(id: &str) -> Result<PrivateDir, String> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let failed = |err: std::io::Error| format!("its private $HOME could not be made: {err}");
         let base = private_base();
@@ -469,11 +626,18 @@ impl PrivateDir {
         for path in [private.path(), private.home(), private.tmp()] {
             std::fs::create_dir(&path).map_err(failed)?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
-            if let Some(Identity { uid, gid }) = owner {
-                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).map_err(failed)?;
-            }
         }
         Ok(private)
+    }
+
+    /// Hands its directories to the sandbox's user.
+    fn give_to(&self, owner: Option<Identity>) -> Result<(), String> {
+        let Some(Identity { uid, gid }) = owner else { return Ok(()) };
+        for path in [self.path(), self.home(), self.tmp()] {
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid))
+                .map_err(|err| format!("its private $HOME could not be made: {err}"))?;
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> PathBuf {
@@ -537,6 +701,35 @@ mod tests {
         assert_eq!(missing_capabilities(setuid | setgid, true), ["CAP_CHOWN"]);
         assert_eq!(missing_capabilities(setuid | setgid, false), Vec::<&str>::new());
         assert_eq!(missing_capabilities(chown, false), ["CAP_SETUID", "CAP_SETGID"]);
+    }
+
+    #[test]
+    fn what_is_granted_under_tmp_is_kept_in_a_private_tmp_read_only_unless_written() {
+        let granted = tempfile::tempdir_in("/tmp").unwrap();
+        let at = |name: &str| granted.path().join(name);
+        std::fs::create_dir_all(at("read/write")).unwrap();
+        std::fs::write(at("file"), "").unwrap();
+        let fs = hangar_core::sandbox::Filesystem {
+            read: vec!["/usr".into(), at("read"), at("file"), at("missing")],
+            write: vec![at("read/write")],
+            private: true,
+        };
+        let dir = PrivateDir::create("unit").unwrap();
+        let binds = tmp_binds(&dir, &fs, &[]).unwrap();
+        let seen: Vec<(PathBuf, bool)> =
+            binds.iter().map(|b| (PathBuf::from(b.source.to_str().unwrap()), b.read_only.is_some())).collect();
+        // Parents before children; nothing outside /tmp or missing; the private $HOME writable.
+        let mut expected = vec![(at("file"), true), (at("read"), true), (at("read/write"), false)];
+        if dir.home().starts_with("/tmp") {
+            expected.push((dir.home(), false));
+        }
+        expected.sort();
+        assert_eq!(seen, expected);
+        let inside = |path: &Path| dir.tmp().join(path.strip_prefix("/tmp").unwrap());
+        assert!(inside(&at("file")).is_file() && inside(&at("read/write")).is_dir());
+        assert!(!inside(&at("missing")).exists());
+        drop(dir);
+        remove_private_dirs();
     }
 
     #[test]

@@ -31,12 +31,14 @@
 //! systemd, for `sandbox.user`), which would otherwise survive its exec.
 //!
 //! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
-//! order: enters its namespaces (a network namespace of its own for `network: none`), takes its
-//! rlimits, sets `no_new_privs`, restricts itself with its Landlock ruleset, drops to its user
-//! (`setgroups`, `setgid`, `setuid`), sets the parent-death signal again (a change of
-//! credentials clears it), and installs its seccomp filter last, so the deny-list cannot stop
-//! the steps before it. Without root the network namespace comes with a user namespace, entered
-//! after the change of user instead (inside a new user namespace no other user is mapped).
+//! order: enters its namespaces (a network namespace of its own for `network: none`, a mount
+//! namespace for its private `/tmp`) and mounts that `/tmp`, takes its rlimits, sets
+//! `no_new_privs`, drops to its user (`setgroups`, `setgid`, `setuid`), restricts itself with its
+//! Landlock ruleset (after the mounts: a Landlocked process may not mount), sets the parent-death
+//! signal again (a change of credentials clears it), and installs its seccomp filter last, so the
+//! deny-list cannot stop the steps before it. Without root the namespaces come with a user
+//! namespace, entered after the change of user instead (inside a new user namespace no other user
+//! is mapped), its own ids mapped to themselves, then the mounts.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -101,7 +103,8 @@ where
 #[derive(Default)]
 pub struct Confinement {
     /// `CLONE_NEW*` flags to `unshare`; 0 for none. With `CLONE_NEWUSER` (the hangar is not
-    /// root), after the change of user; else before it (as root, for CAP_SYS_ADMIN).
+    /// root), after the change of user; else before it (as root, for CAP_SYS_ADMIN). Mounts
+    /// (`private_tmp`) follow it.
     pub namespaces: libc::c_int,
     /// Resource limits (soft and hard alike). Memory and process limits are added here only as
     /// the fallback where the upstream has no cgroup.
@@ -114,6 +117,33 @@ pub struct Confinement {
     pub identity: Option<Identity>,
     /// A seccomp BPF program, installed last.
     pub seccomp: Option<Vec<libc::sock_filter>>,
+    /// With `CLONE_NEWUSER`: its own ids mapped to themselves, so it is still itself inside.
+    pub id_map: Option<IdMap>,
+    /// With `CLONE_NEWNS`: its own `/tmp`.
+    pub private_tmp: Option<PrivateTmp>,
+}
+
+/// The lines written to `/proc/self/uid_map` and `gid_map` (`"ID ID 1\n"`).
+pub struct IdMap {
+    pub uid_map: Vec<u8>,
+    pub gid_map: Vec<u8>,
+}
+
+/// A private directory bound onto `/tmp` in a mount namespace of its own, with what of the
+/// host's `/tmp` its rules grant bound into it first (mount points made before the fork).
+pub struct PrivateTmp {
+    /// Parents before children.
+    pub binds: Vec<Bind>,
+    /// The directory that becomes `/tmp`.
+    pub tmp: CString,
+}
+
+pub struct Bind {
+    pub source: CString,
+    pub target: CString,
+    /// Remount read-only, keeping these flags of the source's mount (`MS_NOSUID`, `MS_NODEV`,
+    /// `MS_NOEXEC`: a user namespace may not clear them).
+    pub read_only: Option<libc::c_ulong>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -259,9 +289,9 @@ impl PreExec {
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
         // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid, and
-        // for a sandbox unshare, setrlimit, setgroups, setgid, setuid and the raw landlock and
-        // seccomp system calls) on memory prepared before the fork; it allocates nothing and
-        // takes no locks.
+        // for a sandbox unshare, mount, setrlimit, setgroups, setgid, setuid and the raw
+        // landlock and seccomp system calls) on memory prepared before the fork; it allocates
+        // nothing and takes no locks.
         unsafe {
             command.pre_exec(move || {
                 // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of
@@ -269,15 +299,7 @@ impl PreExec {
                 // so a v1 group's `tasks` (one thread) moves the whole process, without the global
                 // lock (and its RCU grace period, ~10 ms) a write to `cgroup.procs` takes.
                 for join in &self.cgroup_joins {
-                    let fd = libc::open(join.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd < 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    let written = libc::write(fd, c"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                    if written != 1 {
-                        return Err(io::Error::last_os_error());
-                    }
+                    write_file(join, b"0")?;
                 }
                 // The supervisor's ambient capabilities must not reach any child's program.
                 let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
@@ -323,37 +345,75 @@ impl PreExec {
 }
 
 impl Confinement {
-    /// Namespaces, rlimits, no_new_privs, Landlock, the user: in the child, before exec (the
-    /// seccomp filter is installed by the caller, last). Only system calls on memory prepared
-    /// before the fork (no allocation, no locks).
+    /// Namespaces and the private `/tmp`, rlimits, no_new_privs, the user, Landlock: in the
+    /// child, before exec (the seccomp filter is installed by the caller, last). Only system
+    /// calls on memory prepared before the fork (no allocation, no locks).
     #[cfg(target_os = "linux")]
     #[allow(unsafe_code)]
     fn apply(&self) -> io::Result<()> {
         let unshare_late = self.namespaces & libc::CLONE_NEWUSER != 0;
-        let check = |result: libc::c_long| if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
         // SAFETY: called only in the forked child before exec (PreExec::install); each call is a
         // plain system call on values owned by `self`, which was built before the fork.
         unsafe {
+            // As root: before the change of user, which drops CAP_SYS_ADMIN.
             if self.namespaces != 0 && !unshare_late {
                 check(libc::unshare(self.namespaces).into())?;
+                self.mount_private_tmp()?;
             }
             for (resource, value) in &self.rlimits {
                 nix::sys::resource::setrlimit(*resource, *value, *value).map_err(io::Error::from)?;
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
-            if let Some(ruleset) = &self.landlock {
-                use std::os::fd::AsRawFd;
-                let flags: libc::c_uint = 0;
-                check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), flags))?;
-            }
             if let Some(Identity { uid, gid }) = self.identity {
                 check(libc::setgroups(0, std::ptr::null()).into())?;
                 check(libc::setgid(gid).into())?;
                 check(libc::setuid(uid).into())?;
             }
+            // Without root the user namespace gives the right to the others; after the change of
+            // user, since inside it no other user is mapped.
             if unshare_late {
                 check(libc::unshare(self.namespaces).into())?;
+                if let Some(map) = &self.id_map {
+                    // A change of user made /proc/self root's; exec makes it dumpable again anyway.
+                    check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0).into())?;
+                    write_file(c"/proc/self/setgroups", b"deny")?;
+                    write_file(c"/proc/self/uid_map", &map.uid_map)?;
+                    write_file(c"/proc/self/gid_map", &map.gid_map)?;
+                }
+                self.mount_private_tmp()?;
             }
+            // After the mounts: a Landlocked process may not mount.
+            if let Some(ruleset) = &self.landlock {
+                use std::os::fd::AsRawFd;
+                let flags: libc::c_uint = 0;
+                check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), flags))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds what stays visible into the private tmp, then it onto `/tmp` (recursively, so
+    /// those binds come along), with nothing propagating back to the host.
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn mount_private_tmp(&self) -> io::Result<()> {
+        let Some(private) = &self.private_tmp else { return Ok(()) };
+        let none = std::ptr::null();
+        // SAFETY: as `apply`: plain system calls on C strings built before the fork.
+        unsafe {
+            // Nothing mounted here may reach the host, where removing the private directory
+            // would then reach into what is bound in it.
+            check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_SLAVE, none.cast()).into())?;
+            for bind in &private.binds {
+                let (source, target) = (bind.source.as_ptr(), bind.target.as_ptr());
+                check(libc::mount(source, target, none, libc::MS_BIND | libc::MS_REC, none.cast()).into())?;
+                if let Some(kept) = bind.read_only {
+                    let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | kept;
+                    check(libc::mount(none, target, none, flags, none.cast()).into())?;
+                }
+            }
+            let flags = libc::MS_BIND | libc::MS_REC;
+            check(libc::mount(private.tmp.as_ptr(), c"/tmp".as_ptr(), none, flags, none.cast()).into())?;
         }
         Ok(())
     }
@@ -362,6 +422,29 @@ impl Confinement {
     fn apply(&self) -> io::Result<()> {
         Ok(())
     }
+}
+
+fn check(result: libc::c_long) -> io::Result<()> {
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Writes `bytes` to the file at `path` in one `write` (a cgroup's join file, an id map).
+#[allow(unsafe_code)]
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: open, write and close on a C string and a slice alive for the call; async-signal-safe.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if written != bytes.len() as isize {
+            return Err(error);
+        }
+    }
+    Ok(())
 }
 
 /// `+PID` in a stack buffer (no allocation between fork and exec): the buffer and its length.

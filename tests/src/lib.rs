@@ -318,11 +318,16 @@ impl Hangar {
     /// unprivileged `uid`/`gid` (`setpriv`, no supplementary groups): how a hangar without root
     /// behaves. Its temp dir is handed to that user, so its journal, socket and config are its own.
     pub fn start_as_user(yaml: &str, uid: u32, gid: u32) -> Hangar {
+        Hangar::start_as_user_with_env(yaml, uid, gid, &[])
+    }
+
+    /// As [`Hangar::start_as_user`], with `env` set for the supervisor.
+    pub fn start_as_user_with_env(yaml: &str, uid: u32, gid: u32, env: &[(&str, &str)]) -> Hangar {
         let dir = Hangar::write_config(yaml);
         for path in [dir.path().to_path_buf(), dir.path().join("hangar.yaml")] {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("hand the temp dir to the user");
         }
-        Hangar::launch(dir, &[], &[], Some((uid, gid)))
+        Hangar::launch(dir, &[], env, Some((uid, gid)))
     }
 
     /// A temp dir holding `yaml` as `hangar.yaml`, its placeholders filled in.

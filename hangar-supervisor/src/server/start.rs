@@ -350,8 +350,9 @@ impl Server {
             .map_err(StartFailure::Spawn)?;
         let prepare_us = began.elapsed().as_micros();
         env.extend(prepared.env);
+        let need = prepared.namespaces_need.map(|need| format!(" ({need})")).unwrap_or_default();
         let child = spawn::spawn_confined(prepared.program.as_os_str(), args, &env, pipes, prepared.confinement)
-            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}` in its sandbox: {err}")))?;
+            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}` in its sandbox: {err}{need}")))?;
         tracing::info!(mcp_server = %self.id, prepare_us, enforced = ?prepared.in_effect.enforced, fallbacks = ?prepared.in_effect.fallbacks, "sandboxed");
         self.lock().sandbox_in_effect = Some(prepared.in_effect);
         Ok((child, prepared.private_dir.map(Arc::new)))

@@ -5,7 +5,10 @@
 //! while the server keeps serving; the real `@modelcontextprotocol/server-filesystem` serves its
 //! one directory through the front door under the strict preset; and a sandbox the kernel cannot
 //! provide (the Landlock ABI the hangar believes in capped by `HANGAR_TEST_LANDLOCK_ABI_MAX`)
-//! refuses the start, or, with `require: false`, runs weaker and says so in the details.
+//! refuses the start, or, with `require: false`, runs weaker and says so in the details. Its
+//! `/tmp` is its own (a mount namespace): what it writes there reaches neither the host nor
+//! another server, it sees of the host's `/tmp` only what it is granted, and nothing is left
+//! mounted on the host; without root too, where it is still its own uid.
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -46,6 +49,24 @@ fn assert_refused(report: &Value, errnos: &[&str], what: &str) {
     let errno = report["errno"].as_str().unwrap_or_default();
     assert!(errnos.contains(&errno), "{what}: expected one of {errnos:?}, got {report}");
 }
+
+/// Starts `id`, which must be refused (`start_failed`): why, in the hangar's words.
+fn refused_start(hangar: &Hangar, id: &str) -> String {
+    let refused = hangar.tool("hangar_start", json!({"mcp_server": id}));
+    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+    refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Two probes with the same `filesystem` sandbox, the second with `require: false`.
+const REQUIRED_AND_NOT: &str = r#"
+mcp_servers:
+  required:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
+  optional:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}, require: false}
+"#;
 
 /// The test's temp dir, opened to other users (the probe runs as `nobody`), with a readable
 /// tree, a writable one, and a file outside both.
@@ -97,28 +118,25 @@ mcp_servers:
     let home = me["home"].as_str().unwrap().to_owned();
     assert!(home.contains("hangar-sandbox-"), "{me}");
 
-    // The file system: only what `read` and `write` (and its private home) allow.
+    // The file system: only what `read` and `write` (and its private home) allow. Under /tmp
+    // (where the test's dir is) its private /tmp hides what is not granted (ENOENT), and keeps
+    // what is granted read-only as a read-only mount (EROFS): see the private /tmp story below.
     assert_refused(&attempt(&hangar, "boxed", "read_file", json!({"path": "/etc/shadow"})), &["EACCES"], "/etc/shadow");
     assert_refused(
         &attempt(&hangar, "boxed", "read_file", json!({"path": at("outside.txt")})),
-        &["EACCES"],
+        &["EACCES", "ENOENT"],
         "outside read",
     );
     assert_eq!(attempt(&hangar, "boxed", "read_file", json!({"path": at("readable/allowed.txt")}))["ok"], true);
     assert_refused(
         &attempt(&hangar, "boxed", "write_file", json!({"path": at("readable/x")})),
-        &["EACCES"],
+        &["EACCES", "EROFS"],
         "write in read",
     );
     assert_refused(
         &attempt(&hangar, "boxed", "write_file", json!({"path": at("written.txt")})),
         &["EACCES"],
         "write outside",
-    );
-    assert_refused(
-        &attempt(&hangar, "boxed", "write_file", json!({"path": "/tmp/sandbox-probe"})),
-        &["EACCES"],
-        "/tmp",
     );
     assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": at("out/x")}))["ok"], true);
     assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": format!("{home}/x")}))["ok"], true);
@@ -208,26 +226,30 @@ fn server_filesystem() -> std::path::PathBuf {
 
 #[test]
 fn the_real_filesystem_server_serves_its_one_directory_under_the_strict_preset() {
+    // `ungranted` is one of the server's own allowed directories, which the sandbox does not
+    // grant: the server lets the read through, and only the kernel can refuse it. Outside /tmp,
+    // which its private /tmp would hide altogether.
+    let elsewhere = tempfile::tempdir_in("/var/tmp").unwrap();
+    let ungranted = elsewhere.path().join("ungranted");
+    std::fs::create_dir_all(&ungranted).unwrap();
+    std::fs::write(ungranted.join("secret.txt"), "outside the box").unwrap();
     let config = format!(
         r#"
 tool_access: {{mode: front_door}}
 mcp_servers:
   files:
-    command: ["{node}", "{script}", "{{dir}}/shared", "{{dir}}/ungranted"]
+    command: ["{node}", "{script}", "{{dir}}/shared", "{ungranted}"]
     handshake_timeout_s: 30
     sandbox: {{preset: strict, filesystem: {{write: ["{{dir}}/shared"]}}}}
 "#,
         node = node().display(),
-        script = server_filesystem().display()
+        script = server_filesystem().display(),
+        ungranted = ungranted.display()
     );
     let hangar = Hangar::start(&config);
     let dir = hangar.dir.path();
     std::fs::create_dir_all(dir.join("shared")).unwrap();
     std::fs::write(dir.join("shared/note.txt"), "inside the box").unwrap();
-    // `ungranted` is one of the server's own allowed directories, which the sandbox does not
-    // grant: the server lets the read through, and only the kernel can refuse it.
-    std::fs::create_dir_all(dir.join("ungranted")).unwrap();
-    std::fs::write(dir.join("ungranted/secret.txt"), "outside the box").unwrap();
     let at = |name: &str| dir.join(name).display().to_string();
 
     let listed = hangar.tool("list_directory", json!({"path": at("shared")}));
@@ -239,7 +261,7 @@ mcp_servers:
     assert_ne!(written["isError"], true, "{written}");
     assert_eq!(std::fs::read_to_string(dir.join("shared/new.txt")).unwrap(), "made inside");
 
-    let outside = hangar.tool("read_text_file", json!({"path": at("ungranted/secret.txt")}));
+    let outside = hangar.tool("read_text_file", json!({"path": ungranted.join("secret.txt").display().to_string()}));
     assert_eq!(outside["isError"], true, "{outside}");
     assert!(!outside.to_string().contains("outside the box"), "{outside}");
     // The kernel's refusal (Landlock's EACCES), not the server's own "outside allowed directories".
@@ -269,9 +291,7 @@ mcp_servers:
     // TCP port rules need Landlock ABI 4: the hangar is made to believe the kernel has ABI 3.
     let hangar = Hangar::start_with_env(config, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "3")]);
 
-    let refused = hangar.tool("hangar_start", json!({"mcp_server": "required"}));
-    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
-    let why = refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned();
+    let why = refused_start(&hangar, "required");
     assert!(why.contains("Landlock ABI 4") && why.contains("ABI 3") && why.contains("require: false"), "{why}");
     let dead = hangar.details("required")["dead"].clone();
     assert_eq!(dead["reason"], "start_failed", "{dead}");
@@ -314,34 +334,21 @@ mcp_servers:
     let details = hangar.details("web");
     assert_eq!(details["sandbox"]["in_effect"]["user"], "nobody (uid 65534, gid 65534)", "{details}");
     // A port it was not given: it cannot listen, so it never comes up.
-    let refused = hangar.tool("hangar_start", json!({"mcp_server": "squatter"}));
-    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
+    refused_start(&hangar, "squatter");
 }
 
 #[test]
 fn a_kernel_without_landlock_refuses_a_filesystem_sandbox_unless_not_required() {
-    let config = r#"
-mcp_servers:
-  required:
-    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
-    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
-  optional:
-    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
-    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}, require: false}
-"#;
     // The hangar is made to believe the kernel has no Landlock at all.
-    let hangar = Hangar::start_with_env(config, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "0")]);
-    lay_out(hangar.dir.path());
+    let hangar = Hangar::start_with_env(REQUIRED_AND_NOT, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "0")]);
 
-    let refused = hangar.tool("hangar_start", json!({"mcp_server": "required"}));
-    assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
-    let why = refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned();
+    let why = refused_start(&hangar, "required");
     assert!(why.contains("need Landlock") && why.contains("no Landlock") && why.contains("require: false"), "{why}");
     assert_eq!(hangar.details("required")["dead"]["reason"], "start_failed");
 
-    // Not required: it runs, reads what the sandbox would have denied, and says why.
-    let outside = hangar.dir.path().join("outside.txt").display().to_string();
-    let read = attempt(&hangar, "optional", "read_file", json!({"path": outside}));
+    // Not required: it runs, reads what the sandbox would have denied (as root, the file
+    // modes do not), and says why.
+    let read = attempt(&hangar, "optional", "read_file", json!({"path": "/etc/shadow"}));
     assert_eq!(read["ok"], true, "{read}");
     let details = hangar.details("optional");
     let in_effect = &details["sandbox"]["in_effect"];
@@ -418,4 +425,149 @@ mcp_servers:
     assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
     assert_eq!(details["state"], "ready", "{details}");
     assert_eq!(attempt(&hangar, "offline", "whoami", json!({}))["ok"], true);
+}
+
+/// The host's mount table, as this test sees it.
+fn host_mounts() -> String {
+    std::fs::read_to_string("/proc/self/mountinfo").unwrap()
+}
+
+#[test]
+fn a_private_tmp_is_empty_its_own_and_keeps_only_what_it_is_granted() {
+    let config = r#"
+mcp_servers:
+  boxed:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox:
+      user: nobody
+      filesystem:
+        read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache, "{dir}/readable", "{dir}/single.txt"]
+        write: ["{dir}/out"]
+  neighbour:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: strict
+"#;
+    let mounts = host_mounts();
+    let mut hangar = Hangar::start(config);
+    let dir = hangar.dir.path().to_path_buf();
+    assert!(dir.starts_with("/tmp"), "the grants must lie under the host's /tmp for this story: {dir:?}");
+    lay_out(&dir);
+    // Open to all: only the sandbox keeps it read-only.
+    std::fs::set_permissions(dir.join("readable"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.join("single.txt"), "one file").unwrap();
+    std::fs::set_permissions(dir.join("single.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let pid = std::process::id();
+    let name = format!("private-tmp-{pid}");
+    // Removed when dropped, a failed run included.
+    let host = tempfile::NamedTempFile::new_in("/tmp").unwrap();
+    let host_file = host.path().display().to_string();
+    let at = |name: &str| dir.join(name).display().to_string();
+
+    // A hard-coded /tmp path works, and is its own: not the host's, not its neighbour's.
+    let me = attempt(&hangar, "boxed", "whoami", json!({}));
+    assert_eq!(me["tmpdir"], "/tmp", "{me}");
+    let home = me["home"].as_str().unwrap().to_owned();
+    let written = attempt(&hangar, "boxed", "write_file", json!({"path": format!("/tmp/{name}")}));
+    assert_eq!(written["ok"], true, "{written}");
+    assert_eq!(attempt(&hangar, "boxed", "read_file", json!({"path": format!("/tmp/{name}")}))["ok"], true);
+    assert!(!Path::new("/tmp").join(&name).exists(), "/tmp/{name} reached the host");
+    let neighbour = attempt(&hangar, "neighbour", "read_file", json!({"path": format!("/tmp/{name}")}));
+    assert_refused(&neighbour, &["ENOENT"], "the neighbour's /tmp");
+    assert_eq!(attempt(&hangar, "neighbour", "write_file", json!({"path": "/tmp/mine"}))["ok"], true);
+    assert_refused(&attempt(&hangar, "boxed", "read_file", json!({"path": host_file})), &["ENOENT"], "the host's file");
+
+    // Empty apart from what it wrote and the mount points of its grants (the test's dir) and
+    // of its $HOME (the supervisor's directory of private dirs).
+    let base = Path::new(&home).ancestors().nth(2).unwrap().file_name().unwrap().to_string_lossy().into_owned();
+    let listed = attempt(&hangar, "boxed", "list_dir", json!({"path": "/tmp"}));
+    let mut expected = vec![name.clone(), dir.file_name().unwrap().to_string_lossy().into_owned(), base];
+    expected.sort();
+    assert_eq!(listed["entries"], json!(expected), "{listed}");
+    let scaffold = attempt(&hangar, "boxed", "list_dir", json!({"path": dir.display().to_string()}));
+    assert_eq!(scaffold["entries"], json!(["out", "readable", "single.txt"]), "{scaffold}");
+
+    // What it is granted under the host's /tmp is still there: read, write, a single file, its $HOME.
+    assert_eq!(attempt(&hangar, "boxed", "read_file", json!({"path": at("readable/allowed.txt")}))["ok"], true);
+    assert_eq!(attempt(&hangar, "boxed", "read_file", json!({"path": at("single.txt")}))["bytes"], 8);
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": at("out/y")}))["ok"], true);
+    assert!(dir.join("out/y").exists(), "a write grant under /tmp must reach the host's directory");
+    assert_refused(
+        &attempt(&hangar, "boxed", "write_file", json!({"path": at("readable/y")})),
+        &["EROFS"],
+        "write in a read grant under /tmp",
+    );
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": format!("{home}/y")}))["ok"], true);
+    assert!(Path::new(&home).join("y").exists(), "its $HOME is the one the hangar made");
+
+    let enforced = hangar.details("boxed")["sandbox"]["in_effect"]["enforced"].to_string();
+    assert!(enforced.contains("/tmp: private"), "{enforced}");
+    assert_eq!(hangar.details("neighbour")["sandbox"]["in_effect"]["fallbacks"], json!([]));
+    // Nothing of it is mounted on the host, while it runs or after.
+    assert_eq!(host_mounts(), mounts, "a sandbox's mounts reached the host");
+
+    // A second start gets a fresh /tmp.
+    hangar.tool_ok("hangar_stop", json!({"mcp_server": "boxed"}));
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "boxed"}));
+    let again = attempt(&hangar, "boxed", "read_file", json!({"path": format!("/tmp/{name}")}));
+    assert_refused(&again, &["ENOENT"], "the last start's /tmp");
+    hangar.terminate();
+    assert_eq!(host_mounts(), mounts, "a sandbox's mounts outlived it");
+}
+
+#[test]
+fn a_private_tmp_without_root_is_a_user_and_mount_namespace_where_it_is_still_itself() {
+    let config = r#"
+mcp_servers:
+  boxed:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}}
+"#;
+    // Not nobody: 65534 is also what an unmapped uid reads as inside a user namespace.
+    let hangar = Hangar::start_as_user(config, 4242, 4242);
+    let me = attempt(&hangar, "boxed", "whoami", json!({}));
+    assert_eq!((me["uid"].as_u64(), me["gid"].as_u64()), (Some(4242), Some(4242)), "{me}");
+    let name = format!("rootless-tmp-{}", std::process::id());
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": format!("/tmp/{name}")}))["ok"], true);
+    assert!(!Path::new("/tmp").join(&name).exists(), "/tmp/{name} reached the host");
+    let home = me["home"].as_str().unwrap().to_owned();
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": format!("{home}/x")}))["ok"], true);
+    let details = hangar.details("boxed");
+    assert!(details["sandbox"]["in_effect"]["enforced"].to_string().contains("/tmp: private"), "{details}");
+    assert_eq!(details["sandbox"]["in_effect"]["fallbacks"], json!([]), "{details}");
+}
+
+#[test]
+fn without_user_namespaces_a_private_tmp_refuses_the_start_unless_not_required() {
+    // The hangar is made to believe the system forbids unprivileged user namespaces.
+    let hangar =
+        Hangar::start_as_user_with_env(REQUIRED_AND_NOT, 4242, 4242, &[("HANGAR_TEST_NO_USER_NAMESPACES", "1")]);
+    let why = refused_start(&hangar, "required");
+    assert!(why.contains("private /tmp needs a mount namespace") && why.contains("require: false"), "{why}");
+
+    // Not required: today's weaker box, said in its fallbacks: a private $TMPDIR, /tmp refused.
+    let me = attempt(&hangar, "optional", "whoami", json!({}));
+    assert!(me["tmpdir"].as_str().is_some_and(|tmp| tmp.contains("hangar-sandbox-")), "{me}");
+    let tmp = attempt(&hangar, "optional", "write_file", json!({"path": "/tmp/not-private"}));
+    assert_refused(&tmp, &["EACCES"], "the host's /tmp");
+    let in_effect = hangar.details("optional")["sandbox"]["in_effect"].clone();
+    assert!(in_effect["fallbacks"].to_string().contains("/tmp: not private"), "{in_effect}");
+    assert!(!in_effect["enforced"].to_string().contains("/tmp: private"), "{in_effect}");
+}
+
+#[test]
+fn a_sandbox_granted_the_hosts_tmp_shares_it_and_says_so() {
+    let config = r#"
+mcp_servers:
+  shared:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache], write: [/tmp]}}
+"#;
+    let hangar = Hangar::start(config);
+    let path = format!("/tmp/granted-tmp-{}", std::process::id());
+    assert_eq!(attempt(&hangar, "shared", "write_file", json!({"path": path}))["ok"], true);
+    assert!(Path::new(&path).exists(), "a grant of /tmp itself is the host's /tmp");
+    std::fs::remove_file(&path).unwrap();
+    let in_effect = hangar.details("shared")["sandbox"]["in_effect"].clone();
+    assert!(in_effect["fallbacks"].to_string().contains("/tmp: the host's, not private"), "{in_effect}");
+    assert!(attempt(&hangar, "shared", "whoami", json!({}))["tmpdir"].as_str().unwrap().contains("hangar-sandbox-"));
 }
