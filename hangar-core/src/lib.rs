@@ -41,6 +41,7 @@ pub mod echo;
 pub mod front_door;
 pub mod ipc;
 pub mod journal;
+pub mod json_size;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod limits;

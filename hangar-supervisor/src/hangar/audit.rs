@@ -163,7 +163,7 @@ impl<'a> Decision<'a> {
             mcp_server: mcp_server.to_owned(),
             tool: tool.map(str::to_owned),
             method: method.to_owned(),
-            bytes_in: json_size(arguments),
+            bytes_in: hangar_core::json_size::of(arguments),
             arguments: match self.audit.arguments {
                 ArgumentsKept::None => None,
                 ArgumentsKept::Digest => Some(Value::String(hangar_core::tool_digest::value_digest(arguments))),
@@ -185,7 +185,11 @@ impl<'a> Decision<'a> {
         let (outcome, error_type, bytes_out) = match answer {
             Ok(Reply::Called(result) | Reply::Forwarded(result)) => {
                 let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
-                (if is_error { CallOutcome::IsError } else { CallOutcome::Ok }, None, json_size(result))
+                (
+                    if is_error { CallOutcome::IsError } else { CallOutcome::Ok },
+                    None,
+                    hangar_core::json_size::of(result),
+                )
             }
             Ok(_) => (CallOutcome::Ok, None, 0),
             Err(err) => (CallOutcome::Error, Some(err.kind.as_str().to_owned()), 0),
@@ -286,21 +290,4 @@ impl Shown for View {
         tools.retain(|t| t.get("name").and_then(Value::as_str).is_some_and(|name| self.allows_tool(name)));
         tools
     }
-}
-
-/// The size of a value's JSON, counted as it is written (nothing is kept).
-fn json_size(value: &Value) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len() as u64;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }

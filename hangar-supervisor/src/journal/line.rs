@@ -59,7 +59,7 @@ fn audit(out: &mut Vec<u8>, id: u64, at: &str, entry: &AuditEntry) {
 /// A JSON string: copied as it is when nothing in it needs escaping (the usual case: names,
 /// methods, times), else escaped by serde_json.
 fn string(out: &mut Vec<u8>, text: &str) {
-    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if hangar_core::json_size::of_str(text) == text.len() as u64 + 2 {
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
         out.push(b'"');

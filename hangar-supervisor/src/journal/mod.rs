@@ -16,6 +16,7 @@ mod memory;
 pub mod read;
 mod retention;
 mod schema;
+mod unwritten;
 mod writer;
 
 use std::collections::{HashMap, VecDeque};
@@ -47,7 +48,7 @@ pub struct Journal {
     path: PathBuf,
     next_id: AtomicU64,
     live: broadcast::Sender<JournalEvent>,
-    /// Shared with the writer's queue: an entry is built once, never copied to be kept.
+    /// The recent entries, for replays and readers (the writer has their lines).
     tail: Mutex<VecDeque<Arc<Recorded>>>,
     writer: writer::Writer,
     /// What the last run remembered of each server, by id (read once, at open).
@@ -91,24 +92,26 @@ impl Journal {
         &self.path
     }
 
-    /// Records what happened: gives it the next id, broadcasts it, and queues it for writing.
-    /// On the caller's path (every audited call's): the time is kept as a number and rendered
-    /// only when read or written, and the tail's oldest entry, pushed out, is freed by the writer.
+    /// Records what happened: gives it the next id, broadcasts it, and packs it for the writer.
+    /// On the caller's path (every audited call's): the entry is written into its block here
+    /// (`unwritten.rs`), and the tail's oldest entry, pushed out, is freed here too, so nothing
+    /// of it crosses to the writer's thread.
     pub fn record(&self, what: Happened) -> u64 {
         let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
         // follower see ids in order: a `Last-Event-ID` never skips a lower id sent later.
-        // It is queued under the lock too, so the writer gets entries in id order and its blocks
-        // never overlap.
+        // It is packed under the lock too, so blocks hold entries in id order and never overlap.
         let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(Recorded { id, at_ms, what });
         let retired = if tail.len() == TAIL { tail.pop_front() } else { None };
-        tail.push_back(entry.clone());
         if self.live.receiver_count() > 0 {
             let _ = self.live.send(entry.event());
         }
-        self.writer.queue(entry, retired);
+        self.writer.queue(&entry);
+        tail.push_back(entry);
+        drop(tail);
+        drop(retired);
         id
     }
 

@@ -196,7 +196,7 @@ impl Reader {
     pub fn after(&self, journal: &Journal, since: u64, limit: usize, filter: &Filter) -> Result<Found, ReadError> {
         let (mut tail, complete) = journal.tail_after(since);
         if !complete {
-            // Entries older than the tail may still wait in the writer's queue (a reader far
+            // Entries older than the tail may still wait for the writer (a reader far
             // behind a burst): have them written first, so neither source misses them.
             journal.flush();
             tail = journal.tail_after(since).0;

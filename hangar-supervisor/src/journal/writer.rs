@@ -1,33 +1,31 @@
-//! The writer thread: the journal's only writer. Entries arrive on a bounded queue, in id order,
-//! and are written in batches, one transaction per batch, packed into blocks (`block.rs`), so no
-//! call ever waits for the disk.
+//! The writer thread: the journal's only writer. Entries are packed into blocks where they are
+//! recorded (`unwritten.rs`); the writer takes everything waiting once per commit interval and
+//! writes it in one transaction, so no call ever waits for the disk, and no entry crosses to the
+//! writer's thread on its own.
 //!
-//! When the queue is full, or a batch cannot be written (the disk is full, or another process
-//! holds the database's write lock past `BUSY_TIMEOUT`), its entries are dropped: counted
-//! (`hangar_journal_dropped_total`), logged at most once per `WARN_EVERY`, and once a batch is
-//! written again a `gap` entry says how many were lost. Pruning (`retention.rs`) runs here too,
-//! at start and hourly.
+//! When too much waits (`unwritten::MAX_ENTRIES`), or a batch cannot be written (the disk is
+//! full, or another process holds the database's write lock past `BUSY_TIMEOUT`), entries are
+//! dropped: counted (`hangar_journal_dropped_total`), logged at most once per `WARN_EVERY`, and
+//! once a batch is written again a `gap` entry says how many were lost. Pruning
+//! (`retention.rs`) runs here too, at start and hourly.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use std::collections::HashMap;
-
-use hangar_core::journal::{CallOutcome, Happened, JournalConfig};
+use hangar_core::journal::JournalConfig;
 use hangar_core::metrics::JournalCounts;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, params};
 
+use super::Recorded;
 use super::block::Block;
 use super::memory::Remembered;
 use super::retention;
-use super::{Recorded, Times};
+use super::unwritten::{Minutes, Unwritten};
 
-/// How many entries may wait for the writer before new ones are dropped.
-const QUEUE: usize = 65_536;
-/// The most entries one transaction writes.
-const BATCH: usize = 4096;
+/// How many jobs (wake-ups, memories, settings, flushes) may wait for the writer.
+const JOBS: usize = 1024;
 /// How long the writer gathers a batch before it commits: an answered call's entry is on disk
 /// (safe from a crash of the supervisor) at most about this long after it was recorded. Short,
 /// so each batch is short too: at 100 ms a busy hangar's batch (~1,600 entries) held a core
@@ -45,9 +43,8 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 enum Job {
-    /// An entry to write, and the one it pushed out of the in-memory tail, to be freed here,
-    /// off the caller's path.
-    Write(Arc<Recorded>, Option<Arc<Recorded>>),
+    /// Entries wait (sent by the entry that found nothing waiting: one wake-up per batch).
+    Entries,
     Remember(Remembered),
     Retain(JournalConfig),
     Flush(mpsc::Sender<()>),
@@ -78,7 +75,8 @@ impl Stats {
 }
 
 pub struct Writer {
-    queue: mpsc::SyncSender<Job>,
+    jobs: mpsc::SyncSender<Job>,
+    unwritten: Arc<Mutex<Unwritten>>,
     stats: Arc<Stats>,
     epoch: Instant,
 }
@@ -87,40 +85,52 @@ impl Writer {
     /// Starts the thread. `mark_gap` records a gap entry (through the journal, so it gets an id
     /// and is broadcast like any other).
     pub fn start(connection: Connection, mark_gap: impl Fn(u64) + Send + 'static) -> Writer {
-        let (queue, jobs) = mpsc::sync_channel(QUEUE);
+        let (jobs, received) = mpsc::sync_channel(JOBS);
         let (stats, epoch) = (Arc::new(Stats::default()), Instant::now());
+        let unwritten = Arc::new(Mutex::new(Unwritten::default()));
         let thread = Thread {
             connection,
             stats: stats.clone(),
             epoch,
             mark_gap: Box::new(mark_gap),
             retention: None,
-            block: Block::default(),
+            unwritten: unwritten.clone(),
+            taken: Unwritten::default(),
         };
         std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || thread.run(jobs))
+            .spawn(move || thread.run(received))
             .map(|_| ())
             .unwrap_or_else(|err| tracing::error!(%err, "the journal's writer thread did not start"));
-        Writer { queue, stats, epoch }
+        Writer { jobs, unwritten, stats, epoch }
     }
 
-    pub fn queue(&self, entry: Arc<Recorded>, retired: Option<Arc<Recorded>>) {
-        if self.queue.try_send(Job::Write(entry, retired)).is_err() {
-            self.stats.drop_entries(1, self.epoch, "the writer's queue is full");
+    /// Packs an entry for the next batch. Called in id order (under the journal's tail lock).
+    pub fn queue(&self, entry: &Recorded) {
+        let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+        let first = unwritten.is_empty();
+        if !unwritten.push(entry) {
+            drop(unwritten);
+            self.stats.drop_entries(1, self.epoch, "too many entries wait for the writer");
+            return;
+        }
+        drop(unwritten);
+        if first {
+            // The writer may be waiting for work; it takes what has come since when it wakes.
+            let _ = self.jobs.try_send(Job::Entries);
         }
     }
 
     /// Queues a server's memory; it replaces what was remembered of it.
     pub fn remember(&self, memory: Remembered) {
-        if self.queue.try_send(Job::Remember(memory)).is_err() {
+        if self.jobs.try_send(Job::Remember(memory)).is_err() {
             tracing::warn!("journal queue full: a server's memory was not saved");
         }
     }
 
     /// Sets (or changes, on a reload) how long entries are kept; prunes at once, then hourly.
     pub fn retain(&self, config: JournalConfig) {
-        if self.queue.try_send(Job::Retain(config)).is_err() {
+        if self.jobs.try_send(Job::Retain(config)).is_err() {
             tracing::warn!("journal queue full: the retention settings wait for the next reload");
         }
     }
@@ -134,7 +144,7 @@ impl Writer {
 
     pub fn flush(&self) {
         let (done, wait) = mpsc::channel();
-        if self.queue.send(Job::Flush(done)).is_ok() {
+        if self.jobs.send(Job::Flush(done)).is_ok() {
             let _ = wait.recv_timeout(Duration::from_secs(5));
         }
     }
@@ -147,8 +157,10 @@ struct Thread {
     mark_gap: Box<dyn Fn(u64) + Send>,
     /// The retention settings and when they are next applied.
     retention: Option<(JournalConfig, Instant)>,
-    /// The block being written (its buffer kept from batch to batch).
-    block: Block,
+    /// Where entries are packed as they are recorded.
+    unwritten: Arc<Mutex<Unwritten>>,
+    /// The batch being written: swapped with `unwritten`, so their buffers are used in turn.
+    taken: Unwritten,
 }
 
 impl Thread {
@@ -156,7 +168,6 @@ impl Thread {
         if let Err(err) = self.connection.busy_timeout(BUSY_TIMEOUT) {
             tracing::warn!(%err, "journal: busy timeout not set");
         }
-        let mut batch = Vec::with_capacity(BATCH);
         let mut memories = Vec::new();
         let mut flushes = Vec::new();
         loop {
@@ -167,27 +178,26 @@ impl Thread {
                     self.prune_if_due();
                     continue;
                 }
-                Err(mpsc::RecvTimeoutError::Disconnected) => return,
-            };
-            // The batch: what is queued now, and, unless that fills it or a flush waits, what
-            // comes within the commit interval. The writer sleeps meanwhile instead of waiting on
-            // the queue, so recording an entry never has to wake it.
-            let deadline = Instant::now() + COMMIT_INTERVAL;
-            let mut flushing = self.take(first, &mut batch, &mut memories, &mut flushes);
-            for round in 0..2 {
-                while !flushing && batch.len() < BATCH {
-                    match jobs.try_recv() {
-                        Ok(job) => flushing = self.take(job, &mut batch, &mut memories, &mut flushes),
-                        Err(_) => break,
-                    }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.write_batch(&[]); // what was recorded last
+                    return;
                 }
-                if flushing || batch.len() >= BATCH || round == 1 {
+            };
+            // The batch: what comes within the commit interval, unless a flush waits. The
+            // writer sleeps meanwhile instead of waiting for jobs, so recording an entry never
+            // has to wake it.
+            let deadline = Instant::now() + COMMIT_INTERVAL;
+            let mut flushing = self.take(first, &mut memories, &mut flushes);
+            for round in 0..2 {
+                while let Ok(job) = jobs.try_recv() {
+                    flushing |= self.take(job, &mut memories, &mut flushes);
+                }
+                if flushing || round == 1 {
                     break;
                 }
                 std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
             }
-            self.write_batch(&batch, &memories);
-            batch.clear();
+            self.write_batch(&memories);
             memories.clear();
             self.prune_if_due();
             for done in flushes.drain(..) {
@@ -196,19 +206,10 @@ impl Thread {
         }
     }
 
-    /// Takes one job into the batch; whether it is a flush (the batch is then written at once).
-    fn take(
-        &mut self,
-        job: Job,
-        batch: &mut Vec<Arc<Recorded>>,
-        memories: &mut Vec<Remembered>,
-        flushes: &mut Vec<mpsc::Sender<()>>,
-    ) -> bool {
+    /// Takes one job; whether it is a flush (the batch is then written at once).
+    fn take(&mut self, job: Job, memories: &mut Vec<Remembered>, flushes: &mut Vec<mpsc::Sender<()>>) -> bool {
         match job {
-            Job::Write(entry, retired) => {
-                batch.push(entry);
-                drop(retired);
-            }
+            Job::Entries => {}
             Job::Remember(memory) => memories.push(memory),
             Job::Retain(config) => self.retention = Some((config, Instant::now())),
             Job::Flush(done) => {
@@ -219,29 +220,32 @@ impl Thread {
         false
     }
 
-    fn write_batch(&mut self, batch: &[Arc<Recorded>], memories: &[Remembered]) {
-        if batch.is_empty() && memories.is_empty() {
+    /// Writes what waits, with `memories`, in one transaction.
+    fn write_batch(&mut self, memories: &[Remembered]) {
+        {
+            let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::swap(&mut *unwritten, &mut self.taken);
+        }
+        let entries = self.taken.entries;
+        if entries == 0 && memories.is_empty() {
             return;
         }
         let started = Instant::now();
-        match write(&mut self.connection, &mut self.block, batch, memories) {
+        match write(&mut self.connection, &self.taken, memories) {
             Ok(()) => {
                 // How long one batch holds a core: the burst a call may queue behind.
-                tracing::debug!(
-                    entries = batch.len(),
-                    took_us = started.elapsed().as_micros() as u64,
-                    "journal batch written"
-                );
-                self.stats.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                tracing::debug!(entries, took_us = started.elapsed().as_micros() as u64, "journal batch written");
+                self.stats.written.fetch_add(entries as u64, Ordering::Relaxed);
                 self.mark_gap();
             }
             Err(err) => {
                 if !memories.is_empty() {
                     tracing::warn!(%err, servers = memories.len(), "journal: servers' memory not saved");
                 }
-                self.stats.drop_entries(batch.len() as u64, self.epoch, &err.to_string());
+                self.stats.drop_entries(entries as u64, self.epoch, &err.to_string());
             }
         }
+        self.taken.clear();
     }
 
     /// Records a gap entry for the entries dropped since the last one, if any.
@@ -294,12 +298,7 @@ impl Thread {
     }
 }
 
-fn write(
-    connection: &mut Connection,
-    block: &mut Block,
-    batch: &[Arc<Recorded>],
-    memories: &[Remembered],
-) -> rusqlite::Result<()> {
+fn write(connection: &mut Connection, batch: &Unwritten, memories: &[Remembered]) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
     for memory in memories {
         memory.save(&tx)?;
@@ -309,64 +308,37 @@ fn write(
             "INSERT INTO blocks (first_id, last_id, first_at_ms, last_at_ms, entries, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
-        let mut insert_block = |block: &mut Block| -> rusqlite::Result<()> {
-            if block.is_empty() {
-                return Ok(());
-            }
-            // Bound as text as it stands: serde_json writes UTF-8, so checking it again (as a
-            // `String`) would only cost.
-            insert.execute(params![
-                block.first_id as i64,
-                block.last_id as i64,
-                block.first_at_ms,
-                block.last_at_ms,
-                block.entries as i64,
-                ToSqlOutput::Borrowed(ValueRef::Text(&block.body))
-            ])?;
-            block.clear();
-            Ok(())
-        };
-        let mut times = Times::default();
-        let mut minutes = Minutes::default();
-        block.clear();
-        for entry in batch {
-            minutes.count(entry);
-            block.push(entry, &mut times);
-            if block.is_full() {
-                insert_block(block)?;
-            }
+        for block in batch.blocks() {
+            insert_block(&mut insert, block)?;
         }
-        insert_block(block)?;
-        minutes.save(&tx)?;
     }
+    save_minutes(&tx, &batch.minutes)?;
     tx.commit()
 }
 
-/// A batch's audited calls and failures by minute, server and identity (the chart's counts),
-/// added to `minutes` with the batch's blocks.
-#[derive(Default)]
-struct Minutes<'a> {
-    counts: HashMap<(i64, &'a str, &'a str), (i64, i64)>,
+fn insert_block(insert: &mut rusqlite::CachedStatement<'_>, block: &Block) -> rusqlite::Result<()> {
+    // Bound as text as it stands: the lines are UTF-8 JSON, so checking it again (as a
+    // `String`) would only cost.
+    insert.execute(params![
+        block.first_id as i64,
+        block.last_id as i64,
+        block.first_at_ms,
+        block.last_at_ms,
+        block.entries as i64,
+        ToSqlOutput::Borrowed(ValueRef::Text(&block.body))
+    ])?;
+    Ok(())
 }
 
-impl<'a> Minutes<'a> {
-    fn count(&mut self, entry: &'a Recorded) {
-        if let Happened::Audit(call) = &entry.what {
-            let count = self.counts.entry((entry.at_ms / 60_000, &call.mcp_server, &call.identity)).or_default();
-            count.0 += 1;
-            count.1 += i64::from(call.outcome != CallOutcome::Ok);
-        }
+/// Adds a batch's per-minute counts to the chart's.
+fn save_minutes(tx: &rusqlite::Transaction<'_>, minutes: &Minutes) -> rusqlite::Result<()> {
+    let mut add = tx.prepare_cached(
+        "INSERT INTO minutes (minute, mcp_server, identity, calls, errors) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (minute, mcp_server, identity)
+         DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors",
+    )?;
+    for (key, count) in &minutes.counts {
+        add.execute(params![key.minute, key.mcp_server, key.identity, count.calls, count.errors])?;
     }
-
-    fn save(&self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-        let mut add = tx.prepare_cached(
-            "INSERT INTO minutes (minute, mcp_server, identity, calls, errors) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (minute, mcp_server, identity)
-             DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors",
-        )?;
-        for ((minute, mcp_server, identity), (calls, errors)) in &self.counts {
-            add.execute(params![minute, mcp_server, identity, calls, errors])?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
