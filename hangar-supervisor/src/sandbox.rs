@@ -87,8 +87,6 @@ pub fn prepare(
     let mut private = Vec::new();
     if let Some(dir) = &private_dir {
         confinement.private_tmp = private_tmp(dir, sandbox, &own, &mut in_effect)?;
-        // After the mount points are made in it: that user may not let the hangar in.
-        dir.give_to(ids)?;
         let tmpdir = if confinement.private_tmp.is_some() { "/tmp".into() } else { dir.tmp().display().to_string() };
         child_env.push(("HOME".to_owned(), dir.home().display().to_string()));
         child_env.push(("TMPDIR".to_owned(), tmpdir));
@@ -104,6 +102,12 @@ pub fn prepare(
     let abi = believed_landlock_abi();
     in_effect.landlock_abi = (abi > 0).then_some(abi as u32);
     confinement.landlock = landlock_ruleset(sandbox, abi, &own, &private, &mut in_effect)?;
+    // Only now, after its mount points are made in it and its Landlock rules have opened it:
+    // once the sandbox's user's (0700), a hangar without root cannot reach inside, and a rule
+    // whose path cannot be opened would be left out.
+    if let Some(dir) = &private_dir {
+        dir.give_to(ids)?;
+    }
 
     let namespaces_need = namespaces(sandbox, ids, &mut confinement, &mut in_effect);
 
@@ -608,7 +612,15 @@ fn private_base() -> PathBuf {
 
 /// Removes every private directory this supervisor made; at exit, once no upstream is left.
 pub fn remove_private_dirs() {
-    let _ = std::fs::remove_dir_all(private_base());
+    remove_private(&private_base());
+}
+
+/// Removes a private directory, taking it back first if it is another user's ([`reclaim`]).
+fn remove_private(dir: &Path) {
+    if std::fs::remove_dir_all(dir).is_err() {
+        reclaim(dir);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 impl PrivateDir {
@@ -633,7 +645,9 @@ impl PrivateDir {
     /// Hands its directories to the sandbox's user.
     fn give_to(&self, owner: Option<Identity>) -> Result<(), String> {
         let Some(Identity { uid, gid }) = owner else { return Ok(()) };
-        for path in [self.path(), self.home(), self.tmp()] {
+        // Its own directory last: once that user's (0700), a hangar without root (CAP_CHOWN but
+        // no CAP_DAC_OVERRIDE, as the systemd unit runs it) can no longer reach inside.
+        for path in [self.home(), self.tmp(), self.path()] {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid))
                 .map_err(|err| format!("its private $HOME could not be made: {err}"))?;
         }
@@ -656,8 +670,27 @@ impl Drop for PrivateDir {
         // On a thread of its own: a server may have left many files, and this runs on the runtime.
         let dir = std::mem::take(&mut self.0);
         let _ = std::thread::Builder::new().name("sandbox-cleanup".into()).spawn(move || {
-            let _ = std::fs::remove_dir_all(dir);
+            remove_private(&dir);
         });
+    }
+}
+
+/// Makes `dir` and every directory below it the hangar's own again (mode 0700), so it can be
+/// removed when it is another user's and the hangar has no root (CAP_CHOWN, no
+/// CAP_DAC_OVERRIDE, as the systemd unit runs it): `lchown`, and only real directories descended into, so a link the server left
+/// leads nowhere. Its processes are gone by then (the record holding the directory outlives them).
+fn reclaim(dir: &Path) {
+    let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
+    if std::os::unix::fs::lchown(dir, Some(uid), Some(gid)).is_err()
+        || std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_err()
+    {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            reclaim(&entry.path());
+        }
     }
 }
 

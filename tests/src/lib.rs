@@ -323,11 +323,22 @@ impl Hangar {
 
     /// As [`Hangar::start_as_user`], with `env` set for the supervisor.
     pub fn start_as_user_with_env(yaml: &str, uid: u32, gid: u32, env: &[(&str, &str)]) -> Hangar {
+        Hangar::start_as_user_with(yaml, uid, gid, env, "")
+    }
+
+    /// As [`Hangar::start_as_user`], keeping `caps` (setpriv's names, e.g. `setuid,setgid`) as
+    /// ambient capabilities: how the shipped systemd unit runs it (`User=hangar`,
+    /// `AmbientCapabilities=`).
+    pub fn start_as_user_with_caps(yaml: &str, uid: u32, gid: u32, caps: &str) -> Hangar {
+        Hangar::start_as_user_with(yaml, uid, gid, &[], caps)
+    }
+
+    fn start_as_user_with(yaml: &str, uid: u32, gid: u32, env: &[(&str, &str)], caps: &str) -> Hangar {
         let dir = Hangar::write_config(yaml);
         for path in [dir.path().to_path_buf(), dir.path().join("hangar.yaml")] {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("hand the temp dir to the user");
         }
-        Hangar::launch(dir, &[], env, Some((uid, gid)))
+        Hangar::launch(dir, &[], env, Some((uid, gid, caps)))
     }
 
     /// A temp dir holding `yaml` as `hangar.yaml`, its placeholders filled in.
@@ -346,22 +357,26 @@ impl Hangar {
 
     /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there;
     /// as `user` (uid, gid) when given.
-    fn launch(dir: tempfile::TempDir, extra_args: &[&str], env: &[(&str, &str)], user: Option<(u32, u32)>) -> Hangar {
+    fn launch(
+        dir: tempfile::TempDir,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        user: Option<(u32, u32, &str)>,
+    ) -> Hangar {
         let config = dir.path().join("hangar.yaml");
         let socket = dir.path().join("supervisor.sock");
         let log =
             std::fs::File::options().create(true).append(true).open(dir.path().join("hangar.log")).expect("log file");
         let mut command = match user {
             // setpriv execs the supervisor: the child's pid is the supervisor's.
-            Some((uid, gid)) => {
+            Some((uid, gid, caps)) => {
                 let mut command = Command::new("setpriv");
-                command
-                    .arg(format!("--reuid={uid}"))
-                    .arg(format!("--regid={gid}"))
-                    .arg("--clear-groups")
-                    .arg("--")
-                    .arg(bin("hangar-supervisor"))
-                    .env("HOME", dir.path());
+                command.arg(format!("--reuid={uid}")).arg(format!("--regid={gid}")).arg("--clear-groups");
+                if !caps.is_empty() {
+                    let raised = caps.split(',').map(|cap| format!("+{cap}")).collect::<Vec<_>>().join(",");
+                    command.arg(format!("--inh-caps={raised}")).arg(format!("--ambient-caps={raised}"));
+                }
+                command.arg("--").arg(bin("hangar-supervisor")).env("HOME", dir.path());
                 command
             }
             None => Command::new(bin("hangar-supervisor")),

@@ -537,6 +537,52 @@ mcp_servers:
 }
 
 #[test]
+fn a_hangar_with_only_its_units_capabilities_runs_a_private_tmp_as_another_user() {
+    // As the shipped systemd unit runs it: not root, with CAP_SETUID, CAP_SETGID and CAP_CHOWN
+    // ambient. The server becomes `daemon`, then enters its user and mount namespaces as that
+    // user, with that user mapped to itself.
+    let config = r#"
+mcp_servers:
+  boxed:
+    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
+    sandbox:
+      user: daemon
+      filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache]}
+"#;
+    let daemon = nix::unistd::User::from_name("daemon").unwrap().expect("a `daemon` user");
+    let mut hangar = Hangar::start_as_user_with_caps(config, 4242, 4242, "setuid,setgid,chown");
+    let me = attempt(&hangar, "boxed", "whoami", json!({}));
+    let ids = (me["uid"].as_u64(), me["gid"].as_u64());
+    assert_eq!(ids, (Some(daemon.uid.as_raw().into()), Some(daemon.gid.as_raw().into())), "{me}");
+    assert_eq!(me["tmpdir"], "/tmp", "{me}");
+    let name = format!("unit-tmp-{}", std::process::id());
+    let written = attempt(&hangar, "boxed", "write_file", json!({"path": format!("/tmp/{name}")}));
+    assert_eq!(written["ok"], true, "{written}");
+    assert!(!Path::new("/tmp").join(&name).exists(), "/tmp/{name} reached the host");
+    let home = me["home"].as_str().unwrap().to_owned();
+    let written = attempt(&hangar, "boxed", "write_file", json!({"path": format!("{home}/x")}));
+    assert_eq!(written["ok"], true, "{written}");
+    let in_effect = hangar.details("boxed")["sandbox"]["in_effect"].clone();
+    assert!(in_effect["enforced"].to_string().contains("/tmp: private"), "{in_effect}");
+    assert!(in_effect["enforced"].to_string().contains("user: daemon"), "{in_effect}");
+    assert_eq!(in_effect["fallbacks"], json!([]), "{in_effect}");
+
+    // Its private home, that user's now, with what the server left in it, still goes with it.
+    assert_eq!(attempt(&hangar, "boxed", "make_dir", json!({"path": format!("{home}/deep/er")}))["ok"], true);
+    assert_eq!(attempt(&hangar, "boxed", "write_file", json!({"path": format!("{home}/deep/er/file")}))["ok"], true);
+    hangar.tool_ok("hangar_stop", json!({"mcp_server": "boxed"}));
+    poll("the private home to be removed", Duration::from_secs(10), || (!Path::new(&home).exists()).then_some(()));
+    // And what is left of its private directories when the hangar ends.
+    hangar.tool_ok("hangar_start", json!({"mcp_server": "boxed"}));
+    let home = attempt(&hangar, "boxed", "whoami", json!({}))["home"].as_str().unwrap().to_owned();
+    assert_eq!(attempt(&hangar, "boxed", "make_dir", json!({"path": format!("{home}/kept")}))["ok"], true);
+    let base = Path::new(&home).ancestors().nth(2).unwrap().to_path_buf();
+    assert!(base.file_name().unwrap().to_string_lossy().starts_with("hangar-sandbox-"), "{base:?}");
+    hangar.terminate();
+    assert!(!base.exists(), "{base:?} outlived the hangar");
+}
+
+#[test]
 fn without_user_namespaces_a_private_tmp_refuses_the_start_unless_not_required() {
     // The hangar is made to believe the system forbids unprivileged user namespaces.
     let hangar =
