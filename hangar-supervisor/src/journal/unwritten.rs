@@ -18,6 +18,10 @@ use super::{Recorded, Times};
 /// a writer stuck on a full or slow disk must not take the supervisor's memory with it.
 pub const MAX_ENTRIES: usize = 65_536;
 
+/// How many emptied blocks' buffers are kept for reuse (a busy hangar seals a block every few
+/// batches; each buffer is up to `block::MAX_BYTES`).
+const SPARE_BLOCKS: usize = 2;
+
 /// What waits for the writer.
 #[derive(Default)]
 pub struct Unwritten {
@@ -29,6 +33,9 @@ pub struct Unwritten {
     /// How many entries all the blocks hold.
     pub entries: usize,
     times: Times,
+    /// Emptied blocks whose buffers the next full ones reuse: a block's text never has to grow
+    /// from nothing again, nor be freed on another thread.
+    spare: Vec<Block>,
 }
 
 impl Unwritten {
@@ -42,7 +49,8 @@ impl Unwritten {
         self.open.push(entry, &mut self.times);
         self.entries += 1;
         if self.open.is_full() {
-            self.sealed.push(std::mem::take(&mut self.open));
+            let next = self.spare.pop().unwrap_or_default();
+            self.sealed.push(std::mem::replace(&mut self.open, next));
         }
         true
     }
@@ -56,9 +64,15 @@ impl Unwritten {
         self.sealed.iter().chain(Some(&self.open).filter(|open| !open.is_empty()))
     }
 
-    /// Empties it, keeping the open block's buffer for the next batch.
+    /// Empties it, keeping the blocks' buffers for the next batches.
     pub fn clear(&mut self) {
-        self.sealed.clear();
+        for mut block in self.sealed.drain(..) {
+            // A few, not a burst's worth: a backlog's buffers are freed once it is written.
+            if self.spare.len() < SPARE_BLOCKS {
+                block.clear();
+                self.spare.push(block);
+            }
+        }
         self.open.clear();
         self.minutes.counts.clear();
         self.entries = 0;
@@ -117,7 +131,10 @@ impl Minutes {
     fn count(&mut self, entry: &Recorded) {
         let Happened::Audit(call) = &entry.what else { return };
         let of = MinuteOf { minute: entry.at_ms / 60_000, mcp_server: &call.mcp_server, identity: &call.identity };
-        let count = match self.counts.get_mut(&of) {
+        // Calls come in runs of the same minute, server and caller: the last key first, unhashed.
+        let at_last = self.counts.last().is_some_and(|(key, _)| of.equivalent(key));
+        let found = if at_last { self.counts.last_mut().map(|(_, count)| count) } else { self.counts.get_mut(&of) };
+        let count = match found {
             Some(count) => count,
             None => {
                 let key = MinuteKey {
@@ -208,5 +225,16 @@ mod tests {
         assert_eq!(blocks.len(), MAX_ENTRIES / super::super::block::MAX_ENTRIES);
         assert!(blocks.windows(2).all(|w| w[0].1 + 1 == w[1].0), "consecutive, never overlapping: {blocks:?}");
         assert_eq!((blocks[0].0, blocks.last().unwrap().1), (1, MAX_ENTRIES as u64));
+
+        // Emptied, its blocks' buffers are kept for the next ones, which read as new.
+        unwritten.clear();
+        assert_eq!(unwritten.spare.len(), SPARE_BLOCKS, "a few sealed blocks kept, not all");
+        let block = super::super::block::MAX_ENTRIES as u64;
+        for id in 1..=block + 1 {
+            assert!(unwritten.push(&Recorded { id: 100 + id, at_ms: 0, what: Happened::Gap { dropped: 1 } }));
+        }
+        let again: Vec<_> = unwritten.blocks().map(|b| (b.first_id, b.last_id, b.entries)).collect();
+        assert_eq!(again, [(101, 100 + block, block as usize), (101 + block, 101 + block, 1)]);
+        assert_eq!(unwritten.spare.len(), SPARE_BLOCKS - 1, "a spare buffer reused");
     }
 }
