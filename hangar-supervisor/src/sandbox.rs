@@ -615,6 +615,10 @@ pub fn remove_private_dirs() {
     remove_private(&private_base());
 }
 
+fn home_failed(err: std::io::Error) -> String {
+    format!("its private $HOME could not be made: {err}")
+}
+
 /// Removes a private directory, taking it back first if it is another user's ([`reclaim`]).
 fn remove_private(dir: &Path) {
     if std::fs::remove_dir_all(dir).is_err() {
@@ -626,18 +630,17 @@ fn remove_private(dir: &Path) {
 impl PrivateDir {
     fn create(id: &str) -> Result<PrivateDir, String> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        let failed = |err: std::io::Error| format!("its private $HOME could not be made: {err}");
         let base = private_base();
         match std::fs::create_dir(&base) {
-            Ok(()) => std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711)).map_err(failed)?,
+            Ok(()) => std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711)).map_err(home_failed)?,
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(failed(err)),
+            Err(err) => return Err(home_failed(err)),
         }
         let dir = base.join(format!("{id}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
         let private = PrivateDir(dir);
         for path in [private.path(), private.home(), private.tmp()] {
-            std::fs::create_dir(&path).map_err(failed)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
+            std::fs::create_dir(&path).map_err(home_failed)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).map_err(home_failed)?;
         }
         Ok(private)
     }
@@ -648,8 +651,7 @@ impl PrivateDir {
         // Its own directory last: once that user's (0700), a hangar without root (CAP_CHOWN but
         // no CAP_DAC_OVERRIDE, as the systemd unit runs it) can no longer reach inside.
         for path in [self.home(), self.tmp(), self.path()] {
-            std::os::unix::fs::chown(&path, Some(uid), Some(gid))
-                .map_err(|err| format!("its private $HOME could not be made: {err}"))?;
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid)).map_err(home_failed)?;
         }
         Ok(())
     }
@@ -677,8 +679,9 @@ impl Drop for PrivateDir {
 
 /// Makes `dir` and every directory below it the hangar's own again (mode 0700), so it can be
 /// removed when it is another user's and the hangar has no root (CAP_CHOWN, no
-/// CAP_DAC_OVERRIDE, as the systemd unit runs it): `lchown`, and only real directories descended into, so a link the server left
-/// leads nowhere. Its processes are gone by then (the record holding the directory outlives them).
+/// CAP_DAC_OVERRIDE, as the systemd unit runs it). `lchown`, and only real directories are
+/// descended into, so a link the server left leads nowhere. Its processes are gone by then (the
+/// record holding the directory outlives them).
 fn reclaim(dir: &Path) {
     let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
     if std::os::unix::fs::lchown(dir, Some(uid), Some(gid)).is_err()

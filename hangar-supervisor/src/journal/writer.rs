@@ -107,15 +107,14 @@ impl Writer {
 
     /// Packs an entry for the next batch. Called in id order (under the journal's tail lock).
     pub fn queue(&self, entry: &Recorded) {
-        let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
-        let first = unwritten.is_empty();
-        if !unwritten.push(entry) {
-            drop(unwritten);
+        let (kept, first) = {
+            let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+            let first = unwritten.is_empty();
+            (unwritten.push(entry), first)
+        };
+        if !kept {
             self.stats.drop_entries(1, self.epoch, "too many entries wait for the writer");
-            return;
-        }
-        drop(unwritten);
-        if first {
+        } else if first {
             // The writer may be waiting for work; it takes what has come since when it wakes.
             let _ = self.jobs.try_send(Job::Entries);
         }
