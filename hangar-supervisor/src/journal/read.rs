@@ -213,12 +213,12 @@ impl Reader {
             let mut blocks = connection
                 .prepare_cached("SELECT first_id, body FROM blocks WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2")?;
             loop {
-                let rows: Vec<(i64, String)> = blocks
+                let rows: Vec<(i64, block::Body)> = blocks
                     .query_map([from, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
                     .collect::<rusqlite::Result<_>>()?;
                 for (first_id, body) in &rows {
                     from = first_id + 1;
-                    for (id, line) in block::lines(body) {
+                    for (id, line) in block::lines(&body.0) {
                         let Some(id) = id else {
                             tracing::warn!(block = first_id, "a journal line has no id; skipped");
                             continue;
@@ -264,12 +264,12 @@ impl Reader {
             )?;
             let mut before = i64::MAX;
             loop {
-                let rows: Vec<(i64, String)> = blocks
+                let rows: Vec<(i64, block::Body)> = blocks
                     .query_map([before, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
                     .collect::<rusqlite::Result<_>>()?;
                 for (first_id, body) in &rows {
                     before = *first_id;
-                    for (id, line) in block::lines(body).rev() {
+                    for (id, line) in block::lines(&body.0).rev() {
                         let Some(id) = id else { continue };
                         if scan.line(id, line).is_break() {
                             return Ok(written);

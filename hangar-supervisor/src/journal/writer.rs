@@ -19,7 +19,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, params};
 
 use super::Recorded;
-use super::block::Block;
+use super::block::{self, Block};
 use super::memory::Remembered;
 use super::retention;
 use super::unwritten::{Minutes, Unwritten};
@@ -96,6 +96,7 @@ impl Writer {
             retention: None,
             unwritten: unwritten.clone(),
             taken: Unwritten::default(),
+            packer: block::Packer::default(),
         };
         std::thread::Builder::new()
             .name("journal-writer".into())
@@ -160,6 +161,8 @@ struct Thread {
     unwritten: Arc<Mutex<Unwritten>>,
     /// The batch being written: swapped with `unwritten`, so their buffers are used in turn.
     taken: Unwritten,
+    /// Compresses each block as it is stored.
+    packer: block::Packer,
 }
 
 impl Thread {
@@ -230,7 +233,7 @@ impl Thread {
             return;
         }
         let started = Instant::now();
-        match write(&mut self.connection, &self.taken, memories) {
+        match write(&mut self.connection, &self.taken, memories, &mut self.packer) {
             Ok(()) => {
                 // How long one batch holds a core: the burst a call may queue behind.
                 tracing::debug!(entries, took_us = started.elapsed().as_micros() as u64, "journal batch written");
@@ -297,7 +300,12 @@ impl Thread {
     }
 }
 
-fn write(connection: &mut Connection, batch: &Unwritten, memories: &[Remembered]) -> rusqlite::Result<()> {
+fn write(
+    connection: &mut Connection,
+    batch: &Unwritten,
+    memories: &[Remembered],
+    packer: &mut block::Packer,
+) -> rusqlite::Result<()> {
     let tx = connection.transaction()?;
     for memory in memories {
         memory.save(&tx)?;
@@ -308,23 +316,22 @@ fn write(connection: &mut Connection, batch: &Unwritten, memories: &[Remembered]
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         for block in batch.blocks() {
-            insert_block(&mut insert, block)?;
+            let packed = packer.pack(&block.body).map_err(|err| rusqlite::Error::ToSqlConversionFailure(err.into()))?;
+            insert_block(&mut insert, block, packed)?;
         }
     }
     save_minutes(&tx, &batch.minutes)?;
     tx.commit()
 }
 
-fn insert_block(insert: &mut rusqlite::CachedStatement<'_>, block: &Block) -> rusqlite::Result<()> {
-    // Bound as text as it stands: the lines are UTF-8 JSON, so checking it again (as a
-    // `String`) would only cost.
+fn insert_block(insert: &mut rusqlite::CachedStatement<'_>, block: &Block, packed: &[u8]) -> rusqlite::Result<()> {
     insert.execute(params![
         block.first_id as i64,
         block.last_id as i64,
         block.first_at_ms,
         block.last_at_ms,
         block.entries as i64,
-        ToSqlOutput::Borrowed(ValueRef::Text(&block.body))
+        ToSqlOutput::Borrowed(ValueRef::Blob(packed))
     ])?;
     Ok(())
 }

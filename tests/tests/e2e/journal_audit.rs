@@ -1,5 +1,5 @@
 //! The audit trail: every tool call, front-door request and admin action is an entry in the
-//! journal (read here straight from `journal.sqlite`, as an operator with `sqlite3` would), with
+//! journal (read here straight from `journal.sqlite`, as an operator would), with
 //! who asked, what, how it ended (`ok`, `is_error`, or the error type), its sizes and, as
 //! `audit.arguments` says, its arguments. Refusals are recorded too; starts, stops and reloads
 //! also say who did them; `audit: {enabled: false}` keeps calls out and the rest in.
@@ -23,13 +23,23 @@ pub fn journal_of(hangar: &Hangar) -> PathBuf {
 }
 
 /// Every entry written to the journal at `path`, oldest first, as its JSON: each block's body
-/// holds its entries as JSON lines.
+/// holds its entries as JSON lines, lz4-compressed (its length first, as lz4's own
+/// `decompress_size_prepended` reads it), or as text in a block from before schema 4.
 pub fn entries(path: &Path) -> Vec<Value> {
     let Ok(db) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
         return Vec::new();
     };
     let Ok(mut select) = db.prepare("SELECT body FROM blocks ORDER BY first_id") else { return Vec::new() };
-    let rows = select.query_map([], |row| row.get::<_, String>(0)).unwrap();
+    let rows = select
+        .query_map([], |row| {
+            Ok(match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Blob(packed) => {
+                    String::from_utf8(lz4_flex::block::decompress_size_prepended(packed).unwrap()).unwrap()
+                }
+                text => text.as_str()?.to_owned(),
+            })
+        })
+        .unwrap();
     let entries: Vec<Value> = rows
         .flat_map(|body| {
             let body = body.unwrap();

@@ -2,7 +2,8 @@
 //! blocks left it (version 1: one `entries` row per entry, with an index on `at_ms`): the
 //! supervisor stops, its journal is rewritten in that shape, and the next supervisor finds every
 //! old entry readable on `/api/audit`, charted with the new calls (the per-minute counts are
-//! built from the old rows), and writes on in blocks (schema 3).
+//! built from the old rows), and writes on in compressed blocks (schema 4) beside the old ones,
+//! which stay as they were migrated (text).
 
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, poll};
@@ -55,13 +56,15 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
     let (version, names) = schema_of(&journal);
     assert_eq!(
         (version, table_names(&names)),
-        (3, vec!["blocks", "minutes", "servers"]),
-        "a new journal is at schema 3"
+        (4, vec!["blocks", "minutes", "servers"]),
+        "a new journal is at schema 4"
     );
 
     // Stopped, and its journal rewritten as the release before blocks would have left it.
+    let migrated = std::cell::Cell::new(0);
     let hangar = hangar.restart_after(Signal::SIGTERM, &[], |_| {
         let old = entries(&journal);
+        migrated.set(old.len());
         assert!(old.iter().filter(|e| e["kind"] == "audit").count() == 3, "{old:?}");
         for file in ["journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm"] {
             let _ = std::fs::remove_file(journal.with_file_name(file));
@@ -92,7 +95,7 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
         assert_eq!((version, table_names(&names)), (1, vec!["entries", "entries_at", "servers"]));
     });
     let (version, names) = schema_of(&journal);
-    assert_eq!((version, table_names(&names)), (3, vec!["blocks", "minutes", "servers"]), "migrated at start");
+    assert_eq!((version, table_names(&names)), (4, vec!["blocks", "minutes", "servers"]), "migrated at start");
 
     assert_eq!(hangar.tool("echo", json!({"text": "after"}))["isError"], false);
     let audit = poll("the four calls on /api/audit", std::time::Duration::from_secs(10), || {
@@ -103,4 +106,19 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
     let texts: Vec<&str> = audit.iter().map(|e| e["tool"].as_str().unwrap_or_default()).collect();
     assert_eq!(texts, ["echo"; 4], "{audit:?}");
     poll("the four calls charted", std::time::Duration::from_secs(10), || (calls_charted(&hangar) == 4).then_some(()));
+    // The new call's block, once the writer has it: compressed, and the migrated ones as they were.
+    let stored = poll("the new call's block written", std::time::Duration::from_secs(10), || {
+        let db = rusqlite::Connection::open_with_flags(&journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+        let stored: Vec<String> = db
+            .prepare("SELECT typeof(body) FROM blocks ORDER BY first_id")
+            .ok()?
+            .query_map([], |row| row.get(0))
+            .ok()?
+            .collect::<Result<_, _>>()
+            .ok()?;
+        (stored.len() > migrated.get()).then_some(stored)
+    });
+    let (old, new) = stored.split_at(migrated.get());
+    assert!(old.len() >= 3 && old.iter().all(|t| t == "text"), "the migrated entries stay as they were: {stored:?}");
+    assert!(new.iter().all(|t| t == "blob"), "new blocks are compressed: {stored:?}");
 }
