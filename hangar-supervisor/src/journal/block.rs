@@ -98,9 +98,7 @@ pub struct Body(pub String);
 impl FromSql for Body {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
         match value {
-            ValueRef::Text(text) => {
-                std::str::from_utf8(text).map(|text| Body(text.to_owned())).map_err(|e| FromSqlError::Other(e.into()))
-            }
+            ValueRef::Text(_) => String::column_result(value).map(Body),
             ValueRef::Blob(packed) => unpack(packed).map(Body).map_err(FromSqlError::Other),
             _ => Err(FromSqlError::InvalidType),
         }

@@ -66,8 +66,8 @@ const MIGRATIONS: &[&str] = &[
                SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END)
         FROM entries WHERE kind = 'audit' GROUP BY 1, 2, 3;
     DROP TABLE entries;",
-    // 4: a block's `body` is stored lz4-compressed, as a BLOB (`block::Packer`): about a tenth
-    // of the bytes through the WAL and the disk. The tables stay; blocks written before stay
+    // 4: a block's `body` is stored lz4-compressed, as a BLOB (`block::Packer`): a block is
+    // about a tenth of its text, and the disk gets about a fifth of the bytes. The tables stay; blocks written before stay
     // TEXT and are read as they are. The version is what changes, so that a release from before
     // refuses a journal it could not read (`Newer`) instead of misreading its blocks.
     "SELECT 1;",
