@@ -21,6 +21,10 @@
       --header) and appends its JSON row (hangar-bench's fields, plus checked and failed) to
       JSON_OUT. Exits 1 when wrk fails, an answer failed its check, a socket error or non-2xx
       happened, or not every answer was checked.
+  helpers.py wrk-interleaved [--header] KIND SERVER TOOL TEXT CONNECTIONS SECONDS SLICE_MS LABEL JSON_OUT NAME=URL...
+      Runs one wrk (as `wrk` does) per NAME=URL, taking turns: one at a time runs, for SLICE_MS a
+      turn (the others SIGSTOPped), until each has run SECONDS in all. One row per target (LABEL
+      with `{}` replaced by its NAME), its calls/s over its own turns; checked as `wrk` checks.
   helpers.py auth-report RESULTS_JSONL
       scripts/bench-auth's table (Markdown): per generator and auth (none, key, token), calls/s at
       8 connections and p50 at 8 and at 1, as median [min-max] over rounds; then token/key per
@@ -33,6 +37,7 @@
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -188,23 +193,35 @@ def wrk(*args):
         else:
             bearer, args = [args[1]], args[2:]
     url, kind, server, tool, text, connections, seconds, label, *json_out = args
-    json_out = json_out[0] if json_out else None
+    command = _wrk_command(url, kind, server, tool, text, connections, f"{seconds}s", bearer)
+    run = subprocess.run(command, capture_output=True, text=True)
+    row = _wrk_row(run.returncode, run.stdout, run.stderr, label)
+    _record_row(row, label, header, json_out[0] if json_out else None)
+
+
+def _wrk_command(url, kind, server, tool, text, connections, duration, bearer=()):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "call.lua")
-    command = ["wrk", "-t1", f"-c{int(connections)}", f"-d{seconds}s", "--latency", "-s", script, url]
-    run = subprocess.run(command + ["--", kind, server, tool, text, *bearer], capture_output=True, text=True)
-    line = next((l for l in run.stdout.splitlines() if l.startswith("wrk-result ")), None)
-    if run.returncode != 0 or line is None:
-        sys.exit(f"wrk failed (exit {run.returncode}): {run.stderr.strip() or run.stdout.strip()}")
+    command = ["wrk", "-t1", f"-c{int(connections)}", f"-d{duration}", "--latency", "-s", script, url]
+    return command + ["--", kind, server, tool, text, *bearer]
+
+
+def _wrk_row(returncode, stdout, stderr, label):
+    line = next((l for l in stdout.splitlines() if l.startswith("wrk-result ")), None)
+    if returncode != 0 or line is None:
+        sys.exit(f"{label}: wrk failed (exit {returncode}): {stderr.strip() or stdout.strip()}")
     row = json.loads(line[len("wrk-result ") :])
+    return {"label": label, "generator": "wrk", **row}
+
+
+def _record_row(row, label, header, json_out):
+    """Prints a wrk row (its header first if asked), appends it to JSON_OUT, and exits 1 on any
+    failed, unchecked or errored answer."""
     first_failure = row.pop("first_failure")
-    row = {"label": label, "generator": "wrk", **row}
     if header:
         names = ("p50_ms", "p90_ms", "p99_ms", "max_ms")
         print(f"{'label':<44} {'count':>8} {'errors':>6} " + " ".join(f"{n:>9}" for n in names) + f" {'calls/s':>10}")
-    print(
-        f"{label:<44} {row['count']:>8} {row['errors']:>6} {row['p50_ms']:>9.3f} {row['p90_ms']:>9.3f}"
-        f" {row['p99_ms']:>9.3f} {row['max_ms']:>9.3f} {row['calls_per_s']:>10.1f}"
-    )
+    latencies = " ".join("        -" if row[n] is None else f"{row[n]:>9.3f}" for n in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
+    print(f"{label:<44} {row['count']:>8} {row['errors']:>6} {latencies} {row['calls_per_s']:>10.1f}")
     if json_out:
         with open(json_out, "a") as out:
             out.write(json.dumps(row) + "\n")
@@ -219,6 +236,81 @@ def wrk(*args):
         problems.append(f"{row['errors']} socket errors or non-2xx answers")
     if problems:
         sys.exit(f"{label}: " + "; ".join(problems))
+
+
+def _stopped(pid):
+    """Whether process PID is stopped (state T in /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def wrk_interleaved(*args):
+    """One wrk per target, taking turns: only one is running at any time, each for SLICE_MS at a
+    turn, until each has run SECONDS in all. Every target meets the same spells of the machine's
+    noise (a VM's steal comes and goes over seconds), which back-to-back runs do not."""
+    header = args[0] == "--header"
+    if header:
+        args = args[1:]
+    kind, server, tool, text, connections, seconds, slice_ms, label_format, json_out, *targets = args
+    seconds, slice_s = float(seconds), float(slice_ms) / 1000
+    targets = [target.split("=", 1) for target in targets]
+    runs = []
+    for name, url in targets:
+        # Stopped before wrk is even executed, so no target gets a head start: wrk starts (and
+        # connects) within its first turn.
+        command = ["sh", "-c", 'kill -STOP $$; exec "$@"', "sh"]
+        command += _wrk_command(url, kind, server, tool, text, connections, "3600s")
+        runs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    deadline = time.monotonic() + 10
+    while not all(_stopped(run.pid) for run in runs):
+        if time.monotonic() > deadline or any(run.poll() is not None for run in runs):
+            sys.exit("wrk-interleaved: a wrk did not reach its start")
+        time.sleep(0.001)
+    active = [0.0] * len(runs)
+    try:
+        while min(active) < seconds:
+            for i, run in enumerate(runs):
+                if active[i] >= seconds:
+                    continue
+                began = time.monotonic()
+                os.kill(run.pid, signal.SIGCONT)
+                time.sleep(min(slice_s, seconds - active[i]))
+                os.kill(run.pid, signal.SIGSTOP)
+                active[i] += time.monotonic() - began
+        # SIGINT ends a wrk's run, and it reports; its load thread runs on alone until it
+        # notices (a 100 ms timer), which counts as its time too. The signal may land on that
+        # thread rather than on the main one, whose sleep it must end: then it is sent again once
+        # the load thread has gone (the time after that loads nothing and is not counted).
+        outputs = []
+        for i, run in enumerate(runs):
+            began = time.monotonic()
+            os.kill(run.pid, signal.SIGCONT)
+            load_ended = None
+            while run.poll() is None and time.monotonic() < began + 30:
+                try:
+                    threads = len(os.listdir(f"/proc/{run.pid}/task"))
+                except FileNotFoundError:
+                    break
+                if load_ended is None and threads == 1:
+                    load_ended = time.monotonic()
+                os.kill(run.pid, signal.SIGINT)
+                time.sleep(0.001 if load_ended is None else 0.05)
+            stdout, stderr = run.communicate(timeout=30)
+            active[i] += (load_ended or time.monotonic()) - began
+            outputs.append((run.returncode, stdout, stderr))
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+    for i, ((name, _), (returncode, stdout, stderr)) in enumerate(zip(targets, outputs)):
+        label = label_format.replace("{}", name)
+        row = _wrk_row(returncode, stdout, stderr, label)
+        # wrk's own rate divides by its whole run, turns away included, and its latencies count
+        # them too (a request sent before a turn ends is answered in the next): neither is kept.
+        row["calls_per_s"] = row["count"] / active[i]
+        row.update({name: None for name in ("p50_ms", "p90_ms", "p99_ms", "max_ms")})
+        row["duration_s"] = active[i]
+        _record_row(row, label, header and i == 0, json_out)
 
 
 def _fmt(x, unit=""):
@@ -460,7 +552,7 @@ def _print_table(table):
 
 if __name__ == "__main__":
     cmd, *rest = sys.argv[1:] or ["help"]
-    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "wrk": wrk, "report": report, "auth-report": auth_report}
+    handlers = {"free-port": free_port, "first-call": first_call, "rss": rss, "cpu-busy": cpu_busy, "add-row": add_row, "wrk": wrk, "wrk-interleaved": wrk_interleaved, "report": report, "auth-report": auth_report}
     if cmd not in handlers:
         sys.exit(__doc__)
     handlers[cmd](*rest)

@@ -39,8 +39,12 @@ pub use writer::COMMIT_INTERVAL;
 
 /// The database's file name in the state directory.
 pub const FILE_NAME: &str = "journal.sqlite";
-/// How many recent entries are kept in memory, so a replay sees those not yet written.
-const TAIL: usize = 4096;
+/// How many recent entries are kept in memory, so a replay sees those not yet written. Enough
+/// for a commit interval of a busy hangar's calls, and no more: every entry pushed out of it is
+/// freed on a call's path, and the 4,096 it once held were about 2 MB (BENCHMARKS.md, "Turns, not
+/// runs"). A reader that finds the writer further behind than the tail reaches has it write
+/// first (`read.rs`).
+const TAIL: usize = 256;
 /// How far back the per-minute counts (the chart) reach; older minutes are pruned.
 pub const CHARTED_MINUTES: u32 = 1440;
 
@@ -128,10 +132,17 @@ impl Journal {
         (tail.iter().filter(|e| e.id > since).map(|e| e.event()).collect(), complete)
     }
 
-    /// The recent entries after `since` still held in memory, as recorded (not rendered).
-    pub(crate) fn recorded_after(&self, since: u64) -> Vec<Arc<Recorded>> {
+    /// The recent entries after `since` still held in memory, as recorded (not rendered), and
+    /// whether they reach back to it.
+    pub(crate) fn recorded_after(&self, since: u64) -> (Vec<Arc<Recorded>>, bool) {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        tail.iter().filter(|e| e.id > since).cloned().collect()
+        let complete = tail.front().is_none_or(|first| first.id <= since + 1);
+        (tail.iter().filter(|e| e.id > since).cloned().collect(), complete)
+    }
+
+    /// The newest id recorded (0 if none yet), written or not.
+    pub fn newest_id(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed).saturating_sub(1)
     }
 
     /// Saves what a server's next life should know (replacing what was saved of it before).

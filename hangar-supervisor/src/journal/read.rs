@@ -3,9 +3,9 @@
 //! The reader has a read-only connection of its own (WAL lets it read while the writer
 //! writes), opened at first use and used only off the async threads (its callers run it in
 //! `spawn_blocking`). Entries recorded but not yet committed are in the journal's in-memory tail:
-//! a page reads the database's blocks (`block.rs`) in one read transaction and then the tail's
-//! entries past them, so nothing recorded is missed. (An entry more than the tail's length
-//! behind the writer is in neither for that moment.)
+//! a page reads the database's blocks (`block.rs`) and then the tail's entries past them, so
+//! nothing recorded is missed. When the writer is further behind than the tail reaches back (a
+//! burst outran it), the reader has it write what waits first.
 //!
 //! Who may see what is not decided here: a [`Filter`] carries the query's columns (tested first
 //! as texts on each line, so most entries a filter drops are never decoded, then exactly) and the
@@ -25,7 +25,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::block;
 use super::schema::latest_written;
-use super::{Columns, Journal};
+use super::{Columns, Journal, Recorded};
 
 /// Blocks read from the database at a time.
 const CHUNK: i64 = 8;
@@ -248,21 +248,21 @@ impl Reader {
     /// The newest `limit` entries that pass `filter`, oldest first, examining at most
     /// [`SCAN_LIMIT`]; `next` is the newest id recorded (where a reader goes on from).
     pub fn newest(&self, journal: &Journal, limit: usize, filter: &Filter) -> Result<Found, ReadError> {
-        let (tail, _) = journal.tail_after(0);
+        let (written, (), unwritten) = self.unwritten(journal, |connection| Ok((latest_written(connection)?, ())))?;
         let mut scan = Scan::new(filter, limit);
-        let newest = tail.last().map_or(0, |e| e.id);
-        let written = self.with(|connection| {
-            let written = latest_written(connection)?;
-            // Newest first: the tail's entries not yet written, then the blocks, newest first.
-            for event in tail.into_iter().rev().filter(|e| e.id > written) {
-                if scan.event(event).is_break() {
-                    return Ok(written);
+        let newest = unwritten.last().map_or(written, |e| e.id);
+        self.with(|connection| {
+            // Newest first: the tail's entries not yet written, then the blocks, newest first
+            // (those written by then, as `written` says: any later ones are in the tail).
+            for recorded in unwritten.iter().rev() {
+                if scan.event(recorded.event()).is_break() {
+                    return Ok(());
                 }
             }
             let mut blocks = connection.prepare_cached(
                 "SELECT first_id, body FROM blocks WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2",
             )?;
-            let mut before = i64::MAX;
+            let mut before = written.min(i64::MAX as u64 - 1) as i64 + 1;
             loop {
                 let rows: Vec<(i64, block::Body)> = blocks
                     .query_map([before, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
@@ -272,12 +272,12 @@ impl Reader {
                     for (id, line) in block::lines(&body.0).rev() {
                         let Some(id) = id else { continue };
                         if scan.line(id, line).is_break() {
-                            return Ok(written);
+                            return Ok(());
                         }
                     }
                 }
                 if (rows.len() as i64) < CHUNK {
-                    return Ok(written);
+                    return Ok(());
                 }
             }
         })?;
@@ -288,9 +288,33 @@ impl Reader {
 
     /// The newest id recorded: in the database or, not yet written, in the tail.
     pub fn latest_id(&self, journal: &Journal) -> Result<u64, ReadError> {
-        let tail = journal.tail_after(0).0;
         let written = self.with(latest_written)?;
-        Ok(tail.last().map_or(0, |e| e.id).max(written))
+        Ok(journal.newest_id().max(written))
+    }
+
+    /// The newest id written and what else `read` finds (`read` reads that id too, in one read
+    /// transaction as every read), with the tail's entries past that id. Had the tail moved on
+    /// past it, what waits is written first and both are read again.
+    fn unwritten<T>(
+        &self,
+        journal: &Journal,
+        read: impl Fn(&Connection) -> rusqlite::Result<(u64, T)>,
+    ) -> Result<(u64, T, Vec<Arc<Recorded>>), ReadError> {
+        let once = || {
+            let (written, found) = self.with(&read)?;
+            let (unwritten, complete) = journal.recorded_after(written);
+            Ok::<_, ReadError>((written, found, unwritten, complete))
+        };
+        let (written, found, unwritten, complete) = once()?;
+        if complete {
+            return Ok((written, found, unwritten));
+        }
+        journal.flush();
+        let (written, found, unwritten, complete) = once()?;
+        if !complete {
+            tracing::debug!("the journal's writer fell behind its tail again while a reader waited");
+        }
+        Ok((written, found, unwritten))
     }
 
     /// Audited calls and failures per minute over the `minutes` minutes up to `now` (the current
@@ -306,8 +330,7 @@ impl Reader {
     ) -> Result<Vec<MinuteCount>, ReadError> {
         let now_minute = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() / 60;
         let first = now_minute.saturating_sub(u64::from(minutes.max(1)) - 1);
-        let tail = journal.recorded_after(0);
-        let (written, groups) = self.with(|connection| {
+        let (written, groups, tail) = self.unwritten(journal, |connection| {
             let written = latest_written(connection)?;
             let mut statement = connection
                 .prepare_cached("SELECT minute, mcp_server, identity, calls, errors FROM minutes WHERE minute >= ?1")?;
@@ -429,6 +452,31 @@ mod tests {
         assert_eq!((ids(&newest), newest.next), (vec![39, 40, 41], 41), "newest last; next is the latest");
         let ci_math = Filter { identity: Some("ci".into()), mcp_server: Some("math".into()), ..audit };
         assert_eq!(ids(&reader.newest(&journal, 2, &ci_math).unwrap()), [40, 41]);
+    }
+
+    #[test]
+    fn a_burst_longer_than_the_tail_is_read_whole_before_it_is_written() {
+        let (_dir, journal, reader) = opened();
+        // Recorded faster than the writer's commit interval: most of them wait for it, far more
+        // than the tail holds.
+        let burst = 4 * crate::journal::TAIL as u64 + 7;
+        for n in 0..burst {
+            let outcome = if n % 4 == 0 { CallOutcome::Error } else { CallOutcome::Ok };
+            journal.record(call("ci", "math", outcome, None));
+        }
+        assert_eq!(reader.latest_id(&journal).unwrap(), burst);
+        let newest = reader.newest(&journal, burst as usize, &Filter::default()).unwrap();
+        assert_eq!(ids(&newest), (1..=burst).collect::<Vec<_>>(), "every entry, once, in order");
+        assert_eq!(newest.next, burst);
+        let rates = reader.rates(&journal, 5, SystemTime::now(), |_, _| true).unwrap();
+        let total = rates.iter().fold((0, 0), |(c, e), m| (c + m.calls, e + m.errors));
+        assert_eq!(total, (burst, burst.div_ceil(4)), "each call counted once");
+        for n in 0..burst {
+            journal.record(call("ci", if n % 2 == 0 { "math" } else { "web" }, CallOutcome::Ok, None));
+        }
+        let web = Filter { mcp_server: Some("web".into()), ..Filter::default() };
+        let page = reader.after(&journal, burst, burst as usize, &web).unwrap();
+        assert_eq!(ids(&page), (burst + 2..=2 * burst).step_by(2).collect::<Vec<_>>());
     }
 
     #[test]
