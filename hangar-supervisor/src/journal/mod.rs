@@ -127,9 +127,9 @@ impl Journal {
     /// The recent entries after `since` still held in memory, and whether they reach back to it
     /// (if not, the older ones are read from the database).
     pub fn tail_after(&self, since: u64) -> (Vec<JournalEvent>, bool) {
-        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        let complete = tail.front().is_none_or(|first| first.id <= since + 1);
-        (tail.iter().filter(|e| e.id > since).map(|e| e.event()).collect(), complete)
+        // Rendered once the lock is released: recording waits on it.
+        let (recorded, complete) = self.recorded_after(since);
+        (recorded.iter().map(|e| e.event()).collect(), complete)
     }
 
     /// The recent entries after `since` still held in memory, as recorded (not rendered), and

@@ -330,7 +330,7 @@ impl Reader {
     ) -> Result<Vec<MinuteCount>, ReadError> {
         let now_minute = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() / 60;
         let first = now_minute.saturating_sub(u64::from(minutes.max(1)) - 1);
-        let (written, groups, tail) = self.unwritten(journal, |connection| {
+        let (_, groups, tail) = self.unwritten(journal, |connection| {
             let written = latest_written(connection)?;
             let mut statement = connection
                 .prepare_cached("SELECT minute, mcp_server, identity, calls, errors FROM minutes WHERE minute >= ?1")?;
@@ -345,7 +345,8 @@ impl Reader {
             })?;
             Ok((written, rows.collect::<rusqlite::Result<Vec<_>>>()?))
         })?;
-        let unwritten = tail.iter().filter(|e| e.id > written).filter_map(|recorded| match &recorded.what {
+        // The tail holds only entries past what `groups` counted.
+        let unwritten = tail.iter().filter_map(|recorded| match &recorded.what {
             Happened::Audit(entry) => {
                 let minute = recorded.at_ms / 60_000;
                 let failed = entry.outcome != hangar_core::journal::CallOutcome::Ok;
