@@ -423,6 +423,27 @@ impl Config {
         Ok(config)
     }
 
+    /// Refuses a sandbox whose `filesystem` grants would open one of `protected` (the control
+    /// socket's directory, the state directory: places only the running supervisor knows, so
+    /// it checks them after loading and on every reload) to the box. `sandbox_defaults:` is
+    /// named first, so a server that only inherits it is not blamed. `resolve` follows
+    /// symbolic links (the caller's I/O; nothing here touches the file system).
+    pub fn check_grants(
+        &self,
+        protected: &[(&str, PathBuf, bool)],
+        resolve: impl Fn(&Path) -> PathBuf,
+    ) -> Result<(), KeyError> {
+        let defaults = self.sandbox_defaults.as_ref().and_then(SandboxSetting::sandbox);
+        let servers =
+            self.mcp_servers.iter().map(|(id, server)| (format!("mcp_servers.{id}.sandbox"), server.sandbox()));
+        for (at, sandbox) in [("sandbox_defaults".to_owned(), defaults)].into_iter().chain(servers) {
+            if let Some((key, message)) = sandbox.and_then(|sandbox| sandbox.grant_over(protected, &resolve)) {
+                return Err(KeyError { key: format!("{at}.{key}"), message });
+            }
+        }
+        Ok(())
+    }
+
     /// The front door's naming settings: `tool_access.names` and every server's `expose_as`.
     pub fn naming(&self) -> Naming {
         Naming {

@@ -103,6 +103,11 @@ pub struct Sandbox {
     /// `RLIMIT_CPU`: CPU seconds before the kernel kills it.
     pub cpu_seconds: Option<u64>,
     pub syscalls: Syscalls,
+    /// The capabilities it keeps (e.g. `CAP_NET_BIND_SERVICE`), by name as [`CAPABILITIES`]
+    /// spells them; every other one is dropped (bounding, ambient, inheritable, permitted and
+    /// effective sets) before exec. Default: none.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
     /// Refuse to start when the kernel cannot enforce all of this (the default); `false` runs
     /// it with what the kernel can do, and the server's details say what is missing.
     pub require: bool,
@@ -135,6 +140,8 @@ struct RawSandbox {
     #[serde(default)]
     syscalls: Option<Syscalls>,
     #[serde(default)]
+    capabilities: Option<Vec<String>>,
+    #[serde(default)]
     require: Option<bool>,
 }
 
@@ -158,6 +165,10 @@ impl From<RawSandbox> for Sandbox {
             max_open_files: raw.max_open_files.unwrap_or(base.max_open_files),
             cpu_seconds: raw.cpu_seconds.unwrap_or(base.cpu_seconds),
             syscalls: raw.syscalls.unwrap_or(base.syscalls),
+            capabilities: raw
+                .capabilities
+                .map(|names| names.iter().map(|name| canonical_capability(name)).collect())
+                .unwrap_or(base.capabilities),
             require: raw.require.unwrap_or(base.require),
             preset: raw.preset,
         }
@@ -239,6 +250,7 @@ impl Sandbox {
             max_open_files: None,
             cpu_seconds: None,
             syscalls: Syscalls::Default,
+            capabilities: Vec::new(),
             require: true,
             preset: None,
         }
@@ -257,6 +269,7 @@ impl Sandbox {
             max_open_files: None,
             cpu_seconds: None,
             syscalls: Syscalls::Default,
+            capabilities: Vec::new(),
             require: true,
             preset: Some(Preset::Strict),
         }
@@ -274,6 +287,17 @@ impl Sandbox {
                 if let Some(message) = path_problem(path) {
                     return Some((format!("filesystem.{list}[{n}]"), message));
                 }
+            }
+        }
+        for (n, name) in self.capabilities.iter().enumerate() {
+            if capability_number(name).is_none() {
+                return Some((
+                    format!("capabilities[{n}]"),
+                    format!(
+                        "`{}` is not a capability (expected a name such as CAP_NET_BIND_SERVICE)",
+                        crate::echo::bounded(name)
+                    ),
+                ));
             }
         }
         if let Network::Ports { tcp_connect, tcp_bind } = &self.network {
@@ -298,6 +322,102 @@ impl Sandbox {
         }
         None
     }
+
+    /// The capabilities it keeps, as a mask of their numbers (names already checked by
+    /// [`Sandbox::problem`]; an unknown one counts as none).
+    pub fn capability_mask(&self) -> u64 {
+        self.capabilities.iter().filter_map(|name| capability_number(name)).fold(0, |mask, n| mask | 1 << n)
+    }
+
+    /// The first `filesystem` grant that would open one of `protected` (the hangar's own
+    /// places: what each is, where, and whether nothing inside it may be granted either) to
+    /// the box: a grant of the place itself or of a directory above it, or, where so marked, of
+    /// anything inside it. `resolve` gives a path as the kernel reaches it (symbolic links
+    /// followed), so `/var/run` is seen to cover `/run/hangar`. Gives the key under the block
+    /// (`filesystem.read[2]`) and why, in the hangar's words.
+    pub fn grant_over(
+        &self,
+        protected: &[(&str, PathBuf, bool)],
+        resolve: impl Fn(&Path) -> PathBuf,
+    ) -> Option<(String, String)> {
+        for (list, paths) in [("read", &self.filesystem.read), ("write", &self.filesystem.write)] {
+            for (n, path) in paths.iter().enumerate() {
+                let grant = resolve(path);
+                for (what, place, whole) in protected {
+                    if place.starts_with(&grant) || (*whole && grant.starts_with(place)) {
+                        return Some((
+                            format!("filesystem.{list}[{n}]"),
+                            format!(
+                                "{} would open {what} ({}) to the box: nothing in a sandbox may reach it; grant narrower paths",
+                                path.display(),
+                                place.display()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Every capability the kernel knows, by number (`capability.h`): what `sandbox.capabilities`
+/// accepts, with or without the `CAP_` prefix, in any case.
+pub const CAPABILITIES: &[&str] = &[
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// A capability's name as [`CAPABILITIES`] spells it (`net_bind_service` reads
+/// `CAP_NET_BIND_SERVICE`); an unknown name is kept as written, for [`Sandbox::problem`].
+fn canonical_capability(name: &str) -> String {
+    let upper = name.trim().to_ascii_uppercase();
+    let full = if upper.starts_with("CAP_") { upper } else { format!("CAP_{upper}") };
+    if CAPABILITIES.contains(&full.as_str()) { full } else { name.to_owned() }
+}
+
+/// A capability's number, by its name as [`CAPABILITIES`] spells it.
+pub fn capability_number(name: &str) -> Option<u32> {
+    CAPABILITIES.iter().position(|known| *known == name).map(|n| n as u32)
 }
 
 /// What `GET /api/mcp_servers/{id}` shows of a server's sandbox: what is configured and what

@@ -364,7 +364,9 @@ impl Hangar {
         user: Option<(u32, u32, &str)>,
     ) -> Hangar {
         let config = dir.path().join("hangar.yaml");
-        let socket = dir.path().join("supervisor.sock");
+        // `--socket PATH` among the extra arguments puts the control socket there instead.
+        let named = extra_args.iter().position(|arg| *arg == "--socket").and_then(|at| extra_args.get(at + 1));
+        let socket = named.map_or_else(|| dir.path().join("supervisor.sock"), PathBuf::from);
         let log =
             std::fs::File::options().create(true).append(true).open(dir.path().join("hangar.log")).expect("log file");
         let mut command = match user {
@@ -384,8 +386,7 @@ impl Hangar {
         let mut supervisor = command
             .arg("--config")
             .arg(&config)
-            .arg("--socket")
-            .arg(&socket)
+            .args(if named.is_some() { Vec::new() } else { vec![std::ffi::OsStr::new("--socket"), socket.as_os_str()] })
             .args(if extra_args.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
             .args(extra_args)
             .env("HANGAR_LOG", "info,hangar=debug")
