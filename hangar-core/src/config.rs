@@ -1161,6 +1161,18 @@ mcp_servers:
     }
 
     #[test]
+    fn a_grant_over_a_protected_place_names_the_defaults_first_else_the_server() {
+        let places = [("state_dir", PathBuf::from("/var/lib/hangar"), true)];
+        let check =
+            |yaml: &str| Config::parse(yaml).unwrap().check_grants(&places, Path::to_path_buf).map_err(|e| e.key);
+        let defaults = "sandbox_defaults: {filesystem: {write: [/var]}}\nmcp_servers:\n  a: {command: [a]}\n";
+        assert_eq!(check(defaults).unwrap_err(), "sandbox_defaults.filesystem.write[0]");
+        let own = "mcp_servers:\n  a: {command: [a], sandbox: {filesystem: {read: [/usr, /]}}}\n";
+        assert_eq!(check(own).unwrap_err(), "mcp_servers.a.sandbox.filesystem.read[1]");
+        assert_eq!(check("mcp_servers:\n  a: {command: [a], sandbox: strict}\n"), Ok(()));
+    }
+
+    #[test]
     fn sandbox_errors_name_the_dotted_key() {
         let key = |yaml: &str| Config::parse(yaml).unwrap_err().key;
         assert_eq!(

@@ -10,7 +10,10 @@
 //!   preset's value (so the preset can be given, say, its one writable directory).
 //!
 //! A block replaces the defaults whole (no key-by-key merge), so what a server runs with reads
-//! in one place. Only rules are checked here; whether a user exists or the kernel can enforce a
+//! in one place. A box holds no capability but those `capabilities:` names (checked by name
+//! here), and no `filesystem` grant may cover the hangar's own places, the control socket's
+//! directory and the state directory ([`Sandbox::grant_over`], checked by the supervisor, which
+//! alone knows where they are). Only rules are checked here; whether a user exists or the kernel can enforce a
 //! rule is judged when the server starts.
 
 use std::fmt;
@@ -51,6 +54,8 @@ pub const STRICT_MEMORY_MB: u64 = 512;
 pub const STRICT_MAX_PROCESSES: u64 = 64;
 
 /// A server's `sandbox:` as written, before `sandbox_defaults:` is applied.
+// One per server, read at load: its size does not matter, and a box would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum SandboxSetting {
     /// Not written: `sandbox_defaults:` applies. Never left after the config is loaded.
@@ -604,6 +609,45 @@ mod tests {
         assert_eq!(SandboxSetting::Inherit.or_defaults(Some(&strict)), strict);
         assert_eq!(SandboxSetting::Off.or_defaults(Some(&strict)), SandboxSetting::Off);
         assert_eq!(SandboxSetting::Inherit.or_defaults(None), SandboxSetting::Off);
+    }
+
+    #[test]
+    fn capabilities_are_named_in_any_case_with_or_without_the_prefix_and_none_by_default() {
+        let caps = |yaml: &str| setting(yaml).unwrap().sandbox().cloned().unwrap();
+        assert_eq!(Sandbox::strict().capabilities, Vec::<String>::new());
+        assert_eq!(caps("strict").capability_mask(), 0);
+        let kept = caps("{preset: strict, capabilities: [CAP_NET_BIND_SERVICE, net_raw, Cap_Chown]}");
+        assert_eq!(kept.capabilities, ["CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_CHOWN"]);
+        assert_eq!(kept.capability_mask(), 1 << 10 | 1 << 13 | 1);
+        assert_eq!(kept.problem(), None);
+        let unknown = caps("{capabilities: [CAP_CHOWN, CAP_EVERYTHING]}");
+        assert_eq!(unknown.problem().map(|(key, _)| key).as_deref(), Some("capabilities[1]"));
+        assert_eq!(capability_number("CAP_CHECKPOINT_RESTORE"), Some(40));
+    }
+
+    #[test]
+    fn a_grant_over_or_above_a_protected_place_is_refused_and_inside_only_where_marked() {
+        let sandbox = |read: &str| setting(&format!("{{filesystem: {{read: [/usr, {read}]}}}}")).unwrap();
+        let places = [
+            ("the socket's directory", PathBuf::from("/run/hangar"), false),
+            ("state_dir", "/var/lib/hangar".into(), true),
+        ];
+        let over = |read: &str| {
+            sandbox(read).sandbox().unwrap().grant_over(&places, |p| {
+                // `/var/run` is a link to `/run` here.
+                p.strip_prefix("/var/run").map_or_else(|_| p.to_path_buf(), |rest| Path::new("/run").join(rest))
+            })
+        };
+        for covering in
+            ["/", "/run", "/run/hangar", "/var/run", "/var", "/var/lib/hangar", "/var/lib/hangar/journal.sqlite"]
+        {
+            let (key, message) = over(covering).unwrap_or_else(|| panic!("{covering} was not refused"));
+            assert_eq!(key, "filesystem.read[1]", "{covering}");
+            assert!(message.contains(covering), "{message}");
+        }
+        for beside in ["/run/hangar/shared", "/run/other", "/var/lib/other", "/srv"] {
+            assert_eq!(over(beside), None, "{beside}");
+        }
     }
 
     #[test]

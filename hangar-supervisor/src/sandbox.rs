@@ -1,9 +1,22 @@
 //! Everything a sandboxed spawn needs, built before the fork (`spawn.rs` only applies it): the
 //! program resolved through `PATH`, the Landlock ruleset, the seccomp program, the user's ids,
-//! the private `$HOME` and `/tmp` (its mount points made), the namespaces to enter and the rlimits. Also the judgement
+//! the private `$HOME` and `/tmp` (its mount points made), the namespaces to enter and the
+//! rlimits, the capabilities it keeps, and the hangar's places to hide. Also the judgement
 //! of what the kernel can enforce: with `require: true` (the default) anything missing refuses
 //! the start in the hangar's words; with `require: false` the server runs weaker and its
 //! details say what is missing (`SandboxInEffect::fallbacks`).
+//!
+//! A box never reaches the hangar itself:
+//! - the control socket's directory and the state directory (given at start, [`protect`]) are
+//!   covered by an empty read-only mount in its mount namespace (Landlock does not govern a
+//!   Unix socket's `connect`, nor `stat`); every box of a root hangar gets a mount namespace,
+//!   without root where user namespaces are allowed. A config whose `filesystem` grants cover
+//!   either, or lie inside the state directory, is refused at start and at reload
+//!   ([`check_grants`]);
+//! - the seccomp filter answers EPERM to `prlimit64`, `get/setpriority`, `sched_set*` and
+//!   `ioprio_*` aimed at any process but itself ([`OWN_PROCESS_ONLY`]), and Landlock's scopes
+//!   (ABI 6) keep its signals inside its sandbox; without them its details say what is left;
+//! - it keeps no capability but those `sandbox.capabilities` names.
 //!
 //! No `unsafe` here: what runs between fork and exec is in `spawn.rs`.
 
@@ -231,7 +244,7 @@ fn namespaces(
     let to_cover: Vec<&PathBuf> = places
         .iter()
         .map(|(_, place, _)| place)
-        .filter(|place| !(private_tmp && place.starts_with("/tmp")) && place.is_dir())
+        .filter(|place| !(private_tmp && place.starts_with("/tmp")) && place.is_dir() && *place != Path::new("/"))
         .collect();
     let forbidden = if root || confinement.namespaces != 0 { None } else { user_namespaces_forbidden() };
     match forbidden {
@@ -363,6 +376,7 @@ fn landlock_ruleset(
             ));
         }
         in_effect.fallbacks.push(format!("filesystem: not restricted: {missing} (require: false)"));
+        in_effect.fallbacks.push(unscoped_signals(sandbox, abi_number));
         if ports.is_some() {
             in_effect.fallbacks.push("network: TCP ports not restricted: no Landlock (require: false)".into());
         }
@@ -421,9 +435,23 @@ fn landlock_ruleset(
     ));
     if scoped {
         in_effect.enforced.push("signals and abstract Unix sockets: only within its sandbox (Landlock)".into());
+    } else {
+        in_effect.fallbacks.push(unscoped_signals(sandbox, abi_number));
     }
     let fd: Option<OwnedFd> = created.into();
     fd.map(Some).ok_or_else(|| "its Landlock ruleset was not created".to_owned())
+}
+
+/// What is left of the signal fence without Landlock's scopes (ABI 6, Linux 6.12): only the
+/// kernel's own permission check, which lets a process signal every process of its user.
+fn unscoped_signals(sandbox: &Sandbox, abi_number: i32) -> String {
+    let who = match &sandbox.user {
+        Some(user) => format!("as `{user}` it may signal only that user's processes"),
+        None => "running as the hangar's own user, it may signal the supervisor and every process of that user".into(),
+    };
+    format!(
+        "signals: not scoped to its sandbox (that takes Landlock ABI 6; this kernel offers ABI {abi_number}): {who}"
+    )
 }
 
 /// The program's own directories: where it was found and where its links lead, its `#!`
@@ -602,12 +630,15 @@ const DENIED_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_vhangup,
 ];
 
+/// An argument (by index) that must hold a value.
+type MustBe = (u8, u64);
+
 /// System calls that may reach another process, allowed only aimed at itself: each with the
 /// arguments that must hold these values (`pid` 0: the caller), else EPERM. Without this a box
 /// running as the hangar's user (or root) could lower the supervisor's open-file limit, kill it
 /// with an `RLIMIT_CPU` of 0, renice it or starve it. The read-only `sched_get*` stay open (a
 /// thread's own tid is how runtimes ask); signals are Landlock's to scope (ABI 6).
-const OWN_PROCESS_ONLY: &[(&str, libc::c_long, &[(u8, u64)])] = &[
+const OWN_PROCESS_ONLY: &[(&str, libc::c_long, &[MustBe])] = &[
     ("prlimit64", libc::SYS_prlimit64, &[(0, 0)]),
     // (PRIO_PROCESS, 0): PRIO_USER 0 would be every process of its user.
     ("getpriority", libc::SYS_getpriority, &[(0, 0), (1, 0)]),

@@ -30,15 +30,26 @@
 //! Every child drops the supervisor's ambient capabilities (`AmbientCapabilities=` under
 //! systemd, for `sandbox.user`), which would otherwise survive its exec.
 //!
+//! Nothing but its stdio crosses a child's exec: every descriptor the supervisor makes is
+//! close-on-exec (std and tokio make theirs so; the guardians' copies of each child's pipes are
+//! `F_DUPFD_CLOEXEC`), and each child marks everything above 2 close-on-exec before exec
+//! (`close_range`), so even a descriptor the supervisor inherited or a library leaked stays
+//! behind. Without that, every upstream held the pipes of every upstream started before it:
+//! a box could write calls into another's stdin, and a stop by closing stdin went unseen.
+//!
 //! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
 //! order: enters its namespaces (a network namespace of its own for `network: none`, a mount
-//! namespace for its private `/tmp`) and mounts that `/tmp`, takes its rlimits, sets
-//! `no_new_privs`, drops to its user (`setgroups`, `setgid`, `setuid`), restricts itself with its
-//! Landlock ruleset (after the mounts: a Landlocked process may not mount), sets the parent-death
-//! signal again (a change of credentials clears it), and installs its seccomp filter last, so the
-//! deny-list cannot stop the steps before it. Without root the namespaces come with a user
-//! namespace, entered after the change of user instead (inside a new user namespace no other user
-//! is mapped), its own ids mapped to themselves, then the mounts.
+//! namespace for its private `/tmp` and to hide the hangar's places) and mounts that `/tmp` and
+//! an empty read-only tmpfs over the control socket's directory and the state directory, takes
+//! its rlimits, sets `no_new_privs`, drops every capability it does not keep from its bounding
+//! set, drops to its user (`setgroups`, `setgid`, `setuid`), restricts itself with its Landlock
+//! ruleset (after the mounts: a Landlocked process may not mount), leaves only the capabilities
+//! it keeps (`sandbox.capabilities`, none by default) in its effective, permitted and
+//! inheritable sets (ambient, for another user than root), sets the parent-death signal again
+//! (a change of credentials clears it), and installs its seccomp filter last, so the deny-list
+//! cannot stop the steps before it. Without root the namespaces come with a user namespace,
+//! entered after the change of user instead (inside a new user namespace no other user is
+//! mapped), its own ids mapped to themselves, then the mounts.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -305,10 +316,11 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid, and
-        // for a sandbox unshare, mount, setrlimit, setgroups, setgid, setuid and the raw
-        // landlock and seccomp system calls) on memory prepared before the fork; it allocates
-        // nothing and takes no locks.
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid,
+        // close_range, and for a sandbox unshare, mount, setrlimit, setgroups, setgid, setuid,
+        // capget, capset, geteuid and the raw landlock and seccomp system calls; getrlimit and
+        // fcntl on a kernel without close_range) on memory prepared before the fork; it
+        // allocates nothing and takes no locks.
         unsafe {
             command.pre_exec(move || {
                 // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of

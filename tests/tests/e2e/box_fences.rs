@@ -245,12 +245,10 @@ pub(crate) fn outside_tmp(base: &str) -> tempfile::TempDir {
     tempfile::Builder::new().prefix("hangar-box-fences-").tempdir_in(base).unwrap()
 }
 
-#[test]
-fn the_control_socket_and_state_dir_are_hidden_from_a_box_and_grants_covering_them_refused() {
-    let run = outside_tmp("/run");
-    let state = outside_tmp("/var/tmp");
-    let socket = run.path().join("supervisor.sock");
-    let state_dir = state.path().join("state");
+/// A hangar (as `user`, when given) on a strict box, its socket and state outside `/tmp` in
+/// 0700 directories of its own; the directories are returned with it.
+fn hangar_with_its_places_outside_tmp(user: Option<u32>) -> (Hangar, tempfile::TempDir, tempfile::TempDir) {
+    let (run, state) = (outside_tmp("/run"), outside_tmp("/var/tmp"));
     let config = format!(
         r#"
 state_dir: "{state_dir}"
@@ -259,26 +257,52 @@ mcp_servers:
     command: ["/usr/bin/python3", "{{fixtures}}/box_probe.py"]
     sandbox: strict
 "#,
-        state_dir = state_dir.display()
+        state_dir = state.path().join("state").display()
     );
-    let hangar = Hangar::start_with(&config, &["--socket", &socket.display().to_string()]);
-    let journal = state_dir.join("journal.sqlite");
-    assert!(socket.exists() && journal.exists(), "the hangar's socket and journal are where the test put them");
+    let socket = run.path().join("supervisor.sock").display().to_string();
+    let hangar = match user {
+        Some(uid) => {
+            for dir in [run.path(), state.path()] {
+                std::os::unix::fs::chown(dir, Some(uid), Some(uid)).unwrap();
+            }
+            Hangar::start_as_user_with_args(&config, uid, uid, &["--socket", &socket])
+        }
+        None => Hangar::start_with(&config, &["--socket", &socket]),
+    };
+    (hangar, run, state)
+}
 
+/// From inside the strict box: the control socket (connect, stat), the journal and its lock,
+/// and a listing of either directory. Nothing is there.
+fn assert_hidden(hangar: &Hangar, run: &Path, state_dir: &Path, who: &str) {
+    let socket = run.join("supervisor.sock");
+    let journal = state_dir.join("journal.sqlite");
+    assert!(socket.exists() && journal.exists(), "{who}: the socket and journal are where the test put them");
     let at = |path: &Path| path.display().to_string();
-    let connect = attempt(&hangar, "boxed", "connect_unix", json!({"path": at(&socket)}));
-    assert_refused(&connect, &["ENOENT"], "the control socket, by name");
+    let connect = attempt(hangar, "boxed", "connect_unix", json!({"path": at(&socket)}));
+    assert_refused(&connect, &["ENOENT"], &format!("{who}: the control socket, by name"));
     for hidden in [&socket, &journal, &state_dir.join("journal.lock")] {
-        assert_refused(&attempt(&hangar, "boxed", "stat", json!({"path": at(hidden)})), &["ENOENT"], &at(hidden));
+        let seen = attempt(hangar, "boxed", "stat", json!({"path": at(hidden)}));
+        assert_refused(&seen, &["ENOENT"], &format!("{who}: {}", at(hidden)));
     }
-    for dir in [run.path(), state_dir.as_path()] {
-        let listed = attempt(&hangar, "boxed", "list_dir", json!({"path": at(dir)}));
-        assert!(listed["ok"] == false || listed["entries"] == json!([]), "{}: {listed}", dir.display());
+    for dir in [run, state_dir] {
+        let listed = attempt(hangar, "boxed", "list_dir", json!({"path": at(dir)}));
+        assert!(listed["ok"] == false || listed["entries"] == json!([]), "{who}: {}: {listed}", dir.display());
     }
     let enforced = hangar.details("boxed")["sandbox"]["in_effect"]["enforced"].to_string();
-    assert!(enforced.contains("control socket"), "{enforced}");
+    assert!(enforced.contains("control socket"), "{who}: {enforced}");
+}
+
+#[test]
+fn the_control_socket_and_state_dir_are_hidden_from_a_box_and_grants_covering_them_refused() {
+    let (rootless, run, state) = hangar_with_its_places_outside_tmp(Some(4242));
+    assert_hidden(&rootless, run.path(), &state.path().join("state"), "a non-root hangar's box");
+    drop(rootless);
+    let (hangar, run, state) = hangar_with_its_places_outside_tmp(None);
+    assert_hidden(&hangar, run.path(), &state.path().join("state"), "a root hangar's box");
 
     // A grant that covers either is refused: at reload (the running config stays) ...
+    let socket = run.path().join("supervisor.sock");
     let written = std::fs::read_to_string(hangar.path("hangar.yaml")).unwrap();
     for grant in [run.path().to_path_buf(), PathBuf::from("/"), state.path().to_path_buf()] {
         let covering = written.replace(
