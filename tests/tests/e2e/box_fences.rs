@@ -202,6 +202,10 @@ mcp_servers:
     let read = attempt(&hangar, "boxed", "grep_file", json!({"path": environ, "needle": secret}));
     assert_ne!(read["found"], true, "the box read its sibling's secret");
     assert_refused(&read, &["EACCES", "EPERM"], "the sibling's environ");
+    // Nor the supervisor's (the harness gives it HANGAR_LOG).
+    let environ = format!("/proc/{}/environ", hangar.pid());
+    let read = attempt(&hangar, "boxed", "grep_file", json!({"path": environ, "needle": "HANGAR_LOG"}));
+    assert_refused(&read, &["EACCES", "EPERM"], "the supervisor's environ");
     assert_refused(
         &attempt(&hangar, "boxed", "bind", json!({"port": 80})),
         &["EACCES"],
