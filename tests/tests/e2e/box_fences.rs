@@ -285,6 +285,10 @@ fn assert_hidden(hangar: &Hangar, run: &Path, state_dir: &Path, who: &str) {
     let at = |path: &Path| path.display().to_string();
     let connect = attempt(hangar, "boxed", "connect_unix", json!({"path": at(&socket)}));
     assert_refused(&connect, &["ENOENT"], &format!("{who}: the control socket, by name"));
+    // Nor through the supervisor's own root, where it is not hidden.
+    let through = format!("/proc/{}/root{}", hangar.pid(), at(&socket));
+    let connect = attempt(hangar, "boxed", "connect_unix", json!({"path": through}));
+    assert_refused(&connect, &["EACCES", "EPERM"], &format!("{who}: the control socket, through /proc"));
     for hidden in [&socket, &journal, &state_dir.join("journal.lock")] {
         let seen = attempt(hangar, "boxed", "stat", json!({"path": at(hidden)}));
         assert_refused(&seen, &["ENOENT"], &format!("{who}: {}", at(hidden)));
