@@ -171,6 +171,18 @@ fn a_box_cannot_relimit_renice_reschedule_or_signal_the_supervisor() {
 }
 
 #[test]
+fn without_landlock_scopes_a_box_is_told_what_is_left_of_the_signal_fence() {
+    // The hangar is made to believe the kernel has Landlock ABI 5, before signal scoping.
+    let hangar = Hangar::start_with_env(SUPERVISOR_TARGETS, &[], &[("HANGAR_TEST_LANDLOCK_ABI_MAX", "5")]);
+    assert_eq!(attempt(&hangar, "boxed", "whoami", json!({}))["ok"], true);
+    let in_effect = hangar.details("boxed")["sandbox"]["in_effect"].clone();
+    let fallbacks = in_effect["fallbacks"].to_string();
+    assert!(fallbacks.contains("signals: not scoped") && fallbacks.contains("ABI 5"), "{in_effect}");
+    assert!(fallbacks.contains("may signal the supervisor"), "{in_effect}");
+    assert!(!in_effect["enforced"].to_string().contains("signals and abstract"), "{in_effect}");
+}
+
+#[test]
 fn a_root_hangars_box_holds_no_capability_it_was_not_given_and_reads_no_siblings_secret() {
     let secret = format!("sibling-secret-{}", std::process::id());
     let config = format!(
