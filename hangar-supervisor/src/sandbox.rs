@@ -246,7 +246,16 @@ fn namespaces(
         .map(|(_, place, _)| place)
         .filter(|place| !(private_tmp && place.starts_with("/tmp")) && place.is_dir() && *place != Path::new("/"))
         .collect();
-    let forbidden = if root || confinement.namespaces != 0 { None } else { user_namespaces_forbidden() };
+    // Not where this box would need a namespace for nothing else, and cannot have one: a
+    // container's root often lacks CAP_SYS_ADMIN (21), which a box asking for none never needed.
+    let forbidden = match (root, confinement.namespaces != 0) {
+        (_, true) => None,
+        (true, false) => (effective_capabilities() & (1 << 21) == 0)
+            .then(|| "the hangar runs as root without CAP_SYS_ADMIN (as in a container)".to_owned()),
+        (false, false) => {
+            user_namespaces_forbidden().map(|why| format!("without root that takes a user namespace, and {why}"))
+        }
+    };
     match forbidden {
         _ if places.is_empty() => {}
         None => {
@@ -261,7 +270,7 @@ fn namespaces(
             );
         }
         Some(why) => in_effect.fallbacks.push(format!(
-            "the control socket's directory and state_dir: not hidden (a mount namespace without root takes a user namespace, and {why}); Landlock still keeps their contents from it"
+            "the control socket's directory and state_dir: not hidden (it would take a mount namespace, and {why}); Landlock still keeps their contents from it"
         )),
     }
     if needing.is_empty() {
