@@ -164,6 +164,12 @@ pub fn prepare(
             Err(why) => in_effect.fallbacks.push(format!("syscalls: not filtered ({why}; require: false)")),
         }
     }
+    if confinement.seccomp.is_none() {
+        in_effect.fallbacks.push(
+            "other processes: not fenced without the `syscalls` filter: it may re-limit, renice and reschedule any process its user may, the supervisor's included"
+                .into(),
+        );
+    }
     in_effect.enforced.push("no_new_privs: set (no setuid or file capabilities gain privileges)".into());
     Ok(Prepared {
         program: resolved,

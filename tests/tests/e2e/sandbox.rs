@@ -398,6 +398,8 @@ mcp_servers:
         assert!(enforced.contains(word), "{word} not in {enforced}");
     }
     assert!(!enforced.contains("seccomp"), "{enforced}");
+    let fallbacks = details["sandbox"]["in_effect"]["fallbacks"].to_string();
+    assert!(fallbacks.contains("other processes: not fenced"), "{fallbacks}");
     for id in ["limited", "defaults"] {
         assert_eq!(hangar.details(id)["state"], "ready", "{id}");
     }
