@@ -423,6 +423,27 @@ impl Config {
         Ok(config)
     }
 
+    /// Refuses a sandbox whose `filesystem` grants would open one of `protected` (the control
+    /// socket's directory, the state directory: places only the running supervisor knows, so
+    /// it checks them after loading and on every reload) to the box. `sandbox_defaults:` is
+    /// named first, so a server that only inherits it is not blamed. `resolve` follows
+    /// symbolic links (the caller's I/O; nothing here touches the file system).
+    pub fn check_grants(
+        &self,
+        protected: &[(&str, PathBuf, bool)],
+        resolve: impl Fn(&Path) -> PathBuf,
+    ) -> Result<(), KeyError> {
+        let defaults = self.sandbox_defaults.as_ref().and_then(SandboxSetting::sandbox);
+        let servers =
+            self.mcp_servers.iter().map(|(id, server)| (format!("mcp_servers.{id}.sandbox"), server.sandbox()));
+        for (at, sandbox) in [("sandbox_defaults".to_owned(), defaults)].into_iter().chain(servers) {
+            if let Some((key, message)) = sandbox.and_then(|sandbox| sandbox.grant_over(protected, &resolve)) {
+                return Err(KeyError { key: format!("{at}.{key}"), message });
+            }
+        }
+        Ok(())
+    }
+
     /// The front door's naming settings: `tool_access.names` and every server's `expose_as`.
     pub fn naming(&self) -> Naming {
         Naming {
@@ -1137,6 +1158,18 @@ mcp_servers:
             Config::parse("mcp_servers: {a: {command: [a]}}").unwrap().mcp_servers["a"].sandbox,
             SandboxSetting::Off
         );
+    }
+
+    #[test]
+    fn a_grant_over_a_protected_place_names_the_defaults_first_else_the_server() {
+        let places = [("state_dir", PathBuf::from("/var/lib/hangar"), true)];
+        let check =
+            |yaml: &str| Config::parse(yaml).unwrap().check_grants(&places, Path::to_path_buf).map_err(|e| e.key);
+        let defaults = "sandbox_defaults: {filesystem: {write: [/var]}}\nmcp_servers:\n  a: {command: [a]}\n";
+        assert_eq!(check(defaults).unwrap_err(), "sandbox_defaults.filesystem.write[0]");
+        let own = "mcp_servers:\n  a: {command: [a], sandbox: {filesystem: {read: [/usr, /]}}}\n";
+        assert_eq!(check(own).unwrap_err(), "mcp_servers.a.sandbox.filesystem.read[1]");
+        assert_eq!(check("mcp_servers:\n  a: {command: [a], sandbox: strict}\n"), Ok(()));
     }
 
     #[test]

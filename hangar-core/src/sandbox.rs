@@ -10,7 +10,10 @@
 //!   preset's value (so the preset can be given, say, its one writable directory).
 //!
 //! A block replaces the defaults whole (no key-by-key merge), so what a server runs with reads
-//! in one place. Only rules are checked here; whether a user exists or the kernel can enforce a
+//! in one place. A box holds no capability but those `capabilities:` names (checked by name
+//! here), and no `filesystem` grant may cover the hangar's own places, the control socket's
+//! directory and the state directory ([`Sandbox::grant_over`], checked by the supervisor, which
+//! alone knows where they are). Only rules are checked here; whether a user exists or the kernel can enforce a
 //! rule is judged when the server starts.
 
 use std::fmt;
@@ -51,6 +54,8 @@ pub const STRICT_MEMORY_MB: u64 = 512;
 pub const STRICT_MAX_PROCESSES: u64 = 64;
 
 /// A server's `sandbox:` as written, before `sandbox_defaults:` is applied.
+// One per server, read at load: its size does not matter, and a box would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum SandboxSetting {
     /// Not written: `sandbox_defaults:` applies. Never left after the config is loaded.
@@ -103,6 +108,11 @@ pub struct Sandbox {
     /// `RLIMIT_CPU`: CPU seconds before the kernel kills it.
     pub cpu_seconds: Option<u64>,
     pub syscalls: Syscalls,
+    /// The capabilities it keeps (e.g. `CAP_NET_BIND_SERVICE`), by name as [`CAPABILITIES`]
+    /// spells them; every other one is dropped (bounding, ambient, inheritable, permitted and
+    /// effective sets) before exec. Default: none.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
     /// Refuse to start when the kernel cannot enforce all of this (the default); `false` runs
     /// it with what the kernel can do, and the server's details say what is missing.
     pub require: bool,
@@ -135,6 +145,8 @@ struct RawSandbox {
     #[serde(default)]
     syscalls: Option<Syscalls>,
     #[serde(default)]
+    capabilities: Option<Vec<String>>,
+    #[serde(default)]
     require: Option<bool>,
 }
 
@@ -158,6 +170,10 @@ impl From<RawSandbox> for Sandbox {
             max_open_files: raw.max_open_files.unwrap_or(base.max_open_files),
             cpu_seconds: raw.cpu_seconds.unwrap_or(base.cpu_seconds),
             syscalls: raw.syscalls.unwrap_or(base.syscalls),
+            capabilities: raw
+                .capabilities
+                .map(|names| names.iter().map(|name| canonical_capability(name)).collect())
+                .unwrap_or(base.capabilities),
             require: raw.require.unwrap_or(base.require),
             preset: raw.preset,
         }
@@ -239,6 +255,7 @@ impl Sandbox {
             max_open_files: None,
             cpu_seconds: None,
             syscalls: Syscalls::Default,
+            capabilities: Vec::new(),
             require: true,
             preset: None,
         }
@@ -257,6 +274,7 @@ impl Sandbox {
             max_open_files: None,
             cpu_seconds: None,
             syscalls: Syscalls::Default,
+            capabilities: Vec::new(),
             require: true,
             preset: Some(Preset::Strict),
         }
@@ -274,6 +292,17 @@ impl Sandbox {
                 if let Some(message) = path_problem(path) {
                     return Some((format!("filesystem.{list}[{n}]"), message));
                 }
+            }
+        }
+        for (n, name) in self.capabilities.iter().enumerate() {
+            if capability_number(name).is_none() {
+                return Some((
+                    format!("capabilities[{n}]"),
+                    format!(
+                        "`{}` is not a capability (expected a name such as CAP_NET_BIND_SERVICE)",
+                        crate::echo::bounded(name)
+                    ),
+                ));
             }
         }
         if let Network::Ports { tcp_connect, tcp_bind } = &self.network {
@@ -298,6 +327,102 @@ impl Sandbox {
         }
         None
     }
+
+    /// The capabilities it keeps, as a mask of their numbers (names already checked by
+    /// [`Sandbox::problem`]; an unknown one counts as none).
+    pub fn capability_mask(&self) -> u64 {
+        self.capabilities.iter().filter_map(|name| capability_number(name)).fold(0, |mask, n| mask | 1 << n)
+    }
+
+    /// The first `filesystem` grant that would open one of `protected` (the hangar's own
+    /// places: what each is, where, and whether nothing inside it may be granted either) to
+    /// the box: a grant of the place itself or of a directory above it, or, where so marked, of
+    /// anything inside it. `resolve` gives a path as the kernel reaches it (symbolic links
+    /// followed), so `/var/run` is seen to cover `/run/hangar`. Gives the key under the block
+    /// (`filesystem.read[2]`) and why, in the hangar's words.
+    pub fn grant_over(
+        &self,
+        protected: &[(&str, PathBuf, bool)],
+        resolve: impl Fn(&Path) -> PathBuf,
+    ) -> Option<(String, String)> {
+        for (list, paths) in [("read", &self.filesystem.read), ("write", &self.filesystem.write)] {
+            for (n, path) in paths.iter().enumerate() {
+                let grant = resolve(path);
+                for (what, place, whole) in protected {
+                    if place.starts_with(&grant) || (*whole && grant.starts_with(place)) {
+                        return Some((
+                            format!("filesystem.{list}[{n}]"),
+                            format!(
+                                "{} would open {what} ({}) to the box: nothing in a sandbox may reach it; grant narrower paths",
+                                path.display(),
+                                place.display()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Every capability the kernel knows, by number (`capability.h`): what `sandbox.capabilities`
+/// accepts, with or without the `CAP_` prefix, in any case.
+pub const CAPABILITIES: &[&str] = &[
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// A capability's name as [`CAPABILITIES`] spells it (`net_bind_service` reads
+/// `CAP_NET_BIND_SERVICE`); an unknown name is kept as written, for [`Sandbox::problem`].
+fn canonical_capability(name: &str) -> String {
+    let upper = name.trim().to_ascii_uppercase();
+    let full = if upper.starts_with("CAP_") { upper } else { format!("CAP_{upper}") };
+    if CAPABILITIES.contains(&full.as_str()) { full } else { name.to_owned() }
+}
+
+/// A capability's number, by its name as [`CAPABILITIES`] spells it.
+pub fn capability_number(name: &str) -> Option<u32> {
+    CAPABILITIES.iter().position(|known| *known == name).map(|n| n as u32)
 }
 
 /// What `GET /api/mcp_servers/{id}` shows of a server's sandbox: what is configured and what
@@ -484,6 +609,45 @@ mod tests {
         assert_eq!(SandboxSetting::Inherit.or_defaults(Some(&strict)), strict);
         assert_eq!(SandboxSetting::Off.or_defaults(Some(&strict)), SandboxSetting::Off);
         assert_eq!(SandboxSetting::Inherit.or_defaults(None), SandboxSetting::Off);
+    }
+
+    #[test]
+    fn capabilities_are_named_in_any_case_with_or_without_the_prefix_and_none_by_default() {
+        let caps = |yaml: &str| setting(yaml).unwrap().sandbox().cloned().unwrap();
+        assert_eq!(Sandbox::strict().capabilities, Vec::<String>::new());
+        assert_eq!(caps("strict").capability_mask(), 0);
+        let kept = caps("{preset: strict, capabilities: [CAP_NET_BIND_SERVICE, net_raw, Cap_Chown]}");
+        assert_eq!(kept.capabilities, ["CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_CHOWN"]);
+        assert_eq!(kept.capability_mask(), 1 << 10 | 1 << 13 | 1);
+        assert_eq!(kept.problem(), None);
+        let unknown = caps("{capabilities: [CAP_CHOWN, CAP_EVERYTHING]}");
+        assert_eq!(unknown.problem().map(|(key, _)| key).as_deref(), Some("capabilities[1]"));
+        assert_eq!(capability_number("CAP_CHECKPOINT_RESTORE"), Some(40));
+    }
+
+    #[test]
+    fn a_grant_over_or_above_a_protected_place_is_refused_and_inside_only_where_marked() {
+        let sandbox = |read: &str| setting(&format!("{{filesystem: {{read: [/usr, {read}]}}}}")).unwrap();
+        let places = [
+            ("the socket's directory", PathBuf::from("/run/hangar"), false),
+            ("state_dir", "/var/lib/hangar".into(), true),
+        ];
+        let over = |read: &str| {
+            sandbox(read).sandbox().unwrap().grant_over(&places, |p| {
+                // `/var/run` is a link to `/run` here.
+                p.strip_prefix("/var/run").map_or_else(|_| p.to_path_buf(), |rest| Path::new("/run").join(rest))
+            })
+        };
+        for covering in
+            ["/", "/run", "/run/hangar", "/var/run", "/var", "/var/lib/hangar", "/var/lib/hangar/journal.sqlite"]
+        {
+            let (key, message) = over(covering).unwrap_or_else(|| panic!("{covering} was not refused"));
+            assert_eq!(key, "filesystem.read[1]", "{covering}");
+            assert!(message.contains(covering), "{message}");
+        }
+        for beside in ["/run/hangar/shared", "/run/other", "/var/lib/other", "/srv"] {
+            assert_eq!(over(beside), None, "{beside}");
+        }
     }
 
     #[test]

@@ -608,12 +608,18 @@ impl Hangar {
         let Some(path) = &self.config_path else {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "this supervisor was started without a config file"));
         };
-        let config = load_off_the_event_loop(path.clone()).await.map_err(|err| {
-            IpcError::new(
-                ErrorKind::InvalidArgument,
-                format!("the new config is refused, the running one stays: {err}"),
-            )
-        })?;
+        let config = load_off_the_event_loop(path.clone())
+            .await
+            .and_then(|config| match crate::sandbox::check_grants(&config) {
+                Ok(()) => Ok(config),
+                Err(err) => Err(format!("{}: {err}", path.display())),
+            })
+            .map_err(|err| {
+                IpcError::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the new config is refused, the running one stays: {err}"),
+                )
+            })?;
         let old: IndexMap<String, Arc<Server>> = self.servers.read().unwrap_or_else(|p| p.into_inner()).clone();
         let mut report = Reloaded::default();
         let mut next = IndexMap::new();

@@ -48,6 +48,16 @@ fn main() -> ExitCode {
         let args: Args = hangar_runtime::args::parse()?;
         logging::init(args.log_format);
         let config = Config::load(&args.config).map_err(|err| Exit::new(EX_CONFIG, err))?;
+        // No box may reach the control socket's directory or the state directory: known now, so
+        // every sandbox is checked against them (and kept out of them at each spawn).
+        let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
+        let state_dir = config
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| hangar_core::journal::default_state_dir(|name| std::env::var(name).ok()));
+        sandbox::protect(&socket, &state_dir);
+        sandbox::check_grants(&config)
+            .map_err(|err| Exit::new(EX_CONFIG, format!("{}: {err}", args.config.display())))?;
         // Resolved once at start: an unknown group is a configuration mistake, not a runtime one.
         let socket_group = args
             .socket_group

@@ -1,9 +1,22 @@
 //! Everything a sandboxed spawn needs, built before the fork (`spawn.rs` only applies it): the
 //! program resolved through `PATH`, the Landlock ruleset, the seccomp program, the user's ids,
-//! the private `$HOME` and `/tmp` (its mount points made), the namespaces to enter and the rlimits. Also the judgement
+//! the private `$HOME` and `/tmp` (its mount points made), the namespaces to enter and the
+//! rlimits, the capabilities it keeps, and the hangar's places to hide. Also the judgement
 //! of what the kernel can enforce: with `require: true` (the default) anything missing refuses
 //! the start in the hangar's words; with `require: false` the server runs weaker and its
 //! details say what is missing (`SandboxInEffect::fallbacks`).
+//!
+//! A box never reaches the hangar itself:
+//! - the control socket's directory and the state directory (given at start, [`protect`]) are
+//!   covered by an empty read-only mount in its mount namespace (Landlock does not govern a
+//!   Unix socket's `connect`, nor `stat`); every box of a root hangar gets a mount namespace,
+//!   without root where user namespaces are allowed. A config whose `filesystem` grants cover
+//!   either, or lie inside the state directory, is refused at start and at reload
+//!   ([`check_grants`]);
+//! - the seccomp filter answers EPERM to `prlimit64`, `get/setpriority`, `sched_set*` and
+//!   `ioprio_*` aimed at any process but itself ([`OWN_PROCESS_ONLY`]), and Landlock's scopes
+//!   (ABI 6) keep its signals inside its sandbox; without them its details say what is left;
+//! - it keeps no capability but those `sandbox.capabilities` names.
 //!
 //! No `unsafe` here: what runs between fork and exec is in `spawn.rs`.
 
@@ -25,7 +38,7 @@ use landlock::{
 use nix::sys::resource::Resource;
 
 use crate::kernel_limits;
-use crate::spawn::{Bind, Confinement, IdMap, Identity, PrivateTmp};
+use crate::spawn::{Bind, Capabilities, Confinement, IdMap, Identity, PrivateTmp};
 
 /// Caps the Landlock ABI the hangar believes the kernel has (never raises it). For tests that
 /// show how a kernel lacking a feature is handled; unset in production.
@@ -51,6 +64,9 @@ pub struct Prepared {
     pub env: Vec<(String, String)>,
     /// Said with a failed spawn: what its namespaces need from the system.
     pub namespaces_need: Option<String>,
+    /// Said with a spawn the kernel refused to run (EACCES) under its Landlock rules: what
+    /// those rules let it read.
+    pub landlock_refusal: Option<String>,
     pub confinement: Confinement,
     pub in_effect: SandboxInEffect,
     /// Removed when the last holder lets go (the process's record).
@@ -110,6 +126,8 @@ pub fn prepare(
     }
 
     let namespaces_need = namespaces(sandbox, ids, &mut confinement, &mut in_effect);
+    let landlock_refusal = confinement.landlock.is_some().then(|| landlock_refusal(sandbox));
+    confinement.capabilities = Some(capabilities(sandbox, &mut in_effect)?);
 
     for (key, resource, value) in [
         ("max_open_files", Resource::RLIMIT_NOFILE, sandbox.max_open_files),
@@ -137,13 +155,70 @@ pub fn prepare(
                     "syscalls: {} dangerous system calls answered EPERM (seccomp)",
                     DENIED_SYSCALLS.len()
                 ));
+                in_effect.enforced.push(format!(
+                    "other processes: {} answered EPERM unless aimed at itself (seccomp), so it cannot re-limit, renice or reschedule the supervisor or anyone else",
+                    OWN_PROCESS_ONLY.iter().map(|(name, _, _)| *name).collect::<Vec<_>>().join(", ")
+                ));
             }
             Err(why) if sandbox.require => return Err(format!("its `syscalls` filter cannot be built: {why}")),
             Err(why) => in_effect.fallbacks.push(format!("syscalls: not filtered ({why}; require: false)")),
         }
     }
+    if confinement.seccomp.is_none() {
+        in_effect.fallbacks.push(
+            "other processes: not fenced without the `syscalls` filter: it may re-limit, renice and reschedule any process its user may, the supervisor's included"
+                .into(),
+        );
+    }
     in_effect.enforced.push("no_new_privs: set (no setuid or file capabilities gain privileges)".into());
-    Ok(Prepared { program: resolved, env: child_env, namespaces_need, confinement, in_effect, private_dir })
+    Ok(Prepared {
+        program: resolved,
+        env: child_env,
+        namespaces_need,
+        landlock_refusal,
+        confinement,
+        in_effect,
+        private_dir,
+    })
+}
+
+/// What a spawn the kernel refused to run (EACCES) under Landlock rules says: the program's
+/// own directories are always readable, so it is its interpreter or loader, a library, or a
+/// directory on the way that `filesystem.read` leaves out.
+fn landlock_refusal(sandbox: &Sandbox) -> String {
+    let read: Vec<String> = sandbox.filesystem.read.iter().map(|path| path.display().to_string()).collect();
+    format!(
+        "the kernel refused to run it under its Landlock rules: its interpreter or dynamic loader, or a library it needs, is not readable under `filesystem.read` ({}); grant where they live, usually /usr and /lib",
+        if read.is_empty() { "nothing".to_owned() } else { read.join(", ") }
+    )
+}
+
+/// The capabilities it keeps (`sandbox.capabilities`; none by default), checked against what
+/// the hangar holds: it cannot give what it does not have.
+fn capabilities(sandbox: &Sandbox, in_effect: &mut SandboxInEffect) -> Result<Capabilities, String> {
+    let keep = sandbox.capability_mask();
+    let held = effective_capabilities();
+    let missing: Vec<&str> = sandbox
+        .capabilities
+        .iter()
+        .filter(|name| hangar_core::sandbox::capability_number(name).is_some_and(|n| held & (1 << n) == 0))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "its sandbox keeps {}, which the hangar does not hold itself (run it as root, or give it them: AmbientCapabilities= under systemd)",
+            missing.join(", ")
+        ));
+    }
+    let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok())
+        .unwrap_or(hangar_core::sandbox::CAPABILITIES.len() as u32 - 1);
+    let kept = if sandbox.capabilities.is_empty() { "none".to_owned() } else { sandbox.capabilities.join(", ") };
+    in_effect.enforced.push(format!(
+        "capabilities: {kept} (every other one dropped from its bounding, ambient, inheritable, permitted and effective sets before exec)"
+    ));
+    Ok(Capabilities { keep, last })
 }
 
 /// The namespaces it enters (a network namespace for `network: none`, a mount namespace for its
@@ -166,10 +241,47 @@ fn namespaces(
         confinement.namespaces |= libc::CLONE_NEWNS;
         needing.push("its private /tmp");
     }
+    let root = nix::unistd::geteuid().is_root();
+    // The hangar's own places: under its private /tmp they are not there at all; elsewhere an
+    // empty mount covers each, in a mount namespace of its own (without root, in a user
+    // namespace, where the system allows one).
+    let private_tmp = confinement.private_tmp.is_some();
+    let places = protected(None);
+    let to_cover: Vec<&PathBuf> = places
+        .iter()
+        .map(|(_, place, _)| place)
+        .filter(|place| !(private_tmp && place.starts_with("/tmp")) && place.is_dir() && *place != Path::new("/"))
+        .collect();
+    // Not where this box would need a namespace for nothing else, and cannot have one: a
+    // container's root often lacks CAP_SYS_ADMIN (21), which a box asking for none never needed.
+    let forbidden = match (root, confinement.namespaces != 0) {
+        (_, true) => None,
+        (true, false) => (effective_capabilities() & (1 << 21) == 0)
+            .then(|| "the hangar runs as root without CAP_SYS_ADMIN (as in a container)".to_owned()),
+        (false, false) => {
+            user_namespaces_forbidden().map(|why| format!("without root that takes a user namespace, and {why}"))
+        }
+    };
+    match forbidden {
+        _ if places.is_empty() => {}
+        None => {
+            if !to_cover.is_empty() {
+                confinement.namespaces |= libc::CLONE_NEWNS;
+                confinement.hidden = to_cover.iter().filter_map(|place| c_path(place).ok()).collect();
+                needing.push("hiding the hangar's control socket and state_dir");
+            }
+            in_effect.enforced.push(
+                "the control socket's directory and state_dir: out of its reach (an empty read-only mount over each in its mount namespace, or its private /tmp)"
+                    .into(),
+            );
+        }
+        Some(why) => in_effect.fallbacks.push(format!(
+            "the control socket's directory and state_dir: not hidden (it would take a mount namespace, and {why}); Landlock still keeps their contents from it"
+        )),
+    }
     if needing.is_empty() {
         return None;
     }
-    let root = nix::unistd::geteuid().is_root();
     if !root {
         // A user namespace gives the right to make the others.
         confinement.namespaces |= libc::CLONE_NEWUSER;
@@ -187,6 +299,60 @@ fn namespaces(
     };
     let needs = if needing.len() > 1 { "each need" } else { "needs" };
     Some(format!("{} {needs} a namespace of its own, which {takes}", needing.join(" and ")))
+}
+
+/// The hangar's own places no box may reach, each with what it is and whether a grant inside
+/// it is refused too: the control socket's directory (a grant beside the socket is harmless:
+/// a box is kept out of the directory anyway) and the state directory (everything in it is the
+/// hangar's), as given at start (`main.rs`).
+static PROTECTED: OnceLock<Vec<(&'static str, PathBuf, bool)>> = OnceLock::new();
+
+/// Records the control socket's path and the state directory (at start, before any spawn):
+/// every box's `filesystem` grants are checked against them, and each box is kept out of them.
+pub fn protect(socket: &Path, state_dir: &Path) {
+    let socket_dir = socket.parent().unwrap_or(Path::new("/"));
+    let places = vec![
+        ("the control socket's directory", resolve_path(socket_dir), false),
+        ("state_dir", resolve_path(state_dir), true),
+    ];
+    let _ = PROTECTED.set(places);
+}
+
+/// The protected places, plus a (reloaded) config's `state_dir` when it names another.
+fn protected(state_dir: Option<&Path>) -> Vec<(&'static str, PathBuf, bool)> {
+    let mut places = PROTECTED.get().cloned().unwrap_or_default();
+    if let Some(dir) = state_dir.map(resolve_path)
+        && !places.iter().any(|(_, place, _)| *place == dir)
+    {
+        places.push(("state_dir", dir, true));
+    }
+    places
+}
+
+/// Refuses a config whose sandboxes' grants would open the control socket's directory or the
+/// state directory to a box (at start: exit 78; on reload: the reload is refused).
+pub fn check_grants(config: &hangar_core::config::Config) -> Result<(), hangar_core::config::KeyError> {
+    config.check_grants(&protected(config.state_dir.as_deref()), resolve_path)
+}
+
+/// A path as the kernel reaches it: made absolute, its symbolic links followed as far as it
+/// exists (a place not made yet, such as a state directory, keeps the rest as written).
+fn resolve_path(path: &Path) -> PathBuf {
+    let absolute = absolute(path);
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |path, part| path.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
 }
 
 /// The kernel's Landlock ABI (0: none), capped by [`TEST_LANDLOCK_ABI_ENV`]. Probed once,
@@ -225,6 +391,7 @@ fn landlock_ruleset(
             ));
         }
         in_effect.fallbacks.push(format!("filesystem: not restricted: {missing} (require: false)"));
+        in_effect.fallbacks.push(unscoped_signals(sandbox, abi_number));
         if ports.is_some() {
             in_effect.fallbacks.push("network: TCP ports not restricted: no Landlock (require: false)".into());
         }
@@ -283,9 +450,23 @@ fn landlock_ruleset(
     ));
     if scoped {
         in_effect.enforced.push("signals and abstract Unix sockets: only within its sandbox (Landlock)".into());
+    } else {
+        in_effect.fallbacks.push(unscoped_signals(sandbox, abi_number));
     }
     let fd: Option<OwnedFd> = created.into();
     fd.map(Some).ok_or_else(|| "its Landlock ruleset was not created".to_owned())
+}
+
+/// What is left of the signal fence without Landlock's scopes (ABI 6, Linux 6.12): only the
+/// kernel's own permission check, which lets a process signal every process of its user.
+fn unscoped_signals(sandbox: &Sandbox, abi_number: i32) -> String {
+    let who = match &sandbox.user {
+        Some(user) => format!("as `{user}` it may signal only that user's processes"),
+        None => "running as the hangar's own user, it may signal the supervisor and every process of that user".into(),
+    };
+    format!(
+        "signals: not scoped to its sandbox (that takes Landlock ABI 6; this kernel offers ABI {abi_number}): {who}"
+    )
 }
 
 /// The program's own directories: where it was found and where its links lead, its `#!`
@@ -464,6 +645,28 @@ const DENIED_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_vhangup,
 ];
 
+/// An argument (by index) that must hold a value.
+type MustBe = (u8, u64);
+
+/// System calls that may reach another process, allowed only aimed at itself: each with the
+/// arguments that must hold these values (`pid` 0: the caller), else EPERM. Without this a box
+/// running as the hangar's user (or root) could lower the supervisor's open-file limit, kill it
+/// with an `RLIMIT_CPU` of 0, renice it or starve it. The read-only `sched_get*` stay open (a
+/// thread's own tid is how runtimes ask); signals are Landlock's to scope (ABI 6).
+const OWN_PROCESS_ONLY: &[(&str, libc::c_long, &[MustBe])] = &[
+    ("prlimit64", libc::SYS_prlimit64, &[(0, 0)]),
+    // (PRIO_PROCESS, 0): PRIO_USER 0 would be every process of its user.
+    ("getpriority", libc::SYS_getpriority, &[(0, 0), (1, 0)]),
+    ("setpriority", libc::SYS_setpriority, &[(0, 0), (1, 0)]),
+    ("sched_setattr", libc::SYS_sched_setattr, &[(0, 0)]),
+    ("sched_setscheduler", libc::SYS_sched_setscheduler, &[(0, 0)]),
+    ("sched_setparam", libc::SYS_sched_setparam, &[(0, 0)]),
+    ("sched_setaffinity", libc::SYS_sched_setaffinity, &[(0, 0)]),
+    // (IOPRIO_WHO_PROCESS, 0).
+    ("ioprio_set", libc::SYS_ioprio_set, &[(0, 1), (1, 0)]),
+    ("ioprio_get", libc::SYS_ioprio_get, &[(0, 1), (1, 0)]),
+];
+
 /// The deny-list as a BPF program for this machine's architecture, compiled once.
 fn seccomp_program() -> Result<&'static Vec<libc::sock_filter>, String> {
     static PROGRAM: OnceLock<Result<Vec<libc::sock_filter>, String>> = OnceLock::new();
@@ -472,8 +675,22 @@ fn seccomp_program() -> Result<&'static Vec<libc::sock_filter>, String> {
             let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
             // `c_long` is not i64 on every target.
             #[allow(clippy::useless_conversion)]
-            let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+            let mut rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
                 DENIED_SYSCALLS.iter().map(|nr| (i64::from(*nr), Vec::new())).collect();
+            // Any one argument off its value matches a rule, and a match is answered EPERM.
+            for (_, nr, must) in OWN_PROCESS_ONLY {
+                let off = must
+                    .iter()
+                    .map(|(arg, value)| {
+                        use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+                        let condition = SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *value)?;
+                        SeccompRule::new(vec![condition])
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?;
+                #[allow(clippy::useless_conversion)]
+                rules.insert(i64::from(*nr), off);
+            }
             let filter = seccompiler::SeccompFilter::new(
                 rules,
                 seccompiler::SeccompAction::Allow,

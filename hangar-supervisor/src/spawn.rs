@@ -30,15 +30,26 @@
 //! Every child drops the supervisor's ambient capabilities (`AmbientCapabilities=` under
 //! systemd, for `sandbox.user`), which would otherwise survive its exec.
 //!
+//! Nothing but its stdio crosses a child's exec: every descriptor the supervisor makes is
+//! close-on-exec (std and tokio make theirs so; the guardians' copies of each child's pipes are
+//! `F_DUPFD_CLOEXEC`), and each child marks everything above 2 close-on-exec before exec
+//! (`close_range`), so even a descriptor the supervisor inherited or a library leaked stays
+//! behind. Without that, every upstream held the pipes of every upstream started before it:
+//! a box could write calls into another's stdin, and a stop by closing stdin went unseen.
+//!
 //! A sandboxed upstream ([`Confinement`], built before the fork by `sandbox.rs`) then, in this
 //! order: enters its namespaces (a network namespace of its own for `network: none`, a mount
-//! namespace for its private `/tmp`) and mounts that `/tmp`, takes its rlimits, sets
-//! `no_new_privs`, drops to its user (`setgroups`, `setgid`, `setuid`), restricts itself with its
-//! Landlock ruleset (after the mounts: a Landlocked process may not mount), sets the parent-death
-//! signal again (a change of credentials clears it), and installs its seccomp filter last, so the
-//! deny-list cannot stop the steps before it. Without root the namespaces come with a user
-//! namespace, entered after the change of user instead (inside a new user namespace no other user
-//! is mapped), its own ids mapped to themselves, then the mounts.
+//! namespace for its private `/tmp` and to hide the hangar's places) and mounts that `/tmp` and
+//! an empty read-only tmpfs over the control socket's directory and the state directory, takes
+//! its rlimits, sets `no_new_privs`, drops every capability it does not keep from its bounding
+//! set, drops to its user (`setgroups`, `setgid`, `setuid`), restricts itself with its Landlock
+//! ruleset (after the mounts: a Landlocked process may not mount), leaves only the capabilities
+//! it keeps (`sandbox.capabilities`, none by default) in its effective, permitted and
+//! inheritable sets (ambient, for another user than root), sets the parent-death signal again
+//! (a change of credentials clears it), and installs its seccomp filter last, so the deny-list
+//! cannot stop the steps before it. Without root the namespaces come with a user namespace,
+//! entered after the change of user instead (inside a new user namespace no other user is
+//! mapped), its own ids mapped to themselves, then the mounts.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -121,6 +132,20 @@ pub struct Confinement {
     pub id_map: Option<IdMap>,
     /// With `CLONE_NEWNS`: its own `/tmp`.
     pub private_tmp: Option<PrivateTmp>,
+    /// With `CLONE_NEWNS`: directories covered by an empty read-only tmpfs (the control
+    /// socket's, the state directory), after the private `/tmp`.
+    pub hidden: Vec<CString>,
+    /// The capabilities it keeps; every other one is dropped before exec.
+    pub capabilities: Option<Capabilities>,
+}
+
+/// What of the capability sets a box keeps (`sandbox.capabilities`).
+#[derive(Debug, Clone, Copy)]
+pub struct Capabilities {
+    /// The capabilities kept, a bit per number.
+    pub keep: u64,
+    /// The highest capability number this kernel knows (`/proc/sys/kernel/cap_last_cap`).
+    pub last: u32,
 }
 
 /// The lines written to `/proc/self/uid_map` and `gid_map` (`"ID ID 1\n"`).
@@ -260,11 +285,14 @@ pub fn reap_group(pgid: u32) {
     children::disown(pgid);
 }
 
-/// Copies of the supervisor's ends of a child's pipes, for the guardian to hold.
+/// Copies of the supervisor's ends of a child's pipes, for the guardian to hold. Close-on-exec
+/// (`F_DUPFD_CLOEXEC`), like every descriptor the supervisor makes: a copy that survived exec
+/// would hand this child's stdin and output to every child started after it.
 fn pipe_copies(child: &Child) -> Vec<std::os::fd::OwnedFd> {
-    let stdin = child.stdin.as_ref().map(nix::unistd::dup);
-    let stdout = child.stdout.as_ref().map(nix::unistd::dup);
-    let stderr = child.stderr.as_ref().map(nix::unistd::dup);
+    use std::os::fd::AsFd;
+    let stdin = child.stdin.as_ref().map(|pipe| pipe.as_fd().try_clone_to_owned());
+    let stdout = child.stdout.as_ref().map(|pipe| pipe.as_fd().try_clone_to_owned());
+    let stderr = child.stderr.as_ref().map(|pipe| pipe.as_fd().try_clone_to_owned());
     [stdin, stdout, stderr].into_iter().flatten().filter_map(Result::ok).collect()
 }
 
@@ -288,10 +316,11 @@ impl PreExec {
     #[allow(unsafe_code)]
     fn install(self, command: &mut Command) {
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid, and
-        // for a sandbox unshare, mount, setrlimit, setgroups, setgid, setuid and the raw
-        // landlock and seccomp system calls) on memory prepared before the fork; it allocates
-        // nothing and takes no locks.
+        // async-signal-safe functions (prctl, open, write, close, send, getpid, getppid,
+        // close_range, and for a sandbox unshare, mount, setrlimit, setgroups, setgid, setuid,
+        // capget, capset, geteuid and the raw landlock and seccomp system calls; getrlimit and
+        // fcntl on a kernel without close_range) on memory prepared before the fork; it
+        // allocates nothing and takes no locks.
         unsafe {
             command.pre_exec(move || {
                 // Limits hook: join every group (cgroup v2, v1 memory and pids) before anything of
@@ -327,6 +356,10 @@ impl PreExec {
                     // parent anyway.
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
+                // Nothing but its stdio crosses exec, whatever this process holds: after the last
+                // use of the guardians' sockets and the Landlock ruleset. Close-on-exec, not
+                // closed: std reports a failed exec through a close-on-exec pipe of its own.
+                cloexec_above_stdio();
                 if let Some(program) = self.confinement.as_ref().and_then(|c| c.seccomp.as_ref()) {
                     // Last: nothing after it but exec.
                     let filter = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
@@ -359,11 +392,20 @@ impl Confinement {
             if self.namespaces != 0 && !unshare_late {
                 check(libc::unshare(self.namespaces).into())?;
                 self.mount_private_tmp()?;
+                self.hide()?;
             }
             for (resource, value) in &self.rlimits {
                 nix::sys::resource::setrlimit(*resource, *value, *value).map_err(io::Error::from)?;
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
+            if let Some(caps) = &self.capabilities {
+                // While CAP_SETPCAP is still effective (a change of user clears the effective set).
+                drop_bounding(caps);
+                // A capability it keeps must survive the change of user, to be made ambient.
+                if self.identity.is_some() && caps.keep != 0 {
+                    check(libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0).into())?;
+                }
+            }
             if let Some(Identity { uid, gid }) = self.identity {
                 check(libc::setgroups(0, std::ptr::null()).into())?;
                 check(libc::setgid(gid).into())?;
@@ -381,12 +423,54 @@ impl Confinement {
                     write_file(c"/proc/self/gid_map", &map.gid_map)?;
                 }
                 self.mount_private_tmp()?;
+                self.hide()?;
             }
             // After the mounts: a Landlocked process may not mount.
             if let Some(ruleset) = &self.landlock {
                 use std::os::fd::AsRawFd;
                 let flags: libc::c_uint = 0;
                 check(libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), flags))?;
+            }
+            if let Some(caps) = &self.capabilities {
+                // In a user namespace of its own it holds CAP_SETPCAP there only now.
+                if unshare_late {
+                    drop_bounding(caps);
+                }
+                keep_only(caps)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Covers each of `hidden` with an empty, read-only tmpfs in its mount namespace. One it
+    /// cannot reach (ENOENT: not there, or under its private `/tmp`; EACCES: not passable for
+    /// it) is hidden already.
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn hide(&self) -> io::Result<()> {
+        if self.hidden.is_empty() {
+            return Ok(());
+        }
+        let none = std::ptr::null();
+        // SAFETY: as `apply`. Nothing mounted here may reach the host's mount table.
+        check(unsafe { libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_SLAVE, none.cast()) }.into())?;
+        let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        for path in &self.hidden {
+            // SAFETY: as `apply`: a plain system call on C strings built before the fork.
+            let mounted = unsafe {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    c"mode=0555,size=4k,nr_inodes=2".as_ptr().cast(),
+                )
+            };
+            if mounted != 0 {
+                let error = io::Error::last_os_error();
+                if !matches!(error.raw_os_error(), Some(libc::ENOENT | libc::EACCES)) {
+                    return Err(error);
+                }
             }
         }
         Ok(())
@@ -423,6 +507,95 @@ impl Confinement {
         Ok(())
     }
 }
+
+/// Drops every capability but the kept ones from the bounding set, so exec can give back none
+/// of them (root's program gets its bounding set). Without CAP_SETPCAP (a hangar without root,
+/// before its user namespace) the kernel refuses, and there is nothing to give back anyway.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn drop_bounding(caps: &Capabilities) {
+    for cap in 0..=caps.last.min(63) {
+        if caps.keep & (1 << cap) == 0 {
+            // SAFETY: prctl on plain integers, async-signal-safe.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) } != 0 {
+                return;
+            }
+        }
+    }
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`; version 3 takes two (capabilities 0-31 and 32-63).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Leaves only the kept capabilities in its effective, permitted and inheritable sets, and
+/// (another user than root) raises them ambient, so they survive exec; the rest are gone for
+/// good. What it does not hold it cannot keep (`sandbox.rs` refuses such a start first).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn keep_only(caps: &Capabilities) -> io::Result<()> {
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut header = CapHeader { version: VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget and capset on a header and two data structs alive for the calls; prctl on
+    // plain integers; all async-signal-safe.
+    unsafe {
+        check(libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()))?;
+        let permitted = u64::from(data[0].permitted) | u64::from(data[1].permitted) << 32;
+        let kept = caps.keep & permitted;
+        for (half, set) in data.iter_mut().enumerate() {
+            let bits = (kept >> (32 * half)) as u32;
+            *set = CapData { effective: bits, permitted: bits, inheritable: bits };
+        }
+        check(libc::syscall(libc::SYS_capset, &raw const header, data.as_ptr()))?;
+        if kept != 0 && libc::geteuid() != 0 {
+            for cap in (0..64).filter(|cap| kept & (1 << cap) != 0) {
+                let raise = libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong;
+                check(libc::prctl(libc::PR_CAP_AMBIENT, raise, cap as libc::c_ulong, 0, 0).into())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Marks every descriptor above 2 close-on-exec (`close_range`, Linux 5.11; on an older kernel
+/// one `fcntl` each, up to the open-file limit).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn cloexec_above_stdio() {
+    // SAFETY: close_range, getrlimit and fcntl on plain integers and a stack struct;
+    // async-signal-safe.
+    unsafe {
+        let flags = libc::CLOSE_RANGE_CLOEXEC as libc::c_long;
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_long, libc::c_long::from(u32::MAX), flags) == 0 {
+            return;
+        }
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20)
+        } else {
+            1 << 16
+        };
+        for fd in 3..top as libc::c_int {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cloexec_above_stdio() {}
 
 fn check(result: libc::c_long) -> io::Result<()> {
     if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }

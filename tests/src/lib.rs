@@ -323,22 +323,35 @@ impl Hangar {
 
     /// As [`Hangar::start_as_user`], with `env` set for the supervisor.
     pub fn start_as_user_with_env(yaml: &str, uid: u32, gid: u32, env: &[(&str, &str)]) -> Hangar {
-        Hangar::start_as_user_with(yaml, uid, gid, env, "")
+        Hangar::start_as_user_with(yaml, uid, gid, &[], env, "")
     }
 
     /// As [`Hangar::start_as_user`], keeping `caps` (setpriv's names, e.g. `setuid,setgid`) as
     /// ambient capabilities: how the shipped systemd unit runs it (`User=hangar`,
     /// `AmbientCapabilities=`).
     pub fn start_as_user_with_caps(yaml: &str, uid: u32, gid: u32, caps: &str) -> Hangar {
-        Hangar::start_as_user_with(yaml, uid, gid, &[], caps)
+        Hangar::start_as_user_with(yaml, uid, gid, &[], &[], caps)
     }
 
-    fn start_as_user_with(yaml: &str, uid: u32, gid: u32, env: &[(&str, &str)], caps: &str) -> Hangar {
+    /// As [`Hangar::start_as_user`], with `extra_args` for the supervisor (`--socket PATH` in a
+    /// directory the user may write, say).
+    pub fn start_as_user_with_args(yaml: &str, uid: u32, gid: u32, extra_args: &[&str]) -> Hangar {
+        Hangar::start_as_user_with(yaml, uid, gid, extra_args, &[], "")
+    }
+
+    fn start_as_user_with(
+        yaml: &str,
+        uid: u32,
+        gid: u32,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        caps: &str,
+    ) -> Hangar {
         let dir = Hangar::write_config(yaml);
         for path in [dir.path().to_path_buf(), dir.path().join("hangar.yaml")] {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("hand the temp dir to the user");
         }
-        Hangar::launch(dir, &[], env, Some((uid, gid, caps)))
+        Hangar::launch(dir, extra_args, env, Some((uid, gid, caps)))
     }
 
     /// A temp dir holding `yaml` as `hangar.yaml`, its placeholders filled in.
@@ -364,7 +377,9 @@ impl Hangar {
         user: Option<(u32, u32, &str)>,
     ) -> Hangar {
         let config = dir.path().join("hangar.yaml");
-        let socket = dir.path().join("supervisor.sock");
+        // `--socket PATH` among the extra arguments puts the control socket there instead.
+        let named = extra_args.iter().position(|arg| *arg == "--socket").and_then(|at| extra_args.get(at + 1));
+        let socket = named.map_or_else(|| dir.path().join("supervisor.sock"), PathBuf::from);
         let log =
             std::fs::File::options().create(true).append(true).open(dir.path().join("hangar.log")).expect("log file");
         let mut command = match user {
@@ -384,8 +399,7 @@ impl Hangar {
         let mut supervisor = command
             .arg("--config")
             .arg(&config)
-            .arg("--socket")
-            .arg(&socket)
+            .args(if named.is_some() { Vec::new() } else { vec![std::ffi::OsStr::new("--socket"), socket.as_os_str()] })
             .args(if extra_args.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
             .args(extra_args)
             .env("HANGAR_LOG", "info,hangar=debug")

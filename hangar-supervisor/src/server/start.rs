@@ -350,9 +350,18 @@ impl Server {
             .map_err(StartFailure::Spawn)?;
         let prepare_us = began.elapsed().as_micros();
         env.extend(prepared.env);
-        let need = prepared.namespaces_need.map(|need| format!(" ({need})")).unwrap_or_default();
+        let (need, landlock) = (prepared.namespaces_need, prepared.landlock_refusal);
         let child = spawn::spawn_confined(prepared.program.as_os_str(), args, &env, pipes, prepared.confinement)
-            .map_err(|err| StartFailure::Spawn(format!("cannot run `{program}` in its sandbox: {err}{need}")))?;
+            .map_err(|err| {
+                // The cause the hangar can see: EACCES is exec refused under the Landlock rules
+                // (the namespaces' steps fail otherwise: EPERM, EINVAL, ENOSPC, EUSERS).
+                let why = match err.raw_os_error() {
+                    Some(libc::EACCES) => landlock,
+                    _ => need,
+                };
+                let why = why.map(|why| format!(" ({why})")).unwrap_or_default();
+                StartFailure::Spawn(format!("cannot run `{program}` in its sandbox: {err}{why}"))
+            })?;
         tracing::info!(mcp_server = %self.id, prepare_us, enforced = ?prepared.in_effect.enforced, fallbacks = ?prepared.in_effect.fallbacks, "sandboxed");
         self.lock().sandbox_in_effect = Some(prepared.in_effect);
         Ok((child, prepared.private_dir.map(Arc::new)))

@@ -11,6 +11,7 @@
 mod audit_api;
 mod auth;
 mod bad_input;
+mod box_fences;
 mod cancellation;
 mod class_cases;
 mod cli;

@@ -19,6 +19,8 @@ use std::time::Duration;
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, alive, node, poll, repo_root};
 
+use crate::box_fences::outside_tmp;
+
 /// A process for the probe to try to ptrace, killed with the test.
 struct Sleeper(Child);
 
@@ -36,7 +38,7 @@ impl Drop for Sleeper {
 }
 
 /// The probe's report of one attempt (a tool of the probe, called through `hangar_call`).
-fn attempt(hangar: &Hangar, server: &str, tool: &str, arguments: Value) -> Value {
+pub(crate) fn attempt(hangar: &Hangar, server: &str, tool: &str, arguments: Value) -> Value {
     let call = json!({"calls": [{"mcp_server": server, "tool": tool, "arguments": arguments}]});
     let batch = hangar.tool_ok("hangar_call", call);
     let result = &batch["results"][0];
@@ -44,14 +46,14 @@ fn attempt(hangar: &Hangar, server: &str, tool: &str, arguments: Value) -> Value
     result["result"]["structuredContent"].clone()
 }
 
-fn assert_refused(report: &Value, errnos: &[&str], what: &str) {
+pub(crate) fn assert_refused(report: &Value, errnos: &[&str], what: &str) {
     assert_eq!(report["ok"], false, "{what} was allowed: {report}");
     let errno = report["errno"].as_str().unwrap_or_default();
     assert!(errnos.contains(&errno), "{what}: expected one of {errnos:?}, got {report}");
 }
 
 /// Starts `id`, which must be refused (`start_failed`): why, in the hangar's words.
-fn refused_start(hangar: &Hangar, id: &str) -> String {
+pub(crate) fn refused_start(hangar: &Hangar, id: &str) -> String {
     let refused = hangar.tool("hangar_start", json!({"mcp_server": id}));
     assert_eq!(refused["structuredContent"]["error_type"], "start_failed", "{refused}");
     refused["structuredContent"]["error"].as_str().unwrap_or_default().to_owned()
@@ -396,6 +398,8 @@ mcp_servers:
         assert!(enforced.contains(word), "{word} not in {enforced}");
     }
     assert!(!enforced.contains("seccomp"), "{enforced}");
+    let fallbacks = details["sandbox"]["in_effect"]["fallbacks"].to_string();
+    assert!(fallbacks.contains("other processes: not fenced"), "{fallbacks}");
     for id in ["limited", "defaults"] {
         assert_eq!(hangar.details(id)["state"], "ready", "{id}");
     }
@@ -602,13 +606,20 @@ fn without_user_namespaces_a_private_tmp_refuses_the_start_unless_not_required()
 
 #[test]
 fn a_sandbox_granted_the_hosts_tmp_shares_it_and_says_so() {
-    let config = r#"
+    // The hangar's socket and state outside /tmp: a grant of /tmp must not cover them.
+    let (run, state) = (outside_tmp("/run"), outside_tmp("/var/tmp"));
+    let config = format!(
+        r#"
+state_dir: "{state}"
 mcp_servers:
   shared:
-    command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
-    sandbox: {filesystem: {read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache], write: [/tmp]}}
-"#;
-    let hangar = Hangar::start(config);
+    command: ["/usr/bin/python3", "{{fixtures}}/sandbox_probe.py"]
+    sandbox: {{filesystem: {{read: [/usr, /lib, /lib64, /bin, /etc/ld.so.cache], write: [/tmp]}}}}
+"#,
+        state = state.path().display()
+    );
+    let socket = run.path().join("supervisor.sock").display().to_string();
+    let hangar = Hangar::start_with(&config, &["--socket", &socket]);
     let path = format!("/tmp/granted-tmp-{}", std::process::id());
     assert_eq!(attempt(&hangar, "shared", "write_file", json!({"path": path}))["ok"], true);
     assert!(Path::new(&path).exists(), "a grant of /tmp itself is the host's /tmp");

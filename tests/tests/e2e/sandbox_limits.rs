@@ -24,16 +24,23 @@ use nix::unistd::Pid;
 use crate::how_it_ended::{entry, hangar_status};
 use crate::journal_audit::{journal_of, wait_for};
 
-/// Every probe with its one limit; the file system left open (this story is about limits only).
+/// Every probe with its one limit; the file system's default rules, and `/var/tmp` writable for
+/// its escapee's pid file (this story is about limits only; no grant may cover the test's
+/// directory, which holds the hangar's socket and state).
 const CONFIG: &str = r#"
 mcp_servers:
   hog:
     command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
-    sandbox: {memory_mb: 256, filesystem: {read: ["/"], write: ["{dir}"], private: false}, syscalls: none}
+    sandbox: {memory_mb: 256, filesystem: {write: ["/var/tmp"], private: false}, syscalls: none}
   bomb:
     command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
-    sandbox: {max_processes: 16, filesystem: {read: ["/"], write: ["{dir}"], private: false}, syscalls: none}
+    sandbox: {max_processes: 16, filesystem: {write: ["/var/tmp"], private: false}, syscalls: none}
 "#;
+
+/// Where the probe's escapee writes its pid: a directory of this test's own under `/var/tmp`.
+fn escape_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("hangar-limits-").tempdir_in("/var/tmp").unwrap()
+}
 
 const OUT_OF_MEMORY: &str = "its process ran out of memory (memory_mb: 256), so the kernel killed it (SIGKILL)";
 
@@ -91,7 +98,8 @@ fn a_fork_bomb_is_held_at_max_processes_and_nothing_of_its_group_outlives_a_stop
     assert_eq!(again["forked"], report["forked"], "its children were reaped: {again}");
 
     // A descendant that escaped its session and parent stays in the group, and goes with it.
-    let escaped = hangar.call("bomb", "escape", json!({"dir": hangar.path("").display().to_string()}));
+    let escapes = escape_dir();
+    let escaped = hangar.call("bomb", "escape", json!({"dir": escapes.path().display().to_string()}));
     let escaped = escaped.and_then(|e| e["pid"].as_u64()).expect("the probe escapes") as u32;
     assert_eq!(groups_of(escaped), groups, "the escapee is still in bomb's groups");
     let members = members_of(&groups);
@@ -106,7 +114,8 @@ fn a_fork_bomb_is_held_at_max_processes_and_nothing_of_its_group_outlives_a_stop
 #[test]
 fn a_sigkilled_supervisor_leaves_nothing_of_a_limited_upstreams_groups() {
     let (hangar, pid, groups) = started_in_groups("bomb");
-    let escaped = hangar.call("bomb", "escape", json!({"dir": hangar.path("").display().to_string()}));
+    let escapes = escape_dir();
+    let escaped = hangar.call("bomb", "escape", json!({"dir": escapes.path().display().to_string()}));
     let escaped = escaped.and_then(|e| e["pid"].as_u64()).expect("the probe escapes") as u32;
     sigkill(hangar.pid());
     poll("the guardians to empty and remove bomb's groups", Duration::from_secs(15), || {
