@@ -333,12 +333,29 @@ impl Hangar {
         Hangar::start_as_user_with(yaml, uid, gid, &[], caps)
     }
 
+    /// As [`Hangar::start_as_user`], with `extra_args` for the supervisor (a `--socket` among
+    /// them puts the control socket there instead of in the temp dir).
+    pub fn start_as_user_with_args(yaml: &str, uid: u32, gid: u32, extra_args: &[&str]) -> Hangar {
+        Hangar::start_as_user_with_all(yaml, uid, gid, extra_args, &[], "")
+    }
+
     fn start_as_user_with(yaml: &str, uid: u32, gid: u32, env: &[(&str, &str)], caps: &str) -> Hangar {
+        Hangar::start_as_user_with_all(yaml, uid, gid, &[], env, caps)
+    }
+
+    fn start_as_user_with_all(
+        yaml: &str,
+        uid: u32,
+        gid: u32,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        caps: &str,
+    ) -> Hangar {
         let dir = Hangar::write_config(yaml);
         for path in [dir.path().to_path_buf(), dir.path().join("hangar.yaml")] {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("hand the temp dir to the user");
         }
-        Hangar::launch(dir, &[], env, Some((uid, gid, caps)))
+        Hangar::launch(dir, extra_args, env, Some((uid, gid, caps)))
     }
 
     /// A temp dir holding `yaml` as `hangar.yaml`, its placeholders filled in.
@@ -356,7 +373,8 @@ impl Hangar {
     }
 
     /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there;
-    /// as `user` (uid, gid) when given.
+    /// as `user` (uid, gid) when given. Its control socket is `dir/supervisor.sock`, unless
+    /// `extra_args` name one with `--socket`.
     fn launch(
         dir: tempfile::TempDir,
         extra_args: &[&str],
@@ -364,7 +382,8 @@ impl Hangar {
         user: Option<(u32, u32, &str)>,
     ) -> Hangar {
         let config = dir.path().join("hangar.yaml");
-        let socket = dir.path().join("supervisor.sock");
+        let named = extra_args.iter().position(|arg| *arg == "--socket").and_then(|at| extra_args.get(at + 1));
+        let socket = named.map_or_else(|| dir.path().join("supervisor.sock"), PathBuf::from);
         let log =
             std::fs::File::options().create(true).append(true).open(dir.path().join("hangar.log")).expect("log file");
         let mut command = match user {
@@ -384,8 +403,7 @@ impl Hangar {
         let mut supervisor = command
             .arg("--config")
             .arg(&config)
-            .arg("--socket")
-            .arg(&socket)
+            .args(if named.is_some() { vec![] } else { vec![std::ffi::OsStr::new("--socket"), socket.as_os_str()] })
             .args(if extra_args.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
             .args(extra_args)
             .env("HANGAR_LOG", "info,hangar=debug")
