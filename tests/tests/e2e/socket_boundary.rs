@@ -8,8 +8,9 @@
 //! with a guessed one, and as `api` and `prober`, claims to be the hangar itself, and asks for
 //! the API keys, another server's logs, the audit trail and a call on an unsandboxed upstream
 //! whose environment holds a secret; it also tries to read the control key. An unsandboxed
-//! upstream, which can read the key (it is not in a box), tries the same with the real key. Both
-//! get no session, the other upstream is never started or called, and the box reads no key.
+//! upstream, which can read the key (it is not in a box), tries the same with the real key, and
+//! so does an orphan it detaches (setsid, double fork). None gets a session, the other upstream
+//! is never started or called, and the box reads no key.
 //!
 //! A peer with the key that says it is the prober may send what probing needs and nothing else;
 //! the hangar's own API and prober, and an API started apart with the key file, work as before.
@@ -40,15 +41,11 @@ mcp_servers:
     env: {VICTIM_SECRET: "victim-secret-0xBEEF"}
 "#;
 
-/// A 0700 directory outside `/tmp` (where systemd and Kubernetes put the socket: `/run`), owned
-/// by `owner` when given; removed with the test.
+/// A 0700 directory outside `/tmp` (under `/run`, where systemd and Kubernetes put the socket,
+/// else `/var/tmp`), owned by `owner` when given; removed with the test.
 fn socket_dir(owner: Option<(u32, u32)>) -> tempfile::TempDir {
-    let base = if Path::new("/run").metadata().is_ok_and(|m| m.permissions().readonly()) { "/var/tmp" } else { "/run" };
-    let dir = tempfile::Builder::new()
-        .prefix("hangar-socket-")
-        .tempdir_in(base)
-        .or_else(|_| tempfile::Builder::new().prefix("hangar-socket-").tempdir_in("/var/tmp"))
-        .expect("a directory outside /tmp");
+    let made = |base: &str| tempfile::Builder::new().prefix("hangar-socket-").tempdir_in(base);
+    let dir = made("/run").or_else(|_| made("/var/tmp")).expect("a directory outside /tmp");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
@@ -105,14 +102,16 @@ fn hellos() -> Vec<Value> {
     hellos
 }
 
-/// Runs the intruder `server` against `socket`: its report.
-fn intrude(hangar: &Hangar, server: &str, socket: &Path) -> Value {
+/// Runs the intruder `server` against `socket` (from an orphan it detaches with setsid and a
+/// double fork when `detached`): its report.
+fn intrude(hangar: &Hangar, server: &str, socket: &Path, detached: bool) -> Value {
     let arguments = json!({
         "socket": socket.display().to_string(),
         "key_file": key_file(socket).display().to_string(),
         "hellos": hellos(),
         "frames": attack_frames(),
         "wait_ms": 1500,
+        "detached": detached,
     });
     let call = json!({"calls": [{"mcp_server": server, "tool": "intrude", "arguments": arguments}], "timeout": 600});
     let batch = hangar.tool_ok("hangar_call", call);
@@ -166,13 +165,17 @@ fn assert_victim_untouched(hangar: &Hangar) {
 /// The whole attack, from a box and from an unboxed upstream, against a hangar whose socket is
 /// `socket`; then the hangar still serves.
 fn the_attack_gets_nowhere(hangar: &Hangar, socket: &Path) {
-    let boxed = intrude(hangar, "boxed", socket);
+    let boxed = intrude(hangar, "boxed", socket, false);
     assert_eq!(boxed["key_read"], false, "the box read the control key: {boxed}");
     assert_no_session(&boxed, "a strict box");
 
-    let loose = intrude(hangar, "loose", socket);
+    let loose = intrude(hangar, "loose", socket, false);
     assert_eq!(loose["key_read"], true, "an unboxed upstream can read the key (only a box cannot): {loose}");
     assert_no_session(&loose, "an unboxed upstream with the real key");
+    // Its orphan, out of its session and process group and reparented to the supervisor, too.
+    let orphan = intrude(hangar, "loose", socket, true);
+    assert_eq!((&orphan["orphaned"], &orphan["key_read"]), (&json!(true), &json!(true)), "{orphan}");
+    assert_no_session(&orphan, "an unboxed upstream's orphan with the real key");
     assert_victim_untouched(hangar);
     let log = hangar.log();
     assert!(log.contains("control connection refused"), "the refusals are logged:\n{log}");
