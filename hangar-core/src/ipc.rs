@@ -72,7 +72,9 @@ impl std::fmt::Debug for KeyProof {
 /// it authenticated; the prober only schedules and judges health checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerRole {
+    /// `hangar-api`: REST and MCP, on behalf of the callers it authenticated.
     Api,
+    /// `hangar-prober`: the health-check schedule and its verdicts.
     Prober,
 }
 
@@ -86,6 +88,7 @@ impl PeerRole {
         }
     }
 
+    /// The role's name in a hello.
     pub fn as_str(self) -> &'static str {
         match self {
             PeerRole::Api => "api",

@@ -73,7 +73,9 @@ pub enum Readiness {
 /// proves in its hello.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// The supervisor's control socket.
     pub socket: PathBuf,
+    /// The file holding the control key, read at every connect.
     pub key_file: PathBuf,
 }
 

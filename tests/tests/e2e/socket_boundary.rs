@@ -39,6 +39,7 @@ mcp_servers:
   victim:
     command: ["{fake}", "--tools", "add"]
     env: {VICTIM_SECRET: "victim-secret-0xBEEF"}
+    health_check_interval_s: 0.2
 "#;
 
 /// A 0700 directory outside `/tmp` (under `/run`, where systemd and Kubernetes put the socket,
@@ -187,6 +188,9 @@ fn the_attack_gets_nowhere(hangar: &Hangar, socket: &Path) {
     // The hangar's own API and prober still work.
     assert!(hangar.call("victim", "add", json!({"a": 2, "b": 3})).is_some(), "a call through the API failed");
     assert_eq!(hangar.get("/health/ready").status, 200);
+    poll("a health check by the hangar's own prober", Duration::from_secs(10), || {
+        hangar.metric(r#"hangar_health_checks_total{mcp_server="victim",result="ok"}"#).filter(|n| *n > 0.0)
+    });
 }
 
 #[test]
