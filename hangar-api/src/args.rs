@@ -15,6 +15,10 @@ pub struct Args {
     /// $XDG_RUNTIME_DIR/hangar/supervisor.sock, else /tmp/hangar-$USER/supervisor.sock]
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// The file holding the control key this API proves to the supervisor, read at every
+    /// connect [default: beside the socket, `<socket>.key`, where the supervisor writes it].
+    #[arg(long, value_name = "FILE", env = "HANGAR_CONTROL_KEY_FILE")]
+    pub control_key: Option<PathBuf>,
     /// Address to serve HTTP on, e.g. 127.0.0.1:PORT, localhost:PORT, [::1]:PORT (port 0 picks
     /// one). Beyond loopback (e.g. 0.0.0.0:8000) every request but /health/* is refused (503) while
     /// no authentication is configured (auth.api_keys, auth.oauth or --api-keys). Refused (exit 69)

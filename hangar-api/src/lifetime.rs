@@ -73,7 +73,8 @@ pub async fn run(
     auth.serve_at(format!("http://{local}/mcp"));
     auth.expose(exposure::check(Listening::Bound(local), args.unsafe_no_auth));
     let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
-    let (client, links) = Client::following(socket.clone(), "api");
+    let endpoint = hangar_runtime::client::Endpoint::new(socket.clone(), args.control_key.clone());
+    let (client, links) = Client::following(endpoint, "api");
     let (changes, _) = broadcast::channel(64);
     let fleet = crate::cluster::Fleet::default();
     tokio::spawn(follow(client.clone(), links, changes.clone(), auth.clone(), fleet.clone()));

@@ -32,8 +32,8 @@ impl Caller {
     }
 
     /// The hangar's own clients (the prober, the API's own requests): they see everything.
-    /// Only peers of the control socket can send it, and that socket admits only the
-    /// supervisor's user (and `--socket-group`).
+    /// Only peers of the control socket can send it, and that socket serves only a peer that
+    /// proved the control key and lies outside every upstream's process tree.
     pub fn hangar() -> Caller {
         Caller { identity: HANGAR.into(), profile: None }
     }

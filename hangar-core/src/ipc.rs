@@ -1,6 +1,10 @@
 //! The control-socket protocol: versioned, line-delimited JSON.
 //!
-//! A connection opens with a [`Hello`] each way. Then the client sends [`ClientFrame::Request`]s,
+//! A connection opens with a [`Hello`] each way. The client's proves the control key (the
+//! secret the supervisor writes beside its socket at each start, [`Hello::key`]) and names its
+//! [`PeerRole`]; the supervisor answers with its own hello only then, and a hello without the
+//! right key, of another protocol version included, is refused before anything is served. Then
+//! the client sends [`ClientFrame::Request`]s,
 //! each with its own `id`, and may have many in flight; the supervisor answers each with a
 //! [`ServerFrame::Reply`] carrying that id, in any order. After a `subscribe` request the
 //! supervisor also pushes [`ServerFrame::Event`]s. One JSON value per line; no frame is larger
@@ -18,7 +22,7 @@ use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolReco
 use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -29,14 +33,95 @@ pub const MAX_LOG_LINES: usize = 1000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     pub protocol: u32,
-    /// `supervisor`, `api`, `prober`, ...: for the other side's logs.
+    /// `supervisor` in the supervisor's hello; in a client's, its [`PeerRole`] (`api`,
+    /// `prober`), which bounds what it may ask.
     pub role: String,
     pub version: String,
+    /// A client's proof that it is one of the hangar's own processes: the control key, read
+    /// from the file the supervisor wrote beside its socket at this start. `None` in the
+    /// supervisor's hello.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<KeyProof>,
 }
 
 impl Hello {
+    /// A hello of this protocol version carrying no key: the supervisor's.
     pub fn new(role: &str) -> Self {
-        Hello { protocol: PROTOCOL_VERSION, role: role.into(), version: env!("CARGO_PKG_VERSION").into() }
+        Hello { protocol: PROTOCOL_VERSION, role: role.into(), version: env!("CARGO_PKG_VERSION").into(), key: None }
+    }
+
+    /// A client's hello as `role`, proving `key`.
+    pub fn with_key(role: &str, key: KeyProof) -> Self {
+        Hello { key: Some(key), ..Hello::new(role) }
+    }
+}
+
+/// The control key as a client sends it in its hello (64 lower-case hex digits). Its `Debug`
+/// never shows it, so no log of a hello carries the key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct KeyProof(pub String);
+
+impl std::fmt::Debug for KeyProof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyProof([redacted])")
+    }
+}
+
+/// Who a client of the control socket is, as its hello names it. The API speaks for the callers
+/// it authenticated; the prober only schedules and judges health checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerRole {
+    /// `hangar-api`: REST and MCP, on behalf of the callers it authenticated.
+    Api,
+    /// `hangar-prober`: the health-check schedule and its verdicts.
+    Prober,
+}
+
+impl PeerRole {
+    /// The role a hello names; `None` for any other (it is refused).
+    pub fn parse(role: &str) -> Option<PeerRole> {
+        match role {
+            "api" => Some(PeerRole::Api),
+            "prober" => Some(PeerRole::Prober),
+            _ => None,
+        }
+    }
+
+    /// The role's name in a hello.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerRole::Api => "api",
+            PeerRole::Prober => "prober",
+        }
+    }
+
+    /// Whether a peer of this role may send `op` on behalf of `caller`: the API anything (it
+    /// authenticated the caller); the prober only what probing needs (its targets, checks,
+    /// verdicts, the state changes it follows, heartbeats), and only as the hangar itself.
+    pub fn permits(self, caller: &Caller, op: &Request) -> Result<(), IpcError> {
+        if self == PeerRole::Api {
+            return Ok(());
+        }
+        if *caller != Caller::hangar() {
+            return Err(IpcError::forbidden(
+                "the prober may not send a caller identity; only the API speaks for callers",
+            ));
+        }
+        match op {
+            Request::Ping | Request::Subscribe | Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
+                Ok(())
+            }
+            _ => Err(IpcError::forbidden(
+                "the prober may send only ping, subscribe, targets, check and verdict requests",
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for PeerRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -45,7 +130,8 @@ impl Hello {
 pub enum ClientFrame {
     Hello(Hello),
     /// `caller`: who asks, as the API authenticated them ([`Caller::hangar`] for the hangar's
-    /// own clients); the supervisor answers within that caller's view.
+    /// own clients); the supervisor answers within that caller's view. Only a peer whose hello
+    /// named [`PeerRole::Api`] may name another caller than the hangar ([`PeerRole::permits`]).
     Request {
         id: u64,
         op: Request,
@@ -767,9 +853,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_hello_shows_its_key_to_no_log() {
+        let hello = Hello::with_key("api", KeyProof("c0ffee".repeat(10)));
+        assert!(!format!("{hello:?}").contains("c0ffee"), "{hello:?}");
+        let wire = String::from_utf8(encode(&ClientFrame::Hello(hello))).unwrap();
+        assert!(wire.contains(r#""key":"c0ffee"#), "{wire}");
+        // An older hello (no key) still reads, so it can be refused for what it lacks.
+        let old = br#"{"hello":{"protocol":6,"role":"api","version":"0"}}"#;
+        assert!(matches!(decode::<ClientFrame>(old), Ok(ClientFrame::Hello(Hello { key: None, .. }))));
+    }
+
+    #[test]
+    fn only_the_api_speaks_for_callers_and_the_prober_only_probes() {
+        let alice = Caller { identity: "alice".into(), profile: Some("dev".into()) };
+        let hangar = Caller::hangar();
+        let api = PeerRole::parse("api").unwrap();
+        let prober = PeerRole::parse("prober").unwrap();
+        assert_eq!(PeerRole::parse("operator"), None);
+        assert_eq!(PeerRole::parse("supervisor"), None);
+        assert!(api.permits(&alice, &Request::List).is_ok());
+        assert!(api.permits(&hangar, &Request::Auth).is_ok());
+        let verdict =
+            Verdict { mcp_server: "m".into(), generation: 1, healthy: true, duration_ms: 1, error_type: None };
+        let probing = [
+            Request::Ping,
+            Request::Subscribe,
+            Request::Targets,
+            Request::Check { mcp_server: "m".into(), timeout_ms: 5 },
+            Request::Verdict(verdict),
+        ];
+        for op in &probing {
+            assert!(prober.permits(&hangar, op).is_ok(), "{op:?}");
+            let err = prober.permits(&alice, op).unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Forbidden, "{op:?} as alice");
+        }
+        let anonymous = Caller::anonymous();
+        for op in [Request::List, Request::Auth, Request::Audit(AuditQuery::default()), Request::Reload] {
+            assert_eq!(prober.permits(&hangar, &op).unwrap_err().kind, ErrorKind::Forbidden, "{op:?}");
+            assert_eq!(prober.permits(&anonymous, &op).unwrap_err().kind, ErrorKind::Forbidden, "{op:?}");
+        }
+    }
+
+    #[test]
     fn frames_round_trip_as_single_lines() {
         let frames = [
             ClientFrame::Hello(Hello::new("api")),
+            ClientFrame::Hello(Hello::with_key("prober", KeyProof("ab".repeat(32)))),
             ClientFrame::Request { id: 7, op: Request::List, caller: Caller::hangar() },
             ClientFrame::Request {
                 id: 8,

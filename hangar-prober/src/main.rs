@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hangar_runtime::client::Client;
+use hangar_runtime::client::{Client, Endpoint};
 use hangar_runtime::exit::run_main;
 use hangar_runtime::logging::{self, LogFormat};
 use hangar_runtime::signals::Signals;
@@ -32,6 +32,10 @@ struct Args {
     /// The supervisor's control socket [default: as the supervisor's].
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// The file holding the control key the prober proves to the supervisor, read at every
+    /// connect [default: beside the socket, `<socket>.key`, where the supervisor writes it].
+    #[arg(long, value_name = "FILE", env = "HANGAR_CONTROL_KEY_FILE")]
+    control_key: Option<PathBuf>,
     /// Log format on stderr [default: json under Kubernetes (KUBERNETES_SERVICE_HOST set) when
     /// stderr is not a terminal, else human].
     #[arg(long, value_enum, env = "HANGAR_LOG_FORMAT", default_value_t = LogFormat::detected(), hide_default_value = true)]
@@ -46,7 +50,7 @@ fn main() -> ExitCode {
         let socket = args.socket.unwrap_or_else(hangar_core::paths::default_socket_path);
         runtime.block_on(async {
             let mut signals = Signals::stop()?;
-            let (client, links) = Client::following(socket, "prober");
+            let (client, links) = Client::following(Endpoint::new(socket, args.control_key), "prober");
             tokio::select! {
                 () = checker::run(client, links) => {}
                 _ = signals.stopped() => {}

@@ -6,7 +6,9 @@
 //! - [`batch`]: running `hangar_call`'s batch of calls, bounded, reported in order (the API runs
 //!   it for a plain call, the supervisor for a task).
 //! - [`client`]: a multiplexed, self-reconnecting client of the supervisor's control socket,
-//!   used by the API and the prober (and by operators' tools).
+//!   used by the API and the prober.
+//! - [`control_key`]: the secret a client proves in its hello, written by the supervisor beside
+//!   its socket at each start.
 //! - [`lines`]: newline-delimited I/O with a bound on line length, and batched line writing.
 //! - [`logging`]: `tracing` to stderr, human or JSON.
 //! - [`signals`]: the stop signals (SIGTERM, SIGINT) and the reload signal (SIGHUP), awaited
@@ -22,6 +24,7 @@
 pub mod args;
 pub mod batch;
 pub mod client;
+pub mod control_key;
 pub mod exit;
 pub mod lines;
 pub mod logging;

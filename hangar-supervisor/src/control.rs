@@ -1,10 +1,22 @@
-//! The control socket: where the API, the prober and operators' tools reach the supervisor.
+//! The control socket: where the API and the prober reach the supervisor.
 //!
-//! A filesystem socket created mode 0600 (0660 and owned by `--socket-group` when one is given).
-//! A peer is served if it runs as the supervisor's user or root, or is in that group. Each
-//! connection says hello, then sends requests that are answered concurrently, each reply tagged
-//! with its request's id. A malformed frame gets an error reply (id 0) and the connection goes
-//! on; a frame over the size limit ends it.
+//! A filesystem socket created mode 0600 (0660 and owned by `--socket-group` when one is given),
+//! with the control key beside it (`control_key.rs`), written before the socket exists. Only the
+//! hangar's own processes are served, and each check is one a sandboxed upstream (which runs as
+//! the hangar's user, and which nothing stops from connecting by path) cannot pass:
+//! - the peer runs as the supervisor's user or root, or is in that group (SO_PEERCRED);
+//! - its process lies in no upstream's tree (`peer.rs`: an upstream, a descendant, an adopted
+//!   orphan of one, a process in an upstream's cgroup);
+//! - its hello proves the control key (compared in constant time), which no box can read, and
+//!   names its role, `api` or `prober`. A hello without the right key, of any protocol version,
+//!   gets one error frame (id 0) and the connection ends before anything is served; with the key
+//!   and another protocol version, the supervisor's hello (so the client can say so), then the end.
+//!
+//! Every refusal is logged at warn with the peer's pid, never with what it sent. Then the peer
+//! sends requests that are answered concurrently, each reply tagged with its request's id. Only
+//! an `api` peer may name a caller other than the hangar itself; a `prober` may send only what
+//! probing needs (`PeerRole::permits`), else its request is answered `forbidden`. A malformed
+//! frame gets an error reply (id 0) and the connection goes on; a frame over the size limit ends it.
 
 use std::collections::HashMap;
 use std::io;
@@ -14,9 +26,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::ipc::{
-    self, ClientFrame, ErrorKind, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, Reply, Request,
-    ServerFrame,
+    self, ClientFrame, ErrorKind, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, PeerRole, Reply,
+    Request, ServerFrame,
 };
+use hangar_runtime::control_key::ControlKey;
 use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::StreamCommon as _;
 use interprocess::local_socket::traits::tokio::Listener as _;
@@ -29,6 +42,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::AbortHandle;
 
 use crate::hangar::Hangar;
+use crate::owned_file::OwnedFile;
 use hangar_runtime::exit::{EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE, Sysexit};
 use hangar_runtime::lines::{Line, read_line, write_batched};
 
@@ -104,7 +118,8 @@ impl SocketGroup {
 }
 
 /// Creates the socket at `path` (mode 0600, parent directory 0700 if it has to be made; with a
-/// `group`, the socket 0660 and the directory 0710, both owned by that group).
+/// `group`, the socket 0660 and the directory 0710, both owned by that group), and before it
+/// the control key beside it (`<path>.key`, 0600; 0640 and the group's with a `group`).
 ///
 /// Nothing but a stale socket is ever removed: a socket file that nobody answers on
 /// (ECONNREFUSED) and that belongs to this user. Whatever else is at the path (a regular file,
@@ -112,7 +127,7 @@ impl SocketGroup {
 /// following symlinks. The directory must be one no other user can write to (or sticky, like
 /// `/tmp`), owned by this user or root: otherwise someone else could put their own socket in
 /// the supervisor's place (the classic `/tmp` attack on `/tmp/hangar-$USER`).
-pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<(Listener, SocketFile), BindError> {
+pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<(Listener, SocketFile, ControlKey), BindError> {
     let io_err = |source| BindError::Io { path: path.to_owned(), source };
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -134,6 +149,28 @@ pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<(Listener,
             remove_if_stale(path, &there).await?;
         }
     }
+    // The key first: a client that can connect finds the key of the supervisor it reaches.
+    let key_path = hangar_runtime::control_key::default_path(path);
+    let (key, key_file) =
+        crate::control_key::create(&key_path, group.map(|g| g.gid)).map_err(|source| match group {
+            Some(group) if source.kind() == io::ErrorKind::PermissionDenied => {
+                BindError::Group { path: key_path.clone(), group: group.clone(), source }
+            }
+            _ => BindError::Io { path: key_path.clone(), source },
+        })?;
+    let socket = make_listener(path, group);
+    match socket {
+        Ok((listener, socket)) => Ok((listener, SocketFile { socket, key: key_file }, key)),
+        Err(err) => {
+            key_file.remove("control key");
+            Err(err)
+        }
+    }
+}
+
+/// The listening socket at `path`, and its file.
+fn make_listener(path: &Path, group: Option<&SocketGroup>) -> Result<(Listener, OwnedFile), BindError> {
+    let io_err = |source| BindError::Io { path: path.to_owned(), source };
     let name = path.to_fs_name::<GenericFilePath>().map_err(io_err)?;
     // The file is removed at shutdown by `SocketFile::remove`, which checks it is still ours.
     let listener = ListenerOptions::new().name(name).mode(0o600).reclaim_name(false).create_tokio().map_err(io_err)?;
@@ -141,32 +178,22 @@ pub async fn bind(path: &Path, group: Option<&SocketGroup>) -> Result<(Listener,
     if let Some(group) = group {
         give_to_group(path, group, 0o660)?;
     }
-    let identity = std::fs::symlink_metadata(path).map_err(io_err)?;
-    Ok((listener, SocketFile { path: path.to_owned(), dev: identity.dev(), ino: identity.ino() }))
+    Ok((listener, OwnedFile::at(path).map_err(io_err)?))
 }
 
-/// The socket file the supervisor made, known by its inode so that only it is removed.
+/// The socket file and the key file the supervisor made, each known by its inode so that only
+/// they are removed.
 #[derive(Debug)]
 pub struct SocketFile {
-    path: PathBuf,
-    dev: u64,
-    ino: u64,
+    socket: OwnedFile,
+    key: OwnedFile,
 }
 
 impl SocketFile {
-    /// Removes the socket, unless something else has taken its place since.
+    /// Removes the socket and the key, each unless something else has taken its place since.
     pub fn remove(self) {
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(now) if now.dev() == self.dev && now.ino() == self.ino => {
-                if let Err(err) = std::fs::remove_file(&self.path) {
-                    tracing::warn!(path = %self.path.display(), %err, "cannot remove the control socket");
-                }
-            }
-            Ok(_) => {
-                tracing::warn!(path = %self.path.display(), "the control socket was replaced; leaving the new file")
-            }
-            Err(_) => {}
-        }
+        self.socket.remove("control socket");
+        self.key.remove("control key");
     }
 }
 
@@ -268,14 +295,22 @@ fn give_to_group(path: &Path, group: &SocketGroup, mode: u32) -> Result<(), Bind
         .map_err(|source| BindError::Io { path: path.to_owned(), source })
 }
 
-/// Accepts connections until `stop` turns true; `group` is `--socket-group`, if given.
-pub async fn serve(listener: Listener, hangar: Arc<Hangar>, group: Option<SocketGroup>, stop: watch::Receiver<bool>) {
+/// Accepts connections until `stop` turns true; `group` is `--socket-group`, if given, and `key`
+/// the control key every hello must prove.
+pub async fn serve(
+    listener: Listener,
+    hangar: Arc<Hangar>,
+    group: Option<SocketGroup>,
+    key: ControlKey,
+    stop: watch::Receiver<bool>,
+) {
     let mut stopped = stop.clone();
     let group = group.map(|g| g.gid);
+    let key = Arc::new(key);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(stream) => { tokio::spawn(connection(stream, hangar.clone(), group, stop.clone())); }
+                Ok(stream) => { tokio::spawn(connection(stream, hangar.clone(), group, key.clone(), stop.clone())); }
                 Err(err) => {
                     tracing::warn!(%err, "control socket accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -286,14 +321,31 @@ pub async fn serve(listener: Listener, hangar: Arc<Hangar>, group: Option<Socket
     }
 }
 
-async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut stop: watch::Receiver<bool>) {
+async fn connection(
+    stream: Stream,
+    hangar: Arc<Hangar>,
+    group: Option<u32>,
+    key: Arc<ControlKey>,
+    mut stop: watch::Receiver<bool>,
+) {
     // The socket file is 0600 (0660) already; the peer's credentials are checked too, so a
     // socket handed on (or a permissive umask on an old kernel) does not let another user in.
-    match peer_allowed(&stream, group) {
-        Ok(()) => {}
-        Err(why) => {
-            tracing::warn!(%why, "control connection refused");
+    let pid = match peer_allowed(&stream, group) {
+        Ok(pid) => pid,
+        Err((pid, why)) => {
+            tracing::warn!(pid = %shown(pid), %why, "control connection refused");
             return;
+        }
+    };
+    // A pid of 0 (none): the peer is in another PID namespace, where its tree is not ours to see.
+    if let Some(pid) = pid {
+        match tokio::task::spawn_blocking(move || crate::peer::upstream_tree(pid)).await {
+            Ok(None) => {}
+            Ok(Some(why)) => {
+                tracing::warn!(pid, %why, "control connection refused: a process in an upstream's tree");
+                return;
+            }
+            Err(_) => return,
         }
     }
     let (recv, sender) = tokio::io::split(stream);
@@ -304,20 +356,20 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
     });
     let mut reader = BufReader::with_capacity(64 * 1024, recv);
     let mut buf = Vec::new();
-    let peer = match tokio::time::timeout(HELLO_TIMEOUT, hello(&mut reader, &mut buf, &out)).await {
+    let (peer, role) = match tokio::time::timeout(HELLO_TIMEOUT, hello(&mut reader, &mut buf, &out, &key)).await {
         Ok(Ok(peer)) => peer,
         Ok(Err(why)) => {
-            tracing::warn!(%why, "control connection refused");
+            tracing::warn!(pid = %shown(pid), %why, "control connection refused");
             drop(out);
             let _ = writer.await;
             return;
         }
         Err(_) => {
-            tracing::warn!("control connection said no hello in time");
+            tracing::warn!(pid = %shown(pid), "control connection refused: no hello in time");
             return;
         }
     };
-    tracing::debug!(role = %peer.role, version = %peer.version, "control connection");
+    tracing::debug!(pid = %shown(pid), %role, version = %peer.version, "control connection");
     let mut forwarders = Vec::new();
     // Requests still running, so a Cancel (or the connection's end) can stop them.
     let in_flight = InFlight::default();
@@ -329,6 +381,10 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
         match line {
             Ok(Line::Complete) if buf.is_empty() => {}
             Ok(Line::Complete) => match ipc::decode::<ClientFrame>(&buf) {
+                Ok(ClientFrame::Request { id, op, caller }) if let Err(refused) = role.permits(&caller, &op) => {
+                    tracing::warn!(pid = %shown(pid), %role, id, reason = %refused.message, "control request refused");
+                    send(&out, &ServerFrame::Reply { id, outcome: Outcome::Err(refused) });
+                }
                 Ok(ClientFrame::Request { id, op: Request::Subscribe, caller }) => {
                     let events = forward_events(hangar.clone(), caller, hangar.subscribe(), out.clone());
                     forwarders.push(tokio::spawn(events));
@@ -350,7 +406,7 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
                 Ok(ClientFrame::Cancel { id }) => {
                     // Dropping the request's future cancels what it was waiting on upstream.
                     if in_flight.cancel(id) {
-                        tracing::debug!(role = %peer.role, id, "request cancelled by its caller");
+                        tracing::debug!(%role, id, "request cancelled by its caller");
                     }
                 }
                 Ok(ClientFrame::Hello(_)) => {}
@@ -360,7 +416,7 @@ async fn connection(stream: Stream, hangar: Arc<Hangar>, group: Option<u32>, mut
                 }
             },
             Ok(Line::TooLong(len)) => {
-                tracing::warn!(role = %peer.role, len, "control frame over the size limit; closing the connection");
+                tracing::warn!(%role, len, "control frame over the size limit; closing the connection");
                 break;
             }
             Ok(Line::Eof) | Err(_) => break,
@@ -426,11 +482,15 @@ impl InFlight {
     }
 }
 
+/// Reads the peer's hello and judges it: the control key first (a hello without it, of any
+/// protocol version, is answered with one error frame and nothing else), then the role, then the
+/// version (answered with the supervisor's own hello, so a client of another version can say so).
 async fn hello(
     reader: &mut BufReader<ReadHalf<Stream>>,
     buf: &mut Vec<u8>,
     out: &mpsc::UnboundedSender<Vec<u8>>,
-) -> Result<Hello, String> {
+    key: &ControlKey,
+) -> Result<(Hello, PeerRole), String> {
     match read_line(reader, buf, 64 * 1024).await {
         Ok(Line::Complete) => {}
         _ => return Err("the peer closed or sent an over-long line before its hello".into()),
@@ -439,35 +499,59 @@ async fn hello(
         Ok(ClientFrame::Hello(hello)) => hello,
         _ => return Err("the first frame was not a hello".into()),
     };
+    let refuse = |why: &str| {
+        send(out, &ServerFrame::Reply { id: 0, outcome: Outcome::Err(IpcError::forbidden(why)) });
+        why.to_owned()
+    };
+    if !peer.key.as_ref().is_some_and(|proof| key.proves(proof)) {
+        let why =
+            if peer.key.is_some() { "the hello's control key is wrong" } else { "the hello carries no control key" };
+        return Err(refuse(&format!(
+            "{why} (the hangar's own processes read it from the file the supervisor writes beside its socket, or from --control-key)"
+        )));
+    }
+    let Some(role) = PeerRole::parse(&peer.role) else {
+        return Err(refuse("the hello names no role of the hangar's (api or prober)"));
+    };
     send(out, &ServerFrame::Hello(Hello::new("supervisor")));
     if peer.protocol != PROTOCOL_VERSION {
         return Err(format!("the peer speaks control protocol {}, this supervisor {PROTOCOL_VERSION}", peer.protocol));
     }
-    Ok(peer)
+    Ok((peer, role))
+}
+
+/// A peer's pid for the logs: `?` when unknown.
+fn shown(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "?".to_owned(), |pid| pid.to_string())
 }
 
 /// Only the supervisor's own user (or root) may talk to it, and members of `group` if given.
-fn peer_allowed(stream: &Stream, group: Option<u32>) -> Result<(), String> {
-    let creds = stream.peer_creds().map_err(|err| format!("cannot read the peer's credentials: {err}"))?;
+/// Answers the peer's pid (`None` when it is in another PID namespace); a refusal carries it too.
+fn peer_allowed(stream: &Stream, group: Option<u32>) -> Result<Option<u32>, (Option<u32>, String)> {
+    let creds = stream.peer_creds().map_err(|err| (None, format!("cannot read the peer's credentials: {err}")))?;
+    let pid = creds.pid().and_then(|pid| u32::try_from(pid).ok()).filter(|pid| *pid != 0);
     let ours = nix::unistd::geteuid().as_raw();
     let uid = match creds.euid() {
-        Some(uid) if uid == ours || uid == 0 => return Ok(()),
+        Some(uid) if uid == ours || uid == 0 => return Ok(pid),
         Some(uid) => uid,
-        None => return Err("the peer's uid is unknown".into()),
+        None => return Err((pid, "the peer's uid is unknown".into())),
     };
     let Some(gid) = group else {
-        return Err(format!("peer uid {uid} is not the supervisor's ({ours})"));
+        return Err((pid, format!("peer uid {uid} is not the supervisor's ({ours})")));
     };
     // SO_PEERCRED carries the primary gid; Linux has the supplementary ones only in /proc.
     if creds.egid() == Some(gid) {
-        return Ok(());
+        return Ok(pid);
     }
-    let pid = creds.pid().map_or_else(|| "?".to_owned(), |pid| pid.to_string());
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = pid.and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok()).unwrap_or_default();
     match in_group(&status, uid, gid) {
-        Ok(()) => Ok(()),
-        Err(why) => Err(format!(
-            "peer uid {uid} (pid {pid}) is not the supervisor's ({ours}) and not in --socket-group {gid}: {why}"
+        Ok(()) => Ok(pid),
+        Err(why) => Err((
+            pid,
+            format!(
+                "peer uid {uid} (pid {}) is not the supervisor's ({ours}) and not in --socket-group {gid}: {why}",
+                shown(pid)
+            ),
         )),
     }
 }

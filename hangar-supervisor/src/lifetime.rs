@@ -30,7 +30,7 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
         .transpose()
         .map_err(|err: hangar_core::config::KeyError| Exit::new(hangar_runtime::exit::EX_CONFIG, err))?;
     let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
-    let (listener, socket_file) = control::bind(&socket, socket_group.as_ref()).await?;
+    let (listener, socket_file, key) = control::bind(&socket, socket_group.as_ref()).await?;
     let mut signals = Signals::stop_or_reload()?;
     let state_dir = config.state_dir.clone().unwrap_or_else(|| default_state_dir(|name| std::env::var(name).ok()));
     let journal = Journal::open(&state_dir)?;
@@ -45,7 +45,7 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     // Read once: a reload does not change it (the API was started with it).
     let grace = config.shutdown.grace();
     tokio::spawn(reaper::reap_adopted());
-    let control = tokio::spawn(control::serve(listener, hangar.clone(), socket_group, stop.clone()));
+    let control = tokio::spawn(control::serve(listener, hangar.clone(), socket_group, key, stop.clone()));
     tokio::spawn(hangar.clone().stop_idle_servers(stop.clone()));
     tracing::info!(socket = %socket.display(), servers = hangar.len(), "supervisor ready");
     println!("hangar-supervisor ready on {}", socket.display());

@@ -50,12 +50,13 @@ pub fn register(pid: u32, groups: Vec<PathBuf>, instance: u64) {
 }
 
 /// The running upstream instance an orphan the supervisor adopted belongs to, if any: by its
-/// cgroup in `cgroup` mode, else by the cgroup v1 group holding its upstream's limits, else by
+/// cgroup (or one below it) in `cgroup` mode, else by the cgroup v1 group holding its upstream's limits, else by
 /// the marker in its environment.
 pub fn owner_of(pid: u32) -> Option<u64> {
     if cgroup::in_use() {
+        // Its upstream's cgroup, or one it made below it (the upstream owns that subtree).
         let dir = cgroup::of_process(pid)?;
-        return upstreams().values().find(|u| u.groups.contains(&dir)).map(|u| u.instance);
+        return upstreams().values().find(|u| u.groups.iter().any(|g| dir.starts_with(g))).map(|u| u.instance);
     }
     // A v1 group holding an upstream's limits keeps whatever it forks, however it hid.
     if upstreams().values().any(|u| !u.groups.is_empty()) {

@@ -1,4 +1,8 @@
 //! Connecting, the hello handshake, and the reader and writer of one live connection.
+//!
+//! The hello proves the control key, read from its file after the connect (the supervisor writes
+//! a fresh one before it binds the socket, so a connection that works finds the current key).
+//! The supervisor answers with its own hello, or refuses with an error frame (id 0) and closes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,7 +32,8 @@ const WRITE_QUEUE: usize = 1024;
 enum Ended {
     /// Never got a connection (no socket yet, refused, ...).
     NotConnected(String),
-    /// Connected, but the peer speaks another protocol version (or not ours at all).
+    /// Connected, but cannot talk: the peer speaks another protocol version (or not ours at
+    /// all), the control key cannot be read, or the supervisor refused the hello.
     Mismatch(IpcError),
     /// Was connected and handshaken; the connection then broke.
     Lost(String),
@@ -76,7 +81,12 @@ async fn session(shared: &Shared) -> Ended {
     };
     let mut reader = BufReader::new(&stream);
     let mut writer = &stream;
-    if let Err(ended) = handshake(&shared.path, shared.role, &mut reader, &mut writer).await {
+    let key = match crate::control_key::ControlKey::read(&shared.key_file) {
+        Ok(key) => key,
+        Err(err) => return Ended::Mismatch(IpcError::new(ErrorKind::SupervisorUnavailable, err.to_string())),
+    };
+    let hello = Hello::with_key(shared.role, key.proof());
+    if let Err(ended) = handshake(&shared.path, hello, &mut reader, &mut writer).await {
         return ended;
     }
     tracing::info!(socket = %shared.path.display(), "connected to the supervisor");
@@ -112,12 +122,12 @@ async fn connect(path: &Path) -> std::io::Result<Stream> {
     Stream::connect(name).await
 }
 
-async fn handshake<R, W>(path: &Path, role: &str, reader: &mut R, writer: &mut W) -> Result<(), Ended>
+async fn handshake<R, W>(path: &Path, hello: Hello, reader: &mut R, writer: &mut W) -> Result<(), Ended>
 where
     R: AsyncBufRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    let hello = ipc::encode(&ClientFrame::Hello(Hello::new(role)));
+    let hello = ipc::encode(&ClientFrame::Hello(hello));
     let sent = async {
         writer.write_all(&hello).await?;
         writer.flush().await
@@ -142,6 +152,11 @@ where
                 path.display(),
                 hello.protocol
             ),
+        ))),
+        // The supervisor refused the hello (the key, the role, the version): it says why.
+        Ok(ServerFrame::Reply { id: 0, outcome: Outcome::Err(err) }) => Err(Ended::Mismatch(IpcError::new(
+            ErrorKind::SupervisorUnavailable,
+            format!("the supervisor at {} refused this client: {}", path.display(), err.message),
         ))),
         _ => Err(Ended::Mismatch(IpcError::new(
             ErrorKind::ProtocolMismatch,

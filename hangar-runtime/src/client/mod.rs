@@ -5,6 +5,9 @@
 //! [`connection`]). A background task keeps the connection up; while it is down, requests fail
 //! at once instead of queueing, so the HTTP surfaces answer 503 promptly.
 //!
+//! Each connection proves the control key in its hello (read from the [`Endpoint`]'s key file
+//! at every connect, so a restarted supervisor's new key is used) and names the client's role.
+//!
 //! A client made with [`Client::following`] also subscribes to state changes on every
 //! connection and hands them, with the link going up and down, to a [`Link`] channel.
 //!
@@ -66,6 +69,32 @@ pub enum Readiness {
     Silent(Duration),
 }
 
+/// Where the supervisor is: its control socket, and the file holding the key this client
+/// proves in its hello.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The supervisor's control socket.
+    pub socket: PathBuf,
+    /// The file holding the control key, read at every connect.
+    pub key_file: PathBuf,
+}
+
+impl Endpoint {
+    /// `socket`, and the key in `key_file` (`--control-key`), else beside the socket
+    /// ([`crate::control_key::default_path`]).
+    pub fn new(socket: PathBuf, key_file: Option<PathBuf>) -> Endpoint {
+        let key_file = key_file.unwrap_or_else(|| crate::control_key::default_path(&socket));
+        Endpoint { socket, key_file }
+    }
+}
+
+impl From<PathBuf> for Endpoint {
+    /// The socket, with its key beside it.
+    fn from(socket: PathBuf) -> Endpoint {
+        Endpoint::new(socket, None)
+    }
+}
+
 /// A cheap-to-clone handle on the connection.
 #[derive(Clone)]
 pub struct Client {
@@ -87,6 +116,8 @@ impl Drop for Handle {
 /// What the handle and the connection tasks share.
 struct Shared {
     path: PathBuf,
+    /// The control key's file, read at every connect.
+    key_file: PathBuf,
     /// Who we are, in the hello (`api`, `prober`, ...).
     role: &'static str,
     /// Where state changes go, for a following client.
@@ -110,21 +141,23 @@ struct LinkState {
 }
 
 impl Client {
-    /// Starts connecting in the background; must be called inside a tokio runtime.
-    pub fn spawn(path: PathBuf, role: &'static str) -> Self {
-        Client::start(path, role, None)
+    /// Starts connecting in the background as `role` (`api`, `prober`); must be called inside a
+    /// tokio runtime.
+    pub fn spawn(endpoint: impl Into<Endpoint>, role: &'static str) -> Self {
+        Client::start(endpoint.into(), role, None)
     }
 
     /// Like [`Client::spawn`], and subscribes to state changes on every connection.
-    pub fn following(path: PathBuf, role: &'static str) -> (Self, mpsc::UnboundedReceiver<Link>) {
+    pub fn following(endpoint: impl Into<Endpoint>, role: &'static str) -> (Self, mpsc::UnboundedReceiver<Link>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Client::start(path, role, Some(tx)), rx)
+        (Client::start(endpoint.into(), role, Some(tx)), rx)
     }
 
-    fn start(path: PathBuf, role: &'static str, follow: Option<mpsc::UnboundedSender<Link>>) -> Self {
-        let down = unreachable_error(&path);
+    fn start(endpoint: Endpoint, role: &'static str, follow: Option<mpsc::UnboundedSender<Link>>) -> Self {
+        let down = unreachable_error(&endpoint.socket);
         let shared = Arc::new(Shared {
-            path,
+            path: endpoint.socket,
+            key_file: endpoint.key_file,
             role,
             follow,
             next_id: AtomicU64::new(1),

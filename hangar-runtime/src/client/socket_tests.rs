@@ -11,12 +11,21 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use super::Client;
+use crate::control_key::{ControlKey, default_path};
 
+/// A fresh socket path, with a control key beside it as the supervisor writes one.
 fn socket_path(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hangar-client-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join("supervisor.sock")
+    let path = dir.join("supervisor.sock");
+    std::fs::write(default_path(&path), ControlKey::generate().unwrap().file_text()).unwrap();
+    path
+}
+
+/// The key beside `path`.
+fn key_of(path: &std::path::Path) -> ControlKey {
+    ControlKey::read(&default_path(path)).unwrap()
 }
 
 /// One accepted connection, seen from the supervisor's side.
@@ -31,7 +40,10 @@ impl Peer {
         let (read, writer) = stream.into_split();
         let mut peer = Peer { reader: BufReader::new(read), writer };
         match peer.read().await {
-            ClientFrame::Hello(hello) => assert_eq!(hello.role, "api"),
+            ClientFrame::Hello(hello) => {
+                assert_eq!(hello.role, "api");
+                assert!(hello.key.is_some(), "the hello proves a key");
+            }
             other => panic!("expected a hello first, got {other:?}"),
         }
         let mut hello = Hello::new("supervisor");
@@ -163,6 +175,56 @@ async fn a_protocol_mismatch_is_reported_as_such() {
     }
     assert_eq!(kind, Some(ErrorKind::ProtocolMismatch));
     assert!(!client.is_connected());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[tokio::test]
+async fn the_hello_proves_the_key_read_at_each_connect_and_a_refusal_says_why() {
+    let path = socket_path("key");
+    let listener = UnixListener::bind(&path).unwrap();
+    let client = Client::spawn(path.clone(), "api");
+    let (stream, _) = listener.accept().await.unwrap();
+    let (read, mut writer) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(read).read_line(&mut line).await.unwrap();
+    match ipc::decode::<ClientFrame>(line.as_bytes()).unwrap() {
+        ClientFrame::Hello(hello) => assert!(key_of(&path).proves(&hello.key.unwrap())),
+        other => panic!("expected a hello, got {other:?}"),
+    }
+    // Refused: the client is not connected, and its requests fail with the supervisor's reason.
+    let refusal = ipc::IpcError::new(ErrorKind::Forbidden, "the hello did not prove the control key");
+    writer.write_all(&ipc::encode(&ServerFrame::Reply { id: 0, outcome: Outcome::Err(refusal) })).await.unwrap();
+    drop(writer);
+    let mut message = String::new();
+    for _ in 0..200 {
+        message = client.request(&Caller::hangar(), Request::List).await.unwrap_err().message;
+        if message.contains("refused") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(message.contains("refused this client: the hello did not prove the control key"), "{message}");
+    assert!(!client.is_connected());
+
+    // A new key (a restarted supervisor) is read at the next connect.
+    std::fs::write(default_path(&path), ControlKey::generate().unwrap().file_text()).unwrap();
+    let (stream, _) = listener.accept().await.unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).await.unwrap();
+    match ipc::decode::<ClientFrame>(line.as_bytes()).unwrap() {
+        ClientFrame::Hello(hello) => assert!(key_of(&path).proves(&hello.key.unwrap()), "the new key"),
+        other => panic!("expected a hello, got {other:?}"),
+    }
+
+    // No key file: it never says hello, and says why.
+    std::fs::remove_file(default_path(&path)).unwrap();
+    let (mut stream, _) = listener.accept().await.unwrap();
+    let mut said = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut said))
+        .await;
+    assert!(said.is_empty(), "{}", String::from_utf8_lossy(&said));
+    let err = client.request(&Caller::hangar(), Request::List).await.unwrap_err();
+    assert!(err.message.contains("cannot read the control key"), "{}", err.message);
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
 

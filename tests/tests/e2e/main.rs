@@ -69,6 +69,7 @@ mod scaling;
 mod security;
 mod session_bounds;
 mod shutdown;
+mod socket_boundary;
 mod stable_names;
 mod starts;
 mod status_page;

@@ -58,15 +58,21 @@ fn the_control_socket_is_private_and_refuses_other_users() {
     assert_eq!(hangar.get("/health/ready").status, 200, "the hangar's own API is unaffected");
 }
 
-/// A Python client that says hello (in the control protocol of `argv[2]`) as whatever user runs
-/// it, and prints whether it was answered.
+/// A Python client that says hello as the API (in the control protocol of `argv[2]`, proving the
+/// control key beside the socket if it can read it) as whatever user runs it, and prints whether
+/// it was greeted (`answered`), refused with a reason (`refused`), or cut off (`closed`).
 const HELLO_CLIENT: &str = r#"
 import json, socket, sys
+hello = {"hello": {"protocol": int(sys.argv[2]), "role": "api", "version": "0"}}
+try:
+    hello["hello"]["key"] = open(sys.argv[1] + ".key").read().strip()
+except OSError:
+    pass
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
 try:
-    hello = {"hello": {"protocol": int(sys.argv[2]), "role": "operator", "version": "0"}}
     s.sendall(json.dumps(hello).encode() + b"\n")
-    print("answered" if s.recv(4096) else "closed")
+    said = s.recv(4096)
+    print("answered" if b'"hello"' in said else "refused" if said else "closed")
 except (BrokenPipeError, ConnectionResetError):
     print("closed")
 "#;
@@ -79,6 +85,10 @@ fn a_socket_group_admits_its_members_and_no_one_else() {
     let meta = std::fs::metadata(&hangar.socket).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o660, "group-writable");
     assert_eq!(std::os::unix::fs::MetadataExt::gid(&meta), GROUP, "owned by the group");
+    // Its members read the control key, which they prove in their hello.
+    let key = std::fs::metadata(format!("{}.key", hangar.socket.display())).unwrap();
+    assert_eq!(key.permissions().mode() & 0o777, 0o640, "group-readable");
+    assert_eq!(std::os::unix::fs::MetadataExt::gid(&key), GROUP, "the key is the group's");
     let python = "/usr/bin/python3";
     if !nix::unistd::Uid::effective().is_root()
         || Command::new("setpriv").arg("--version").output().is_err()
