@@ -66,11 +66,44 @@ pub struct AuditConfig {
     pub enabled: bool,
     #[serde(default)]
     pub arguments: ArgumentsKept,
+    /// With `arguments: full`, the most bytes of an entry's arguments (their JSON text, after
+    /// secrets are redacted) kept; longer ones are cut there and marked.
+    #[serde(default = "default_max_argument_bytes")]
+    pub max_argument_bytes: usize,
 }
 
 impl Default for AuditConfig {
     fn default() -> Self {
-        AuditConfig { enabled: true, arguments: ArgumentsKept::default() }
+        AuditConfig {
+            enabled: true,
+            arguments: ArgumentsKept::default(),
+            max_argument_bytes: default_max_argument_bytes(),
+        }
+    }
+}
+
+/// The default of `audit.max_argument_bytes`: 4 KiB.
+fn default_max_argument_bytes() -> usize {
+    4096
+}
+
+/// The smallest `audit.max_argument_bytes` accepted, and the largest (a megabyte).
+const ARGUMENT_BYTES: std::ops::RangeInclusive<usize> = 64..=1 << 20;
+
+impl AuditConfig {
+    pub fn check(&self) -> Result<(), crate::config::KeyError> {
+        if ARGUMENT_BYTES.contains(&self.max_argument_bytes) {
+            return Ok(());
+        }
+        Err(crate::config::KeyError {
+            key: "audit.max_argument_bytes".into(),
+            message: format!(
+                "expected a whole number of bytes from {} to {}, got {}",
+                ARGUMENT_BYTES.start(),
+                ARGUMENT_BYTES.end(),
+                self.max_argument_bytes
+            ),
+        })
     }
 }
 
@@ -87,7 +120,8 @@ pub enum ArgumentsKept {
     None,
     /// `sha256:<hex>` of the arguments' canonical JSON (keys sorted, no whitespace).
     Digest,
-    /// The arguments as the caller sent them.
+    /// The arguments as the caller sent them, secrets redacted and cut at
+    /// `audit.max_argument_bytes`.
     Full,
 }
 

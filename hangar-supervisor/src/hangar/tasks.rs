@@ -91,6 +91,11 @@ impl Tasks {
         self.followed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Takes `tasks:` (at start and on every reload).
+    pub(super) fn configure(&self, config: &hangar_core::config::TasksConfig) {
+        self.book().configure(config);
+    }
+
     /// Drops what is kept to run finished or expired tasks again: only a task waiting for
     /// answers (or working) needs its call.
     fn forget_gone(&self) {
@@ -211,6 +216,9 @@ impl Hangar {
         let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
+            // Past its own quota the call is refused (and stopped, as `unattended` goes): the
+            // identity is told why, and nobody else's room is spent.
+            Err(refusal @ Refusal::Quota { .. }) => return Err(refused(&refusal, &id)),
             Err(Refusal::Full | Refusal::Unknown) => {
                 tracing::warn!("the task book is full; the call runs without a task");
                 return running
@@ -496,5 +504,13 @@ fn refused(refusal: &Refusal, task_id: &str) -> IpcError {
     match refusal {
         Refusal::Unknown => IpcError::new(ErrorKind::NotFound, format!("no task {task_id} (unknown or expired)")),
         Refusal::Full => IpcError::new(ErrorKind::ConcurrencyLimited, "too many tasks"),
+        Refusal::Quota { held, max } => IpcError::new(
+            ErrorKind::ConcurrencyLimited,
+            format!(
+                "too many tasks: this identity holds {held} unfinished, the most `tasks.max_per_identity` allows; \
+                 wait for one to finish or cancel one (tasks/cancel)"
+            ),
+        )
+        .with_details(json!({"limit": "tasks.max_per_identity", "max": max})),
     }
 }

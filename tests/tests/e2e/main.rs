@@ -9,6 +9,7 @@
 //! thousands of sockets and floods the API, which would starve the bounded waits of the others.
 
 mod audit_api;
+mod audit_secrets;
 mod auth;
 mod bad_input;
 mod cancellation;
@@ -34,6 +35,7 @@ mod hangar_call_questions;
 mod health;
 mod how_it_ended;
 mod http_news;
+mod identity_quotas;
 mod ids;
 mod introspection;
 mod journal_audit;

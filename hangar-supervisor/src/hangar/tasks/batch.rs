@@ -64,6 +64,7 @@ impl Hangar {
         let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
+            Err(refusal @ Refusal::Quota { .. }) => return Err(super::refused(&refusal, &id)),
             Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => return Err(too_many()),
             Err(Refusal::Full | Refusal::Unknown) => {
                 tracing::warn!("the task book is full; the batch runs without a task");
