@@ -39,6 +39,7 @@ mod identity_quotas;
 mod ids;
 mod introspection;
 mod journal_audit;
+mod journal_bounds;
 mod journal_crash;
 mod journal_gap;
 mod journal_migration;
