@@ -250,8 +250,14 @@ pub enum Happened {
     Drift { mcp_server: String, detail: String },
     /// An audited request (seen only by admins on `/api/events`).
     Audit(AuditEntry),
-    /// Entries were lost (the disk was full or too slow); `dropped` says how many.
-    Gap { dropped: u64 },
+    /// Entries were lost (the disk was full or too slow, a block was found corrupt, the file
+    /// was empty at start); `dropped` says how many (0: unknown), `reason` why when it was not
+    /// the disk.
+    Gap {
+        dropped: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 impl Happened {
@@ -353,7 +359,7 @@ mod tests {
 
     #[test]
     fn an_event_reads_with_its_kind_beside_its_fields() {
-        let event = JournalEvent { id: 7, at: "t".into(), what: Happened::Gap { dropped: 3 } };
+        let event = JournalEvent { id: 7, at: "t".into(), what: Happened::Gap { dropped: 3, reason: None } };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json, serde_json::json!({"id": 7, "at": "t", "kind": "gap", "dropped": 3}));
         assert_eq!(serde_json::from_value::<JournalEvent>(json).unwrap(), event);

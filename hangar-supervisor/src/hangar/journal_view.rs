@@ -284,7 +284,7 @@ mod tests {
     use super::*;
 
     fn gap() -> Happened {
-        Happened::Gap { dropped: 1 }
+        Happened::Gap { dropped: 1, reason: None }
     }
 
     /// A follower that falls behind the live broadcast (more entries at once than it holds) reads

@@ -7,6 +7,10 @@
 //! nothing recorded is missed. When the writer is further behind than the tail reaches back (a
 //! burst outran it), the reader has it write what waits first.
 //!
+//! A block that cannot be read (its body does not unpack: a corrupt row) is skipped, not the
+//! whole read: in its place the reader yields a `gap` entry at the block's first id that says
+//! so and how many entries it held ([`corrupt_gap`]).
+//!
 //! Who may see what is not decided here: a [`Filter`] carries the query's columns (tested first
 //! as texts on each line, so most entries a filter drops are never decoded, then exactly) and the
 //! caller's exact test, applied to each entry in id order. A scan stops after [`SCAN_LIMIT`]
@@ -160,6 +164,40 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// A block as read: its bounds, and its text unless it does not unpack.
+pub(crate) struct Stored {
+    pub first_id: i64,
+    pub last_id: i64,
+    pub first_at_ms: i64,
+    pub entries: i64,
+    pub body: Result<block::Body, String>,
+}
+
+impl Stored {
+    /// From a row of `first_id, last_id, first_at_ms, entries, body`; a body that does not
+    /// unpack is kept as its error, so one corrupt row does not fail the read.
+    pub fn of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+        use rusqlite::types::FromSql;
+        let body = row
+            .get_ref(4)
+            .map_err(|err| err.to_string())
+            .and_then(|value| block::Body::column_result(value).map_err(|err| err.to_string()));
+        Ok(Stored { first_id: row.get(0)?, last_id: row.get(1)?, first_at_ms: row.get(2)?, entries: row.get(3)?, body })
+    }
+}
+
+/// The `gap` entry that stands in for a corrupt block: at its first id and time, saying which
+/// entries were lost and why.
+pub(crate) fn corrupt_gap(stored: &Stored, err: &str) -> JournalEvent {
+    tracing::warn!(first_id = stored.first_id, last_id = stored.last_id, %err, "a corrupt journal block was skipped");
+    let reason = format!(
+        "a corrupt block of the journal (entries {} to {}) could not be read and was skipped",
+        stored.first_id, stored.last_id
+    );
+    let what = Happened::Gap { dropped: stored.entries.max(0) as u64, reason: Some(reason) };
+    Recorded { id: stored.first_id.max(0) as u64, at_ms: stored.first_at_ms, what }.event()
+}
+
 impl Reader {
     /// A reader of the journal at `path`; the connection opens at the first read.
     pub fn new(path: &Path) -> Reader {
@@ -210,14 +248,26 @@ impl Reader {
                 [since_i64.saturating_add(1)],
                 |row| row.get(0),
             )?;
-            let mut blocks = connection
-                .prepare_cached("SELECT first_id, body FROM blocks WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2")?;
+            let mut blocks = connection.prepare_cached(
+                "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2",
+            )?;
             loop {
-                let rows: Vec<(i64, block::Body)> = blocks
-                    .query_map([from, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for (first_id, body) in &rows {
+                let rows: Vec<Stored> = blocks.query_map([from, CHUNK], Stored::of)?.collect::<rusqlite::Result<_>>()?;
+                for stored in &rows {
+                    let first_id = &stored.first_id;
                     from = first_id + 1;
+                    let body = match &stored.body {
+                        Ok(body) => body,
+                        Err(_) if stored.last_id as u64 <= scan.last.unwrap_or(since) => continue,
+                        Err(err) => {
+                            if scan.event(corrupt_gap(stored, err)).is_break() {
+                                scan.last = Some(stored.last_id as u64);
+                                return Ok(true);
+                            }
+                            scan.last = Some(stored.last_id as u64);
+                            continue;
+                        }
+                    };
                     for (id, line) in block::lines(&body.0) {
                         let Some(id) = id else {
                             tracing::warn!(block = first_id, "a journal line has no id; skipped");
@@ -260,15 +310,22 @@ impl Reader {
                 }
             }
             let mut blocks = connection.prepare_cached(
-                "SELECT first_id, body FROM blocks WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2",
+                "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2",
             )?;
             let mut before = written.min(i64::MAX as u64 - 1) as i64 + 1;
             loop {
-                let rows: Vec<(i64, block::Body)> = blocks
-                    .query_map([before, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for (first_id, body) in &rows {
-                    before = *first_id;
+                let rows: Vec<Stored> = blocks.query_map([before, CHUNK], Stored::of)?.collect::<rusqlite::Result<_>>()?;
+                for stored in &rows {
+                    before = stored.first_id;
+                    let body = match &stored.body {
+                        Ok(body) => body,
+                        Err(err) => {
+                            if scan.event(corrupt_gap(stored, err)).is_break() {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                    };
                     for (id, line) in block::lines(&body.0).rev() {
                         let Some(id) = id else { continue };
                         if scan.line(id, line).is_break() {
@@ -423,7 +480,7 @@ mod tests {
             };
             journal.record(call(who, if n % 2 == 0 { "math" } else { "web" }, outcome, error));
         }
-        journal.record(Happened::Gap { dropped: 1 });
+        journal.record(Happened::Gap { dropped: 1, reason: None });
         // Half written, half only in the tail: the pages must not care.
         journal.flush();
         for _ in 0..10 {
@@ -506,7 +563,7 @@ mod tests {
         journal.record(call("ci", "math", CallOutcome::Ok, None));
         journal.record(call("ci", "math", CallOutcome::IsError, None));
         journal.record(call("dev", "math", CallOutcome::Error, Some("timeout")));
-        journal.record(Happened::Gap { dropped: 2 });
+        journal.record(Happened::Gap { dropped: 2, reason: None });
         journal.flush();
         let now = SystemTime::now();
         let all = reader.rates(&journal, 5, now, |_, _| true).unwrap();

@@ -102,8 +102,9 @@ impl Sysexit for OpenError {
 }
 
 /// Creates the state directory (0700) if needed, locks it, and opens the journal in it. The
-/// lock is held as long as the returned file is open.
-pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File), OpenError> {
+/// lock is held as long as the returned file is open. The flag says the file was there but
+/// empty (0 bytes): SQLite would quietly start afresh in it, so the caller says so aloud.
+pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File, bool), OpenError> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -121,8 +122,9 @@ pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File), OpenError> {
         Err(TryLockError::WouldBlock) => return Err(OpenError::Locked { path: dir.into() }),
         Err(TryLockError::Error(source)) => return Err(OpenError::Lock { path: lock_path, source }),
     }
+    let was_empty = std::fs::metadata(path).is_ok_and(|found| found.is_file() && found.len() == 0);
     let connection = Connection::open(path).map_err(|source| OpenError::Unreadable { path: path.into(), source })?;
-    Ok((prepare(connection, path)?, lock))
+    Ok((prepare(connection, path)?, lock, was_empty))
 }
 
 #[cfg(test)]

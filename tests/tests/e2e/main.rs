@@ -41,6 +41,7 @@ mod introspection;
 mod journal_audit;
 mod journal_bounds;
 mod journal_crash;
+mod journal_damage;
 mod journal_gap;
 mod journal_migration;
 mod journal_state;

@@ -1,0 +1,103 @@
+//! A damaged journal is read around and said aloud, never a wall of 500s nor a silent fresh
+//! start: a block overwritten with garbage (by sqlite, as a bad disk or a stray tool would) is
+//! skipped by every read that spans it, a `gap` entry at its place saying so; the next start
+//! checks the database and logs what was lost; an emptied journal file is logged as a warning
+//! and marked by a `gap` entry every reader sees.
+
+use std::time::Duration;
+
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{Hangar, poll};
+use nix::sys::signal::Signal;
+
+use crate::events::EventStream;
+use crate::journal_audit::journal_of;
+
+const CONFIG: &str = r#"
+tool_access: {mode: front_door}
+audit: {arguments: full}
+mcp_servers:
+  math: {command: ["{fake}", "--tools", "echo"]}
+"#;
+
+/// The audit entries `GET /api/audit` answers (failing the test on any other status).
+fn audit(hangar: &Hangar) -> Vec<Value> {
+    let page = hangar.get("/api/audit?limit=100");
+    assert_eq!(page.status, 200, "a read spanning a corrupt block still answers: {}", page.text);
+    page.body["entries"].as_array().cloned().unwrap_or_default()
+}
+
+fn texts(entries: &[Value]) -> Vec<String> {
+    entries.iter().filter_map(|e| e["arguments"]["text"].as_str().map(str::to_owned)).collect()
+}
+
+#[test]
+fn a_corrupt_block_is_skipped_with_a_gap_that_says_so_and_the_next_start_reports_it() {
+    let hangar = Hangar::start(CONFIG);
+    for n in 0..3 {
+        assert_eq!(hangar.tool("echo", json!({"text": format!("before {n}")}))["isError"], false);
+    }
+    let first = poll("the calls to be written", Duration::from_secs(10), || {
+        let entries = audit(&hangar);
+        let before = entries.iter().find(|e| e["arguments"]["text"] == "before 0")?;
+        (texts(&entries).len() == 3).then(|| before["id"].as_u64().unwrap())
+    });
+    // Make sure they are in a block, then overwrite that block's body with garbage.
+    let journal = journal_of(&hangar);
+    let db = rusqlite::Connection::open(&journal).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let damaged = poll("the block to be written", Duration::from_secs(10), || {
+        let changed = db
+            .execute(
+                "UPDATE blocks SET body = X'ffff0000deadbeef00112233' WHERE first_id <= ?1 AND last_id >= ?1",
+                [first as i64],
+            )
+            .unwrap();
+        (changed == 1).then_some(())
+    });
+    drop((damaged, db));
+    for n in 0..2 {
+        assert_eq!(hangar.tool("echo", json!({"text": format!("after {n}")}))["isError"], false);
+    }
+    let after = poll("the later calls to read back", Duration::from_secs(10), || {
+        let texts = texts(&audit(&hangar));
+        (texts.len() >= 2).then_some(texts)
+    });
+    assert!(after.iter().all(|t| t.starts_with("after")), "the corrupt block's entries are skipped: {after:?}");
+    // A replay of the whole journal has the gap in the block's place, saying what happened.
+    let stream = EventStream::open(&hangar, "?since=0", &[]);
+    let seen = stream.until("the gap of the corrupt block", |e| e.kind == "gap");
+    let gap = &seen.last().unwrap().data;
+    assert!(gap["reason"].as_str().unwrap_or_default().contains("corrupt"), "{gap}");
+    assert!(gap["dropped"].as_u64() >= Some(3), "{gap}");
+    stream.close();
+    // The next start checks the journal and says what was lost.
+    let hangar = hangar.restart(Signal::SIGTERM, &[]);
+    poll("the start's integrity report", Duration::from_secs(10), || {
+        let log = hangar.log();
+        (log.contains("corrupt journal block") && log.contains("their entries are lost")).then_some(())
+    });
+    assert_eq!(hangar.tool("echo", json!({"text": "still recording"}))["isError"], false);
+}
+
+#[test]
+fn an_emptied_journal_file_is_said_aloud_and_marked_not_silently_started_afresh() {
+    let hangar = Hangar::start(CONFIG);
+    assert_eq!(hangar.tool("echo", json!({"text": "history"}))["isError"], false);
+    poll("the call to be written", Duration::from_secs(10), || (!texts(&audit(&hangar)).is_empty()).then_some(()));
+    let hangar = hangar.restart_after(Signal::SIGTERM, &[], |dir| {
+        let state = dir.join("state");
+        std::fs::OpenOptions::new().write(true).open(state.join("journal.sqlite")).unwrap().set_len(0).unwrap();
+        for stale in ["journal.sqlite-wal", "journal.sqlite-shm"] {
+            let _ = std::fs::remove_file(state.join(stale));
+        }
+    });
+    poll("the warning about the empty journal", Duration::from_secs(10), || {
+        hangar.log().contains("the journal file was empty").then_some(())
+    });
+    let stream = EventStream::open(&hangar, "?since=0", &[]);
+    let seen = stream.until("the gap marking the lost history", |e| e.kind == "gap");
+    let gap = &seen.last().unwrap().data;
+    assert!(gap["reason"].as_str().unwrap_or_default().contains("empty"), "{gap}");
+    stream.close();
+}
