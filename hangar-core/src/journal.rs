@@ -238,12 +238,21 @@ impl<'de> Deserialize<'de> for JournalEvent {
 pub enum Happened {
     /// A server changed state (with its `dead` record when it died).
     State(StateChange),
-    /// Someone started, stopped or restarted a server.
-    Action { mcp_server: String, action: String, identity: String, profile: Option<String> },
-    /// The config was reloaded.
+    /// Someone started, stopped or restarted a server. `identity` is empty (and left out) where
+    /// a reader may not learn who did it (another identity's action, to a non-admin).
+    Action {
+        mcp_server: String,
+        action: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        identity: String,
+        profile: Option<String>,
+    },
+    /// The config was reloaded. As a non-admin reads it: only the servers its view sees, and
+    /// `identity` empty (left out).
     Reload {
         #[serde(flatten)]
         changes: Reloaded,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         identity: String,
     },
     /// A server's tools no longer match what its config expects or pins.

@@ -26,6 +26,7 @@ mod drain;
 mod echo_bounds;
 mod egress_content;
 mod eras;
+mod event_views;
 mod events;
 mod front_door;
 mod front_door_routing;
