@@ -171,8 +171,9 @@ pub const MAX_LIVE_TASKS: usize = 1024;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TasksConfig {
-    /// The most tasks one identity holds at once; past it (and once its own finished tasks
-    /// have given way) a call that would become a task is refused (`concurrency_limited`).
+    /// The most unfinished tasks one identity holds at once; at it, a call that may become a
+    /// task is refused before it runs (`concurrency_limited`); its finished tasks give way to
+    /// its new ones.
     pub max_per_identity: Option<usize>,
 }
 

@@ -6,10 +6,11 @@
 //! reads as unknown, as the spec's `-32602` says); a book holds at most [`MAX_LIVE`] tasks and
 //! a result of at most [`MAX_RESULT_BYTES`].
 //!
-//! One identity holds at most `tasks.max_per_identity` tasks, so no identity fills the book
-//! for everyone. Finished tasks give way before anyone is refused: an identity at its quota
-//! frees its own oldest finished task, and a full book frees the oldest finished task of the
-//! identity holding the most finished tasks. Only when nothing finished is left to free is a new task refused.
+//! One identity holds at most `tasks.max_per_identity` unfinished tasks, so no identity fills
+//! the book for everyone: at its quota its next call that may become a task is refused before it
+//! runs ([`Book::admits`]). Finished tasks give way first: an identity at its quota frees its own
+//! oldest finished task, and a full book frees the oldest finished task of the identity holding
+//! the most finished tasks; only a book full of unfinished tasks runs a call without a task.
 
 use std::collections::HashMap;
 
@@ -149,6 +150,20 @@ impl Book {
     /// a lowered quota keeps its tasks and gets no new one until it is under it.
     pub fn configure(&mut self, config: &hangar_core::config::TasksConfig) {
         self.max_per_identity = config.max_per_identity();
+    }
+
+    /// Whether `owner` may start a call that may become a task: refused (before the call runs,
+    /// so nothing is done for it) when it holds its quota of unfinished tasks.
+    pub fn admits(&mut self, owner: &str, now_ms: u64) -> Result<(), Refusal> {
+        self.expire(now_ms);
+        if self.max_per_identity >= MAX_LIVE {
+            return Ok(());
+        }
+        let unfinished = self.tasks.values().filter(|t| t.owner == owner && !t.status.is_terminal()).count();
+        if unfinished >= self.max_per_identity {
+            return Err(Refusal::Quota { held: unfinished, max: self.max_per_identity });
+        }
+        Ok(())
     }
 
     /// A new working task of `owner`, known by `id` (the caller draws it: unguessable). Makes

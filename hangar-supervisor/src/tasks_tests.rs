@@ -46,8 +46,11 @@ fn one_identity_holds_its_quota_and_finished_tasks_give_way_first() {
     book.create("a1".into(), "alice", T0).unwrap();
     book.create("a2".into(), "alice", T0).unwrap();
     assert_eq!(book.create("a3".into(), "alice", T0).unwrap_err(), Refusal::Quota { held: 2, max: 2 });
+    assert_eq!(book.admits("alice", T0).unwrap_err(), Refusal::Quota { held: 2, max: 2 });
+    assert!(book.admits("bob", T0).is_ok());
     assert!(book.create("b1".into(), "bob", T0).is_ok(), "another identity still gets one");
     book.answered("a1", 0, json!({"content": []}), T0 + 1);
+    assert!(book.admits("alice", T0 + 1).is_ok(), "a finished task of hers will give way");
     assert!(book.create("a3".into(), "alice", T0 + 2).is_ok(), "her finished task gave way");
     assert_eq!(book.get("alice", "a1", T0 + 2).unwrap_err(), Refusal::Unknown);
     assert!(book.get("alice", "a2", T0 + 2).is_ok(), "her working task stays");

@@ -193,6 +193,9 @@ impl Hangar {
         if !opted_in || support == Some(TaskSupport::Forbidden) {
             return me.run_call(call, None, notices).await.map(Reply::Called);
         }
+        // Past its quota the caller is refused before anything runs for it: the identity is told
+        // why, and nobody else's room is spent.
+        self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| refused(&refusal, ""))?;
         call.timeout_ms = Some(crate::tasks::TTL_MS);
         // A streamed call's notices reach its caller until it is answered; the task runs on
         // unheard (its client polls `tasks/get`).
@@ -216,10 +219,9 @@ impl Hangar {
         let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
-            // Past its own quota the call is refused (and stopped, as `unattended` goes): the
-            // identity is told why, and nobody else's room is spent.
-            Err(refusal @ Refusal::Quota { .. }) => return Err(refused(&refusal, &id)),
-            Err(Refusal::Full | Refusal::Unknown) => {
+            // Full, or (a race with the caller's other calls since `admits`) past its quota: the
+            // call, already running, finishes without a task.
+            Err(Refusal::Full | Refusal::Unknown | Refusal::Quota { .. }) => {
                 tracing::warn!("the task book is full; the call runs without a task");
                 return running
                     .await

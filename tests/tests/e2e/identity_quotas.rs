@@ -1,8 +1,9 @@
 //! Shared resources are bounded per identity, so one identity cannot crowd out another: a flood
 //! of legacy `initialize`s (or `GET /sse`s) from one key evicts that key's own sessions, never
 //! another's, and past `tool_access.sessions.max_per_identity` it is refused (429, the limit's
-//! key path named); one key that fills its `tasks.max_per_identity` is refused its next task
-//! while another still gets tasks, and its own finished tasks give way to its next.
+//! key path named); one key that fills its `tasks.max_per_identity` is refused its next call
+//! that may become a task (before it runs) while another still gets tasks, and its own finished
+//! tasks give way to its next.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
