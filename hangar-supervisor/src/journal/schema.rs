@@ -83,12 +83,26 @@ pub enum OpenError {
     Locked { path: PathBuf },
     #[error("cannot lock the state directory {path}: {source}")]
     Lock { path: PathBuf, source: std::io::Error },
-    #[error("cannot open the journal {path}: {source}")]
+    #[error("cannot open the journal {path}: {source}{}", damage_hint(.source, .path))]
     Unreadable { path: PathBuf, source: rusqlite::Error },
     #[error(
         "the journal {path} has schema version {found}, newer than this hangar knows ({known}); run a newer hangar or move the file aside"
     )]
     Newer { path: PathBuf, found: u32, known: u32 },
+}
+
+/// What to do about a journal SQLite finds damaged (a torn or truncated file): the hangar leaves
+/// it as it is, so what it still holds can be recovered.
+fn damage_hint(source: &rusqlite::Error, path: &Path) -> String {
+    if source.sqlite_error_code() != Some(rusqlite::ErrorCode::DatabaseCorrupt) {
+        return String::new();
+    }
+    format!(
+        "; the file is damaged and left as it is: recover what it holds with \
+         `sqlite3 {path} .recover | sqlite3 recovered.sqlite` and put that in its place, \
+         or move it aside to start a new journal",
+        path = path.display()
+    )
 }
 
 impl Sysexit for OpenError {

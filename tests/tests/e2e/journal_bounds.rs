@@ -18,7 +18,7 @@ const ADMIN: &str = "admin-key-0123456789";
 const DEV: &str = "dev-key-0123456789";
 
 /// Hex that lz4 cannot shrink much (an LCG's), `len` digits, different for every `seed`.
-fn noise(seed: u64, len: usize) -> String {
+pub(crate) fn noise(seed: u64, len: usize) -> String {
     let mut state = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
     (0..len)
         .map(|_| {

@@ -2,12 +2,14 @@
 //! start: a block overwritten with garbage (by sqlite, as a bad disk or a stray tool would) is
 //! skipped by every read that spans it, a `gap` entry at its place saying so; the next start
 //! checks the database and logs what was lost; an emptied journal file is logged as a warning
-//! and marked by a `gap` entry every reader sees.
+//! and marked by a `gap` entry every reader sees; a truncated one SQLite cannot open is refused
+//! (73) naming the damage and how to recover it, and left byte for byte.
 
+use std::ffi::OsStr;
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, poll};
+use hangar_tests::{Hangar, poll, supervisor_exit};
 use nix::sys::signal::Signal;
 
 use crate::events::EventStream;
@@ -100,4 +102,35 @@ fn an_emptied_journal_file_is_said_aloud_and_marked_not_silently_started_afresh(
     let gap = &seen.last().unwrap().data;
     assert!(gap["reason"].as_str().unwrap_or_default().contains("empty"), "{gap}");
     stream.close();
+}
+
+#[test]
+fn a_truncated_journal_is_refused_naming_the_damage_and_the_way_to_recover_it() {
+    let hangar = Hangar::start(CONFIG);
+    for n in 0..300_u64 {
+        let text = format!("{n:04}-{}", crate::journal_bounds::noise(n, 1500));
+        assert_eq!(hangar.tool("echo", json!({"text": text}))["isError"], false);
+    }
+    poll("the calls to be written", Duration::from_secs(10), || (texts(&audit(&hangar)).len() >= 100).then_some(()));
+    let config = hangar.path("hangar.yaml");
+    let state = hangar.path("state");
+    let mut hangar = hangar;
+    hangar.terminate();
+    let path = state.join("journal.sqlite");
+    // Everything into the main file first (as a clean close leaves it), then cut it in half.
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+    drop(db);
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 200_000, "{len}");
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
+    let cut = std::fs::read(&path).unwrap();
+    let socket = state.with_extension("sock");
+    let args = [OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()];
+    let (code, stderr) = supervisor_exit(&args, &[("STATE_DIRECTORY", Some(state.to_str().unwrap()))]);
+    assert_eq!(code, Some(73), "{stderr}");
+    assert!(stderr.contains("malformed") && stderr.contains(".recover"), "names the damage and the way out: {stderr}");
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert_eq!(std::fs::read(&path).unwrap(), cut, "left byte for byte, for recovery");
+    drop(hangar);
 }
