@@ -11,6 +11,7 @@
 //!   keyed by server id and the hash of its config.
 
 mod block;
+mod integrity;
 mod line;
 mod memory;
 pub mod read;
@@ -62,12 +63,13 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Opens (creating or migrating) the journal in `state_dir`, and starts its writer (which
-    /// checks the database's integrity first, `writer.rs`).
+    /// Opens (creating or migrating) the journal in `state_dir`, starts its writer, and checks
+    /// the database's integrity in the background (`integrity.rs`).
     pub fn open(state_dir: &Path) -> Result<Arc<Journal>, OpenError> {
         let path = state_dir.join(FILE_NAME);
         let (connection, lock, was_empty) = schema::open(state_dir, &path)?;
         let journal = Journal::start(path, connection, Some(lock))?;
+        integrity::start(&journal.path);
         if was_empty {
             // Said aloud, and kept: every reader of the journal sees where its history ends.
             tracing::warn!(path = %journal.path.display(), "the journal file was empty (0 bytes); whatever it held is lost, and a new journal begins");

@@ -8,8 +8,7 @@
 //! dropped: counted (`hangar_journal_dropped_total`), logged at most once per `WARN_EVERY`, and
 //! once a batch is written again a `gap` entry says how many were lost. Pruning
 //! (`retention.rs`) runs here too: by age at start and hourly, and by size (`journal.max_mb`)
-//! after every batch that leaves the database over it. Before its first batch the writer checks
-//! the database (`PRAGMA quick_check`, and every block unpacked) and logs what was lost.
+//! after every batch that leaves the database over it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -175,7 +174,6 @@ impl Thread {
         if let Err(err) = self.connection.busy_timeout(BUSY_TIMEOUT) {
             tracing::warn!(%err, "journal: busy timeout not set");
         }
-        check_integrity(&self.connection);
         let mut memories = Vec::new();
         let mut flushes = Vec::new();
         loop {
@@ -323,60 +321,6 @@ impl Thread {
             Ok(_) => {}
             Err(err) => tracing::warn!(%err, "journal pruning failed; it is tried again in an hour"),
         }
-    }
-}
-
-/// How many blocks the integrity check reads at a time.
-const CHECKED_PER_READ: i64 = 64;
-
-/// Checks the database as it was found: SQLite's own `quick_check`, then every block's body
-/// unpacked. Logs what is damaged and which entries are lost (readers skip a corrupt block with a
-/// `gap` entry saying so); changes nothing.
-fn check_integrity(connection: &Connection) {
-    let problems: rusqlite::Result<Vec<String>> = connection
-        .prepare("PRAGMA quick_check(20)")
-        .and_then(|mut check| check.query_map([], |row| row.get(0))?.collect());
-    match problems {
-        Ok(problems) if problems.iter().all(|p| p == "ok") => {}
-        Ok(problems) => {
-            tracing::error!(problems = ?problems, "the journal database is damaged (quick_check); entries in damaged pages are lost")
-        }
-        Err(err) => tracing::error!(%err, "the journal database could not be checked (quick_check)"),
-    }
-    let mut corrupt = Vec::new();
-    let mut lost = 0_i64;
-    let mut from = i64::MIN;
-    loop {
-        let rows: rusqlite::Result<Vec<super::read::Stored>> = connection
-            .prepare_cached(
-                "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks WHERE first_id > ?1 ORDER BY first_id LIMIT ?2",
-            )
-            .and_then(|mut blocks| blocks.query_map([from, CHECKED_PER_READ], super::read::Stored::of)?.collect());
-        let rows = match rows {
-            Ok(rows) => rows,
-            Err(err) => {
-                tracing::error!(%err, after = from, "the journal's blocks could not all be read; those after this id are lost");
-                break;
-            }
-        };
-        for stored in &rows {
-            from = stored.first_id;
-            if let Err(err) = &stored.body {
-                tracing::warn!(first_id = stored.first_id, last_id = stored.last_id, entries = stored.entries, %err, "a corrupt journal block");
-                corrupt.push((stored.first_id, stored.last_id));
-                lost += stored.entries;
-            }
-        }
-        if (rows.len() as i64) < CHECKED_PER_READ {
-            break;
-        }
-    }
-    if !corrupt.is_empty() {
-        tracing::error!(
-            blocks = corrupt.len(),
-            entries = lost,
-            "the journal holds corrupt blocks: their entries are lost, and readers skip them with a gap entry"
-        );
     }
 }
 
