@@ -7,8 +7,8 @@
 //! nothing recorded is missed. When the writer is further behind than the tail reaches back (a
 //! burst outran it), the reader has it write what waits first.
 //!
-//! A block that cannot be read (its body does not unpack: a corrupt row) is skipped, not the
-//! whole read: in its place the reader yields a `gap` entry at the block's first id that says
+//! A block that cannot be read (its body does not unpack, or sits in a page SQLite finds
+//! damaged) is skipped, not the whole read: in its place the reader yields a `gap` entry at the block's first id that says
 //! so and how many entries it held ([`corrupt_gap`]).
 //!
 //! Who may see what is not decided here: a [`Filter`] carries the query's columns (tested first
@@ -186,6 +186,49 @@ impl Stored {
     }
 }
 
+/// Which blocks a [`chunk`] reads: from this first id on, oldest first (`Older`), or before it,
+/// newest first (`Newer`).
+#[derive(Clone, Copy)]
+enum Direction {
+    Older(i64),
+    Newer(i64),
+}
+
+/// Up to [`CHUNK`] blocks in `direction`. Should SQLite find a page of them damaged (a torn
+/// write, a bad disk), they are read again one at a time: their bounds from the table's own
+/// pages, then each body on its own, so only the blocks whose bodies sit in damaged pages come
+/// back as errors (and readers skip them with a gap), not the whole read.
+fn chunk(connection: &Connection, direction: Direction) -> rusqlite::Result<Vec<Stored>> {
+    const COLUMNS: &str = "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks";
+    const BOUNDS: &str = "SELECT first_id, last_id, first_at_ms, entries FROM blocks";
+    let (filter, bound) = match direction {
+        Direction::Older(from) => ("WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2", from),
+        Direction::Newer(before) => ("WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2", before),
+    };
+    let whole = connection
+        .prepare_cached(&format!("{COLUMNS} {filter}"))?
+        .query_map([bound, CHUNK], Stored::of)?
+        .collect::<rusqlite::Result<Vec<_>>>();
+    match whole {
+        Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            tracing::warn!(%err, "a damaged page in the journal; its blocks are read one by one");
+        }
+        whole => return whole,
+    }
+    let bounds: Vec<(i64, i64, i64, i64)> = connection
+        .prepare_cached(&format!("{BOUNDS} {filter}"))?
+        .query_map([bound, CHUNK], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut body = connection.prepare_cached("SELECT body FROM blocks WHERE first_id = ?1")?;
+    Ok(bounds
+        .into_iter()
+        .map(|(first_id, last_id, first_at_ms, entries)| {
+            let body = body.query_row([first_id], |row| row.get::<_, block::Body>(0)).map_err(|err| err.to_string());
+            Stored { first_id, last_id, first_at_ms, entries, body }
+        })
+        .collect())
+}
+
 /// The `gap` entry that stands in for a corrupt block: at its first id and time, saying which
 /// entries were lost and why.
 pub(crate) fn corrupt_gap(stored: &Stored, err: &str) -> JournalEvent {
@@ -248,11 +291,8 @@ impl Reader {
                 [since_i64.saturating_add(1)],
                 |row| row.get(0),
             )?;
-            let mut blocks = connection.prepare_cached(
-                "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2",
-            )?;
             loop {
-                let rows: Vec<Stored> = blocks.query_map([from, CHUNK], Stored::of)?.collect::<rusqlite::Result<_>>()?;
+                let rows = chunk(connection, Direction::Older(from))?;
                 for stored in &rows {
                     let first_id = &stored.first_id;
                     from = first_id + 1;
@@ -309,12 +349,9 @@ impl Reader {
                     return Ok(());
                 }
             }
-            let mut blocks = connection.prepare_cached(
-                "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2",
-            )?;
             let mut before = written.min(i64::MAX as u64 - 1) as i64 + 1;
             loop {
-                let rows: Vec<Stored> = blocks.query_map([before, CHUNK], Stored::of)?.collect::<rusqlite::Result<_>>()?;
+                let rows = chunk(connection, Direction::Newer(before))?;
                 for stored in &rows {
                     before = stored.first_id;
                     let body = match &stored.body {
@@ -456,6 +493,52 @@ mod tests {
             arguments: None,
             trace_id: None,
         })
+    }
+
+    /// A block whose body sits in a page SQLite finds damaged is skipped with a gap; the blocks
+    /// around it are read.
+    #[test]
+    fn a_damaged_page_costs_only_the_blocks_in_it() {
+        use std::io::{Seek, SeekFrom, Write};
+        let (_dir, journal, reader) = opened();
+        let mut state = 7_u64;
+        let noise: String = (0..200_000)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                char::from_digit((state >> 60) as u32, 16).unwrap()
+            })
+            .collect();
+        let small = journal.record(call("a", "math", CallOutcome::Ok, None));
+        journal.flush();
+        let big = Happened::Audit(AuditEntry {
+            arguments: Some(serde_json::json!({"text": noise})),
+            ..match call("b", "math", CallOutcome::Ok, None) {
+                Happened::Audit(entry) => entry,
+                _ => unreachable!(),
+            }
+        });
+        let big = journal.record(big);
+        journal.flush();
+        let last = journal.record(call("c", "math", CallOutcome::Ok, None));
+        journal.flush();
+        let db = Connection::open(journal.path()).unwrap();
+        db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+        let page_size: u64 = db.pragma_query_value(None, "page_size", |row| row.get(0)).unwrap();
+        let pages: u64 = db.pragma_query_value(None, "page_count", |row| row.get(0)).unwrap();
+        drop(db);
+        // The big block's body fills most pages: one in the middle is one of its overflow pages.
+        let mut file = std::fs::OpenOptions::new().write(true).open(journal.path()).unwrap();
+        file.seek(SeekFrom::Start(pages / 2 * page_size)).unwrap();
+        file.write_all(&vec![0; page_size as usize]).unwrap();
+        drop(file);
+        let found = reader.after(&journal, 0, 100, &Filter::default()).unwrap();
+        assert_eq!(ids(&found), [small, big, last], "{found:?}");
+        let Happened::Gap { reason: Some(reason), dropped: 1 } = &found.events[1].what else {
+            panic!("{:?}", found.events[1])
+        };
+        assert!(reason.contains("corrupt"), "{reason}");
+        let newest = reader.newest(&journal, 100, &Filter::default()).unwrap();
+        assert_eq!(ids(&newest), [small, big, last]);
     }
 
     fn ids(found: &Found) -> Vec<u64> {

@@ -140,3 +140,38 @@ fn a_truncated_journal_is_refused_naming_the_damage_and_the_way_to_recover_it() 
     assert_eq!(std::fs::read(&path).unwrap(), cut, "left byte for byte, for recovery");
     drop(hangar);
 }
+
+#[test]
+fn a_damaged_page_costs_only_the_entries_in_it_and_the_start_reports_it() {
+    let hangar = Hangar::start(&CONFIG.replace("{arguments: full}", "{arguments: full, max_argument_bytes: 1048576}"));
+    assert_eq!(hangar.tool("echo", json!({"text": "small before"}))["isError"], false);
+    poll("the first call to be written", Duration::from_secs(10), || (texts(&audit(&hangar)).len() == 1).then_some(()));
+    // A block of its own, its body spread over many overflow pages.
+    let big = crate::journal_bounds::noise(1, 400_000);
+    assert_eq!(hangar.tool("echo", json!({"text": big}))["isError"], false);
+    poll("the big call to be written", Duration::from_secs(10), || (texts(&audit(&hangar)).len() == 2).then_some(()));
+    assert_eq!(hangar.tool("echo", json!({"text": "small after"}))["isError"], false);
+    poll("the last call to be written", Duration::from_secs(10), || (texts(&audit(&hangar)).len() == 3).then_some(()));
+    let hangar = hangar.restart_after(Signal::SIGTERM, &[], |dir| {
+        use std::io::{Seek, SeekFrom, Write};
+        let path = dir.join("state").join("journal.sqlite");
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+        let page_size: u64 = db.pragma_query_value(None, "page_size", |row| row.get(0)).unwrap();
+        let pages: u64 = db.pragma_query_value(None, "page_count", |row| row.get(0)).unwrap();
+        drop(db);
+        // The big body fills most of the file: a page in its middle is one of its overflow pages.
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.seek(SeekFrom::Start(pages / 2 * page_size)).unwrap();
+        file.write_all(&vec![0; page_size as usize]).unwrap();
+    });
+    poll("the start's report of the damaged page", Duration::from_secs(10), || {
+        hangar.log().contains("journal database is damaged").then_some(())
+    });
+    for query in ["/api/audit?limit=100", "/api/audit?since=0&limit=100"] {
+        let page = hangar.get(query);
+        assert_eq!(page.status, 200, "{query}: {}", page.text);
+        let read = texts(page.body["entries"].as_array().unwrap());
+        assert_eq!(read, ["small before", "small after"], "{query}: only the damaged block's entry is lost");
+    }
+}
