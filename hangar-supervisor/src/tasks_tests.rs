@@ -66,7 +66,7 @@ fn a_full_book_frees_finished_tasks_of_the_crowding_identity_before_refusing() {
         book.create(format!("a{n}"), "alice", T0).unwrap();
     }
     book.answered("a1", 0, json!({"content": []}), T0 + 1);
-    book.answered("a2", 0, json!({"content": []}), T0 + 1);
+    book.answered("a2", 0, json!({"content": []}), T0 + 2);
     assert!(book.create("c1".into(), "carol", T0 + 2).is_ok());
     assert!(book.get("bob", "b0", T0 + 2).is_ok(), "bob's finished task is not the crowding one's");
     assert_eq!(book.get("alice", "a1", T0 + 2).unwrap_err(), Refusal::Unknown, "alice's oldest finished went");
