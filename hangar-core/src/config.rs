@@ -42,6 +42,9 @@ pub struct Config {
     pub journal: JournalConfig,
     #[serde(default)]
     pub audit: AuditConfig,
+    /// Gateway-side tasks: how many one identity may hold.
+    #[serde(default)]
+    pub tasks: TasksConfig,
     /// Span export (OTLP); off unless an endpoint is set.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
@@ -89,6 +92,8 @@ pub struct ToolAccess {
 pub const DEFAULT_SESSION_IDLE_TTL_S: f64 = 3600.0;
 /// The default of `tool_access.sessions.max_sessions`.
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The default of `tool_access.sessions.max_per_identity`.
+pub const DEFAULT_MAX_SESSIONS_PER_IDENTITY: usize = 1_000;
 /// The default of `tool_access.client_answer_timeout_s` (a person may be answering).
 pub const DEFAULT_CLIENT_ANSWER_TIMEOUT_S: f64 = 600.0;
 /// The longest `tool_access.sessions.idle_ttl_s` accepted: a week.
@@ -104,8 +109,12 @@ pub const MAX_CLIENT_ANSWER_TIMEOUT_S: f64 = 24.0 * 3600.0;
 pub struct SessionsConfig {
     /// Seconds a session lives without use (a held stream counts as use).
     pub idle_ttl_s: Option<f64>,
-    /// The most sessions kept at once; opening one more forgets the one idle longest.
+    /// The most sessions kept at once; opening one more forgets the idlest session of the
+    /// identity that holds the most.
     pub max_sessions: Option<usize>,
+    /// The most sessions one identity may hold at once; opening one more is refused
+    /// (`concurrency_limited`, HTTP 429) until one of its own ends or expires.
+    pub max_per_identity: Option<usize>,
 }
 
 impl SessionsConfig {
@@ -115,6 +124,10 @@ impl SessionsConfig {
 
     pub fn max_sessions(&self) -> usize {
         self.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS)
+    }
+
+    pub fn max_per_identity(&self) -> usize {
+        self.max_per_identity.unwrap_or(DEFAULT_MAX_SESSIONS_PER_IDENTITY)
     }
 }
 
@@ -134,10 +147,46 @@ impl ToolAccess {
         };
         within("sessions.idle_ttl_s", self.sessions.idle_ttl_s, MAX_SESSION_IDLE_TTL_S)?;
         within("client_answer_timeout_s", self.client_answer_timeout_s, MAX_CLIENT_ANSWER_TIMEOUT_S)?;
-        match self.sessions.max_sessions {
-            Some(n) if !(1..=MAX_MAX_SESSIONS).contains(&n) => Err(KeyError {
-                key: "tool_access.sessions.max_sessions".into(),
-                message: format!("expected a whole number from 1 to {MAX_MAX_SESSIONS}, got {n}"),
+        for (key, value) in
+            [("max_sessions", self.sessions.max_sessions), ("max_per_identity", self.sessions.max_per_identity)]
+        {
+            if let Some(n) = value.filter(|n| !(1..=MAX_MAX_SESSIONS).contains(n)) {
+                return Err(KeyError {
+                    key: format!("tool_access.sessions.{key}"),
+                    message: format!("expected a whole number from 1 to {MAX_MAX_SESSIONS}, got {n}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The default of `tasks.max_per_identity`: a quarter of the book.
+pub const DEFAULT_MAX_TASKS_PER_IDENTITY: usize = 256;
+/// The most tasks the supervisor's book keeps at once, over every identity.
+pub const MAX_LIVE_TASKS: usize = 1024;
+
+/// `tasks:`: gateway-side tasks (SEP-2663), which the supervisor keeps for every identity in
+/// one book of [`MAX_LIVE_TASKS`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    /// The most unfinished tasks one identity holds at once; at it, a call that may become a
+    /// task is refused before it runs (`concurrency_limited`); its finished tasks give way to
+    /// its new ones.
+    pub max_per_identity: Option<usize>,
+}
+
+impl TasksConfig {
+    pub fn max_per_identity(&self) -> usize {
+        self.max_per_identity.unwrap_or(DEFAULT_MAX_TASKS_PER_IDENTITY)
+    }
+
+    fn check(&self) -> Result<(), KeyError> {
+        match self.max_per_identity {
+            Some(n) if !(1..=MAX_LIVE_TASKS).contains(&n) => Err(KeyError {
+                key: "tasks.max_per_identity".into(),
+                message: format!("expected a whole number from 1 to {MAX_LIVE_TASKS}, got {n}"),
             }),
             _ => Ok(()),
         }
@@ -386,6 +435,7 @@ impl Config {
                 state_dir: None,
                 journal: JournalConfig::default(),
                 audit: AuditConfig::default(),
+                tasks: TasksConfig::default(),
                 telemetry: TelemetryConfig::default(),
                 sandbox_defaults: None,
                 shutdown: crate::shutdown::ShutdownConfig::default(),
@@ -465,7 +515,9 @@ impl Config {
         check_recovery("recovery", &self.recovery)?;
         check_limits("limits", &self.limits)?;
         self.tool_access.check()?;
+        self.tasks.check()?;
         self.journal.check()?;
+        self.audit.check()?;
         for (name, server) in &self.mcp_servers {
             let at = |key: &str| format!("mcp_servers.{name}.{key}");
             if !valid_server_id(name) {
@@ -1211,12 +1263,17 @@ mcp_servers:
         let defaults = Config::parse("").unwrap().tool_access;
         assert_eq!(defaults.sessions.idle_ttl(), Duration::from_secs(3600));
         assert_eq!(defaults.sessions.max_sessions(), 10_000);
+        assert_eq!(defaults.sessions.max_per_identity(), 1_000);
+        assert_eq!(Config::parse("").unwrap().tasks.max_per_identity(), 256);
+        assert_eq!(Config::parse("tasks: {max_per_identity: 3}").unwrap().tasks.max_per_identity(), 3);
+        assert_eq!(Config::parse("tasks: {max_per_identity: 2000}").unwrap_err().key, "tasks.max_per_identity");
         assert_eq!(defaults.client_answer_timeout(), Duration::from_secs(600));
         for (text, key) in [
             ("sessions: {idle_ttl_s: 0}", "tool_access.sessions.idle_ttl_s"),
             ("sessions: {idle_ttl_s: 1e12}", "tool_access.sessions.idle_ttl_s"),
             ("sessions: {idle_ttl_s: .nan}", "tool_access.sessions.idle_ttl_s"),
             ("sessions: {max_sessions: 0}", "tool_access.sessions.max_sessions"),
+            ("sessions: {max_per_identity: 0}", "tool_access.sessions.max_per_identity"),
             ("sessions: {max_sessions: 100000000}", "tool_access.sessions.max_sessions"),
             ("client_answer_timeout_s: 0", "tool_access.client_answer_timeout_s"),
             ("client_answer_timeout_s: -5", "tool_access.client_answer_timeout_s"),

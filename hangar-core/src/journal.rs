@@ -66,11 +66,44 @@ pub struct AuditConfig {
     pub enabled: bool,
     #[serde(default)]
     pub arguments: ArgumentsKept,
+    /// With `arguments: full`, the most bytes of an entry's arguments (their JSON text, after
+    /// secrets are redacted) kept; longer ones are cut there and marked.
+    #[serde(default = "default_max_argument_bytes")]
+    pub max_argument_bytes: usize,
 }
 
 impl Default for AuditConfig {
     fn default() -> Self {
-        AuditConfig { enabled: true, arguments: ArgumentsKept::default() }
+        AuditConfig {
+            enabled: true,
+            arguments: ArgumentsKept::default(),
+            max_argument_bytes: default_max_argument_bytes(),
+        }
+    }
+}
+
+/// The default of `audit.max_argument_bytes`: 4 KiB.
+fn default_max_argument_bytes() -> usize {
+    4096
+}
+
+/// The smallest `audit.max_argument_bytes` accepted, and the largest (a megabyte).
+const ARGUMENT_BYTES: std::ops::RangeInclusive<usize> = 64..=1 << 20;
+
+impl AuditConfig {
+    pub fn check(&self) -> Result<(), crate::config::KeyError> {
+        if ARGUMENT_BYTES.contains(&self.max_argument_bytes) {
+            return Ok(());
+        }
+        Err(crate::config::KeyError {
+            key: "audit.max_argument_bytes".into(),
+            message: format!(
+                "expected a whole number of bytes from {} to {}, got {}",
+                ARGUMENT_BYTES.start(),
+                ARGUMENT_BYTES.end(),
+                self.max_argument_bytes
+            ),
+        })
     }
 }
 
@@ -87,7 +120,8 @@ pub enum ArgumentsKept {
     None,
     /// `sha256:<hex>` of the arguments' canonical JSON (keys sorted, no whitespace).
     Digest,
-    /// The arguments as the caller sent them.
+    /// The arguments as the caller sent them, secrets redacted and cut at
+    /// `audit.max_argument_bytes`.
     Full,
 }
 
@@ -204,20 +238,35 @@ impl<'de> Deserialize<'de> for JournalEvent {
 pub enum Happened {
     /// A server changed state (with its `dead` record when it died).
     State(StateChange),
-    /// Someone started, stopped or restarted a server.
-    Action { mcp_server: String, action: String, identity: String, profile: Option<String> },
-    /// The config was reloaded.
+    /// Someone started, stopped or restarted a server. `identity` is empty (and left out) where
+    /// a reader may not learn who did it (another identity's action, to a non-admin).
+    Action {
+        mcp_server: String,
+        action: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        identity: String,
+        profile: Option<String>,
+    },
+    /// The config was reloaded. As a non-admin reads it: only the servers its view sees, and
+    /// `identity` empty (left out).
     Reload {
         #[serde(flatten)]
         changes: Reloaded,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         identity: String,
     },
     /// A server's tools no longer match what its config expects or pins.
     Drift { mcp_server: String, detail: String },
     /// An audited request (seen only by admins on `/api/events`).
     Audit(AuditEntry),
-    /// Entries were lost (the disk was full or too slow); `dropped` says how many.
-    Gap { dropped: u64 },
+    /// Entries were lost (the disk was full or too slow, a block was found corrupt, the file
+    /// was empty at start); `dropped` says how many (0: unknown), `reason` why when it was not
+    /// the disk.
+    Gap {
+        dropped: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 impl Happened {
@@ -319,7 +368,7 @@ mod tests {
 
     #[test]
     fn an_event_reads_with_its_kind_beside_its_fields() {
-        let event = JournalEvent { id: 7, at: "t".into(), what: Happened::Gap { dropped: 3 } };
+        let event = JournalEvent { id: 7, at: "t".into(), what: Happened::Gap { dropped: 3, reason: None } };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json, serde_json::json!({"id": 7, "at": "t", "kind": "gap", "dropped": 3}));
         assert_eq!(serde_json::from_value::<JournalEvent>(json).unwrap(), event);

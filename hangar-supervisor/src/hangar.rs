@@ -1,6 +1,7 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
 mod audit;
+mod audit_arguments;
 mod client_relay;
 mod exposed;
 mod held_batches;
@@ -23,7 +24,7 @@ use hangar_core::ipc::{
     Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
     SessionChange, Target, WhoAmI,
 };
-use hangar_core::journal::{AuditConfig, Happened};
+use hangar_core::journal::Happened;
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
@@ -140,6 +141,7 @@ impl Hangar {
             fleet: std::sync::OnceLock::new(),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
+        hangar.tasks.configure(&config.tasks);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
             runtime.spawn(sweep_sessions(Arc::downgrade(&hangar)));
@@ -669,6 +671,7 @@ impl Hangar {
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
         *self.upstream_words.write().unwrap_or_else(|p| p.into_inner()) = UpstreamWordsRule::of(&config);
         self.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
+        self.tasks.configure(&config.tasks);
         *self.client_answer_timeout.write().unwrap_or_else(|p| p.into_inner()) =
             config.tool_access.client_answer_timeout();
         for server in to_stop {
@@ -853,8 +856,8 @@ pub struct Subscription {
 struct Access {
     auth: AuthConfig,
     policy: Policy,
-    /// What the journal keeps of each call (`audit:`).
-    audit: AuditConfig,
+    /// What the journal keeps of each call (`audit:`), and the secrets it never keeps.
+    audit: audit::AuditRules,
 }
 
 impl Access {
@@ -864,7 +867,7 @@ impl Access {
             tracing::error!(%err, "profiles did not compile; every profile sees nothing");
             Policy::default()
         });
-        Access { auth: config.auth.clone(), policy, audit: config.audit.clone() }
+        Access { auth: config.auth.clone(), policy, audit: audit::AuditRules::of(config) }
     }
 }
 

@@ -4,7 +4,11 @@
 //! A session belongs to the identity that opened it (another identity's request in it is
 //! answered as if it did not exist, so ids are never confirmed to strangers), expires after
 //! `tool_access.sessions.idle_ttl_s` without use (a held stream counts as use), and at most
-//! `tool_access.sessions.max_sessions` are kept (opening one more forgets the one idle longest).
+//! `tool_access.sessions.max_sessions` are kept. Room is made at the expense of whoever holds
+//! the most: opening one more forgets the idlest session of the identity with the most sessions,
+//! so one identity's flood of `initialize`s (or `GET /sse`s) evicts its own sessions, never
+//! another's while it holds more. One identity holds at most
+//! `tool_access.sessions.max_per_identity`; past it an open is refused (`concurrency_limited`).
 //! Expired sessions are swept ([`Registry::upstream_subscriptions`]), so the upstream listens
 //! their subscriptions held end with them. Each keeps what the client set (log level,
 //! resource subscriptions) and one stream: the messages for it (answers of the old HTTP+SSE
@@ -117,12 +121,19 @@ pub struct Registry {
     idle_ttl: Duration,
     /// The most sessions kept at once.
     max_sessions: usize,
+    /// The most sessions one identity holds at once.
+    max_per_identity: usize,
 }
 
 impl Default for Registry {
     fn default() -> Self {
         let defaults = SessionsConfig::default();
-        Registry { sessions: HashMap::new(), idle_ttl: defaults.idle_ttl(), max_sessions: defaults.max_sessions() }
+        Registry {
+            sessions: HashMap::new(),
+            idle_ttl: defaults.idle_ttl(),
+            max_sessions: defaults.max_sessions(),
+            max_per_identity: defaults.max_per_identity(),
+        }
     }
 }
 
@@ -132,6 +143,7 @@ impl Registry {
     pub fn configure(&mut self, config: &SessionsConfig) {
         self.idle_ttl = config.idle_ttl();
         self.max_sessions = config.max_sessions();
+        self.max_per_identity = config.max_per_identity();
     }
 
     /// How long a session lives without use.
@@ -158,11 +170,25 @@ impl Registry {
         }
         // Expired sessions are forgotten when used, or here when room is needed.
         let idle_ttl = self.idle_ttl;
-        if self.sessions.len() >= self.max_sessions {
+        let owned =
+            |sessions: &HashMap<String, Session>| sessions.values().filter(|s| s.owner == caller.identity).count();
+        if self.sessions.len() >= self.max_sessions || owned(&self.sessions) >= self.max_per_identity {
             self.sessions.retain(|_, session| !session.expired(now, idle_ttl));
         }
+        // A cap as large as the whole bound is no cap: the identity's own idlest go instead.
+        let held = owned(&self.sessions);
+        if held >= self.max_per_identity && self.max_per_identity < self.max_sessions {
+            return Err(IpcError::new(
+                ErrorKind::ConcurrencyLimited,
+                format!(
+                    "too many sessions: this identity holds {held}, the most `tool_access.sessions.max_per_identity` \
+                     allows; end one (DELETE /mcp) or let one expire"
+                ),
+            )
+            .with_details(json!({"limit": "tool_access.sessions.max_per_identity", "max": self.max_per_identity})));
+        }
         while self.sessions.len() >= self.max_sessions
-            && let Some(idlest) = self.sessions.iter().min_by_key(|(_, s)| s.last_used).map(|(id, _)| id.clone())
+            && let Some(idlest) = self.crowding().map(str::to_owned)
         {
             self.sessions.remove(&idlest);
         }
@@ -178,6 +204,21 @@ impl Registry {
         };
         self.sessions.insert(id.to_owned(), session);
         Ok(state)
+    }
+
+    /// The session to forget for room: the idlest of the identity holding the most (ties: the
+    /// idlest of those identities' sessions).
+    fn crowding(&self) -> Option<&str> {
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        for session in self.sessions.values() {
+            *held.entry(session.owner.as_str()).or_default() += 1;
+        }
+        let most = held.values().copied().max()?;
+        self.sessions
+            .iter()
+            .filter(|(_, s)| held.get(s.owner.as_str()) == Some(&most))
+            .min_by_key(|(_, s)| s.last_used)
+            .map(|(id, _)| id.as_str())
     }
 
     /// The session `id` of `identity`, live at `now`, marked used; an expired one is forgotten.
@@ -367,6 +408,7 @@ mod tests {
     fn opening_past_the_bound_forgets_the_idlest() {
         let (mut registry, start) = (Registry::default(), Instant::now());
         let max = SessionsConfig::default().max_sessions();
+        registry.configure(&SessionsConfig { max_per_identity: Some(max), ..SessionsConfig::default() });
         for n in 0..max {
             opened(&mut registry, &format!("s{n}"), start + Duration::from_millis(n as u64));
         }
@@ -376,6 +418,25 @@ mod tests {
         assert_eq!(registry.len(), max);
         assert!(registry.use_session("s0", "alice", None, now).is_ok(), "recently used");
         assert!(registry.use_session("s1", "alice", None, now).is_err(), "the idlest went");
+    }
+
+    #[test]
+    fn room_is_made_from_the_identity_holding_the_most_and_one_identity_is_capped() {
+        let (mut registry, start) = (Registry::default(), Instant::now());
+        let bounds = SessionsConfig { idle_ttl_s: None, max_sessions: Some(4), max_per_identity: Some(3) };
+        registry.configure(&bounds);
+        registry.open("bob", &caller("bob"), "2025-11-25", json!({}), start).unwrap();
+        for n in 0..3 {
+            opened(&mut registry, &format!("a{n}"), start + Duration::from_millis(n + 1));
+        }
+        let refused = registry.open("a3", &caller("alice"), "2025-11-25", json!({}), start).unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::ConcurrencyLimited);
+        assert!(refused.message.contains("max_per_identity"), "{}", refused.message);
+        let later = start + Duration::from_secs(1);
+        registry.open("carol", &caller("carol"), "2025-11-25", json!({}), later).unwrap();
+        assert!(registry.use_session("bob", "bob", None, later).is_ok(), "the idlest, but not the crowding one's");
+        assert!(registry.use_session("a0", "alice", None, later).is_err(), "alice's idlest went");
+        assert_eq!(registry.len(), 4);
     }
 
     #[test]
@@ -493,7 +554,7 @@ mod tests {
     #[test]
     fn the_configured_bounds_hold_and_the_sweep_drops_expired_sessions_subscriptions() {
         let (mut registry, start) = (Registry::default(), Instant::now());
-        registry.configure(&SessionsConfig { idle_ttl_s: Some(2.0), max_sessions: Some(2) });
+        registry.configure(&SessionsConfig { idle_ttl_s: Some(2.0), max_sessions: Some(2), max_per_identity: None });
         for id in ["a", "b", "c"] {
             opened(&mut registry, id, start);
         }

@@ -5,6 +5,12 @@
 //! not exist. A task is kept for its `ttl_ms` from creation, then forgotten (an expired id
 //! reads as unknown, as the spec's `-32602` says); a book holds at most [`MAX_LIVE`] tasks and
 //! a result of at most [`MAX_RESULT_BYTES`].
+//!
+//! One identity holds at most `tasks.max_per_identity` unfinished tasks, so no identity fills
+//! the book for everyone: at its quota its next call that may become a task is refused before it
+//! runs ([`Book::admits`]). Finished tasks give way first: an identity at its quota frees its own
+//! oldest finished task, and a full book frees the oldest finished task of the identity holding
+//! the most finished tasks; only a book full of unfinished tasks runs a call without a task.
 
 use std::collections::HashMap;
 
@@ -15,7 +21,7 @@ pub const TTL_MS: u64 = 60 * 60 * 1000;
 /// How often a client is told to poll.
 pub const POLL_INTERVAL_MS: u64 = 500;
 /// The most tasks kept at once (over every identity); past it a call runs without a task.
-pub const MAX_LIVE: usize = 1024;
+pub const MAX_LIVE: usize = hangar_core::config::MAX_LIVE_TASKS;
 /// The largest result a task keeps; a larger one fails the task (the result is dropped).
 pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
 /// The JSON-RPC code of a failed task whose result was too large (`-32603`, internal error).
@@ -75,6 +81,8 @@ pub enum Refusal {
     Unknown,
     /// The book is full.
     Full,
+    /// The identity holds `held` unfinished tasks, its quota (`tasks.max_per_identity`).
+    Quota { held: usize, max: usize },
 }
 
 /// What `update` asks the caller to do.
@@ -95,11 +103,18 @@ pub struct Book {
     /// Whether changes are recorded: each carries the whole task (its result up to 4 MiB), so
     /// they are made only while someone follows tasks ([`Book::record_changes`]).
     recording: bool,
+    /// The most tasks one identity holds (`tasks.max_per_identity`).
+    max_per_identity: usize,
 }
 
 impl Default for Book {
     fn default() -> Self {
-        Book { tasks: HashMap::new(), changed: Vec::new(), recording: true }
+        Book {
+            tasks: HashMap::new(),
+            changed: Vec::new(),
+            recording: true,
+            max_per_identity: hangar_core::config::DEFAULT_MAX_TASKS_PER_IDENTITY,
+        }
     }
 }
 
@@ -131,10 +146,38 @@ impl Book {
         self.tasks.retain(|_, t| now_ms < t.created_at_ms.saturating_add(t.ttl_ms));
     }
 
-    /// A new working task of `owner`, known by `id` (the caller draws it: unguessable).
+    /// Takes `tasks.max_per_identity` (at start and on every reload); an identity already past
+    /// a lowered quota keeps its tasks and gets no new one until it is under it.
+    pub fn configure(&mut self, config: &hangar_core::config::TasksConfig) {
+        self.max_per_identity = config.max_per_identity();
+    }
+
+    /// Whether `owner` may start a call that may become a task: refused (before the call runs,
+    /// so nothing is done for it) when it holds its quota of unfinished tasks.
+    pub fn admits(&mut self, owner: &str, now_ms: u64) -> Result<(), Refusal> {
+        self.expire(now_ms);
+        if self.max_per_identity >= MAX_LIVE {
+            return Ok(());
+        }
+        let unfinished = self.tasks.values().filter(|t| t.owner == owner && !t.status.is_terminal()).count();
+        if unfinished >= self.max_per_identity {
+            return Err(Refusal::Quota { held: unfinished, max: self.max_per_identity });
+        }
+        Ok(())
+    }
+
+    /// A new working task of `owner`, known by `id` (the caller draws it: unguessable). Makes
+    /// room first from finished tasks: `owner`'s own oldest at its quota, the crowding
+    /// identity's oldest when the book is full.
     pub fn create(&mut self, id: String, owner: &str, now_ms: u64) -> Result<&Task, Refusal> {
         self.expire(now_ms);
-        if self.tasks.len() >= MAX_LIVE {
+        let held = self.tasks.values().filter(|t| t.owner == owner).count();
+        // A quota as large as the book is the book's own bound.
+        let quota = self.max_per_identity < MAX_LIVE;
+        if quota && held >= self.max_per_identity && !self.free_finished(Some(owner)) {
+            return Err(Refusal::Quota { held, max: self.max_per_identity });
+        }
+        if self.tasks.len() >= MAX_LIVE && !self.free_finished(None) {
             return Err(Refusal::Full);
         }
         let task = Task {
@@ -152,6 +195,30 @@ impl Book {
             run: 0,
         };
         Ok(self.tasks.entry(id).or_insert(task))
+    }
+
+    /// Forgets one finished task to make room: the oldest finished one of `owner`, or (with
+    /// `None`) of the identity holding the most finished tasks. Whether one was freed.
+    fn free_finished(&mut self, owner: Option<&str>) -> bool {
+        let finished = |t: &&Task| t.status.is_terminal() && owner.is_none_or(|o| t.owner == o);
+        let owner = match owner {
+            Some(owner) => owner.to_owned(),
+            None => {
+                let mut counts: HashMap<&str, usize> = HashMap::new();
+                for task in self.tasks.values().filter(finished) {
+                    *counts.entry(task.owner.as_str()).or_default() += 1;
+                }
+                let Some((crowding, _)) = counts.into_iter().max_by_key(|(_, n)| *n) else { return false };
+                crowding.to_owned()
+            }
+        };
+        let oldest = self
+            .tasks
+            .values()
+            .filter(|t| t.status.is_terminal() && t.owner == owner)
+            .min_by_key(|t| (t.updated_at_ms, t.created_at_ms))
+            .map(|t| t.id.clone());
+        oldest.is_some_and(|id| self.tasks.remove(&id).is_some())
     }
 
     /// Whether task `id` lives and is not finished (working, or waiting for answers).

@@ -30,12 +30,49 @@ fn a_task_lives_for_its_ttl_then_reads_as_unknown() {
 #[test]
 fn the_book_is_bounded() {
     let mut book = Book::default();
+    book.configure(&hangar_core::config::TasksConfig { max_per_identity: Some(MAX_LIVE) });
     for n in 0..MAX_LIVE {
         book.create(format!("t{n}"), "alice", T0).unwrap();
     }
     assert_eq!(book.create("one-more".into(), "alice", T0).unwrap_err(), Refusal::Full);
     // Expired tasks make room.
     assert!(book.create("later".into(), "alice", T0 + TTL_MS).is_ok());
+}
+
+#[test]
+fn one_identity_holds_its_quota_and_finished_tasks_give_way_first() {
+    let mut book = Book::default();
+    book.configure(&hangar_core::config::TasksConfig { max_per_identity: Some(2) });
+    book.create("a1".into(), "alice", T0).unwrap();
+    book.create("a2".into(), "alice", T0).unwrap();
+    assert_eq!(book.create("a3".into(), "alice", T0).unwrap_err(), Refusal::Quota { held: 2, max: 2 });
+    assert_eq!(book.admits("alice", T0).unwrap_err(), Refusal::Quota { held: 2, max: 2 });
+    assert!(book.admits("bob", T0).is_ok());
+    assert!(book.create("b1".into(), "bob", T0).is_ok(), "another identity still gets one");
+    book.answered("a1", 0, json!({"content": []}), T0 + 1);
+    assert!(book.admits("alice", T0 + 1).is_ok(), "a finished task of hers will give way");
+    assert!(book.create("a3".into(), "alice", T0 + 2).is_ok(), "her finished task gave way");
+    assert_eq!(book.get("alice", "a1", T0 + 2).unwrap_err(), Refusal::Unknown);
+    assert!(book.get("alice", "a2", T0 + 2).is_ok(), "her working task stays");
+}
+
+#[test]
+fn a_full_book_frees_finished_tasks_of_the_crowding_identity_before_refusing() {
+    let mut book = Book::default();
+    book.configure(&hangar_core::config::TasksConfig { max_per_identity: Some(MAX_LIVE) });
+    book.create("b0".into(), "bob", T0).unwrap();
+    book.answered("b0", 0, json!({"content": []}), T0);
+    for n in 1..MAX_LIVE {
+        book.create(format!("a{n}"), "alice", T0).unwrap();
+    }
+    book.answered("a1", 0, json!({"content": []}), T0 + 1);
+    book.answered("a2", 0, json!({"content": []}), T0 + 2);
+    assert!(book.create("c1".into(), "carol", T0 + 2).is_ok());
+    assert!(book.get("bob", "b0", T0 + 2).is_ok(), "bob's finished task is not the crowding one's");
+    assert_eq!(book.get("alice", "a1", T0 + 2).unwrap_err(), Refusal::Unknown, "alice's oldest finished went");
+    assert!(book.create("c2".into(), "carol", T0 + 2).is_ok());
+    assert!(book.create("c3".into(), "carol", T0 + 2).is_ok());
+    assert_eq!(book.create("c4".into(), "carol", T0 + 2).unwrap_err(), Refusal::Full, "nothing finished is left");
 }
 
 #[test]

@@ -136,7 +136,7 @@ async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply 
     let (version, result) = negotiate(app, params).await;
     let session_id = session::mint(version);
     if let Err(err) = app.supervisor.session_open(&session_id, version, session::client_capabilities(params)).await {
-        return McpReply::error(session::failure_status(&err), id, &RpcError::internal(err.message));
+        return McpReply::error(session::failure_status(&err), id, &session::open_failure(err));
     }
     let mut reply = McpReply::result(id, result);
     reply.session_id = Some(session_id);

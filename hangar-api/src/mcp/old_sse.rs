@@ -48,7 +48,7 @@ async fn open(app: Calling) -> Response {
     let session_id = session::mint(VERSION);
     if let Err(err) = app.supervisor.session_open(&session_id, VERSION, serde_json::json!({})).await {
         let status = session::failure_status(&err);
-        return McpReply::error(status, &Value::Null, &RpcError::internal(err.message)).into_response();
+        return McpReply::error(status, &Value::Null, &session::open_failure(err)).into_response();
     }
     let (events, receiver) = mpsc::channel(16);
     tokio::spawn(feed(app.supervisor.clone(), session_id, events));

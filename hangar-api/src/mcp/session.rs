@@ -70,7 +70,20 @@ pub fn failure_status(err: &IpcError) -> StatusCode {
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
         ErrorKind::SupervisorUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::ConcurrencyLimited => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The JSON-RPC error of a session the supervisor would not open: its words, and (for a limit
+/// reached) the `error_type` and the limit's key path in `data`, as the hangar's tools say them.
+pub fn open_failure(err: IpcError) -> RpcError {
+    let data = (err.kind == ErrorKind::ConcurrencyLimited)
+        .then(|| json!({"error_type": err.kind.as_str(), "details": err.details}));
+    let error = RpcError::internal(err.message);
+    match data {
+        Some(data) => error.with_data(data),
+        None => error,
     }
 }
 

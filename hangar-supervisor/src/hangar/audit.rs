@@ -2,7 +2,8 @@
 //! asks for is judged against its view and logged as a structured `tracing` event (target
 //! `hangar::audit`: identity, profile, server, tool or method, outcome, error type), and, once
 //! answered, recorded in the journal as an [`AuditEntry`] (with its duration, sizes and, as
-//! `audit.arguments` says, its arguments). Keys and tokens are never part of either.
+//! `audit.arguments` says, its arguments: in full, secrets redacted and cut at
+//! `audit.max_argument_bytes`, `audit_arguments.rs`). Keys and tokens are never part of either.
 //!
 //! Also what a view shows of one server ([`Shown`]): its tools as far as the view allows them.
 
@@ -17,8 +18,22 @@ use hangar_core::policy::View;
 use hangar_core::record::{ServerDetails, ServerSummary, ToolRecord};
 use serde_json::Value;
 
+use super::audit_arguments::{Secrets, kept};
 use crate::journal::Journal;
 use crate::server::Server;
+
+/// `audit:` and the secrets its entries are cleaned of (every server's env values), from one
+/// config.
+pub struct AuditRules {
+    pub config: AuditConfig,
+    pub secrets: Secrets,
+}
+
+impl AuditRules {
+    pub fn of(config: &hangar_core::config::Config) -> AuditRules {
+        AuditRules { config: config.audit.clone(), secrets: Secrets::of(config) }
+    }
+}
 
 pub const TARGET: &str = "hangar::audit";
 
@@ -27,7 +42,7 @@ pub struct Decision<'a> {
     caller: &'a Caller,
     view: &'a View,
     journal: &'a Journal,
-    audit: &'a AuditConfig,
+    audit: &'a AuditRules,
     /// When the request was admitted (its entry's duration runs from here to the answer).
     admitted: Instant,
     /// What was judged, once a call or action was: the journal entry waits for the answer.
@@ -46,7 +61,7 @@ struct Judged {
 }
 
 impl<'a> Decision<'a> {
-    pub fn by(caller: &'a Caller, view: &'a View, journal: &'a Journal, audit: &'a AuditConfig) -> Self {
+    pub fn by(caller: &'a Caller, view: &'a View, journal: &'a Journal, audit: &'a AuditRules) -> Self {
         Decision {
             caller,
             view,
@@ -164,17 +179,17 @@ impl<'a> Decision<'a> {
             tool: tool.map(str::to_owned),
             method: method.to_owned(),
             bytes_in: hangar_core::json_size::of(arguments),
-            arguments: match self.audit.arguments {
+            arguments: match self.audit.config.arguments {
                 ArgumentsKept::None => None,
                 ArgumentsKept::Digest => Some(Value::String(hangar_core::tool_digest::value_digest(arguments))),
-                ArgumentsKept::Full => Some(arguments.clone()),
+                ArgumentsKept::Full => Some(kept(arguments, &self.audit.secrets, self.audit.config.max_argument_bytes)),
             },
         }
     }
 
     /// Notes what is being judged (the first judgement of a request counts), unless audit is off.
     fn judge(&self, judged: impl FnOnce() -> Judged) {
-        if self.audit.enabled {
+        if self.audit.config.enabled {
             let _ = self.judged.get_or_init(judged);
         }
     }

@@ -3,7 +3,9 @@
 //! Admins (a view with `admin`, or the all-seeing view when no auth is configured) see every
 //! entry. Others see audit entries only of their own calls to servers their view sees, and events
 //! only about servers their view sees (reloads and gaps are everyone's; audit events are
-//! admins' only). Reads run off the async threads (`spawn_blocking`).
+//! admins' only), as their view may see them ([`shown`]): a reload names only the servers the view
+//! sees and not who reloaded, an action names who took it only to that identity itself. Reads
+//! run off the async threads (`spawn_blocking`).
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -42,7 +44,8 @@ pub async fn answer(
             let limit = page_limit(limit)?;
             let filter = Filter { keep: Some(events_keep(view.clone())), ..Filter::default() };
             let found = read(journal, reader, since, limit, filter).await?;
-            Ok(Reply::Events(EventPage { events: found.events, next: found.next }))
+            let events = found.events.into_iter().filter_map(|event| shown(view, caller, event)).collect();
+            Ok(Reply::Events(EventPage { events, next: found.next }))
         }
         Request::Events { since, follow: true, .. } => {
             let Some(notices) = notices else {
@@ -143,6 +146,32 @@ fn sees_event(view: &View, event: &JournalEvent) -> bool {
     }
 }
 
+/// `event` as `view` (the view of `caller`) may see it, or `None` if it may not see it at all.
+/// A non-admin learns that a reload happened and what changed among the servers it sees, never
+/// who reloaded nor the other servers; of an action, who took it only if it was itself.
+fn shown(view: &View, caller: &Caller, event: JournalEvent) -> Option<JournalEvent> {
+    if !sees_event(view, &event) {
+        return None;
+    }
+    if view.is_admin() {
+        return Some(event);
+    }
+    let JournalEvent { id, at, what } = event;
+    let what = match what {
+        Happened::Reload { mut changes, .. } => {
+            for servers in [&mut changes.added, &mut changes.removed, &mut changes.changed, &mut changes.unchanged] {
+                servers.retain(|server| view.sees_server(server));
+            }
+            Happened::Reload { changes, identity: String::new() }
+        }
+        Happened::Action { mcp_server, action, identity, .. } if identity != caller.identity => {
+            Happened::Action { mcp_server, action, identity: String::new(), profile: None }
+        }
+        other => other,
+    };
+    Some(JournalEvent { id, at, what })
+}
+
 fn page_limit(limit: Option<usize>) -> Result<usize, IpcError> {
     match limit.unwrap_or(DEFAULT_PAGE) {
         limit @ 1..=MAX_PAGE => Ok(limit),
@@ -204,7 +233,7 @@ async fn follow(
     let mut sent = Sent { last: start };
     // The view is judged again for each read and event: a reload's new profiles apply at once.
     let view = || hangar.view(caller);
-    if since.is_some() && !replay(&journal, &reader, &view, &mut sent, &notices).await? {
+    if since.is_some() && !replay(&journal, &reader, &view, caller, &mut sent, &notices).await? {
         return Ok(sent.last);
     }
     loop {
@@ -212,14 +241,14 @@ async fn follow(
             Ok(event) => event,
             Err(broadcast::error::RecvError::Lagged(missed)) => {
                 tracing::debug!(missed, "an event follower fell behind; reading on from the journal");
-                if !replay(&journal, &reader, &view, &mut sent, &notices).await? {
+                if !replay(&journal, &reader, &view, caller, &mut sent, &notices).await? {
                     return Ok(sent.last);
                 }
                 continue;
             }
             Err(broadcast::error::RecvError::Closed) => return Ok(sent.last),
         };
-        if !sent.offer(&event, &view(), &notices) {
+        if !sent.offer(&event, &view(), caller, &notices) {
             return Ok(sent.last);
         }
     }
@@ -231,6 +260,7 @@ async fn replay(
     journal: &Arc<Journal>,
     reader: &Arc<Reader>,
     view: &impl Fn() -> View,
+    caller: &Caller,
     sent: &mut Sent,
     notices: &mpsc::UnboundedSender<Value>,
 ) -> Result<bool, IpcError> {
@@ -240,7 +270,7 @@ async fn replay(
         let found = read(journal.clone(), reader.clone(), Some(from), MAX_PAGE, filter).await?;
         let view = view();
         for event in &found.events {
-            if !sent.offer(event, &view, notices) {
+            if !sent.offer(event, &view, caller, notices) {
                 return Ok(false);
             }
         }
@@ -259,9 +289,15 @@ struct Sent {
 }
 
 impl Sent {
-    /// Sends `event` unless it was sent before or `view` does not see it; false once the caller
-    /// is gone.
-    fn offer(&mut self, event: &JournalEvent, view: &View, notices: &mpsc::UnboundedSender<Value>) -> bool {
+    /// Sends `event` as `view` sees it ([`shown`]) unless it was sent before or `view` does not
+    /// see it; false once the caller is gone.
+    fn offer(
+        &mut self,
+        event: &JournalEvent,
+        view: &View,
+        caller: &Caller,
+        notices: &mpsc::UnboundedSender<Value>,
+    ) -> bool {
         if event.id <= self.last {
             return true;
         }
@@ -269,8 +305,13 @@ impl Sent {
         if !sees_event(view, event) {
             return true;
         }
-        let message = serde_json::to_value(event).unwrap_or(Value::Null);
-        notices.send(message).is_ok()
+        let message = if view.is_admin() {
+            serde_json::to_value(event)
+        } else {
+            let Some(event) = shown(view, caller, event.clone()) else { return true };
+            serde_json::to_value(&event)
+        };
+        notices.send(message.unwrap_or(Value::Null)).is_ok()
     }
 }
 
@@ -284,7 +325,7 @@ mod tests {
     use super::*;
 
     fn gap() -> Happened {
-        Happened::Gap { dropped: 1 }
+        Happened::Gap { dropped: 1, reason: None }
     }
 
     /// A follower that falls behind the live broadcast (more entries at once than it holds) reads

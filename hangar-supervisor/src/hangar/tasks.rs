@@ -91,6 +91,11 @@ impl Tasks {
         self.followed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Takes `tasks:` (at start and on every reload).
+    pub(super) fn configure(&self, config: &hangar_core::config::TasksConfig) {
+        self.book().configure(config);
+    }
+
     /// Drops what is kept to run finished or expired tasks again: only a task waiting for
     /// answers (or working) needs its call.
     fn forget_gone(&self) {
@@ -188,6 +193,9 @@ impl Hangar {
         if !opted_in || support == Some(TaskSupport::Forbidden) {
             return me.run_call(call, None, notices).await.map(Reply::Called);
         }
+        // Past its quota the caller is refused before anything runs for it: the identity is told
+        // why, and nobody else's room is spent.
+        self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| refused(&refusal, ""))?;
         call.timeout_ms = Some(crate::tasks::TTL_MS);
         // A streamed call's notices reach its caller until it is answered; the task runs on
         // unheard (its client polls `tasks/get`).
@@ -211,7 +219,9 @@ impl Hangar {
         let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
-            Err(Refusal::Full | Refusal::Unknown) => {
+            // Full, or (a race with the caller's other calls since `admits`) past its quota: the
+            // call, already running, finishes without a task.
+            Err(Refusal::Full | Refusal::Unknown | Refusal::Quota { .. }) => {
                 tracing::warn!("the task book is full; the call runs without a task");
                 return running
                     .await
@@ -496,5 +506,13 @@ fn refused(refusal: &Refusal, task_id: &str) -> IpcError {
     match refusal {
         Refusal::Unknown => IpcError::new(ErrorKind::NotFound, format!("no task {task_id} (unknown or expired)")),
         Refusal::Full => IpcError::new(ErrorKind::ConcurrencyLimited, "too many tasks"),
+        Refusal::Quota { held, max } => IpcError::new(
+            ErrorKind::ConcurrencyLimited,
+            format!(
+                "too many tasks: this identity holds {held} unfinished, the most `tasks.max_per_identity` allows; \
+                 wait for one to finish or cancel one (tasks/cancel)"
+            ),
+        )
+        .with_details(json!({"limit": "tasks.max_per_identity", "max": max})),
     }
 }

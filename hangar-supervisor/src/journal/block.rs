@@ -176,7 +176,7 @@ mod tests {
                 at_ms: 1_764_458_422_990,
                 what: audit("add", Some(json!({"text": "a\nb", "n": [1, 2]}))),
             },
-            Recorded { id: 42, at_ms: 1_764_458_423_001, what: Happened::Gap { dropped: 3 } },
+            Recorded { id: 42, at_ms: 1_764_458_423_001, what: Happened::Gap { dropped: 3, reason: None } },
             Recorded { id: 1000, at_ms: 1_764_458_423_002, what: audit("sub", None) },
         ];
         let (mut block, mut times) = (Block::default(), Times::default());
@@ -206,10 +206,10 @@ mod tests {
     fn a_block_is_full_at_its_entry_count_or_its_size() {
         let (mut block, mut times) = (Block::default(), Times::default());
         for id in 1..MAX_ENTRIES as u64 {
-            block.push(&Recorded { id, at_ms: 0, what: Happened::Gap { dropped: 1 } }, &mut times);
+            block.push(&Recorded { id, at_ms: 0, what: Happened::Gap { dropped: 1, reason: None } }, &mut times);
         }
         assert!(!block.is_full());
-        block.push(&Recorded { id: 5000, at_ms: 0, what: Happened::Gap { dropped: 1 } }, &mut times);
+        block.push(&Recorded { id: 5000, at_ms: 0, what: Happened::Gap { dropped: 1, reason: None } }, &mut times);
         assert!(block.is_full());
         let mut big = Block::default();
         let large = json!({"text": "x".repeat(MAX_BYTES)});

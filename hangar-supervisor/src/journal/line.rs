@@ -132,7 +132,7 @@ mod tests {
             (1, Happened::Audit(entry(CallOutcome::Ok))),
             (u64::MAX, Happened::Audit(odd)),
             (42, Happened::Audit(whole)),
-            (7, Happened::Gap { dropped: 3 }),
+            (7, Happened::Gap { dropped: 3, reason: None }),
             (8, Happened::Drift { mcp_server: "m\"".into(), detail: "d".into() }),
         ] {
             let mut line = Vec::new();

@@ -11,6 +11,7 @@
 //!   keyed by server id and the hash of its config.
 
 mod block;
+mod integrity;
 mod line;
 mod memory;
 pub mod read;
@@ -62,11 +63,22 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Opens (creating or migrating) the journal in `state_dir`, and starts its writer.
+    /// Opens (creating or migrating) the journal in `state_dir`, starts its writer, and checks
+    /// the database's integrity in the background (`integrity.rs`).
     pub fn open(state_dir: &Path) -> Result<Arc<Journal>, OpenError> {
         let path = state_dir.join(FILE_NAME);
-        let (connection, lock) = schema::open(state_dir, &path)?;
-        Journal::start(path, connection, Some(lock))
+        let (connection, lock, was_empty) = schema::open(state_dir, &path)?;
+        let journal = Journal::start(path, connection, Some(lock))?;
+        integrity::start(&journal.path);
+        if was_empty {
+            // Said aloud, and kept: every reader of the journal sees where its history ends.
+            tracing::warn!(path = %journal.path.display(), "the journal file was empty (0 bytes); whatever it held is lost, and a new journal begins");
+            journal.record(Happened::Gap {
+                dropped: 0,
+                reason: Some("the journal file was empty at start (0 bytes): whatever it held is lost".into()),
+            });
+        }
+        Ok(journal)
     }
 
     /// A journal in memory, for unit tests.
@@ -248,7 +260,7 @@ impl<'a> Columns<'a> {
 fn gap_marker(journal: std::sync::Weak<Journal>) -> impl Fn(u64) + Send + 'static {
     move |dropped| {
         if let Some(journal) = journal.upgrade() {
-            journal.record(Happened::Gap { dropped });
+            journal.record(Happened::Gap { dropped, reason: None });
         }
     }
 }
@@ -262,7 +274,7 @@ mod tests {
         let mut times = Times::default();
         let start = 1_764_458_422_990_i64;
         for at_ms in (start..start + 2_100).step_by(7).chain([start, 0, -5, start + 86_400_000]) {
-            let recorded = Recorded { id: 1, at_ms, what: Happened::Gap { dropped: 0 } };
+            let recorded = Recorded { id: 1, at_ms, what: Happened::Gap { dropped: 0, reason: None } };
             assert_eq!(times.of(at_ms), recorded.at(), "at {at_ms}");
         }
     }

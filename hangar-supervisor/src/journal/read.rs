@@ -7,6 +7,10 @@
 //! nothing recorded is missed. When the writer is further behind than the tail reaches back (a
 //! burst outran it), the reader has it write what waits first.
 //!
+//! A block that cannot be read (its body does not unpack, or sits in a page SQLite finds
+//! damaged) is skipped, not the whole read: in its place the reader yields a `gap` entry at the block's first id that says
+//! so and how many entries it held ([`corrupt_gap`]).
+//!
 //! Who may see what is not decided here: a [`Filter`] carries the query's columns (tested first
 //! as texts on each line, so most entries a filter drops are never decoded, then exactly) and the
 //! caller's exact test, applied to each entry in id order. A scan stops after [`SCAN_LIMIT`]
@@ -160,6 +164,83 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// A block as read: its bounds, and its text unless it does not unpack.
+pub(crate) struct Stored {
+    pub first_id: i64,
+    pub last_id: i64,
+    pub first_at_ms: i64,
+    pub entries: i64,
+    pub body: Result<block::Body, String>,
+}
+
+impl Stored {
+    /// From a row of `first_id, last_id, first_at_ms, entries, body`; a body that does not
+    /// unpack is kept as its error, so one corrupt row does not fail the read.
+    pub fn of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+        use rusqlite::types::FromSql;
+        let body = row
+            .get_ref(4)
+            .map_err(|err| err.to_string())
+            .and_then(|value| block::Body::column_result(value).map_err(|err| err.to_string()));
+        Ok(Stored { first_id: row.get(0)?, last_id: row.get(1)?, first_at_ms: row.get(2)?, entries: row.get(3)?, body })
+    }
+}
+
+/// Which blocks a [`chunk`] reads: from this first id on, oldest first (`Older`), or before it,
+/// newest first (`Newer`).
+#[derive(Clone, Copy)]
+enum Direction {
+    Older(i64),
+    Newer(i64),
+}
+
+/// Up to [`CHUNK`] blocks in `direction`. Should SQLite find a page of them damaged (a torn
+/// write, a bad disk), they are read again one at a time: their bounds from the table's own
+/// pages, then each body on its own, so only the blocks whose bodies sit in damaged pages come
+/// back as errors (and readers skip them with a gap), not the whole read.
+fn chunk(connection: &Connection, direction: Direction) -> rusqlite::Result<Vec<Stored>> {
+    const COLUMNS: &str = "SELECT first_id, last_id, first_at_ms, entries, body FROM blocks";
+    const BOUNDS: &str = "SELECT first_id, last_id, first_at_ms, entries FROM blocks";
+    let (filter, bound) = match direction {
+        Direction::Older(from) => ("WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2", from),
+        Direction::Newer(before) => ("WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2", before),
+    };
+    let whole = connection
+        .prepare_cached(&format!("{COLUMNS} {filter}"))?
+        .query_map([bound, CHUNK], Stored::of)?
+        .collect::<rusqlite::Result<Vec<_>>>();
+    match whole {
+        Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            tracing::warn!(%err, "a damaged page in the journal; its blocks are read one by one");
+        }
+        whole => return whole,
+    }
+    let bounds: Vec<(i64, i64, i64, i64)> = connection
+        .prepare_cached(&format!("{BOUNDS} {filter}"))?
+        .query_map([bound, CHUNK], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut body = connection.prepare_cached("SELECT body FROM blocks WHERE first_id = ?1")?;
+    Ok(bounds
+        .into_iter()
+        .map(|(first_id, last_id, first_at_ms, entries)| {
+            let body = body.query_row([first_id], |row| row.get::<_, block::Body>(0)).map_err(|err| err.to_string());
+            Stored { first_id, last_id, first_at_ms, entries, body }
+        })
+        .collect())
+}
+
+/// The `gap` entry that stands in for a corrupt block: at its first id and time, saying which
+/// entries were lost and why.
+pub(crate) fn corrupt_gap(stored: &Stored, err: &str) -> JournalEvent {
+    tracing::warn!(first_id = stored.first_id, last_id = stored.last_id, %err, "a corrupt journal block was skipped");
+    let reason = format!(
+        "a corrupt block of the journal (entries {} to {}) could not be read and was skipped",
+        stored.first_id, stored.last_id
+    );
+    let what = Happened::Gap { dropped: stored.entries.max(0) as u64, reason: Some(reason) };
+    Recorded { id: stored.first_id.max(0) as u64, at_ms: stored.first_at_ms, what }.event()
+}
+
 impl Reader {
     /// A reader of the journal at `path`; the connection opens at the first read.
     pub fn new(path: &Path) -> Reader {
@@ -210,14 +291,23 @@ impl Reader {
                 [since_i64.saturating_add(1)],
                 |row| row.get(0),
             )?;
-            let mut blocks = connection
-                .prepare_cached("SELECT first_id, body FROM blocks WHERE first_id >= ?1 ORDER BY first_id LIMIT ?2")?;
             loop {
-                let rows: Vec<(i64, block::Body)> = blocks
-                    .query_map([from, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for (first_id, body) in &rows {
+                let rows = chunk(connection, Direction::Older(from))?;
+                for stored in &rows {
+                    let first_id = &stored.first_id;
                     from = first_id + 1;
+                    let body = match &stored.body {
+                        Ok(body) => body,
+                        Err(_) if stored.last_id as u64 <= scan.last.unwrap_or(since) => continue,
+                        Err(err) => {
+                            if scan.event(corrupt_gap(stored, err)).is_break() {
+                                scan.last = Some(stored.last_id as u64);
+                                return Ok(true);
+                            }
+                            scan.last = Some(stored.last_id as u64);
+                            continue;
+                        }
+                    };
                     for (id, line) in block::lines(&body.0) {
                         let Some(id) = id else {
                             tracing::warn!(block = first_id, "a journal line has no id; skipped");
@@ -259,16 +349,20 @@ impl Reader {
                     return Ok(());
                 }
             }
-            let mut blocks = connection.prepare_cached(
-                "SELECT first_id, body FROM blocks WHERE first_id < ?1 ORDER BY first_id DESC LIMIT ?2",
-            )?;
             let mut before = written.min(i64::MAX as u64 - 1) as i64 + 1;
             loop {
-                let rows: Vec<(i64, block::Body)> = blocks
-                    .query_map([before, CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for (first_id, body) in &rows {
-                    before = *first_id;
+                let rows = chunk(connection, Direction::Newer(before))?;
+                for stored in &rows {
+                    before = stored.first_id;
+                    let body = match &stored.body {
+                        Ok(body) => body,
+                        Err(err) => {
+                            if scan.event(corrupt_gap(stored, err)).is_break() {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                    };
                     for (id, line) in block::lines(&body.0).rev() {
                         let Some(id) = id else { continue };
                         if scan.line(id, line).is_break() {
@@ -401,6 +495,52 @@ mod tests {
         })
     }
 
+    /// A block whose body sits in a page SQLite finds damaged is skipped with a gap; the blocks
+    /// around it are read.
+    #[test]
+    fn a_damaged_page_costs_only_the_blocks_in_it() {
+        use std::io::{Seek, SeekFrom, Write};
+        let (_dir, journal, reader) = opened();
+        let mut state = 7_u64;
+        let noise: String = (0..200_000)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                char::from_digit((state >> 60) as u32, 16).unwrap()
+            })
+            .collect();
+        let small = journal.record(call("a", "math", CallOutcome::Ok, None));
+        journal.flush();
+        let big = Happened::Audit(AuditEntry {
+            arguments: Some(serde_json::json!({"text": noise})),
+            ..match call("b", "math", CallOutcome::Ok, None) {
+                Happened::Audit(entry) => entry,
+                _ => unreachable!(),
+            }
+        });
+        let big = journal.record(big);
+        journal.flush();
+        let last = journal.record(call("c", "math", CallOutcome::Ok, None));
+        journal.flush();
+        let db = Connection::open(journal.path()).unwrap();
+        db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+        let page_size: u64 = db.pragma_query_value(None, "page_size", |row| row.get(0)).unwrap();
+        let pages: u64 = db.pragma_query_value(None, "page_count", |row| row.get(0)).unwrap();
+        drop(db);
+        // The big block's body fills most pages: one in the middle is one of its overflow pages.
+        let mut file = std::fs::OpenOptions::new().write(true).open(journal.path()).unwrap();
+        file.seek(SeekFrom::Start(pages / 2 * page_size)).unwrap();
+        file.write_all(&vec![0; page_size as usize]).unwrap();
+        drop(file);
+        let found = reader.after(&journal, 0, 100, &Filter::default()).unwrap();
+        assert_eq!(ids(&found), [small, big, last], "{found:?}");
+        let Happened::Gap { reason: Some(reason), dropped: 1 } = &found.events[1].what else {
+            panic!("{:?}", found.events[1])
+        };
+        assert!(reason.contains("corrupt"), "{reason}");
+        let newest = reader.newest(&journal, 100, &Filter::default()).unwrap();
+        assert_eq!(ids(&newest), [small, big, last]);
+    }
+
     fn ids(found: &Found) -> Vec<u64> {
         found.events.iter().map(|e| e.id).collect()
     }
@@ -423,7 +563,7 @@ mod tests {
             };
             journal.record(call(who, if n % 2 == 0 { "math" } else { "web" }, outcome, error));
         }
-        journal.record(Happened::Gap { dropped: 1 });
+        journal.record(Happened::Gap { dropped: 1, reason: None });
         // Half written, half only in the tail: the pages must not care.
         journal.flush();
         for _ in 0..10 {
@@ -506,7 +646,7 @@ mod tests {
         journal.record(call("ci", "math", CallOutcome::Ok, None));
         journal.record(call("ci", "math", CallOutcome::IsError, None));
         journal.record(call("dev", "math", CallOutcome::Error, Some("timeout")));
-        journal.record(Happened::Gap { dropped: 2 });
+        journal.record(Happened::Gap { dropped: 2, reason: None });
         journal.flush();
         let now = SystemTime::now();
         let all = reader.rates(&journal, 5, now, |_, _| true).unwrap();

@@ -83,12 +83,26 @@ pub enum OpenError {
     Locked { path: PathBuf },
     #[error("cannot lock the state directory {path}: {source}")]
     Lock { path: PathBuf, source: std::io::Error },
-    #[error("cannot open the journal {path}: {source}")]
+    #[error("cannot open the journal {path}: {source}{}", damage_hint(.source, .path))]
     Unreadable { path: PathBuf, source: rusqlite::Error },
     #[error(
         "the journal {path} has schema version {found}, newer than this hangar knows ({known}); run a newer hangar or move the file aside"
     )]
     Newer { path: PathBuf, found: u32, known: u32 },
+}
+
+/// What to do about a journal SQLite finds damaged (a torn or truncated file): the hangar leaves
+/// it as it is, so what it still holds can be recovered.
+fn damage_hint(source: &rusqlite::Error, path: &Path) -> String {
+    if source.sqlite_error_code() != Some(rusqlite::ErrorCode::DatabaseCorrupt) {
+        return String::new();
+    }
+    format!(
+        "; the file is damaged and left as it is: recover what it holds with \
+         `sqlite3 {path} .recover | sqlite3 recovered.sqlite` and put that in its place, \
+         or move it aside to start a new journal",
+        path = path.display()
+    )
 }
 
 impl Sysexit for OpenError {
@@ -102,8 +116,9 @@ impl Sysexit for OpenError {
 }
 
 /// Creates the state directory (0700) if needed, locks it, and opens the journal in it. The
-/// lock is held as long as the returned file is open.
-pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File), OpenError> {
+/// lock is held as long as the returned file is open. The flag says the file was there but
+/// empty (0 bytes): SQLite would quietly start afresh in it, so the caller says so aloud.
+pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File, bool), OpenError> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -121,8 +136,9 @@ pub fn open(dir: &Path, path: &Path) -> Result<(Connection, File), OpenError> {
         Err(TryLockError::WouldBlock) => return Err(OpenError::Locked { path: dir.into() }),
         Err(TryLockError::Error(source)) => return Err(OpenError::Lock { path: lock_path, source }),
     }
+    let was_empty = std::fs::metadata(path).is_ok_and(|found| found.is_file() && found.len() == 0);
     let connection = Connection::open(path).map_err(|source| OpenError::Unreadable { path: path.into(), source })?;
-    Ok((prepare(connection, path)?, lock))
+    Ok((prepare(connection, path)?, lock, was_empty))
 }
 
 #[cfg(test)]

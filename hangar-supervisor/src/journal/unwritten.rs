@@ -199,7 +199,7 @@ mod tests {
             entry.id = n as u64 + 1;
             assert!(unwritten.push(&entry));
         }
-        assert!(unwritten.push(&Recorded { id: 6, at_ms: minute, what: Happened::Gap { dropped: 1 } }));
+        assert!(unwritten.push(&Recorded { id: 6, at_ms: minute, what: Happened::Gap { dropped: 1, reason: None } }));
         let counts: Vec<_> = unwritten
             .minutes
             .counts
@@ -218,9 +218,9 @@ mod tests {
     fn full_blocks_are_sealed_in_order_and_past_the_limit_entries_are_refused() {
         let mut unwritten = Unwritten::default();
         for id in 1..=MAX_ENTRIES as u64 {
-            assert!(unwritten.push(&Recorded { id, at_ms: 0, what: Happened::Gap { dropped: 1 } }));
+            assert!(unwritten.push(&Recorded { id, at_ms: 0, what: Happened::Gap { dropped: 1, reason: None } }));
         }
-        assert!(!unwritten.push(&Recorded { id: 0, at_ms: 0, what: Happened::Gap { dropped: 1 } }));
+        assert!(!unwritten.push(&Recorded { id: 0, at_ms: 0, what: Happened::Gap { dropped: 1, reason: None } }));
         let blocks: Vec<_> = unwritten.blocks().map(|b| (b.first_id, b.last_id)).collect();
         assert_eq!(blocks.len(), MAX_ENTRIES / super::super::block::MAX_ENTRIES);
         assert!(blocks.windows(2).all(|w| w[0].1 + 1 == w[1].0), "consecutive, never overlapping: {blocks:?}");
@@ -231,7 +231,11 @@ mod tests {
         assert_eq!(unwritten.spare.len(), SPARE_BLOCKS, "a few sealed blocks kept, not all");
         let block = super::super::block::MAX_ENTRIES as u64;
         for id in 1..=block + 1 {
-            assert!(unwritten.push(&Recorded { id: 100 + id, at_ms: 0, what: Happened::Gap { dropped: 1 } }));
+            assert!(unwritten.push(&Recorded {
+                id: 100 + id,
+                at_ms: 0,
+                what: Happened::Gap { dropped: 1, reason: None }
+            }));
         }
         let again: Vec<_> = unwritten.blocks().map(|b| (b.first_id, b.last_id, b.entries)).collect();
         assert_eq!(again, [(101, 100 + block, block as usize), (101 + block, 101 + block, 1)]);

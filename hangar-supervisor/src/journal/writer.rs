@@ -7,7 +7,8 @@
 //! full, or another process holds the database's write lock past `BUSY_TIMEOUT`), entries are
 //! dropped: counted (`hangar_journal_dropped_total`), logged at most once per `WARN_EVERY`, and
 //! once a batch is written again a `gap` entry says how many were lost. Pruning
-//! (`retention.rs`) runs here too, at start and hourly.
+//! (`retention.rs`) runs here too: by age at start and hourly, and by size (`journal.max_mb`)
+//! after every batch that leaves the database over it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -97,6 +98,7 @@ impl Writer {
             unwritten: unwritten.clone(),
             taken: Unwritten::default(),
             packer: block::Packer::default(),
+            stripped: retention::Stripped::default(),
         };
         std::thread::Builder::new()
             .name("journal-writer".into())
@@ -163,6 +165,8 @@ struct Thread {
     taken: Unwritten,
     /// Compresses each block as it is stored.
     packer: block::Packer,
+    /// How far the size cap has taken arguments (`retention::fit`).
+    stripped: retention::Stripped,
 }
 
 impl Thread {
@@ -202,6 +206,7 @@ impl Thread {
             self.write_batch(&memories);
             memories.clear();
             self.prune_if_due();
+            self.fit_if_over();
             for done in flushes.drain(..) {
                 let _ = done.send(());
             }
@@ -279,6 +284,25 @@ impl Thread {
         let pruning =
             self.retention.as_ref().map_or(PRUNE_EVERY, |(_, at)| at.saturating_duration_since(Instant::now()));
         if self.stats.unmarked.load(Ordering::Relaxed) > 0 { pruning.min(RETRY_EVERY) } else { pruning }
+    }
+
+    /// Holds `journal.max_mb` as the journal grows: past it, makes room at once.
+    fn fit_if_over(&mut self) {
+        let Some((config, _)) = &self.retention else { return };
+        match retention::over_cap(&self.connection, config) {
+            Ok(false) => return,
+            Ok(true) => {}
+            Err(err) => return tracing::warn!(%err, "journal: its size was not read"),
+        }
+        match retention::fit(&self.connection, config, &mut self.stripped) {
+            Ok(pruned) => tracing::debug!(
+                arguments = pruned.arguments,
+                by_size = pruned.by_size,
+                max_mb = config.max_mb,
+                "journal pruned to its size cap (arguments first, then the oldest entries)"
+            ),
+            Err(err) => tracing::warn!(%err, "journal: pruning to max_mb failed; it is tried after the next batch"),
+        }
     }
 
     fn prune_if_due(&mut self) {

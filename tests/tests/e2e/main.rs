@@ -9,6 +9,7 @@
 //! thousands of sockets and floods the API, which would starve the bounded waits of the others.
 
 mod audit_api;
+mod audit_secrets;
 mod auth;
 mod bad_input;
 mod box_fences;
@@ -26,6 +27,7 @@ mod drain;
 mod echo_bounds;
 mod egress_content;
 mod eras;
+mod event_views;
 mod events;
 mod front_door;
 mod front_door_routing;
@@ -35,10 +37,13 @@ mod hangar_call_questions;
 mod health;
 mod how_it_ended;
 mod http_news;
+mod identity_quotas;
 mod ids;
 mod introspection;
 mod journal_audit;
+mod journal_bounds;
 mod journal_crash;
+mod journal_damage;
 mod journal_gap;
 mod journal_migration;
 mod journal_state;

@@ -49,6 +49,8 @@ impl Hangar {
         // The calls' notices are heard until the batch is answered, then dropped.
         let (heard_to, heard) = relay_channel(notices.is_some() && !relay.is_off()).unzip();
         let relayed = heard_to.map(|to| (relay, to));
+        // Past its quota the caller is refused before any of its calls runs.
+        self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| super::refused(&refusal, ""))?;
         let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, relayed));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
@@ -64,8 +66,8 @@ impl Hangar {
         let (id, created) = self.new_task(caller);
         let created = match created {
             Ok(created) => created,
-            Err(Refusal::Full | Refusal::Unknown) if parked.is_some() => return Err(too_many()),
-            Err(Refusal::Full | Refusal::Unknown) => {
+            Err(Refusal::Full | Refusal::Unknown | Refusal::Quota { .. }) if parked.is_some() => return Err(too_many()),
+            Err(Refusal::Full | Refusal::Unknown | Refusal::Quota { .. }) => {
                 tracing::warn!("the task book is full; the batch runs without a task");
                 // Without a task, a batch whose calls ask cannot be answered.
                 return match running.await.unwrap_or_else(|_| Err(ended())) {
