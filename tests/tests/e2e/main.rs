@@ -25,6 +25,7 @@ mod drain;
 mod echo_bounds;
 mod egress_content;
 mod eras;
+mod escape_window;
 mod events;
 mod front_door;
 mod front_door_routing;
