@@ -444,7 +444,9 @@ fn message_within(wait: Duration) -> bool {
     use std::os::fd::AsFd;
     let stdin = std::io::stdin();
     let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    // Whole milliseconds, rounded up: a wait cut down to 0 would spin until the deadline.
+    let millis = u64::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+    let timeout = PollTimeout::try_from(Duration::from_millis(millis)).unwrap_or(PollTimeout::MAX);
     match poll(&mut fds, timeout) {
         Ok(0) | Err(nix::errno::Errno::EINTR) => false,
         // Ready, or an error that `recvmsg` will report.
