@@ -16,7 +16,8 @@
 //! The window that remains: an orphan reparented to the supervisor less than one look before the
 //! supervisor's SIGKILL, that has by then both cleared its environment and left its upstream's
 //! process group (a child missed in one look because the list changed while it was read is found
-//! at the next).
+//! at the next). A process that keeps forking itself anew, each copy orphaned in turn, has its
+//! newest copy in that window at any moment; only a cgroup (`cgroup.rs`) holds such a one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
