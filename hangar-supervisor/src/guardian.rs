@@ -18,8 +18,15 @@
 //! guardian also notes every descendant of each pid it watches (pid and start time) every
 //! [`RECORD_EVERY`] while it waits, and at the end kills those it noted and every process still
 //! marked in its environment as descending from one of its supervisor's upstreams
-//! (`proctree::MARKER`), wherever it went. Only a descendant that cleared its environment within
-//! the last moment before such a death can escape without cgroups.
+//! (`proctree::MARKER`), wherever it went. And each records the supervisor's own children as
+//! they appear (`kin.rs`: every [`kin::LOOK_EVERY`], and at every walk), so an orphan the
+//! supervisor had not yet swept is killed too, even one that has shed its marker and its group;
+//! their descendants are noted at each walk like the upstreams'. The fellow guardians, which are
+//! the supervisor's children as well, are named to each (`guardian PID`) and left alone. What
+//! can still escape without cgroups: an orphan reparented to the supervisor less than one look
+//! (100 ms) before its death that has by then cleared its environment and left its upstream's
+//! process group, or a descendant born less than one walk (1 s) before it, below an upstream or
+//! a recorded orphan that dies in the same instant.
 //!
 //! For that walk to find everything, upstreams must still be alive, and their children still
 //! below them, when the guardian walks. So while a guardian runs, upstreams get no lethal
@@ -53,6 +60,7 @@ use nix::sys::socket::{
     AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, sendmsg, socketpair,
 };
 
+use crate::kin::{self, Kin};
 use crate::{cgroup, children, proctree};
 
 /// The argument that turns the supervisor binary into a guardian.
@@ -80,6 +88,8 @@ static JSON_LOGS: AtomicBool = AtomicBool::new(false);
 struct State {
     /// The supervisor's end of each guardian's socket.
     pipes: [Option<OwnedFd>; GUARDIANS],
+    /// Each guardian's pid, so that each can tell the others from the orphans it must kill.
+    guardians: [Option<u32>; GUARDIANS],
     /// Every process it must kill, with the copies of its pipes the guardian holds too.
     pids: BTreeMap<u32, Vec<OwnedFd>>,
     cgroups: BTreeSet<PathBuf>,
@@ -89,6 +99,7 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State {
     pipes: [const { None }; GUARDIANS],
+    guardians: [None; GUARDIANS],
     pids: BTreeMap::new(),
     cgroups: BTreeSet::new(),
     closing: false,
@@ -155,6 +166,13 @@ fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
     drop(own);
     let mut state = state();
     state.pipes[slot] = Some(ours);
+    state.guardians[slot] = Some(child.id());
+    // Each guardian knows the others: the supervisor's children it must leave alone.
+    let fellows: Vec<u32> = state.guardians.iter().flatten().copied().filter(|pid| *pid != child.id()).collect();
+    for fellow in fellows {
+        send_to(&mut state, slot, &format!("guardian {fellow}"), &[]);
+    }
+    send(&mut state, &format!("guardian {}", child.id()), &[]);
     let pids: Vec<(u32, Vec<RawFd>)> =
         state.pids.iter().map(|(pid, fds)| (*pid, fds.iter().map(AsRawFd::as_raw_fd).collect())).collect();
     for (pid, fds) in pids {
@@ -176,7 +194,13 @@ fn keep(slot: usize, mut child: std::process::Child) {
         let pid = child.id();
         let status = child.wait();
         children::disown(pid);
-        if state().closing {
+        let closing = {
+            let mut state = state();
+            // Its pid may be handed out again: no guardian is to spare whoever gets it.
+            state.guardians[slot] = None;
+            state.closing
+        };
+        if closing {
             return;
         }
         let how = status.map_or_else(
@@ -329,23 +353,34 @@ pub fn run() -> std::process::ExitCode {
         hangar_runtime::logging::LogFormat::Human
     });
     // Read while the supervisor is still its parent: what its upstreams' markers start with.
-    let marked = proctree::marker_prefix(nix::unistd::getppid().as_raw() as u32);
+    let supervisor = nix::unistd::getppid().as_raw() as u32;
+    let marked = proctree::marker_prefix(supervisor);
     let mut watched = Watched::default();
+    let mut kin = Kin::new(supervisor);
     let mut noted = BTreeMap::new();
     let mut buf = [0u8; 4096];
-    let mut last_noted = Instant::now();
+    let mut last_noted: Option<Instant> = None;
+    let mut last_looked: Option<Instant> = None;
     loop {
-        // On time even while messages keep coming (orphans adopted and reaped in a loop).
-        if last_noted.elapsed() >= RECORD_EVERY {
-            let descendants = watched.descendants();
+        // Both on time even while messages keep coming (orphans adopted and reaped in a loop).
+        if last_noted.is_none_or(|at| at.elapsed() >= RECORD_EVERY) {
+            let procs = proctree::snapshot();
+            log_recorded(&watched, kin.walked(&procs));
+            let descendants = watched.descendants(&procs, &kin);
             if descendants.len() != noted.len() {
                 let (guardian, descendants_noted) = (std::process::id(), descendants.len());
                 tracing::debug!(guardian, descendants_noted, "guardian: noted the upstreams' descendants");
             }
             noted = descendants;
-            last_noted = Instant::now();
+            last_noted = Some(Instant::now());
         }
-        if !message_within(RECORD_EVERY.saturating_sub(last_noted.elapsed())) {
+        if last_looked.is_none_or(|at| at.elapsed() >= kin::LOOK_EVERY) {
+            log_recorded(&watched, kin.look());
+            last_looked = Some(Instant::now());
+        }
+        let until =
+            |last: Option<Instant>, every: Duration| every.saturating_sub(last.map_or(every, |at| at.elapsed()));
+        if !message_within(until(last_noted, RECORD_EVERY).min(until(last_looked, kin::LOOK_EVERY))) {
             continue;
         }
         let mut space = nix::cmsg_space!([RawFd; 8]);
@@ -372,11 +407,18 @@ pub fn run() -> std::process::ExitCode {
         }
         watched.apply(&String::from_utf8_lossy(&buf[..len]), fds);
     }
-    let Watched { pids, cgroups } = watched;
+    let Watched { pids, cgroups, guardians } = watched;
     for dir in &cgroups {
         cgroup::kill(dir);
     }
+    // The supervisor's children it never announced: orphans it had not swept yet, however they
+    // hid (an announced one was just killed with the rest).
+    let unannounced: Vec<(u32, u64)> =
+        kin.recorded(&guardians).into_iter().filter(|(pid, _)| !pids.contains_key(pid)).collect();
     for (pid, (start, _pipes)) in pids {
+        proctree::kill_tree(pid, Some(start));
+    }
+    for (pid, start) in unannounced {
         proctree::kill_tree(pid, Some(start));
     }
     // Those whose upstream died with the supervisor and left them to init.
@@ -402,7 +444,9 @@ fn message_within(wait: Duration) -> bool {
     use std::os::fd::AsFd;
     let stdin = std::io::stdin();
     let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    // Whole milliseconds, rounded up: a wait cut down to 0 would spin until the deadline.
+    let millis = u64::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+    let timeout = PollTimeout::try_from(Duration::from_millis(millis)).unwrap_or(PollTimeout::MAX);
     match poll(&mut fds, timeout) {
         Ok(0) | Err(nix::errno::Errno::EINTR) => false,
         // Ready, or an error that `recvmsg` will report.
@@ -410,27 +454,42 @@ fn message_within(wait: Duration) -> bool {
     }
 }
 
-/// What the guardian must kill, as the supervisor said.
+/// Logs the supervisor's children a guardian just recorded that the supervisor had not
+/// announced (yet): orphans it has not swept, or a child that announces itself in a moment.
+fn log_recorded(watched: &Watched, fresh: Vec<u32>) {
+    let guardian = std::process::id();
+    for pid in fresh {
+        if pid != guardian && !watched.pids.contains_key(&pid) && !watched.guardians.iter().any(|(g, _)| *g == pid) {
+            tracing::debug!(guardian, pid, "guardian: recorded a new child of the supervisor");
+        }
+    }
+}
+
+/// What the guardian must kill, as the supervisor said, and whom it must not.
 #[derive(Default)]
 struct Watched {
     /// Each pid with its start time, read when announced (a pid reused later is left alone), and
     /// the copies of its pipes, held open until it is killed.
     pids: BTreeMap<u32, (u64, Vec<RawFd>)>,
     cgroups: BTreeSet<PathBuf>,
+    /// The guardians (this one included), by pid and start time: children of the supervisor
+    /// never to be killed.
+    guardians: BTreeSet<(u32, u64)>,
 }
 
 impl Watched {
-    /// Every live process below the watched ones now, with its start time (so a pid reused
-    /// later is left alone).
-    fn descendants(&self) -> BTreeMap<u32, u64> {
-        if self.pids.is_empty() {
+    /// Every live process in `procs` below the watched ones and the supervisor's children
+    /// recorded in `kin`, with its start time (so a pid reused later is left alone).
+    fn descendants(&self, procs: &[proctree::Stat], kin: &Kin) -> BTreeMap<u32, u64> {
+        let roots: BTreeSet<u32> =
+            self.pids.keys().copied().chain(kin.recorded(&self.guardians).into_iter().map(|(pid, _)| pid)).collect();
+        if roots.is_empty() {
             return BTreeMap::new();
         }
-        let procs = proctree::snapshot();
         let starts: BTreeMap<u32, u64> = procs.iter().map(|p| (p.pid, p.start)).collect();
-        self.pids
-            .keys()
-            .flat_map(|root| proctree::subtree(*root, &procs).into_iter().filter(move |pid| pid != root))
+        roots
+            .into_iter()
+            .flat_map(|root| proctree::subtree(root, procs).into_iter().filter(move |pid| *pid != root))
             .filter_map(|pid| Some((pid, *starts.get(&pid)?)))
             .collect()
     }
@@ -438,7 +497,11 @@ impl Watched {
     fn apply(&mut self, line: &str, fds: Vec<RawFd>) {
         let mut unkept = fds;
         let pid = |op: char| line.strip_prefix(op).and_then(|pid| pid.parse::<u32>().ok());
-        if let Some(dir) = line.strip_prefix("+cgroup ") {
+        if let Some(guardian) = line.strip_prefix("guardian ").and_then(|pid| pid.parse::<u32>().ok()) {
+            if let Some(stat) = proctree::read(guardian) {
+                self.guardians.insert((guardian, stat.start));
+            }
+        } else if let Some(dir) = line.strip_prefix("+cgroup ") {
             self.cgroups.insert(PathBuf::from(dir));
         } else if let Some(dir) = line.strip_prefix("-cgroup ") {
             self.cgroups.remove(&PathBuf::from(dir));

@@ -7,8 +7,9 @@
 //! upstream instance its environment names (`proctree::MARKER`, set on every upstream at spawn and
 //! inherited by all it starts), else the upstream whose process group it is still in. An orphan
 //! that cleared or rewrote its environment (`env -i`, some `setproctitle`s) *and* left the group
-//! (`setsid`) names none. No record of earlier sightings is kept: a daemon orphans itself at
-//! once, before any look could see it.
+//! (`setsid`) names none, and is killed at once by the sweep. No record of earlier sightings is
+//! kept here: a daemon orphans itself at once, before any look could see it. (For a SIGKILLed
+//! supervisor, whose sweep never comes, the guardians record its children themselves: `kin.rs`.)
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

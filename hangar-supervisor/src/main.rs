@@ -16,6 +16,7 @@ mod hangar;
 mod helpers;
 mod journal;
 mod kernel_limits;
+mod kin;
 mod lifetime;
 mod limits;
 mod lineage;

@@ -56,6 +56,24 @@ pub fn snapshot() -> Vec<Stat> {
     entries.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok()).filter_map(read).collect()
 }
 
+/// The children of process `pid` (of each of its threads: an orphan is handed to any live thread
+/// of its subreaper), from `/proc/<pid>/task/<tid>/children`: a few small reads instead of a
+/// walk of all of `/proc`. The kernel builds each list as it is read, so a child may be missed
+/// while others come and go; the next read finds it. None when the process is gone or the
+/// kernel keeps no such lists (built without `CONFIG_PROC_CHILDREN`).
+pub fn children_of(pid: u32) -> Option<BTreeSet<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut children = BTreeSet::new();
+    let mut listed = false;
+    for task in tasks.flatten() {
+        // A thread that exited meanwhile has no list any more.
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else { continue };
+        listed = true;
+        children.extend(text.split_whitespace().filter_map(|child| child.parse::<u32>().ok()));
+    }
+    listed.then_some(children)
+}
+
 /// The live processes at or below `root` by parent links, and the live members of the process
 /// group `root` leads (which may have been reparented away from it).
 pub fn subtree(root: u32, procs: &[Stat]) -> BTreeSet<u32> {

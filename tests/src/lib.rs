@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 
 pub use serde_json;
 
+mod reachable;
+pub use reachable::Reachable;
+
 /// The fake upstream's default sentinel: no read surface may ever repeat it.
 pub const SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
 
@@ -288,6 +291,8 @@ pub struct Hangar {
     agent: ureq::Agent,
     bodies: Arc<Mutex<Vec<String>>>,
     exited: Option<ExitStatus>,
+    /// The copies another user runs, kept while the hangar runs (see [`Reachable`]).
+    reachable: Option<Reachable>,
 }
 
 impl Hangar {
@@ -308,15 +313,27 @@ impl Hangar {
         Hangar::start_with_env(yaml, extra_args, &[])
     }
 
+    /// As [`Hangar::start`], with `{fake}` and `{fixtures}` standing for copies every user can
+    /// reach ([`Reachable`]): for a config whose boxes run as another user (`sandbox.user`),
+    /// wherever the clone lives (a 0700 home included). The fixtures' copies lie outside `/tmp`,
+    /// so a box's private `/tmp` does not show them.
+    pub fn start_reachable(yaml: &str) -> Hangar {
+        let reachable = Reachable::get();
+        let dir = Hangar::write_config(&reachable.fill(yaml));
+        Hangar::launch(dir, &[], &[], None, Some(reachable))
+    }
+
     /// As [`Hangar::start_with`], with `env` set for the supervisor (and the helpers it starts).
     pub fn start_with_env(yaml: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Hangar {
         let dir = Hangar::write_config(yaml);
-        Hangar::launch(dir, extra_args, env, None)
+        Hangar::launch(dir, extra_args, env, None, None)
     }
 
     /// As [`Hangar::start`], with the supervisor (and so everything it starts) running as the
     /// unprivileged `uid`/`gid` (`setpriv`, no supplementary groups): how a hangar without root
-    /// behaves. Its temp dir is handed to that user, so its journal, socket and config are its own.
+    /// behaves. Its temp dir is handed to that user, so its journal, socket and config are its own;
+    /// the binaries it runs and `{fake}` and `{fixtures}` are copies that user can reach
+    /// ([`Reachable`]), wherever the clone lives.
     pub fn start_as_user(yaml: &str, uid: u32, gid: u32) -> Hangar {
         Hangar::start_as_user_with_env(yaml, uid, gid, &[])
     }
@@ -347,11 +364,12 @@ impl Hangar {
         env: &[(&str, &str)],
         caps: &str,
     ) -> Hangar {
-        let dir = Hangar::write_config(yaml);
+        let reachable = Reachable::get();
+        let dir = Hangar::write_config(&reachable.fill(yaml));
         for path in [dir.path().to_path_buf(), dir.path().join("hangar.yaml")] {
             std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("hand the temp dir to the user");
         }
-        Hangar::launch(dir, extra_args, env, Some((uid, gid, caps)))
+        Hangar::launch(dir, extra_args, env, Some((uid, gid, caps)), Some(reachable))
     }
 
     /// A temp dir holding `yaml` as `hangar.yaml`, its placeholders filled in.
@@ -369,12 +387,13 @@ impl Hangar {
     }
 
     /// Runs a hangar on the config already in `dir` (`hangar.yaml`), keeping its journal there;
-    /// as `user` (uid, gid) when given.
+    /// as `user` (uid, gid) when given, its binaries then taken from `reachable`.
     fn launch(
         dir: tempfile::TempDir,
         extra_args: &[&str],
         env: &[(&str, &str)],
         user: Option<(u32, u32, &str)>,
+        reachable: Option<Reachable>,
     ) -> Hangar {
         let config = dir.path().join("hangar.yaml");
         // `--socket PATH` among the extra arguments puts the control socket there instead.
@@ -391,7 +410,12 @@ impl Hangar {
                     let raised = caps.split(',').map(|cap| format!("+{cap}")).collect::<Vec<_>>().join(",");
                     command.arg(format!("--inh-caps={raised}")).arg(format!("--ambient-caps={raised}"));
                 }
-                command.arg("--").arg(bin("hangar-supervisor")).env("HOME", dir.path());
+                let reachable = reachable.as_ref().expect("a hangar run as another user runs reachable copies");
+                // Its helpers beside it, where it looks for them.
+                for helper in ["hangar-api", "hangar-prober"] {
+                    reachable.bin(helper);
+                }
+                command.arg("--").arg(reachable.bin("hangar-supervisor")).env("HOME", dir.path());
                 command
             }
             None => Command::new(bin("hangar-supervisor")),
@@ -426,8 +450,16 @@ impl Hangar {
             .timeout_global(Some(Duration::from_secs(60)))
             .build()
             .into();
-        let mut hangar =
-            Hangar { base: String::new(), dir, socket, supervisor, agent, bodies: Arc::default(), exited: None };
+        let mut hangar = Hangar {
+            base: String::new(),
+            dir,
+            socket,
+            supervisor,
+            agent,
+            bodies: Arc::default(),
+            exited: None,
+            reachable,
+        };
         match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(base) => hangar.base = base,
             Err(_) => panic!("the API never said where it listens; log:\n{}", hangar.log()),
@@ -714,9 +746,11 @@ impl Hangar {
             poll("the supervisor to exit", Duration::from_secs(30), || self.supervisor.try_wait().ok().flatten());
         self.exited = Some(status);
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
+        // Its config may name the copies: they stay for the next supervisor.
+        let reachable = self.reachable.take();
         drop(self);
         meanwhile(dir.path());
-        Hangar::launch(dir, extra_args, &[], None)
+        Hangar::launch(dir, extra_args, &[], None, reachable)
     }
 }
 

@@ -27,6 +27,7 @@ mod drain;
 mod echo_bounds;
 mod egress_content;
 mod eras;
+mod escape_window;
 mod event_views;
 mod events;
 mod front_door;

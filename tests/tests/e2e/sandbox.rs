@@ -105,7 +105,8 @@ mcp_servers:
     sandbox: strict
 "#
     );
-    let hangar = Hangar::start(&config);
+    // It runs as nobody: the probe must be where nobody can reach it, wherever the clone is.
+    let hangar = Hangar::start_reachable(&config);
     let dir = hangar.dir.path().to_path_buf();
     lay_out(&dir);
     let sleeper = Sleeper::start();
@@ -193,7 +194,7 @@ mcp_servers:
 
 #[test]
 fn an_escape_by_setsid_and_double_fork_does_not_survive_the_stop() {
-    let mut hangar = Hangar::start(
+    let mut hangar = Hangar::start_reachable(
         r#"
 mcp_servers:
   boxed:
@@ -329,7 +330,7 @@ mcp_servers:
     sandbox: {{network: {{tcp_bind: [{port}]}}}}
 "#
     );
-    let hangar = Hangar::start(&config);
+    let hangar = Hangar::start_reachable(&config);
     // Its own port, given under tcp_bind: it serves through the hangar as any HTTP upstream.
     let echoed = attempt(&hangar, "web", "echo", json!({"text": "hello"}));
     assert!(echoed.to_string().contains("hello"), "{echoed}");
@@ -452,7 +453,9 @@ mcp_servers:
     sandbox: strict
 "#;
     let mounts = host_mounts();
-    let mut hangar = Hangar::start(config);
+    // The probe runs as nobody, from copies outside the clone and outside /tmp: what its /tmp
+    // lists does not depend on where the clone lives.
+    let mut hangar = Hangar::start_reachable(config);
     let dir = hangar.dir.path().to_path_buf();
     assert!(dir.starts_with("/tmp"), "the grants must lie under the host's /tmp for this story: {dir:?}");
     lay_out(&dir);
