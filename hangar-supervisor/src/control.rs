@@ -12,7 +12,8 @@
 //!   gets one error frame (id 0) and the connection ends before anything is served; with the key
 //!   and another protocol version, the supervisor's hello (so the client can say so), then the end.
 //!
-//! Every refusal is logged at warn with the peer's pid, never with what it sent. Then the peer
+//! Every refusal is logged at warn with the peer's pid, never with what it sent, at most ten a
+//! window of 10 s one by one (`refusals.rs`), so a peer reconnecting in a loop cannot flood the log. Then the peer
 //! sends requests that are answered concurrently, each reply tagged with its request's id. Only
 //! an `api` peer may name a caller other than the hangar itself; a `prober` may send only what
 //! probing needs (`PeerRole::permits`), else its request is answered `forbidden`. A malformed
@@ -333,7 +334,7 @@ async fn connection(
     let pid = match peer_allowed(&stream, group) {
         Ok(pid) => pid,
         Err((pid, why)) => {
-            tracing::warn!(pid = %shown(pid), %why, "control connection refused");
+            crate::refusals::refused(&shown(pid), &why);
             return;
         }
     };
@@ -342,7 +343,7 @@ async fn connection(
         match tokio::task::spawn_blocking(move || crate::peer::upstream_tree(pid)).await {
             Ok(None) => {}
             Ok(Some(why)) => {
-                tracing::warn!(pid, %why, "control connection refused: a process in an upstream's tree");
+                crate::refusals::refused(&pid.to_string(), &format!("a process in an upstream's tree: {why}"));
                 return;
             }
             Err(_) => return,
@@ -359,13 +360,13 @@ async fn connection(
     let (peer, role) = match tokio::time::timeout(HELLO_TIMEOUT, hello(&mut reader, &mut buf, &out, &key)).await {
         Ok(Ok(peer)) => peer,
         Ok(Err(why)) => {
-            tracing::warn!(pid = %shown(pid), %why, "control connection refused");
+            crate::refusals::refused(&shown(pid), &why);
             drop(out);
             let _ = writer.await;
             return;
         }
         Err(_) => {
-            tracing::warn!(pid = %shown(pid), "control connection refused: no hello in time");
+            crate::refusals::refused(&shown(pid), "no hello in time");
             return;
         }
     };
