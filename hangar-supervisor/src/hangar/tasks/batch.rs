@@ -49,6 +49,8 @@ impl Hangar {
         // The calls' notices are heard until the batch is answered, then dropped.
         let (heard_to, heard) = relay_channel(notices.is_some() && !relay.is_off()).unzip();
         let relayed = heard_to.map(|to| (relay, to));
+        // What the batch reaches, for its task's readers' views.
+        let reached = batch.calls.iter().map(|call| (call.mcp_server.clone(), call.tool.clone())).collect();
         let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, relayed));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
@@ -76,6 +78,7 @@ impl Hangar {
         };
         unattended.0 = None;
         self.tasks.forget_gone();
+        self.tasks.reached(&id, reached);
         if let Some(result) = parked {
             self.tasks.book().answered(&id, 0, result, now_ms());
             return Ok(Reply::Task(created));
