@@ -5,8 +5,8 @@
 //!   for tokens already checked and new ones alike;
 //! - a token whose `sub` is a key's name (`alice`) or the hangar's (`hangar`) is `oauth:alice`
 //!   or `oauth:hangar`: it reads none of key alice's tasks, sessions or audit entries, and is
-//!   never the hangar; a key may not be named `oauth:...`; and a caller whose view lost a server
-//!   no longer reads its tasks there;
+//!   never the hangar; a key may not be named `oauth:...`; a caller whose view lost a server
+//!   no longer reads its tasks there, and a key a reload removed holds no session stream;
 //! - a `groups` claim given as one string is one group;
 //! - introspection: what cannot be an opaque token never reaches the IdP, the line behind the
 //!   in-flight introspections is bounded (503 with `Retry-After`), and time claims given as
@@ -196,12 +196,7 @@ fn a_token_named_like_a_key_or_the_hangar_is_neither() {
     assert_eq!(stranger.as_ref().err().and_then(|e| e["code"].as_i64()), Some(-32602), "{stranger:?}");
 
     // Key alice's legacy session: unknown to the token.
-    let init =
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
-    let (status, text) = legacy(&hangar, ALICE_KEY, None, "initialize", init);
-    assert_eq!(status, 200, "{text}");
-    let line = text.lines().find(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:")).expect("a session id");
-    let session = line.split_once(':').unwrap().1.trim().to_owned();
+    let session = open_session(&hangar, ALICE_KEY);
     assert_eq!(legacy(&hangar, ALICE_KEY, Some(&session), "tools/list", json!({})).0, 200);
     let (status, text) = legacy(&hangar, &alice_token, Some(&session), "tools/list", json!({}));
     assert_eq!(status, 404, "the token used key alice's session: {text}");
@@ -249,10 +244,62 @@ fn a_caller_whose_view_lost_a_server_no_longer_reads_its_tasks_or_calls_there() 
     });
     assert!(!audit(&hangar, ALICE_KEY, "").is_empty());
     // Her profile no longer sees `slow`.
-    let narrowed = yaml
-        .replace("dev: {servers: [slow]}", "dev: {servers: [elsewhere]}")
-        .replace("{fake}", &hangar_tests::bin("hangar-upstream-fake").display().to_string());
-    std::fs::write(hangar.path("hangar.yaml"), narrowed).unwrap();
+    reload(&hangar, &yaml.replace("dev: {servers: [slow]}", "dev: {servers: [elsewhere]}"));
+    let gone = task_get(&hangar, ALICE_KEY, &task);
+    assert_eq!(gone.as_ref().err().and_then(|e| e["code"].as_i64()), Some(-32602), "{gone:?}");
+    assert!(audit(&hangar, ALICE_KEY, "").is_empty(), "her calls to a server she no longer sees");
+}
+
+#[test]
+fn a_key_a_reload_removed_holds_no_session_stream() {
+    let yaml = config("https://idp.example.com", "");
+    let hangar = Hangar::start(&yaml);
+    let session = open_session(&hangar, ALICE_KEY);
+    let addr = hangar.base.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Authorization: Bearer {ALICE_KEY}\r\n\r\n"
+    );
+    std::io::Write::write_all(&mut stream, head.as_bytes()).unwrap();
+    let (mut seen, mut ended) = (String::new(), false);
+    let mut read = |seen: &mut String, ended: &mut bool| {
+        let mut chunk = [0u8; 4096];
+        match std::io::Read::read(&mut stream, &mut chunk) {
+            Ok(0) => *ended = true,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&chunk[..n])),
+            Err(_) => {}
+        }
+    };
+    poll("the session's stream to open", Duration::from_secs(10), || {
+        read(&mut seen, &mut ended);
+        seen.contains("200 OK").then_some(())
+    });
+    // A reload removes key alice: her session ends, and the stream it held with it.
+    let without_alice: String =
+        yaml.lines().filter(|line| !line.contains("name: alice")).map(|line| format!("{line}\n")).collect();
+    reload(&hangar, &without_alice);
+    poll("the removed key's session stream to end", Duration::from_secs(10), || {
+        read(&mut seen, &mut ended);
+        (ended || seen.contains("\r\n0\r\n\r\n")).then_some(())
+    });
+}
+
+/// A legacy session opened with `bearer`: its id.
+fn open_session(hangar: &Hangar, bearer: &str) -> String {
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    let (status, text) = legacy(hangar, bearer, None, "initialize", init);
+    assert_eq!(status, 200, "{text}");
+    let line = text.lines().find(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:")).expect("a session id");
+    line.split_once(':').unwrap().1.trim().to_owned()
+}
+
+/// Writes `yaml` as the hangar's config and reloads it as `ops`.
+fn reload(hangar: &Hangar, yaml: &str) {
+    let yaml = yaml.replace("{fake}", &hangar_tests::bin("hangar-upstream-fake").display().to_string());
+    std::fs::write(hangar.path("hangar.yaml"), yaml).unwrap();
     let reloaded = agent()
         .post(&format!("{}/api/config/reload", hangar.base))
         .header("Content-Type", "application/json")
@@ -260,9 +307,6 @@ fn a_caller_whose_view_lost_a_server_no_longer_reads_its_tasks_or_calls_there() 
         .send_empty()
         .unwrap();
     assert_eq!(reloaded.status().as_u16(), 200);
-    let gone = task_get(&hangar, ALICE_KEY, &task);
-    assert_eq!(gone.as_ref().err().and_then(|e| e["code"].as_i64()), Some(-32602), "{gone:?}");
-    assert!(audit(&hangar, ALICE_KEY, "").is_empty(), "her calls to a server she no longer sees");
 }
 
 #[test]
