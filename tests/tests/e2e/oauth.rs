@@ -45,7 +45,7 @@ impl Idp {
     }
 
     /// How many times the key set was fetched so far.
-    fn jwks_fetches(&self) -> u64 {
+    pub(super) fn jwks_fetches(&self) -> u64 {
         let body: Value = agent().get(&format!("{}/_stats", self.url)).call().unwrap().into_body().read_json().unwrap();
         body["jwks"].as_u64().unwrap()
     }

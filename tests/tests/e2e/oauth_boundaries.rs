@@ -1,8 +1,9 @@
 //! Where OAuth meets the hangar's other boundaries (issue 29, sections 5 and 6, and four traps
 //! of section 9), against the real authorization server of `oauth.rs` (`oidc-provider`,
 //! tests/fixtures/idp.mjs), from where an attacker stands:
-//! - a key the IdP stops publishing stops being trusted within `auth.oauth.jwks_refresh_s`,
-//!   for tokens already checked and new ones alike;
+//! - a key the IdP stops publishing stops being trusted within `auth.oauth.jwks_refresh_s`
+//!   (or the key set's shorter `Cache-Control: max-age`, never under 10 s), for tokens already
+//!   checked and new ones alike;
 //! - a token whose `sub` is a key's name (`alice`) or the hangar's (`hangar`) is `oauth:alice`
 //!   or `oauth:hangar`: it reads none of key alice's tasks, sessions or audit entries, and is
 //!   never the hangar; a key may not be named `oauth:...`; a caller whose view lost a server
@@ -171,6 +172,29 @@ fn refused_config(yaml: &str) -> String {
     );
     assert_eq!(code, Some(78), "{yaml}: {stderr}");
     stderr
+}
+
+#[test]
+fn the_key_set_s_max_age_brings_the_next_fetch_closer_but_never_under_ten_seconds() {
+    let idp = Idp::start(free_port());
+    // Keys fetched every 300 s by config; the IdP says its key set is fresh for 1 s only.
+    post(&format!("{}/_jwks_cache_control?value=public,%20max-age=1", idp.url));
+    let second = post(&format!("{}/_add_key", idp.url));
+    let hangar = Hangar::start(&config(&idp.url, "").replace("jwks_refresh_s: 2", "jwks_refresh_s: 300"));
+    let resource = format!("{}/mcp", hangar.base);
+    let token = idp.mint(&format!("aud={resource}&key={second}"));
+    poll("a token signed by the second key to be accepted", Duration::from_secs(30), || {
+        (get_with(&hangar, "/api/mcp_servers", Some(&token)).0 == 200).then_some(())
+    });
+    let fetched = idp.jwks_fetches();
+    post(&format!("{}/_remove_key?kid={second}", idp.url));
+    // Refused within the 10 s floor (the poll allows 25 s), long before the configured 300 s.
+    poll("the removed key's token to be refused", Duration::from_secs(25), || {
+        (get_with(&hangar, "/api/mcp_servers", Some(&token)).0 == 401).then_some(())
+    });
+    // A max-age of 1 s did not make the hangar fetch every second: the floor held.
+    let extra = idp.jwks_fetches() - fetched;
+    assert!(extra <= 3, "{extra} fetches of the key set while waiting for one refresh");
 }
 
 fn post(url: &str) -> String {
