@@ -3,7 +3,8 @@
 //! from `client_secret_file`), and must come back `active: true`. The answer's claims then go
 //! through the checks a JWT's do, where it carries them (see [`super::OAuth`]).
 //!
-//! Answers are cached by the token's SHA-256 (`cache::TokenCache`, the one token cache): an accepted token until its
+//! The same token sent many times at once is introspected once (the others wait for its
+//! answer). Answers are cached by the token's SHA-256 (`cache::TokenCache`, the one token cache): an accepted token until its
 //! `exp`, at most [`ACCEPTED_TTL`] (so a revoked token is refused within that time), a refused
 //! one for [`REFUSED_TTL`]; an authorization server that cannot answer is not cached at all. At
 //! most [`MAX_IN_FLIGHT`] requests go to it at once, and at most [`MAX_WAITING`] more wait, each
@@ -16,6 +17,8 @@
 //! be numbers ([`super::numeric_dates`]).
 //! Neither the token nor the secret is ever logged.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::{Caller, IntrospectionConfig};
@@ -48,11 +51,23 @@ pub const MAX_OPAQUE_BYTES: usize = 4096;
 pub struct Opaque {
     client: Introspection,
     cache: TokenCache<Result<Caller, Refusal>>,
+    /// Tokens being introspected now, each with the lock its other requests wait on: the same
+    /// token sent many times at once is asked about once.
+    asking: std::sync::Mutex<HashMap<TokenDigest, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Opaque {
     pub fn new(config: &IntrospectionConfig) -> Result<Opaque, reqwest::Error> {
-        Ok(Opaque { client: Introspection::new(config)?, cache: TokenCache::with_capacity(CACHE_CAPACITY) })
+        Ok(Opaque {
+            client: Introspection::new(config)?,
+            cache: TokenCache::with_capacity(CACHE_CAPACITY),
+            asking: std::sync::Mutex::default(),
+        })
+    }
+
+    /// The lock of `key`'s introspection (made if none is under way).
+    fn asking(&self, key: TokenDigest) -> Arc<tokio::sync::Mutex<()>> {
+        self.asking.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone()
     }
 
     /// The caller an opaque token names: introspected (or cached), its `iss`, `aud`, `exp` and
@@ -71,6 +86,27 @@ impl Opaque {
         if !b64token(token) {
             return Err(Refusal::InvalidToken("malformed"));
         }
+        // One introspection per token at a time; those that waited find its answer cached.
+        let lock = self.asking(key);
+        let _one = lock.lock().await;
+        // However this ends (a client that goes away drops it), the token is no longer asked about.
+        let _done = Asked { asking: &self.asking, key, lock: &lock };
+        if let Some(decided) = self.cache.get(&key, Instant::now()) {
+            return decided;
+        }
+        self.introspect(token, key, issuer, resource, caller).await
+    }
+
+    /// Asks the authorization server about `token` and caches what it decides (unless it could
+    /// not tell).
+    async fn introspect(
+        &self,
+        token: &str,
+        key: TokenDigest,
+        issuer: &str,
+        resource: &str,
+        caller: impl Fn(&Map<String, Value>) -> Result<Caller, Refusal>,
+    ) -> Result<Caller, Refusal> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let (decided, ttl) = match self.client.introspect(token).await {
             Ok(claims) => {
@@ -85,6 +121,23 @@ impl Opaque {
         let now = Instant::now();
         self.cache.insert(key, decided.clone(), now + ttl, now);
         decided
+    }
+}
+
+/// Forgets a token's entry among those being asked about, when its introspection ends.
+struct Asked<'a> {
+    asking: &'a std::sync::Mutex<HashMap<TokenDigest, Arc<tokio::sync::Mutex<()>>>>,
+    key: TokenDigest,
+    /// Its lock: an entry made since (after an answer that was not cached) is not this one's.
+    lock: &'a Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+        if asking.get(&self.key).is_some_and(|lock| Arc::ptr_eq(lock, self.lock)) {
+            asking.remove(&self.key);
+        }
     }
 }
 

@@ -377,28 +377,23 @@ fn introspection_asks_only_about_what_can_be_a_token_and_keeps_a_bounded_line() 
         assert_eq!(status(&minted), 401, "a JWT whose {claim} is a string was accepted");
     }
 
+    // The same new token many times at once: asked about once.
+    post(&format!("{}/_slow?ms=500", idp.url));
+    let before = asked();
+    let same = at_once(&hangar.base, vec!["the-same-made-up-token".to_owned(); 20]);
+    assert!(same.iter().all(|(code, _)| *code == 401), "{same:?}");
+    assert_eq!(asked() - before, 1, "the same token was asked about more than once");
+
     // A flood of made-up opaque tokens while the IdP is slow: no line builds up behind the 16
     // in flight; the excess is refused at once with 503 and Retry-After, and the token accepted
     // before is answered from the cache meanwhile.
     post(&format!("{}/_slow?ms=1500", idp.url));
     let before = asked();
+    let made_up = (0..100).map(|n| format!("flood-{n}-made-up")).collect();
     let base = hangar.base.clone();
-    let flood: Vec<_> = (0..100)
-        .map(|n| {
-            let base = base.clone();
-            std::thread::spawn(move || {
-                let response = agent()
-                    .get(&format!("{base}/api/mcp_servers"))
-                    .header("Authorization", format!("Bearer flood-{n}-made-up"))
-                    .call()
-                    .unwrap();
-                let retry = response.headers().get("retry-after").is_some();
-                (response.status().as_u16(), retry)
-            })
-        })
-        .collect();
+    let flood = std::thread::spawn(move || at_once(&base, made_up));
     assert_eq!(status(&valid), 200, "a token accepted before waited behind the flood");
-    let answers: Vec<(u16, bool)> = flood.into_iter().map(|t| t.join().unwrap()).collect();
+    let answers = flood.join().unwrap();
     let busy = answers.iter().filter(|(code, retry)| *code == 503 && *retry).count();
     assert!(answers.iter().all(|(code, _)| [401, 503].contains(code)), "{answers:?}");
     assert!(busy > 0, "no made-up token was turned away: every one waited in line ({answers:?})");
@@ -407,6 +402,22 @@ fn introspection_asks_only_about_what_can_be_a_token_and_keeps_a_bounded_line() 
     post(&format!("{}/_slow?ms=0", idp.url));
     let fresh = idp.token("opaque-bot", "mcp", &resource);
     assert_eq!(status(&fresh), 200);
+}
+
+/// GET `/api/mcp_servers` on the hangar at `base` with each of `tokens`, all at once: each
+/// answer's status and whether it carried `Retry-After`.
+fn at_once(base: &str, tokens: Vec<String>) -> Vec<(u16, bool)> {
+    let sent: Vec<_> = tokens
+        .into_iter()
+        .map(|token| {
+            let url = format!("{base}/api/mcp_servers");
+            std::thread::spawn(move || {
+                let response = agent().get(&url).header("Authorization", format!("Bearer {token}")).call().unwrap();
+                (response.status().as_u16(), response.headers().get("retry-after").is_some())
+            })
+        })
+        .collect();
+    sent.into_iter().map(|thread| thread.join().unwrap()).collect()
 }
 
 fn urlencode(text: &str) -> String {
