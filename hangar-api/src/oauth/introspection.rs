@@ -94,23 +94,24 @@ impl Opaque {
         if let Some(decided) = self.cache.get(&key, Instant::now()) {
             return decided;
         }
-        self.introspect(token, key, issuer, resource, caller).await
+        let decide = |claims: &Map<String, Value>, now| {
+            check_claims(claims, issuer, resource, now).and_then(|()| caller(claims))
+        };
+        self.introspect(token, key, decide).await
     }
 
-    /// Asks the authorization server about `token` and caches what it decides (unless it could
-    /// not tell).
+    /// Asks the authorization server about `token`, has `decide` judge the answer's claims (at
+    /// the Unix time given), and caches the decision (unless the server could not tell).
     async fn introspect(
         &self,
         token: &str,
         key: TokenDigest,
-        issuer: &str,
-        resource: &str,
-        caller: impl Fn(&Map<String, Value>) -> Result<Caller, Refusal>,
+        decide: impl FnOnce(&Map<String, Value>, u64) -> Result<Caller, Refusal>,
     ) -> Result<Caller, Refusal> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let (decided, ttl) = match self.client.introspect(token).await {
             Ok(claims) => {
-                let decided = check_claims(&claims, issuer, resource, now).and_then(|()| caller(&claims));
+                let decided = decide(&claims, now);
                 let ttl = if decided.is_ok() { accepted_ttl(&claims, now) } else { REFUSED_TTL };
                 (decided, ttl)
             }
