@@ -7,7 +7,8 @@
 //! to every API instance on each connection and after each reload (so a second instance is
 //! identical), and `--api-keys FILE`, one `sha256:<hex>` or `NAME:sha256:<hex>` a line (`#`
 //! comments). A key's name is the caller's identity; a file key without one is named by its
-//! hash prefix (`sha256:9e1ea4e8d2e5`). Only hashes are configured, so neither place holds
+//! hash prefix (`sha256:9e1ea4e8d2e5`). No key's name starts with `oauth:` (where OAuth callers'
+//! identities live) or is `hangar` or `anonymous`. Only hashes are configured, so neither place holds
 //! anything a reader could use. A client sends its key as `X-API-Key: <key>` or
 //! `Authorization: Bearer <key>`. Keys are never logged.
 //!
@@ -23,7 +24,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use hangar_core::access::{AuthConfig, Caller, parse_key_hash, valid_key_name};
+use hangar_core::access::{AuthConfig, Caller, key_name_problem, parse_key_hash};
 use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 
 use crate::error::ApiError;
@@ -235,8 +236,7 @@ impl Auth {
             tracing::info!(endpoint = %introspection.endpoint, client_id = %introspection.client_id, "OAuth: opaque tokens are introspected");
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let warming = oauth.clone();
-            runtime.spawn(async move { warming.warm_up().await });
+            runtime.spawn(oauth.keep_fresh());
         }
         Some(oauth)
     }
@@ -352,13 +352,9 @@ fn parse(text: &str) -> Result<Vec<Key>, (usize, Option<String>)> {
             None => (None, line.to_owned()),
         };
         let digest = parse_key_hash(&hash).ok_or((n + 1, None))?;
-        let name = match name {
-            Some(name) if valid_key_name(name) => name.to_owned(),
-            Some(_) => {
-                let message =
-                    "a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@', and not `anonymous` or `hangar`";
-                return Err((n + 1, Some(message.into())));
-            }
+        let name = match name.map(|name| (name, key_name_problem(name))) {
+            Some((name, None)) => name.to_owned(),
+            Some((_, Some(problem))) => return Err((n + 1, Some(problem.into()))),
             None => format!("sha256:{}", hash.get(7..7 + HASH_PREFIX_DIGITS).unwrap_or_default()),
         };
         if keys.iter().any(|k| k.name == name) {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Who is calling, as the API authenticated them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
-    /// A key's name, a token's subject, or [`ANONYMOUS`].
+    /// A key's name, `oauth:` and a token's subject (see [`Caller::oauth`]), or [`ANONYMOUS`].
     pub identity: String,
     /// The profile naming what the caller may see and do; `None` sees and does everything
     /// (the anonymous caller when no `auth` is configured, and the hangar's own helpers).
@@ -22,8 +22,12 @@ pub struct Caller {
 pub const ANONYMOUS: &str = "anonymous";
 /// The identity of the hangar's own clients (the prober, the API asking for its settings).
 pub const HANGAR: &str = "hangar";
-/// Identities no key may take.
+/// Identities no key may take, and no token gets (a token's are always prefixed).
 pub const RESERVED_IDENTITIES: [&str; 2] = [ANONYMOUS, HANGAR];
+/// What every OAuth caller's identity starts with, and no key's name may: a token whose `sub`
+/// is `alice` is `oauth:alice`, never the key named `alice`, and `sub: hangar` is
+/// `oauth:hangar`, never the hangar itself.
+pub const OAUTH_PREFIX: &str = "oauth:";
 
 impl Caller {
     /// The caller when no `auth` is configured: sees everything, may do everything.
@@ -36,6 +40,12 @@ impl Caller {
     /// proved the control key and lies outside every upstream's process tree.
     pub fn hangar() -> Caller {
         Caller { identity: HANGAR.into(), profile: None }
+    }
+
+    /// The caller a token names: its subject (`sub`, else `client_id`) under [`OAUTH_PREFIX`],
+    /// so no token can take a key's name or a reserved one.
+    pub fn oauth(subject: &str, profile: String) -> Caller {
+        Caller { identity: format!("{OAUTH_PREFIX}{subject}"), profile: Some(profile) }
     }
 }
 
@@ -84,11 +94,24 @@ pub fn parse_key_hash(hash: &str) -> Option<[u8; 32]> {
 }
 
 /// Whether `name` may name a key: 1 to 64 letters, digits, `_`, `-`, `.` and `@`, not reserved.
-/// (No `:`, so a keys-file line `NAME:sha256:<hex>` splits one way only.)
+/// (No `:`, so a keys-file line `NAME:sha256:<hex>` splits one way only, and no key's name is
+/// ever an OAuth identity.)
 pub fn valid_key_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'))
-        && !RESERVED_IDENTITIES.contains(&name)
+    key_name_problem(name).is_none()
+}
+
+/// Why `name` cannot name a key, in words fit for a config error (the name itself is not
+/// repeated: the caller names the key by its path).
+pub fn key_name_problem(name: &str) -> Option<&'static str> {
+    if name.starts_with(OAUTH_PREFIX) {
+        return Some("a key's name may not start with `oauth:`: that is where OAuth callers' identities live");
+    }
+    if RESERVED_IDENTITIES.contains(&name) {
+        return Some("`anonymous` and `hangar` are reserved: they name no key and no token");
+    }
+    let shaped = (1..=64).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
+    (!shaped).then_some("a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@'")
 }
 
 /// `auth.oauth`: the hangar as an OAuth 2.1 resource server (MCP authorization, 2026-07-28).
@@ -120,6 +143,11 @@ pub struct OAuthConfig {
     /// larger.)
     #[serde(default)]
     pub introspection: Option<Box<IntrospectionConfig>>,
+    /// How often the issuer's keys are fetched again, in seconds (sooner when its JWKS answer's
+    /// `Cache-Control: max-age` says so), so a key the issuer stops publishing stops being
+    /// trusted within this time.
+    #[serde(default = "OAuthConfig::default_jwks_refresh_s")]
+    pub jwks_refresh_s: f64,
 }
 
 /// `auth.oauth.introspection`: where opaque tokens are introspected, and as which client.
@@ -152,7 +180,23 @@ impl OAuthConfig {
     fn default_profile_claim() -> String {
         "groups".into()
     }
+
+    fn default_jwks_refresh_s() -> f64 {
+        DEFAULT_JWKS_REFRESH_S
+    }
+
+    /// `jwks_refresh_s` as a duration (validated: within [`JWKS_REFRESH_RANGE_S`]).
+    pub fn jwks_refresh(&self) -> std::time::Duration {
+        let (least, most) = JWKS_REFRESH_RANGE_S;
+        let seconds = if self.jwks_refresh_s.is_nan() { DEFAULT_JWKS_REFRESH_S } else { self.jwks_refresh_s };
+        std::time::Duration::from_secs_f64(seconds.clamp(least, most))
+    }
 }
+
+/// `auth.oauth.jwks_refresh_s` by default: five minutes.
+pub const DEFAULT_JWKS_REFRESH_S: f64 = 300.0;
+/// The values `auth.oauth.jwks_refresh_s` may take: a second to a day.
+pub const JWKS_REFRESH_RANGE_S: (f64, f64) = (1.0, 86_400.0);
 
 /// One entry of `profiles:`: what a caller with this profile sees and may do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -238,6 +282,13 @@ pub fn validate_oauth(oauth: &OAuthConfig, profiles: &Profiles) -> Result<(), In
     if oauth.profile_claim.is_empty() {
         return Err(invalid("profile_claim", "expected the name of a claim, e.g. groups".into()));
     }
+    let (least, most) = JWKS_REFRESH_RANGE_S;
+    if !(least..=most).contains(&oauth.jwks_refresh_s) {
+        return Err(invalid(
+            "jwks_refresh_s",
+            format!("expected a number of seconds from {least} to {most} (a day), e.g. 300"),
+        ));
+    }
     Ok(())
 }
 
@@ -300,7 +351,39 @@ mod tests {
             profiles: IndexMap::new(),
             default_profile: None,
             introspection: None,
+            jwks_refresh_s: DEFAULT_JWKS_REFRESH_S,
         }
+    }
+
+    #[test]
+    fn jwks_refresh_s_is_a_second_to_a_day() {
+        let none = Profiles::default();
+        let mut config = oauth("https://idp.example.com");
+        assert_eq!(config.jwks_refresh(), std::time::Duration::from_secs(300));
+        for good in [1.0, 2.5, 86_400.0] {
+            config.jwks_refresh_s = good;
+            assert!(validate_oauth(&config, &none).is_ok(), "{good}");
+        }
+        for bad in [0.0, -5.0, 0.5, 86_401.0, f64::NAN, f64::INFINITY] {
+            config.jwks_refresh_s = bad;
+            assert_eq!(validate_oauth(&config, &none).unwrap_err().key, "auth.oauth.jwks_refresh_s", "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_names_stay_apart_from_token_identities_and_the_reserved_ones() {
+        assert!(valid_key_name("alice") && valid_key_name("ci-bot@x.y"));
+        for (bad, why) in
+            [("oauth:alice", "oauth:"), ("oauth:", "oauth:"), ("hangar", "reserved"), ("anonymous", "reserved")]
+        {
+            assert!(key_name_problem(bad).is_some_and(|m| m.contains(why)), "{bad}");
+        }
+        for bad in ["", "a b", "x:y", &"a".repeat(65)] {
+            assert!(!valid_key_name(bad), "{bad}");
+        }
+        let token = Caller::oauth("hangar", "dev".into());
+        assert_eq!(token.identity, "oauth:hangar");
+        assert_ne!(token, Caller::hangar());
     }
 
     #[test]

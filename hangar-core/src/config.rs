@@ -671,10 +671,10 @@ impl Config {
         let mut hashes = std::collections::HashMap::new();
         for (n, key) in self.auth.api_keys.iter().enumerate() {
             let at = |field: &str| format!("auth.api_keys[{n}].{field}");
-            if !crate::access::valid_key_name(&key.name) {
+            if let Some(problem) = crate::access::key_name_problem(&key.name) {
                 return Err(KeyError {
                     key: at("name"),
-                    message: "a key's name is 1 to 64 letters, digits, '_', '-', '.' and '@', and not `anonymous` or `hangar`".into(),
+                    message: format!("`{}`: {problem}", crate::echo::bounded(&key.name)),
                 });
             }
             if let Some(first) = names.insert(key.name.as_str(), n) {

@@ -409,11 +409,11 @@ impl Hangar {
             request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request, notices).await?,
             request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request, notices).await?,
             request @ Request::HeldBatch { .. } => self.held_batch(decide.caller(), request, notices).await?,
-            Request::TaskGet { task_id } => self.task_get(decide.caller(), &task_id)?,
+            Request::TaskGet { task_id } => self.task_get(decide.caller(), view, &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
-                self.task_update(decide.caller(), &task_id, &input_responses).await?
+                self.task_update(decide.caller(), view, &task_id, &input_responses).await?
             }
-            Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), &task_id)?,
+            Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), view, &task_id)?,
             Request::ClientCall { .. } => {
                 return Err(IpcError::new(ErrorKind::InvalidArgument, "a client call cannot wrap another"));
             }
@@ -659,7 +659,11 @@ impl Hangar {
         // Before the generation moves on, so no index is built at the new one with the old names.
         *self.naming.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config.naming());
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
-        *self.access.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Access::of(&config));
+        let before = std::mem::replace(
+            &mut *self.access.write().unwrap_or_else(|p| p.into_inner()),
+            Arc::new(Access::of(&config)),
+        );
+        self.sessions.with(|all, _| all.rekey(&before.auth.api_keys, &config.auth.api_keys));
         self.shared.journal.retain(&config.journal);
         // Servers came and went, profiles may have changed: the front door's names follow
         // before the reload answers.
@@ -742,6 +746,14 @@ impl Hangar {
             Request::SessionOpen { .. } | Request::SessionEnd { .. } => true,
             _ => false,
         };
+        if let Some(session_id) = match &request {
+            Request::SessionUse { session_id, .. }
+            | Request::SessionPost { session_id, .. }
+            | Request::SessionFollow { session_id } => Some(session_id),
+            _ => None,
+        } {
+            self.sessions.with(|all, _| all.seen_as(session_id, caller));
+        }
         let reply = self.session_request(caller, identity, request, notices).await;
         if subscriptions_change {
             self.hold_listens();

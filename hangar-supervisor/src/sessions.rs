@@ -9,6 +9,9 @@
 //! so one identity's flood of `initialize`s (or `GET /sse`s) evicts its own sessions, never
 //! another's while it holds more. One identity holds at most
 //! `tool_access.sessions.max_per_identity`; past it an open is refused (`concurrency_limited`).
+//! What a session hears of upstreams follows its opener's current view: the caller as of its
+//! last request ([`Registry::seen_as`]), and a key's profile as of the last reload
+//! ([`Registry::rekey`], which also ends the sessions of a key the config no longer names).
 //! Expired sessions are swept ([`Registry::upstream_subscriptions`]), so the upstream listens
 //! their subscriptions held end with them. Each keeps what the client set (log level,
 //! resource subscriptions) and one stream: the messages for it (answers of the old HTTP+SSE
@@ -22,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hangar_core::access::Caller;
+use hangar_core::access::{Caller, NamedKey};
 use hangar_core::config::SessionsConfig;
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
@@ -329,6 +332,28 @@ impl Registry {
         }
     }
 
+    /// Session `id`'s opener as it asks now: what the session hears of upstreams follows the
+    /// caller's current profile (a token's groups, or a reload, may have changed it). Another
+    /// identity's request changes nothing.
+    pub fn seen_as(&mut self, id: &str, caller: &Caller) {
+        if let Some(session) = self.sessions.get_mut(id).filter(|s| s.owner == caller.identity) {
+            session.caller = caller.clone();
+        }
+    }
+
+    /// After a reload: the sessions of a key the config still names take its profile now, and
+    /// those of a key it no longer names end (their streams with them).
+    pub fn rekey(&mut self, before: &[NamedKey], after: &[NamedKey]) {
+        let named = |keys: &[NamedKey], owner: &str| keys.iter().find(|key| key.name == owner).cloned();
+        self.sessions
+            .retain(|_, session| named(before, &session.owner).is_none() || named(after, &session.owner).is_some());
+        for session in self.sessions.values_mut() {
+            if let Some(key) = named(after, &session.owner) {
+                session.caller.profile = key.profile;
+            }
+        }
+    }
+
     /// What each server's `subscriptions/listen` must hold: the URIs, as it knows them, that
     /// live sessions subscribed to through it. Expired sessions are forgotten here (the sweep).
     pub fn upstream_subscriptions(&mut self, now: Instant) -> BTreeMap<String, BTreeSet<String>> {
@@ -366,6 +391,29 @@ mod tests {
 
     fn caller(identity: &str) -> Caller {
         Caller { identity: identity.into(), profile: None }
+    }
+
+    #[test]
+    fn a_session_hears_as_its_opener_now_is() {
+        let mut registry = Registry::default();
+        let now = Instant::now();
+        registry.open("s", &caller("alice"), "2025-11-25", Value::Null, now).unwrap();
+        registry.open("t", &caller("gone"), "2025-11-25", Value::Null, now).unwrap();
+        registry.open("u", &caller("oauth:bob"), "2025-11-25", Value::Null, now).unwrap();
+        let dev = Caller { identity: "alice".into(), profile: Some("dev".into()) };
+        registry.seen_as("s", &Caller { identity: "mallory".into(), profile: None });
+        assert_eq!(registry.sessions["s"].caller, caller("alice"), "another identity changes nothing");
+        registry.seen_as("s", &dev);
+        assert_eq!(registry.sessions["s"].caller, dev);
+        let key = |name: &str, profile: &str| NamedKey {
+            name: name.into(),
+            hash: String::new(),
+            profile: Some(profile.into()),
+        };
+        registry.rekey(&[key("alice", "dev"), key("gone", "dev")], &[key("alice", "ops")]);
+        assert_eq!(registry.sessions["s"].caller.profile.as_deref(), Some("ops"));
+        assert!(!registry.sessions.contains_key("t"), "a removed key's session ends");
+        assert!(registry.sessions.contains_key("u"), "a token's session is no key's");
     }
 
     fn opened(registry: &mut Registry, id: &str, now: Instant) {

@@ -2,6 +2,7 @@
 //! by the era (see [`Era`]).
 
 use axum::http::HeaderMap;
+use hangar_core::access::ANONYMOUS;
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::ALL_REVISIONS;
 use serde_json::{Value, json};
@@ -41,10 +42,27 @@ pub async fn dispatch(app: &Calling, headers: &HeaderMap, era: &'static Era, mut
     };
     let Request { id, method, .. } = request;
     match answer {
-        Ok(Answer::Result(result)) => McpReply::result(&id, (era.finish)(&method, result)),
+        Ok(Answer::Result(result)) => McpReply::result(&id, scoped(app, &method, (era.finish)(&method, result))),
         Ok(Answer::Reply(reply)) => reply,
         Err(err) => McpReply::error((era.error_status)(&err), &id, &err),
     }
+}
+
+/// What the caller's view filters (lists, and what a resource read may reach).
+const PER_CALLER: [&str; 5] =
+    ["tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+
+/// With authentication configured (every caller is someone, never [`ANONYMOUS`]), what is
+/// filtered per caller is `cacheScope: "private"`: a shared cache must not hand one identity's
+/// view to another. Without it everyone sees the same, and the era's `"public"` stands.
+fn scoped(app: &Calling, method: &str, mut result: Value) -> Value {
+    if app.supervisor.caller().identity != ANONYMOUS
+        && PER_CALLER.contains(&method)
+        && let Some(scope) = result.get_mut("cacheScope")
+    {
+        *scope = json!("private");
+    }
+    result
 }
 
 /// A `tools/call` in its trace: with span export on, inside the API's request span (a child of

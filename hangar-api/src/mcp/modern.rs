@@ -170,7 +170,8 @@ fn complete(result: Value) -> Value {
     Value::Object(result)
 }
 
-/// Results a client may cache; ours change with configuration only, so no caching time.
+/// Results a client may cache; ours change with configuration only, so no caching time. Public
+/// here; `dispatch::scoped` makes those filtered per caller private once `auth` is configured.
 fn cacheable(result: Value) -> Value {
     let mut result = complete(result);
     if let Value::Object(map) = &mut result {

@@ -3,12 +3,22 @@
 //! from `client_secret_file`), and must come back `active: true`. The answer's claims then go
 //! through the checks a JWT's do, where it carries them (see [`super::OAuth`]).
 //!
-//! Answers are cached by the token's SHA-256 (`cache::TokenCache`, the one token cache): an accepted token until its
+//! The same token sent many times at once is introspected once (the others wait for its
+//! answer). Answers are cached by the token's SHA-256 (`cache::TokenCache`, the one token cache): an accepted token until its
 //! `exp`, at most [`ACCEPTED_TTL`] (so a revoked token is refused within that time), a refused
 //! one for [`REFUSED_TTL`]; an authorization server that cannot answer is not cached at all. At
-//! most [`MAX_IN_FLIGHT`] requests go to it at once.
+//! most [`MAX_IN_FLIGHT`] requests go to it at once, and at most [`MAX_WAITING`] more wait, each
+//! at most [`MAX_WAIT`]: past that a new token is refused at once with 503 and `Retry-After`
+//! ([`Refusal::Busy`]), so a flood of made-up tokens builds no queue that valid ones wait behind
+//! (a token accepted before is answered from the cache and never waits). What cannot be an
+//! access token is refused before anyone is asked: a token longer than [`MAX_OPAQUE_BYTES`], one
+//! with characters outside RFC 6750's `b64token`, and one shaped as a JWS ([`jws_shaped`]: it is
+//! checked as a JWT, or refused, never introspected). An answer's `exp`, `nbf` and `iat` must
+//! be numbers ([`super::numeric_dates`]).
 //! Neither the token nor the secret is ever logged.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::{Caller, IntrospectionConfig};
@@ -30,16 +40,34 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// Introspection requests in flight at once: a flood of made-up tokens (each one new to the
 /// cache) waits here rather than hammering the authorization server.
 const MAX_IN_FLIGHT: usize = 16;
+/// Tokens waiting for one of the [`MAX_IN_FLIGHT`] slots; one more is refused at once (503).
+pub const MAX_WAITING: usize = 32;
+/// The longest a token waits for a slot before it is refused (503).
+pub const MAX_WAIT: Duration = Duration::from_secs(2);
+/// The longest opaque token sent to the authorization server.
+pub const MAX_OPAQUE_BYTES: usize = 4096;
 
 /// Opaque tokens: the introspection client and the cache of its decisions.
 pub struct Opaque {
     client: Introspection,
     cache: TokenCache<Result<Caller, Refusal>>,
+    /// Tokens being introspected now, each with the lock its other requests wait on: the same
+    /// token sent many times at once is asked about once.
+    asking: std::sync::Mutex<HashMap<TokenDigest, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Opaque {
     pub fn new(config: &IntrospectionConfig) -> Result<Opaque, reqwest::Error> {
-        Ok(Opaque { client: Introspection::new(config)?, cache: TokenCache::with_capacity(CACHE_CAPACITY) })
+        Ok(Opaque {
+            client: Introspection::new(config)?,
+            cache: TokenCache::with_capacity(CACHE_CAPACITY),
+            asking: std::sync::Mutex::default(),
+        })
+    }
+
+    /// The lock of `key`'s introspection (made if none is under way).
+    fn asking(&self, key: TokenDigest) -> Arc<tokio::sync::Mutex<()>> {
+        self.asking.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone()
     }
 
     /// The caller an opaque token names: introspected (or cached), its `iss`, `aud`, `exp` and
@@ -55,15 +83,40 @@ impl Opaque {
         if let Some(decided) = self.cache.get(&key, Instant::now()) {
             return decided;
         }
+        if !b64token(token) {
+            return Err(Refusal::InvalidToken("malformed"));
+        }
+        // One introspection per token at a time; those that waited find its answer cached.
+        let lock = self.asking(key);
+        let _one = lock.lock().await;
+        // However this ends (a client that goes away drops it), the token is no longer asked about.
+        let _done = Asked { asking: &self.asking, key, lock: &lock };
+        if let Some(decided) = self.cache.get(&key, Instant::now()) {
+            return decided;
+        }
+        let decide = |claims: &Map<String, Value>, now| {
+            check_claims(claims, issuer, resource, now).and_then(|()| caller(claims))
+        };
+        self.introspect(token, key, decide).await
+    }
+
+    /// Asks the authorization server about `token`, has `decide` judge the answer's claims (at
+    /// the Unix time given), and caches the decision (unless the server could not tell).
+    async fn introspect(
+        &self,
+        token: &str,
+        key: TokenDigest,
+        decide: impl FnOnce(&Map<String, Value>, u64) -> Result<Caller, Refusal>,
+    ) -> Result<Caller, Refusal> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let (decided, ttl) = match self.client.introspect(token).await {
             Ok(claims) => {
-                let decided = check_claims(&claims, issuer, resource, now).and_then(|()| caller(&claims));
+                let decided = decide(&claims, now);
                 let ttl = if decided.is_ok() { accepted_ttl(&claims, now) } else { REFUSED_TTL };
                 (decided, ttl)
             }
-            // The authorization server could not tell: ask again next time.
-            Err(Refusal::IssuerUnavailable) => return Err(Refusal::IssuerUnavailable),
+            // The authorization server could not tell, or was not asked: ask again next time.
+            Err(refusal @ (Refusal::IssuerUnavailable | Refusal::Busy)) => return Err(refusal),
             Err(refusal) => (Err(refusal), REFUSED_TTL),
         };
         let now = Instant::now();
@@ -72,11 +125,29 @@ impl Opaque {
     }
 }
 
+/// Forgets a token's entry among those being asked about, when its introspection ends.
+struct Asked<'a> {
+    asking: &'a std::sync::Mutex<HashMap<TokenDigest, Arc<tokio::sync::Mutex<()>>>>,
+    key: TokenDigest,
+    /// Its lock: an entry made since (after an answer that was not cached) is not this one's.
+    lock: &'a Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+        if asking.get(&self.key).is_some_and(|lock| Arc::ptr_eq(lock, self.lock)) {
+            asking.remove(&self.key);
+        }
+    }
+}
+
 /// The checks a JWT gets, on an introspection answer: `aud` names the resource (RFC 8707; an
 /// answer without `aud` cannot show the token is for this resource, and a refresh token's has
 /// none, so it is refused); where the answer carries them, `iss` is the configured issuer, and
 /// `exp` and `nbf` hold with [`LEEWAY_S`].
 fn check_claims(claims: &Map<String, Value>, issuer: &str, resource: &str, now: u64) -> Result<(), Refusal> {
+    super::numeric_dates(claims)?;
     if let Some(iss) = claims.get("iss")
         && iss.as_str().map(|iss| iss.trim_end_matches('/')) != Some(issuer.trim_end_matches('/'))
     {
@@ -108,6 +179,8 @@ struct Introspection {
     secret: Option<String>,
     http: reqwest::Client,
     in_flight: tokio::sync::Semaphore,
+    /// Tokens waiting for a slot of `in_flight`.
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// What the authorization server said of a token: the claims of an active one.
@@ -130,14 +203,35 @@ impl Introspection {
             secret,
             http,
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// A slot to ask the authorization server in: at once if one is free, else after a wait in
+    /// a bounded line ([`MAX_WAITING`], [`MAX_WAIT`]); [`Refusal::Busy`] past either bound.
+    async fn slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Refusal> {
+        use std::sync::atomic::Ordering;
+        if let Ok(permit) = self.in_flight.try_acquire() {
+            return Ok(permit);
+        }
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(Refusal::Busy);
+        }
+        let waited = tokio::time::timeout(MAX_WAIT, self.in_flight.acquire()).await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        match waited {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(Refusal::IssuerUnavailable),
+            Err(_) => Err(Refusal::Busy),
+        }
     }
 
     /// Asks the authorization server about `token`: its claims when active, `InvalidToken` when
     /// not, `IssuerUnavailable` when it cannot tell.
     pub async fn introspect(&self, token: &str) -> Answer {
         let secret = self.secret.as_deref().ok_or(Refusal::IssuerUnavailable)?;
-        let _permit = self.in_flight.acquire().await.map_err(|_| Refusal::IssuerUnavailable)?;
+        let _permit = self.slot().await?;
         let body: String = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
@@ -188,10 +282,29 @@ impl Introspection {
     }
 }
 
-/// The header of `token` if it is shaped as a JWS (three base64url parts with a header that
-/// parses): it is then checked as a JWT, and anything else goes to introspection.
+/// The header of `token` if it is a JWS (three base64url parts with a header that parses): it
+/// is then checked as a JWT. Anything else goes to introspection, unless [`jws_shaped`].
 pub fn jws_header(token: &str) -> Option<jsonwebtoken::Header> {
     jsonwebtoken::decode_header(token).ok()
+}
+
+/// Whether `token` is shaped as a compact JWS (RFC 7515 §7.1): three parts split by dots, of
+/// base64url characters, the first two not empty. Such a token whose header does not parse is a
+/// broken or forged JWT, never an opaque token: it is not sent to the authorization server.
+pub fn jws_shaped(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    let base64url = |part: &str| part.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'='));
+    parts.len() == 3 && !parts[0].is_empty() && !parts[1].is_empty() && parts.iter().all(|part| base64url(part))
+}
+
+/// Whether `token` can be an opaque access token worth asking about: at most
+/// [`MAX_OPAQUE_BYTES`] of RFC 6750's `b64token` (`1*( ALPHA / DIGIT / "-" / "." / "_" / "~" /
+/// "+" / "/" ) *"="`).
+fn b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && token.len() <= MAX_OPAQUE_BYTES
+        && body.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
 }
 
 /// How long to trust an accepted token: until its `exp` (a Unix time), at most [`ACCEPTED_TTL`].
@@ -231,6 +344,24 @@ mod tests {
         assert_eq!(check(with("iss", "https://evil".into())), Err(Refusal::InvalidToken("from another issuer")));
         assert_eq!(check(with("exp", 900.into())), Err(Refusal::InvalidToken("expired")));
         assert_eq!(check(with("nbf", 1_100.into())), Err(Refusal::InvalidToken("not valid yet")));
+        for claim in ["exp", "nbf", "iat"] {
+            let refused = check(with(claim, "99999999999".into()));
+            assert!(matches!(refused, Err(Refusal::InvalidToken(_))), "{claim} as a string: {refused:?}");
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_an_access_token_is_never_asked_about() {
+        assert!(b64token("GjR1y0pQf3-opaque_token") && b64token("a.b~c+d/e=="));
+        for junk in ["", "==", "has space", "quote\"", "ctl\u{7}", "é", &"a".repeat(MAX_OPAQUE_BYTES + 1)] {
+            assert!(!b64token(junk), "{junk:?}");
+        }
+        for shaped in ["a.b.c", "eyJhbGciOiJub25lIn0.e30.", "x.y.sig=="] {
+            assert!(jws_shaped(shaped), "{shaped}");
+        }
+        for opaque in ["GjR1y0pQf3", "ya29.a0Af", "a.b.c.d.e", ".b.c", "a..c", "a.b.c d"] {
+            assert!(!jws_shaped(opaque), "{opaque}");
+        }
     }
 
     #[test]

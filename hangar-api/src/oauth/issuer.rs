@@ -1,11 +1,18 @@
 //! The authorization server as the hangar knows it: its metadata, discovered (RFC 8414, then
 //! OpenID Connect discovery), and its signing keys, fetched from its `jwks_uri` and cached.
 //!
-//! An unknown `kid` makes the keys be fetched again, at most once per [`REFETCH_INTERVAL`], so a
-//! flood of forged tokens cannot turn the hangar into a JWKS hammer; while the authorization
-//! server is down the cached keys keep working.
+//! The keys are fetched again on a timer ([`keep_fresh`]): every `auth.oauth.jwks_refresh_s`,
+//! sooner when the key set's answer says so (`Cache-Control: max-age`, `no-cache`, `no-store`),
+//! but never more often than every [`MIN_REFRESH`], so an authorization server cannot make the
+//! hangar hammer it. A fetched set replaces the cached one whole: a key the issuer stopped
+//! publishing is no longer trusted, and a token it checked before is checked again (and refused;
+//! [`Issuer::holds`]). A key published unchanged keeps its identity, so tokens it checked stay
+//! cached. An unknown `kid` also makes the keys be fetched again, at most once per
+//! [`REFETCH_INTERVAL`], so a flood of forged tokens cannot turn the hangar into a JWKS hammer;
+//! while the authorization server is down (or answers with something that is not a key set) the
+//! cached keys keep working.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
@@ -15,6 +22,8 @@ use serde_json::Value;
 
 /// The least time between two fetches of the keys (or two discovery attempts).
 const REFETCH_INTERVAL: Duration = Duration::from_secs(10);
+/// The least time between two timed fetches, whatever the key set's `Cache-Control` says.
+pub const MIN_REFRESH: Duration = Duration::from_secs(10);
 /// Before the first discovery succeeded, attempts are closer together, so the hangar recovers
 /// soon after the authorization server comes up.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
@@ -40,6 +49,8 @@ pub struct Key {
     pub decoding: DecodingKey,
     /// Which token algorithms this kind of key can check.
     fits: fn(Algorithm) -> bool,
+    /// The key as published, to tell it unchanged in the next fetch.
+    published: Value,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -56,10 +67,14 @@ struct Known {
     keys: Vec<Arc<Key>>,
     /// When the last fetch started (successful or not).
     last_attempt: Option<Instant>,
+    /// The `max-age` the last key set fetched came with (`no-cache`, `no-store`: zero).
+    max_age: Option<Duration>,
 }
 
 pub struct Issuer {
     configured: String,
+    /// `auth.oauth.jwks_refresh_s`.
+    refresh_every: Duration,
     http: reqwest::Client,
     known: RwLock<Known>,
     /// One fetch at a time; others wait for its outcome.
@@ -68,10 +83,21 @@ pub struct Issuer {
 
 impl Issuer {
     /// Fails only if no HTTP client can be made (no TLS roots could be loaded, say).
-    pub fn new(configured: String) -> Result<Issuer, reqwest::Error> {
+    pub fn new(configured: String, refresh_every: Duration) -> Result<Issuer, reqwest::Error> {
         let http =
             reqwest::Client::builder().timeout(FETCH_TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?;
-        Ok(Issuer { configured, http, known: RwLock::new(Known::default()), fetching: tokio::sync::Mutex::new(()) })
+        Ok(Issuer {
+            configured,
+            refresh_every,
+            http,
+            known: RwLock::new(Known::default()),
+            fetching: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// How long after the last fetch the next timed one is due.
+    fn refresh_interval(&self) -> Duration {
+        next_refresh(self.refresh_every, self.read().max_age)
     }
 
     /// The key that checks a token signed with `alg` under `kid`; fetches the keys again (rate
@@ -97,13 +123,6 @@ impl Issuer {
             .ok_or_else(|| if self.read().issuer.is_some() { KeyLookup::Unknown } else { KeyLookup::Unavailable })
     }
 
-    /// The first fetch, as one of [`Issuer::key`]'s: a token that comes meanwhile waits for its
-    /// outcome instead of finding the attempt just made and no keys (503).
-    pub async fn warm_up(&self) {
-        let _one = self.fetching.lock().await;
-        self.refresh().await;
-    }
-
     /// Discovers the metadata (if not yet known) and fetches the keys; on failure keeps what is
     /// cached and logs why (never a token: nothing here sees one).
     async fn refresh(&self) {
@@ -120,18 +139,34 @@ impl Issuer {
                     metadata.jwks_uri
                 }
             };
-            let set: Value = self.fetch_json(&jwks_uri).await?;
-            let keys = usable_keys(&set);
-            if keys.is_empty() {
-                return Err(format!("{jwks_uri} publishes no usable signing key"));
+            let (set, max_age): (Value, _) = self.fetch_json_aged(&jwks_uri).await?;
+            if !set.get("keys").is_some_and(Value::is_array) {
+                return Err(format!("{jwks_uri} is not a key set (no `keys` array)"));
             }
-            Ok(keys)
+            Ok((jwks_uri, usable_keys(&set), max_age))
         }
         .await;
         match outcome {
-            Ok(keys) => {
-                tracing::info!(issuer = %self.configured, keys = keys.len(), "fetched the authorization server's signing keys");
-                self.write().keys = keys;
+            Ok((jwks_uri, fetched, max_age)) => {
+                let mut known = self.write();
+                // A key published unchanged stays the same key: what it checked stays checked.
+                let keys: Vec<Arc<Key>> = fetched
+                    .into_iter()
+                    .map(|key| {
+                        let same = known.keys.iter().find(|old| old.kid == key.kid && old.published == key.published);
+                        same.cloned().unwrap_or(key)
+                    })
+                    .collect();
+                let dropped = known.keys.iter().filter(|old| !keys.iter().any(|new| Arc::ptr_eq(old, new))).count();
+                if keys.is_empty() {
+                    tracing::warn!(issuer = %self.configured, %jwks_uri, "the authorization server publishes no usable signing key: every token is refused");
+                } else if dropped > 0 || known.keys.len() != keys.len() {
+                    tracing::info!(issuer = %self.configured, keys = keys.len(), dropped, "fetched the authorization server's signing keys");
+                } else {
+                    tracing::debug!(issuer = %self.configured, keys = keys.len(), "the authorization server's signing keys are unchanged");
+                }
+                known.keys = keys;
+                known.max_age = max_age;
             }
             Err(why) => {
                 tracing::warn!(issuer = %self.configured, error = %why, "cannot fetch the authorization server's metadata or keys; cached keys (if any) stay in use")
@@ -172,10 +207,25 @@ impl Issuer {
     }
 
     async fn fetch_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
+        self.fetch_json_aged(url).await.map(|(document, _)| document)
+    }
+
+    /// The JSON document at `url`, and the `max-age` its answer's `Cache-Control` gives it.
+    async fn fetch_json_aged<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &str,
+    ) -> Result<(T, Option<Duration>), String> {
         let mut response = self.http.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
         if !response.status().is_success() {
             return Err(format!("{url}: HTTP {}", response.status().as_u16()));
         }
+        let max_age = response
+            .headers()
+            .get_all(reqwest::header::CACHE_CONTROL)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .filter_map(max_age)
+            .min();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
             if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
@@ -183,7 +233,8 @@ impl Issuer {
             }
             body.extend_from_slice(&chunk);
         }
-        serde_json::from_slice(&body).map_err(|e| format!("{url}: not the expected JSON: {e}"))
+        let document = serde_json::from_slice(&body).map_err(|e| format!("{url}: not the expected JSON: {e}"))?;
+        Ok((document, max_age))
     }
 
     fn cached(&self, kid: Option<&str>, alg: Algorithm) -> Option<(Arc<Key>, Arc<str>)> {
@@ -249,9 +300,63 @@ fn usable_keys(set: &Value) -> Vec<Arc<Key>> {
                 None => None,
             };
             let decoding = DecodingKey::from_jwk(&jwk).ok()?;
-            Some(Arc::new(Key { kid: jwk.common.key_id.clone(), alg, decoding, fits }))
+            Some(Arc::new(Key { kid: jwk.common.key_id.clone(), alg, decoding, fits, published: value.clone() }))
         })
         .collect()
+}
+
+/// Fetches `issuer`'s keys now, then again whenever they are due ([`next_refresh`] after the
+/// last fetch, timed or not), for as long as anything else holds the issuer: a reload that
+/// replaces `auth.oauth` drops it, and this ends at its next turn.
+/// Each fetch holds the same lock as [`Issuer::key`]'s, so a token that comes during the first
+/// waits for its outcome instead of finding the attempt just made and no keys (503).
+pub async fn keep_fresh(issuer: Weak<Issuer>) {
+    loop {
+        let due = {
+            let Some(issuer) = issuer.upgrade() else { return };
+            let last = issuer.read().last_attempt;
+            last.map(|at| at + issuer.refresh_interval())
+        };
+        if let Some(due) = due {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let Some(issuer) = issuer.upgrade() else { return };
+        let _one = issuer.fetching.lock().await;
+        // A fetch for an unknown `kid` may have come meanwhile: then this turn is not due yet.
+        let still_due = issuer.read().last_attempt.is_none_or(|at| at.elapsed() >= issuer.refresh_interval());
+        if still_due {
+            issuer.refresh().await;
+        }
+    }
+}
+
+/// How long after a fetch the next timed one comes: `every` (`auth.oauth.jwks_refresh_s`), or
+/// the key set's `max_age` when that is sooner, never sooner than [`MIN_REFRESH`] (unless
+/// `every` itself is).
+fn next_refresh(every: Duration, max_age: Option<Duration>) -> Duration {
+    match max_age {
+        Some(max_age) if max_age < every => max_age.max(MIN_REFRESH).min(every),
+        _ => every,
+    }
+}
+
+/// What a `Cache-Control` value says of how long the answer stays fresh: its `max-age`
+/// (`no-cache` and `no-store`: zero); `None` if it says neither.
+fn max_age(cache_control: &str) -> Option<Duration> {
+    cache_control
+        .split(',')
+        .filter_map(|directive| {
+            let directive = directive.trim();
+            if directive.eq_ignore_ascii_case("no-cache") || directive.eq_ignore_ascii_case("no-store") {
+                return Some(Duration::ZERO);
+            }
+            let (name, seconds) = directive.split_once('=')?;
+            if !name.trim().eq_ignore_ascii_case("max-age") {
+                return None;
+            }
+            seconds.trim().trim_matches('"').parse::<u64>().ok().map(Duration::from_secs)
+        })
+        .min()
 }
 
 /// Whether tokens signed with `alg` are accepted at all: asymmetric algorithms only.
@@ -282,5 +387,22 @@ mod tests {
         assert!(!(keys[0].fits)(Algorithm::ES256));
         assert!(usable_keys(&serde_json::json!({"keys": "no"})).is_empty());
         assert!(!asymmetric(Algorithm::HS256) && asymmetric(Algorithm::ES256));
+    }
+
+    #[test]
+    fn cache_control_can_only_bring_the_next_fetch_closer_and_never_under_the_floor() {
+        assert_eq!(max_age("public, max-age=60"), Some(Duration::from_secs(60)));
+        assert_eq!(max_age("Max-Age = \"7\" , private"), Some(Duration::from_secs(7)));
+        assert_eq!(max_age("no-store"), Some(Duration::ZERO));
+        assert_eq!(max_age("max-age=600, no-cache"), Some(Duration::ZERO));
+        assert_eq!(max_age("public"), None);
+        assert_eq!(max_age("max-age=soon"), None);
+        let every = Duration::from_secs(300);
+        assert_eq!(next_refresh(every, None), every);
+        assert_eq!(next_refresh(every, Some(Duration::from_secs(3600))), every, "never later than configured");
+        assert_eq!(next_refresh(every, Some(Duration::from_secs(60))), Duration::from_secs(60));
+        assert_eq!(next_refresh(every, Some(Duration::ZERO)), MIN_REFRESH, "never under the floor");
+        let short = Duration::from_secs(2);
+        assert_eq!(next_refresh(short, Some(Duration::ZERO)), short, "the configured time stands");
     }
 }

@@ -4,13 +4,19 @@
 //!
 //! Checked: the signature, by a key the issuer publishes (asymmetric algorithms only: `none` and
 //! HS* are refused); `iss`; `aud` against the resource (RFC 8707 audience binding); `exp` and
-//! `nbf` with [`LEEWAY_S`]; the required scopes (`scope`, space-separated, or `scp`). The caller
-//! is the token's `sub` (or `client_id`), its profile the first `auth.oauth.profiles` entry whose
-//! group the `profile_claim` names, else `default_profile`. A token is never passed on to an
+//! `nbf` with [`LEEWAY_S`] (and `exp`, `nbf`, `iat`, where present, must be numbers: a string
+//! would otherwise be skipped as if absent); the required scopes (`scope`, space-separated, or
+//! `scp`). The caller is `oauth:` and the token's `sub` (or `client_id`), so a token never takes
+//! a key's name nor the hangar's own identity; its profile is the first `auth.oauth.profiles`
+//! entry whose group the `profile_claim` names (an array of groups, or one string naming one
+//! group), else `default_profile`. A token is never passed on to an
 //! upstream, and never logged: a refusal logs its class only. An accepted token is remembered for
 //! a while ([`cache`]), so a client that repeats it is not checked in full on every call. With
-//! `auth.oauth.introspection`, a token that is not a JWS is introspected instead
-//! (`introspection.rs`).
+//! `auth.oauth.introspection`, a token that is not shaped as a JWS is introspected instead
+//! (`introspection.rs`); one shaped as a JWS whose header does not parse is refused here, never
+//! sent to the authorization server. The issuer's keys are fetched again every
+//! `auth.oauth.jwks_refresh_s` (`issuer.rs`), and a token checked before by a key the issuer no
+//! longer publishes is checked again, so refused.
 
 mod cache;
 mod introspection;
@@ -47,6 +53,8 @@ pub enum Refusal {
     NoProfile,
     /// 503: the issuer's keys cannot be fetched, and none are cached.
     IssuerUnavailable,
+    /// 503 with `Retry-After`: too many opaque tokens wait to be introspected already.
+    Busy,
 }
 
 /// The validator of `auth.oauth`.
@@ -59,7 +67,7 @@ struct Inner {
     config: OAuthConfig,
     /// The canonical resource URI tokens must be minted for.
     resource: String,
-    issuer: Issuer,
+    issuer: Arc<Issuer>,
     /// With `auth.oauth.introspection`: opaque tokens.
     opaque: Option<Opaque>,
     /// Tokens already checked, each with the key that checked it.
@@ -70,7 +78,7 @@ impl OAuth {
     /// `default_resource`: the MCP endpoint's URL, when the config names no `resource`.
     pub fn new(config: OAuthConfig, default_resource: &str) -> Result<OAuth, reqwest::Error> {
         let resource = config.resource.clone().unwrap_or_else(|| default_resource.to_owned());
-        let issuer = Issuer::new(config.issuer.clone())?;
+        let issuer = Arc::new(Issuer::new(config.issuer.clone(), config.jwks_refresh())?);
         let opaque = config.introspection.as_deref().map(Opaque::new).transpose()?;
         let verified = cache::TokenCache::default();
         Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer, opaque, verified }) })
@@ -84,9 +92,10 @@ impl OAuth {
         &self.inner.config
     }
 
-    /// Fetches the issuer's metadata and keys now, so the first call does not wait for them.
-    pub async fn warm_up(&self) {
-        self.inner.issuer.warm_up().await;
+    /// Fetches the issuer's metadata and keys now, so the first call does not wait for them,
+    /// and again on the `jwks_refresh_s` timer for as long as this validator is in use.
+    pub fn keep_fresh(&self) -> impl Future<Output = ()> + Send + 'static {
+        issuer::keep_fresh(Arc::downgrade(&self.inner.issuer))
     }
 
     /// The caller a bearer token names, or why it is refused.
@@ -108,6 +117,8 @@ impl OAuth {
         // Not a JWS: an opaque token, introspected when the config says how.
         let header = match (introspection::jws_header(token), &self.inner.opaque) {
             (Some(header), _) => header,
+            // Shaped as a JWS but not one: nothing an authorization server should be asked about.
+            (None, _) if introspection::jws_shaped(token) => return Err(Refusal::InvalidToken("malformed")),
             (None, Some(opaque)) => {
                 let (issuer, resource) = (&self.inner.config.issuer, &self.inner.resource);
                 return opaque.authenticate(token, digest, issuer, resource, |claims| self.caller(claims)).await;
@@ -126,6 +137,7 @@ impl OAuth {
             jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &self.validation(header.alg, &iss))
                 .map_err(|err| Refusal::InvalidToken(failed_check(err.kind())))?
                 .claims;
+        numeric_dates(&claims)?;
         let caller = self.caller(&claims)?;
         let now = Instant::now();
         if let Some(until) = cache::until_exp(claims.get("exp").and_then(Value::as_u64), now) {
@@ -156,7 +168,7 @@ impl OAuth {
             .iter()
             .find_map(|claim| claims.get(*claim).and_then(Value::as_str).filter(|s| !s.is_empty()))
             .ok_or(Refusal::InvalidToken("names no subject"))?;
-        let groups = strings(claims.get(&config.profile_claim));
+        let groups = groups(claims.get(&config.profile_claim));
         let profile = config
             .profiles
             .iter()
@@ -166,7 +178,31 @@ impl OAuth {
         // A token names a profile, always: a valid token whose groups name none, with no
         // `default_profile`, is refused rather than let see everything.
         let profile = profile.ok_or(Refusal::NoProfile)?;
-        Ok(Caller { identity: identity.to_owned(), profile: Some(profile) })
+        Ok(Caller::oauth(identity, profile))
+    }
+}
+
+/// `exp`, `nbf` and `iat`, where a token (or an introspection answer) carries them, are
+/// NumericDates (RFC 7519 §2): non-negative numbers. A string is refused, never skipped as if
+/// the claim were absent.
+pub fn numeric_dates(claims: &Map<String, Value>) -> Result<(), Refusal> {
+    for claim in ["exp", "nbf", "iat"] {
+        if let Some(value) = claims.get(claim)
+            && !value.as_f64().is_some_and(|date| date.is_finite() && date >= 0.0)
+        {
+            return Err(Refusal::InvalidToken("a time claim (exp, nbf, iat) is not a number"));
+        }
+    }
+    Ok(())
+}
+
+/// The groups a token names: an array of strings, or one string naming one group (a group's
+/// name may hold spaces: "former admins" is not `admins`).
+fn groups(claim: Option<&Value>) -> HashSet<&str> {
+    match claim {
+        Some(Value::String(group)) => HashSet::from([group.as_str()]),
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => HashSet::new(),
     }
 }
 
@@ -215,6 +251,7 @@ mod tests {
             profiles: profiles.iter().map(|(g, p)| ((*g).to_owned(), (*p).to_owned())).collect(),
             default_profile: default_profile.map(str::to_owned),
             introspection: None,
+            jwks_refresh_s: hangar_core::access::DEFAULT_JWKS_REFRESH_S,
         };
         OAuth::new(config, "http://127.0.0.1:8000/mcp").unwrap()
     }
@@ -228,10 +265,10 @@ mod tests {
         let oauth = oauth(&[("ops", "admin"), ("developers", "dev")], None);
         let caller = oauth
             .caller(&claims(serde_json::json!({"sub": "alice", "scope": "mcp x", "groups": ["developers", "ops"]})));
-        assert_eq!(caller, Ok(Caller { identity: "alice".into(), profile: Some("admin".into()) }));
+        assert_eq!(caller, Ok(Caller { identity: "oauth:alice".into(), profile: Some("admin".into()) }));
         let caller =
             oauth.caller(&claims(serde_json::json!({"client_id": "bot", "scp": ["mcp"], "groups": "developers"})));
-        assert_eq!(caller, Ok(Caller { identity: "bot".into(), profile: Some("dev".into()) }));
+        assert_eq!(caller, Ok(Caller { identity: "oauth:bot".into(), profile: Some("dev".into()) }));
         assert_eq!(
             oauth.caller(&claims(serde_json::json!({"sub": "eve", "scope": "mcp", "groups": ["guests"]}))),
             Err(Refusal::NoProfile)
@@ -247,10 +284,38 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_string_is_one_group_and_a_token_never_takes_a_reserved_identity() {
+        let oauth = oauth(&[("admins", "admin"), ("former admins", "dev")], None);
+        let with = |groups: Value| claims(serde_json::json!({"sub": "eve", "scope": "mcp", "groups": groups}));
+        let profile = |groups: Value| oauth.caller(&with(groups)).map(|caller| caller.profile);
+        assert_eq!(profile("former admins".into()), Ok(Some("dev".into())), "one string, one group");
+        assert_eq!(profile("admins".into()), Ok(Some("admin".into())));
+        assert_eq!(profile(serde_json::json!(["former admins"])), Ok(Some("dev".into())));
+        let strict = super::tests::oauth(&[("admins", "admin")], None);
+        assert_eq!(strict.caller(&with("former admins".into())), Err(Refusal::NoProfile));
+        assert_eq!(strict.caller(&with("admins other".into())), Err(Refusal::NoProfile));
+        let hangar = oauth.caller(&claims(serde_json::json!({"sub": "hangar", "scope": "mcp", "groups": "admins"})));
+        assert_eq!(hangar.map(|caller| caller.identity), Ok("oauth:hangar".to_owned()));
+    }
+
+    #[test]
+    fn time_claims_must_be_numbers() {
+        let check = |value: Value| numeric_dates(&claims(value));
+        assert_eq!(check(serde_json::json!({"exp": 1_900_000_000, "nbf": 1.5, "iat": 0})), Ok(()));
+        assert_eq!(check(serde_json::json!({"sub": "x"})), Ok(()), "absent claims are not this check's");
+        for claim in ["exp", "nbf", "iat"] {
+            for bad in [serde_json::json!("1700000000"), serde_json::json!(-1), serde_json::json!(null)] {
+                let refused = check(serde_json::json!({claim: bad}));
+                assert!(matches!(refused, Err(Refusal::InvalidToken(_))), "{claim}: {bad}");
+            }
+        }
+    }
+
+    #[test]
     fn default_profile_catches_the_rest() {
         let oauth = oauth(&[("ops", "admin")], Some("dev"));
         let caller = oauth.caller(&claims(serde_json::json!({"sub": "bob", "scope": "mcp"})));
-        assert_eq!(caller, Ok(Caller { identity: "bob".into(), profile: Some("dev".into()) }));
+        assert_eq!(caller, Ok(Caller { identity: "oauth:bob".into(), profile: Some("dev".into()) }));
         // No mapping and no default: a token never sees everything by default.
         let unmapped = super::tests::oauth(&[], None);
         assert_eq!(
@@ -270,6 +335,7 @@ mod tests {
             jsonwebtoken::encode(&jsonwebtoken::Header::default(), &serde_json::json!({"sub": "x"}), &key).unwrap();
         assert_eq!(oauth.authenticate(&hs).await, Err(Refusal::InvalidToken("algorithm not accepted")));
         assert_eq!(oauth.authenticate("not a token").await, Err(Refusal::InvalidToken("malformed")));
+        assert_eq!(oauth.authenticate("a.b.c").await, Err(Refusal::InvalidToken("malformed")));
         assert_eq!(oauth.inner.verified.len(), 0, "a refused token is never remembered");
     }
 }

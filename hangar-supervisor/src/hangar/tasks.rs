@@ -2,6 +2,11 @@
 //! (state, result, TTL in [`crate::tasks::Book`]), so any API instance answers `tasks/get` and
 //! an API instance's death loses nothing: the call runs on here. The rules are in
 //! `crate::tasks`; this file runs the calls and answers the task requests.
+//!
+//! A task is its owner's only while the owner's view still reaches what its call reached: every
+//! read (`tasks/get`, `tasks/update`, `tasks/cancel`, following) checks the caller's current view
+//! against the servers and tools the call went to ([`Reach`]), so a caller whose profile changed
+//! or lost a server meets its task there as an unknown one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +46,22 @@ pub struct Tasks {
     ids: Ids,
     /// Every status change the book makes, told to the owners' listens (`news.rs`).
     news: news::TaskNews,
+    /// What each task's call reached, checked against its owner's view on every read.
+    reach: Mutex<HashMap<String, Reach>>,
+}
+
+/// The servers and tools a task's call went to (a batch's every call), and until when the
+/// task can be asked about.
+struct Reach {
+    tools: Vec<(String, String)>,
+    until_ms: u64,
+}
+
+impl Reach {
+    /// Whether `view` still sees every server and tool the task reached.
+    fn seen_by(&self, view: &View) -> bool {
+        self.tools.iter().all(|(server, tool)| view.sees_server(server) && view.allows_tool(tool))
+    }
 }
 
 /// An upstream's own task that one of ours follows.
@@ -94,6 +115,24 @@ impl Tasks {
     /// Takes `tasks:` (at start and on every reload).
     pub(super) fn configure(&self, config: &hangar_core::config::TasksConfig) {
         self.book().configure(config);
+    }
+
+    fn reach(&self) -> MutexGuard<'_, HashMap<String, Reach>> {
+        self.reach.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Task `id` reached `tools` (server, tool); kept as long as the task can be asked about.
+    fn reached(&self, id: &str, tools: Vec<(String, String)>) {
+        let now = now_ms();
+        let mut reach = self.reach();
+        reach.retain(|_, reach| now < reach.until_ms);
+        reach.insert(id.to_owned(), Reach { tools, until_ms: now.saturating_add(crate::tasks::TTL_MS) });
+    }
+
+    /// Whether `view` sees task `id` (that is, everything its call reached); the owner is the
+    /// book's to check.
+    pub(super) fn seen_by(&self, id: &str, view: &View) -> bool {
+        self.reach().get(id).is_none_or(|reach| reach.seen_by(view))
     }
 
     /// Drops what is kept to run finished or expired tasks again: only a task waiting for
@@ -231,6 +270,9 @@ impl Hangar {
         };
         unattended.0 = None;
         self.tasks.forget_gone();
+        if let Target::Tool { mcp_server, tool } = &call.target {
+            self.tasks.reached(&id, vec![(mcp_server.clone(), tool.clone())]);
+        }
         self.tasks.calls().insert(id.clone(), call);
         if let Some(upstream_task) = inline_task {
             me.clone().follow(&id, call_server(&self.tasks, &id), &upstream_task);
@@ -340,15 +382,23 @@ impl Hangar {
         self.tasks.book().mirrored(id, &upstream, now_ms());
     }
 
+    /// Refuses a task `view` no longer sees as an unknown one (so another profile's tasks are
+    /// never confirmed either).
+    fn in_view(&self, view: &View, task_id: &str) -> Result<(), IpcError> {
+        if self.tasks.seen_by(task_id, view) { Ok(()) } else { Err(refused(&Refusal::Unknown, task_id)) }
+    }
+
     /// [`Request::TaskGet`].
-    pub(super) fn task_get(&self, caller: &Caller, task_id: &str) -> Result<Reply, IpcError> {
+    pub(super) fn task_get(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
+        self.in_view(view, task_id)?;
         let mut book = self.tasks.book();
         let task = book.get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
         Ok(Reply::Task(task.detailed()))
     }
 
     /// [`Request::TaskCancel`]: the book first, then the run (dropping it tells the upstream).
-    pub(super) fn task_cancel(&self, caller: &Caller, task_id: &str) -> Result<Reply, IpcError> {
+    pub(super) fn task_cancel(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
+        self.in_view(view, task_id)?;
         let parked_on = self.tasks.book().request_state(&caller.identity, task_id, now_ms());
         let stop = self.tasks.book().cancel(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
         // A call held for its client's answer (a legacy upstream's own request) is named in the
@@ -376,9 +426,11 @@ impl Hangar {
     pub(super) async fn task_update(
         &self,
         caller: &Caller,
+        view: &View,
         task_id: &str,
         responses: &Value,
     ) -> Result<Reply, IpcError> {
+        self.in_view(view, task_id)?;
         let Some(responses) = responses.as_object() else {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "inputResponses must be an object"));
         };

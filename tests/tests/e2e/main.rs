@@ -58,6 +58,7 @@ mod managed_http;
 mod many_hangars;
 mod metrics;
 mod oauth;
+mod oauth_boundaries;
 mod one_dispatcher;
 mod oversize;
 mod paths;

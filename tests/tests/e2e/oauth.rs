@@ -40,14 +40,20 @@ impl Idp {
     }
 
     /// A token the fixture signs itself (`/_mint`): with the published key or one never published.
-    fn mint(&self, query: &str) -> String {
+    pub(super) fn mint(&self, query: &str) -> String {
         agent().get(&format!("{}/_mint?{query}", self.url)).call().unwrap().into_body().read_to_string().unwrap()
     }
 
     /// How many times the key set was fetched so far.
-    fn jwks_fetches(&self) -> u64 {
+    pub(super) fn jwks_fetches(&self) -> u64 {
         let body: Value = agent().get(&format!("{}/_stats", self.url)).call().unwrap().into_body().read_json().unwrap();
         body["jwks"].as_u64().unwrap()
+    }
+
+    /// How many introspection requests the IdP has answered.
+    pub(super) fn introspections(&self) -> u64 {
+        let body: Value = agent().get(&format!("{}/_stats", self.url)).call().unwrap().into_body().read_json().unwrap();
+        body["introspections"].as_u64().unwrap()
     }
 
     /// A new signing key replaces the published one.
@@ -126,11 +132,15 @@ fn tokens_from_the_issuer_are_checked_and_refused_with_the_right_challenge() {
     let resource = format!("{}/mcp", hangar.base);
     let metadata_url = format!("{}/.well-known/oauth-protected-resource/mcp", hangar.base);
 
-    // The protected-resource metadata, without a token, at both paths.
-    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+    // The protected-resource metadata, without a token, at both paths: each names the resource
+    // its URL was derived from (RFC 9728 §3.3), the bare one the origin.
+    for (path, named) in [
+        ("/.well-known/oauth-protected-resource", hangar.base.as_str()),
+        ("/.well-known/oauth-protected-resource/mcp", resource.as_str()),
+    ] {
         let (status, _, document) = get_with(&hangar, path, None);
         assert_eq!(status, 200, "{path}: {document}");
-        assert_eq!(document["resource"], resource.as_str());
+        assert_eq!(document["resource"], named, "{path}");
         assert_eq!(document["authorization_servers"], serde_json::json!([idp.url]));
         assert_eq!(document["scopes_supported"], serde_json::json!(["mcp"]));
     }

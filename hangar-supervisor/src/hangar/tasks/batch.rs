@@ -51,6 +51,8 @@ impl Hangar {
         let relayed = heard_to.map(|to| (relay, to));
         // Past its quota the caller is refused before any of its calls runs.
         self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| super::refused(&refusal, ""))?;
+        // What the batch reaches, for its task's readers' views.
+        let reached = batch.calls.iter().map(|call| (call.mcp_server.clone(), call.tool.clone())).collect();
         let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, relayed));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
@@ -78,6 +80,7 @@ impl Hangar {
         };
         unattended.0 = None;
         self.tasks.forget_gone();
+        self.tasks.reached(&id, reached);
         if let Some(result) = parked {
             self.tasks.book().answered(&id, 0, result, now_ms());
             return Ok(Reply::Task(created));

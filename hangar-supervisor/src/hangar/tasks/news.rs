@@ -1,8 +1,8 @@
 //! Task status notifications (SEP-2663's `notifications/tasks`): every status change the book
 //! makes is broadcast as the book's guard goes ([`Telling`]), and [`Request::TaskFollow`]
 //! hands a caller the changes of its own tasks among those it named, for its
-//! `subscriptions/listen` stream. Only the owner hears of a task: another's id, like an
-//! unknown one, is simply not followed.
+//! `subscriptions/listen` stream. Only the owner hears of a task, and only while its current
+//! view sees what the task reached: another's id, like an unknown one, is simply not followed.
 //!
 //! [`Request::TaskFollow`]: hangar_core::ipc::Request::TaskFollow
 
@@ -93,7 +93,11 @@ impl Hangar {
                 () = notices.closed() => break,
             };
             match told {
-                Ok(change) if change.owner == caller.identity && open.contains(&change.id) => {
+                Ok(change)
+                    if change.owner == caller.identity
+                        && open.contains(&change.id)
+                        && self.tasks.seen_by(&change.id, &self.view(caller)) =>
+                {
                     if change.terminal {
                         open.remove(&change.id);
                     }
@@ -124,9 +128,13 @@ impl Hangar {
         task_ids: impl Iterator<Item = &'a String>,
         open: &mut HashSet<String>,
     ) -> (Vec<String>, Vec<Value>) {
+        let view = self.view(caller);
         let mut book = self.tasks.book();
         let (mut accepted, mut current) = (Vec::new(), Vec::new());
         for id in task_ids {
+            if !self.tasks.seen_by(id, &view) {
+                continue;
+            }
             let Ok(task) = book.get(&caller.identity, id, now_ms()) else { continue };
             if accepted.contains(id) {
                 continue;
