@@ -1,9 +1,20 @@
 //! Every hangar process logs to stderr (stdout is kept for the one line a process announces
 //! itself with), human-readable by default or JSON on request.
+//!
+//! Log fields hold text clients and upstreams chose (tool names, identities, server ids from a
+//! request). In the human format every field, the message included, is written through
+//! `hangar_core::terminal::visible`, so a name holding escape sequences or a newline can neither
+//! drive the terminal of an operator reading the log nor forge a line of it. The JSON format
+//! escapes control characters itself.
 
+use std::fmt::Debug;
 use std::io::IsTerminal;
 
+use hangar_core::terminal::visible;
+use tracing::field::Field;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::field::MakeExt;
+use tracing_subscriber::fmt::format::{Writer, debug_fn};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -37,9 +48,19 @@ pub fn init(format: LogFormat) {
         .with_ansi(std::io::stderr().is_terminal());
     // Fails only if a subscriber is already set, and then logging still works.
     let _ = match format {
-        LogFormat::Human => builder.try_init(),
+        LogFormat::Human => builder.fmt_fields(debug_fn(visible_field).delimited(" ")).try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+/// One field as the human format writes it (`name=value`, the message bare), its control
+/// characters shown as escapes.
+fn visible_field(writer: &mut Writer<'_>, field: &Field, value: &dyn Debug) -> std::fmt::Result {
+    let text = format!("{value:?}");
+    match field.name() {
+        "message" => write!(writer, "{}", visible(&text)),
+        name => write!(writer, "{name}={}", visible(&text)),
+    }
 }
 
 #[cfg(test)]

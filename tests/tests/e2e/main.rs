@@ -75,4 +75,5 @@ mod streamed_calls;
 mod systemd;
 mod task_news;
 mod tasks;
+mod terminal_text;
 mod traces;
