@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hangar_core::front_door::Unknown;
 use hangar_core::ipc::{ErrorKind, IpcError, Stopped, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
 use hangar_core::lifecycle::{Event, State, StopReason};
 use hangar_core::trace::{self, TraceContext};
@@ -41,6 +42,10 @@ impl Server {
     /// future (the caller gave up) cancels the call upstream. The upstream's request carries
     /// `traced.parent` (or, with span export on, the round-trip span's context) as its
     /// `_meta.traceparent`.
+    ///
+    /// Only a tool the upstream declares (as its list stands once it runs) is called; any other
+    /// name is the hangar's `Unknown tool` and never reaches it, so a profile's globs, which
+    /// judge the declared names, cannot be passed by another spelling of one.
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
@@ -51,6 +56,7 @@ impl Server {
         traced: CallTrace<'_>,
     ) -> Result<Value, IpcError> {
         let upstream = self.ready_upstream().await?;
+        self.check_declared(tool)?;
         let _counted = CallInFlight::begin(self);
         let started = Instant::now();
         let mut params = match extra {
@@ -111,6 +117,9 @@ impl Server {
             return remembered;
         }
         let upstream = self.ready_upstream().await?;
+        if method == "tools/call" {
+            self.check_declared(params.get("name").and_then(Value::as_str).unwrap_or_default())?;
+        }
         self.lock().last_used = Instant::now();
         let outcome = upstream.request(method, params, timeout).await;
         if listing {
@@ -138,6 +147,14 @@ impl Server {
             }
             _ => error,
         }
+    }
+
+    /// `Unknown tool` (in the front door's one wording) unless the upstream declares `tool`.
+    fn check_declared(&self, tool: &str) -> Result<(), IpcError> {
+        if self.lock().tools.infos.iter().any(|t| t.name == tool) {
+            return Ok(());
+        }
+        Err(IpcError::new(ErrorKind::UnknownTool, Unknown::default().message("tool", tool)))
     }
 
     async fn ready_upstream(self: &Arc<Self>) -> Result<Arc<Upstream>, IpcError> {

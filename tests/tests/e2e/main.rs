@@ -21,6 +21,7 @@ mod crash;
 mod cross_site;
 mod custom_headers;
 mod dead_reasons;
+mod declared_names;
 mod drain;
 mod echo_bounds;
 mod egress_content;
