@@ -43,6 +43,7 @@ mod journal_gap;
 mod journal_migration;
 mod journal_state;
 mod json_logs;
+mod last_event_id;
 mod legacy_relay;
 mod legacy_sessions;
 mod lifecycle;
