@@ -335,6 +335,7 @@ impl Hangar {
                 identity: decide.caller().identity.clone(),
                 profile: decide.caller().profile.clone(),
                 admin: view.is_admin(),
+                hangar_tools: view.own_tools(self.front_door.load(Ordering::SeqCst)),
             }),
             // The prober's business: the hangar's own clients only.
             Request::Targets => {

@@ -41,9 +41,12 @@ pub async fn capabilities(supervisor: &AsCaller) -> Value {
     }
 }
 
-/// `tools/list`: the hangar's tools, then every exposed upstream tool, declared as upstream did.
+/// `tools/list`: the hangar's tools the caller's view lists, then every exposed upstream tool,
+/// declared as upstream did.
 pub async fn tools_list(supervisor: &AsCaller) -> Result<Vec<Value>, RpcError> {
+    let own = tools::listed(supervisor).await?;
     let mut list = tools::definitions();
+    list.retain(|tool| tool["name"].as_str().is_some_and(|name| own.iter().any(|t| t == name)));
     let catalog = supervisor.catalog().await.map_err(internal)?;
     if !catalog.front_door {
         return Ok(list);

@@ -79,3 +79,4 @@ mod task_news;
 mod tasks;
 mod terminal_text;
 mod traces;
+mod view_lists;
