@@ -33,6 +33,7 @@ mod garbage;
 mod handshake_timeout;
 mod hangar_call_questions;
 mod health;
+mod hog_call;
 mod how_it_ended;
 mod http_news;
 mod ids;
