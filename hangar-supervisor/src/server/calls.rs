@@ -2,9 +2,11 @@
 //!
 //! A request cut off because its upstream's process died (its pipe closed under it: a signal,
 //! the OOM killer, a crash) is answered only once that death is on record: the process reaped,
-//! the server `dead` (`process::watch_exit`), bounded by [`DEATH_ON_RECORD_WITHIN`]. The error
-//! then says how it ended, in the dead record's words (`DeadRecord::died_during`), and every
-//! read made after the answer shows `dead`.
+//! the server `dead` (`process::watch_exit`), bounded by [`DEATH_ON_RECORD_WITHIN`] for a stdio
+//! child (whose closed pipe means it is gone or going) and by [`EXIT_GRACE`] for an HTTP one
+//! (whose connection may drop while it lives on). The error then says how it ended, in the dead
+//! record's words (`DeadRecord::died_during`), and every read made after the answer shows
+//! `dead`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,15 +20,15 @@ use hangar_runtime::telemetry::{Kind, Span, names as spans};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::process::{STOP_GRACE, terminate};
+use super::process::{EXIT_GRACE, STOP_GRACE, terminate};
 use super::{Cause, Server};
 use crate::upstream::{Relay, RequestError, Upstream};
 
 /// A `tools/call` without a timeout of its own.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a request cut off by its upstream's death waits for that death to be on record. A
-/// dead process is reaped at once; one that only closed its pipe is killed within
-/// `process::EXIT_GRACE`; this bounds a reaping that hangs (an unkillable process).
+/// How long a request cut off by a stdio upstream's closed pipe waits for its death to be on
+/// record. A dead process is reaped at once; one that only closed its pipe is killed within
+/// [`EXIT_GRACE`]; this bounds a reaping that hangs (an unkillable process).
 const DEATH_ON_RECORD_WITHIN: Duration = Duration::from_secs(5);
 
 impl Server {
@@ -100,7 +102,10 @@ impl Server {
         }
         let outcome = match outcome {
             Ok(result) => Ok(result),
-            Err(err) => Err(self.failed(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err, exited).await),
+            Err(err) => {
+                let what = format!("tool `{}`", hangar_core::echo::bounded(tool));
+                Err(self.failed(&what, err, &upstream, exited).await)
+            }
         };
         if let Some(span) = span.take() {
             self.end_span(span, tool, traced.identity, &outcome);
@@ -142,17 +147,18 @@ impl Server {
         }
         match outcome {
             Ok(result) => Ok(result),
-            Err(err) => Err(self.failed(method, err, exited).await),
+            Err(err) => Err(self.failed(method, err, &upstream, exited).await),
         }
     }
 
-    /// A failed request in the hangar's words; one cut off by its upstream's death (the pipe
+    /// A failed request in the hangar's words; one cut off by its upstream's death (the link
     /// closed) once that death is on record, in the dead record's words when the server is dead.
-    async fn failed(&self, what: &str, err: RequestError, exited: Option<Exited>) -> IpcError {
+    async fn failed(&self, what: &str, err: RequestError, upstream: &Upstream, exited: Option<Exited>) -> IpcError {
         let (RequestError::Closed { .. }, Some(mut exited)) = (&err, exited) else {
             return self.request_failure(what, err);
         };
-        let _ = tokio::time::timeout(DEATH_ON_RECORD_WITHIN, exited.wait_for(Option::is_some)).await;
+        let within = if upstream.closed_means_gone() { DEATH_ON_RECORD_WITHIN } else { EXIT_GRACE };
+        let _ = tokio::time::timeout(within, exited.wait_for(Option::is_some)).await;
         let dead = self.lock().lifecycle.dead().map(DeadRecord::from);
         match dead {
             Some(dead) => IpcError::new(err.kind(), dead.died_during(&self.id, what)),
