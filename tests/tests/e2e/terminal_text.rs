@@ -7,7 +7,8 @@
 //! upstream's own stderr names its tools), `status`, and an error quoting the operator's own
 //! input. Every byte printed is free of control characters but the line ends, every entry stays
 //! one line, and the escapes read as `\x1b`, `\x07`, `\n`. The supervisor's and the API's
-//! human-format logs (`tracing` fields holding the client's names) are held to the same rule.
+//! human-format logs (`tracing` fields holding the client's names) are held to the same rule,
+//! and their JSON logs hold no raw control character either, while still reading back the name.
 
 use std::process::Output;
 use std::time::Duration;
@@ -103,4 +104,25 @@ fn names_and_output_from_clients_and_upstreams_reach_the_terminal_as_visible_esc
     let raw: Vec<char> = log.chars().filter(|c| !harmless(*c)).collect();
     assert!(raw.is_empty(), "the hangar's log holds raw control characters {raw:?}");
     assert!(!log.lines().any(|l| l.starts_with("FAKE") || l.starts_with("2026-01-01")), "a forged log line");
+}
+
+#[test]
+fn json_logs_carry_the_names_escaped_and_still_parse() {
+    let hangar = Hangar::start_with(CONFIG, &["--log-format", "json"]);
+    let called =
+        hangar.tool_ok("hangar_call", json!({"calls": [{"mcp_server": "shady", "tool": EVIL, "arguments": {}}]}));
+    assert_eq!(called["results"][0]["success"], true, "{called}");
+    let log = poll("the call in the JSON log", Duration::from_secs(10), || {
+        let log = hangar.log();
+        log.contains("evil").then_some(log)
+    });
+    let raw: Vec<char> = log.chars().filter(|c| !harmless(*c)).collect();
+    assert!(raw.is_empty(), "the JSON log holds raw control characters {raw:?}");
+    let tools: Vec<String> = log
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| hangar_tests::serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter_map(|line| line["fields"]["what"].as_str().map(str::to_owned))
+        .collect();
+    assert!(tools.iter().any(|t| t == EVIL), "the same name, read back: {tools:?}");
 }
