@@ -67,9 +67,10 @@ async fn stop(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiRes
 }
 
 /// Who the request's credential names, and whether the supervisor lets it act (the status page
-/// shows start and stop only then).
+/// shows start and stop only then). The MCP tools it lists are `/mcp`'s business, not shown here.
 async fn whoami(app: Calling) -> ApiResult {
-    Ok(Json(app.supervisor.whoami().await?).into_response())
+    let me = app.supervisor.whoami().await?;
+    Ok(Json(json!({"identity": me.identity, "profile": me.profile, "admin": me.admin})).into_response())
 }
 
 async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {

@@ -180,6 +180,7 @@ impl FakeSupervisor {
                 identity: hangar_core::access::ANONYMOUS.into(),
                 profile: None,
                 admin: true,
+                hangar_tools: hangar_core::policy::OWN_TOOLS.map(str::to_owned).to_vec(),
             })),
             Request::Audit(_) | Request::Events { .. } | Request::Rates { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no journal"))

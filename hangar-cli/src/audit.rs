@@ -1,10 +1,12 @@
 //! `hangar audit [--since C] [--limit N] [--identity I] [--mcp-server S] [--outcome O] [-f]`:
 //! the audit trail as a table (or, with `--json`, one entry a line), and with `-f` what comes next.
+//! Identities and tool names are the clients' own: every cell and line is shown visibly.
 
 use std::io::Write;
 use std::time::Duration;
 
 use hangar_core::journal::{AuditEntry, CallOutcome};
+use hangar_core::terminal::{visible, visible_json};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -76,13 +78,13 @@ fn protocol(api: &Api, reason: &str) -> CliError {
 fn print(out: &mut impl Write, entries: &[Value], json: bool) -> Result<(), CliError> {
     for entry in entries {
         if json {
-            writeln!(out, "{entry}")?;
+            writeln!(out, "{}", visible_json(&entry.to_string()))?;
             continue;
         }
         match AuditEntry::deserialize(entry) {
             Ok(entry) => writeln!(out, "{}", table_row(&entry))?,
             // A newer hangar's entry this client cannot read: shown as it came.
-            Err(_) => writeln!(out, "{entry}")?,
+            Err(_) => writeln!(out, "{}", visible_json(&entry.to_string()))?,
         }
     }
     out.flush()?;
@@ -105,7 +107,7 @@ fn table_row(entry: &AuditEntry) -> String {
 }
 
 fn row(cells: [&str; 6]) -> String {
-    let [at, identity, server, what, outcome, duration] = cells;
+    let [at, identity, server, what, outcome, duration] = cells.map(visible);
     format!("{at:<24}  {identity:<16}  {server:<16}  {what:<28}  {outcome:<16}  {duration:>10}").trim_end().to_owned()
 }
 

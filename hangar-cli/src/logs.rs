@@ -1,9 +1,11 @@
 //! `hangar logs NAME [-n N] [-f]`: what a server printed, and with `-f` what it prints next.
+//! Each line is the upstream's own output: shown visibly, one printed line per logged line.
 
 use std::io::Write;
 use std::time::Duration;
 
 use hangar_core::record::{LogLine, LogList};
+use hangar_core::terminal::{visible, visible_json};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -20,7 +22,7 @@ pub fn run(api: &Api, name: &str, lines: u16, follow: bool, json: bool) -> Resul
     let mut out = std::io::stdout().lock();
     let first = parse(&answer.body, api.base())?;
     if json && !follow {
-        writeln!(out, "{}", answer.text)?;
+        writeln!(out, "{}", visible_json(&answer.text))?;
         out.flush()?;
         return Ok(());
     }
@@ -52,9 +54,11 @@ fn print(out: &mut impl Write, lines: &[LogLine], json: bool) -> Result<(), CliE
     for line in lines {
         if json {
             // A record of strings always serializes.
-            writeln!(out, "{}", serde_json::to_value(line).unwrap_or_default())?;
+            let line = serde_json::to_value(line).unwrap_or_default().to_string();
+            writeln!(out, "{}", visible_json(&line))?;
         } else {
-            writeln!(out, "{} {} {}", line.recorded_at, line.stream, line.content)?;
+            let [at, stream, content] = [&line.recorded_at, &line.stream, &line.content].map(|cell| visible(cell));
+            writeln!(out, "{at} {stream} {content}")?;
         }
     }
     out.flush()?;

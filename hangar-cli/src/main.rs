@@ -4,6 +4,12 @@
 //! `pin --write` cannot edit safely, 69 the API is unreachable (or answered 503, or the server
 //! to pin is not running), 73 the config could not be written, 74 the output could not be
 //! written, 76 an answer of the wrong shape, 78 a config that cannot be read or is invalid.
+//!
+//! Everything it prints passes through `hangar_core::terminal`: text a client or an upstream
+//! chose (tool names, identities, upstream output, error messages quoting them) shows its
+//! control characters as visible escapes, so no answer can drive the operator's terminal or
+//! forge a line. Text goes through `visible` (per table cell, or per one-line outcome), JSON
+//! through `visible_json` (still JSON of the same value).
 #![forbid(unsafe_code)]
 
 mod actions;
@@ -18,7 +24,8 @@ mod status;
 use std::io::Write;
 use std::process::ExitCode;
 
-use hangar_runtime::exit::{EX_USAGE, Exit, run_main};
+use hangar_core::terminal::{visible, visible_json};
+use hangar_runtime::exit::{EX_USAGE, Exit, Sysexit, run_main};
 use serde_json::Value;
 
 use crate::args::{Cli, Command};
@@ -29,7 +36,8 @@ fn main() -> ExitCode {
     run_main("hangar", || {
         let cli: Cli = hangar_runtime::args::parse()?;
         check_url(&cli.url).map_err(|message| Exit::new(EX_USAGE, format!("--url {}: {message}", cli.url)))?;
-        Ok(run(&cli)?)
+        // The API's messages quote what a client sent: shown visibly, as all output is.
+        run(&cli).map_err(|err| Exit::new(err.exit_code(), visible(&err.to_string())))
     })
 }
 
@@ -48,7 +56,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Status => {
             let answer = api.get("/api/mcp_servers")?;
-            if json { emit(&answer.text) } else { emit(status::table(&answer.body, api.base())?.trim_end()) }
+            if json { emit_json(&answer.text) } else { emit(status::table(&answer.body, api.base())?.trim_end()) }
         }
         Command::Logs { name, lines, follow } => logs::run(&api, name, *lines, *follow, json),
         Command::Start { name } => outcome(json, &actions::start(&api, name)?, |b| actions::started(name, b)),
@@ -72,12 +80,18 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     }
 }
 
-/// The API's JSON unchanged with `--json`, else the one-line outcome.
+/// The API's JSON with `--json`, else the one-line outcome, each shown visibly.
 fn outcome(json: bool, answer: &Answer, text: impl FnOnce(&Value) -> String) -> Result<(), CliError> {
-    if json { emit(&answer.text) } else { emit(&text(&answer.body)) }
+    if json { emit_json(&answer.text) } else { emit(&visible(&text(&answer.body))) }
 }
 
-fn emit(text: &str) -> Result<(), CliError> {
+/// A JSON answer as the API sent it, its control characters escaped (`visible_json`).
+pub(crate) fn emit_json(text: &str) -> Result<(), CliError> {
+    emit(&visible_json(text))
+}
+
+/// Text whose client and upstream parts are already shown visibly.
+pub(crate) fn emit(text: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}")?;
     out.flush()?;

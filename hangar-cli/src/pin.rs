@@ -2,7 +2,6 @@
 //! server's current tools, from the digests `GET /api/mcp_servers/{id}/tools` reports; printed
 //! ready to paste, or written into the config file in place (`hangar_core::pin_edit`).
 
-use std::io::Write;
 use std::path::Path;
 
 use hangar_core::config::MAX_CONFIG_BYTES;
@@ -18,12 +17,14 @@ pub fn run(api: &Api, name: &str, config: Option<&Path>, json: bool) -> Result<(
     let pins = current_pins(api, name)?;
     let Some(path) = config else {
         let text = if json { json!({"pinned": pins}).to_string() } else { pin_edit::pinned_block(&pins) };
-        return emit(text.trim_end());
+        // The block's names are JSON-quoted (YAML double-quoted scalars): escaped as JSON's are.
+        return crate::emit_json(text.trim_end());
     };
     write_pins(path, name, &pins)?;
     let count = pins.len();
     let tools = if count == 1 { "tool" } else { "tools" };
-    emit(&format!("pinned {count} {tools} of {name} in {}; `hangar reload` applies them", path.display()))
+    let done = format!("pinned {count} {tools} of {name} in {}; `hangar reload` applies them", path.display());
+    crate::emit(&hangar_core::terminal::visible(&done))
 }
 
 /// Each current tool's digest, in the order the server declares them.
@@ -67,13 +68,6 @@ fn write_pins(path: &Path, name: &str, pins: &IndexMap<String, String>) -> Resul
         let _ = std::fs::remove_file(&temporary);
         return Err(write_error(err));
     }
-    Ok(())
-}
-
-fn emit(text: &str) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
-    out.flush()?;
     Ok(())
 }
 

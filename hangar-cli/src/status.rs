@@ -1,6 +1,7 @@
-//! `hangar status`: the server list as an aligned table.
+//! `hangar status`: the server list as an aligned table, each cell shown visibly.
 
 use hangar_core::record::ServerList;
+use hangar_core::terminal::visible;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -14,14 +15,16 @@ pub fn table(body: &Value, url: &str) -> Result<String, CliError> {
         .map_err(|err| CliError::Protocol { url: url.to_owned(), reason: format!("not a server list: {err}") })?;
     let mut rows = vec![HEADER.map(str::to_owned).to_vec()];
     for entry in list.mcp_servers {
-        rows.push(vec![
-            entry.mcp_server_id,
-            entry.state.as_str().to_owned(),
-            entry.mode,
-            entry.tools_count.to_string(),
-            entry.health_status,
-            entry.dead.as_ref().map_or_else(|| "-".to_owned(), |dead| dead.short()),
-        ]);
+        let dead = entry.dead.as_ref().map_or_else(|| "-".to_owned(), |dead| dead.short());
+        let cells = [
+            entry.mcp_server_id.as_str(),
+            entry.state.as_str(),
+            &entry.mode,
+            &entry.tools_count.to_string(),
+            &entry.health_status,
+            &dead,
+        ];
+        rows.push(cells.iter().map(|cell| visible(cell).into_owned()).collect());
     }
     Ok(align(&rows))
 }

@@ -11,8 +11,10 @@
 //! - `names: always_qualified`: every name is exposed qualified, so adding a server never
 //!   renames anything;
 //! - a name starting with `hangar_` (the hangar's own tools) is always exposed qualified;
-//! - the qualified form also resolves for every upstream name, listed or not, so a client may
-//!   always use it;
+//! - the qualified form also resolves for every name its upstream declares, so a client may
+//!   always use it; a name the upstream does not declare leads nowhere, in any spelling (a
+//!   profile's globs judge the declared name, so `DELETE_ALL` or `files__delete_all ` must not
+//!   reach an upstream that would take it for `delete_all`);
 //! - a name that leads nowhere but that some upstreams declare (it became ambiguous, or the
 //!   names are always qualified) is refused with the qualified names it is exposed as.
 //!
@@ -139,6 +141,8 @@ pub struct Index {
     by_name: HashMap<String, (usize, String)>,
     /// Each server's prefix, by position.
     prefixes: Vec<String>,
+    /// Each server's own names, by position: what its qualified form may lead to.
+    declared: Vec<HashSet<String>>,
     /// The length of the longest exposed name: no longer request can be one.
     longest: usize,
 }
@@ -157,8 +161,9 @@ impl Index {
                 })
                 .collect();
         let prefixes = servers.iter().map(|(id, _)| naming.prefix(id).to_owned()).collect();
+        let declared = servers.iter().map(|(_, names)| names.iter().map(|n| (*n).to_owned()).collect()).collect();
         let longest = by_name.keys().map(String::len).max().unwrap_or_default();
-        Index { by_name, prefixes, longest }
+        Index { by_name, prefixes, declared, longest }
     }
 
     /// Where `requested` leads: the position of its server (in the order given to [`Index::new`])
@@ -170,16 +175,17 @@ impl Index {
         self.split_qualified(requested).ok_or_else(|| self.unknown(requested))
     }
 
-    /// The qualified form, which always works: the server whose prefix `requested` starts with
-    /// (followed by the separator and a name), and that name. Prefixes may themselves hold the
-    /// separator (`my__srv`), so the longest that fits wins.
+    /// The qualified form, which always works for a declared name: the server whose prefix
+    /// `requested` starts with (followed by the separator and a name it declares), and that
+    /// name. Prefixes may themselves hold the separator (`my__srv`), so the longest that fits
+    /// wins.
     fn split_qualified<'r>(&self, requested: &'r str) -> Option<(usize, &'r str)> {
         self.prefixes
             .iter()
             .enumerate()
             .filter_map(|(at, prefix)| {
                 let name = requested.strip_prefix(prefix.as_str())?.strip_prefix(SEPARATOR)?;
-                (!name.is_empty()).then_some((at, prefix.len(), name))
+                self.declared.get(at)?.contains(name).then_some((at, prefix.len(), name))
             })
             .max_by_key(|(_, len, _)| *len)
             .map(|(at, _, name)| (at, name))
@@ -262,7 +268,10 @@ mod tests {
         assert_eq!(resolve(&index, &IDS, "add"), found("math", "add"));
         assert_eq!(resolve(&index, &IDS, "words__echo"), found("words", "echo"));
         assert_eq!(resolve(&index, &IDS, "math__add"), found("math", "add"), "qualified always works");
-        assert_eq!(resolve(&index, &IDS, "math__nope"), found("math", "nope"), "even unlisted: the upstream says");
+        assert_eq!(resolve(&index, &IDS, "math__nope"), Err(vec![]), "an undeclared name leads nowhere");
+        assert_eq!(resolve(&index, &IDS, "math__ADD"), Err(vec![]), "nor does another spelling");
+        assert_eq!(resolve(&index, &IDS, "math__add "), Err(vec![]));
+        assert_eq!(resolve(&index, &IDS, "ADD"), Err(vec![]));
         assert_eq!(resolve(&index, &IDS, "nope__add"), Err(vec![]));
         assert_eq!(resolve(&index, &IDS, "math__"), Err(vec![]));
         assert_eq!(resolve(&index, &IDS, ""), Err(vec![]));
@@ -314,7 +323,7 @@ mod tests {
             assert_eq!(names(&exposed), ["clock__get_current_time", "time-b__get_current_time", tz], "{names_mode:?}");
             let index = Index::new(&chosen, servers());
             assert_eq!(resolve(&index, &ids, "clock__get_current_time"), found("time-a", "get_current_time"));
-            assert_eq!(resolve(&index, &ids, "clock__other"), found("time-a", "other"), "qualified always works");
+            assert_eq!(resolve(&index, &ids, "clock__other"), Err(vec![]), "only for a declared name");
             assert_eq!(resolve(&index, &ids, "time-a__get_current_time"), Err(vec![]), "the id is no prefix any more");
             assert_eq!(
                 index.resolve("get_current_time").unwrap_err().message("tool", "get_current_time"),
@@ -339,8 +348,8 @@ mod tests {
         assert_eq!(names(&exposed), ["my__srv__t", "other__t", "srv__u"]);
         let index = Index::new(&bare(), servers());
         assert_eq!(resolve(&index, &ids, "my__srv__t"), found("my__srv", "t"));
-        assert_eq!(resolve(&index, &ids, "my__srv__x"), found("my__srv", "x"), "unlisted: the longer prefix");
-        assert_eq!(resolve(&index, &ids, "my__other"), found("my", "other"));
+        assert_eq!(resolve(&index, &ids, "my__srv__u"), found("my", "srv__u"), "the prefix that declares it");
+        assert_eq!(resolve(&index, &ids, "my__srv__x"), Err(vec![]), "undeclared under either prefix");
     }
 
     #[test]

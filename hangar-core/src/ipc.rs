@@ -687,6 +687,10 @@ pub struct WhoAmI {
     pub identity: String,
     pub profile: Option<String>,
     pub admin: bool,
+    /// The hangar's own MCP tools (`hangar_*`) its view lists and may call
+    /// (`policy::View::own_tools`); `/mcp` shows and runs no other.
+    #[serde(default)]
+    pub hangar_tools: Vec<String>,
 }
 
 /// `POST /api/mcp_servers/{id}/start` and `hangar_start`.

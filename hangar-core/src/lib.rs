@@ -19,6 +19,7 @@
 //! - [`sandbox`]: the `sandbox:` block: what the kernel lets a spawned upstream do.
 //! - [`shutdown`]: the `shutdown:` block, how long a stop drains the calls in flight.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
+//! - [`terminal`]: client and upstream text shown on a terminal, its control characters visible.
 //! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
 //! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`), read strictly and written back.
 //! - [`wire_name`]: the serde name of an enum variant, for logs, labels and messages.
@@ -55,6 +56,7 @@ pub mod record;
 pub mod sandbox;
 pub mod shutdown;
 pub mod small_file;
+pub mod terminal;
 pub mod time;
 pub mod tool_digest;
 pub mod trace;

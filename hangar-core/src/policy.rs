@@ -8,7 +8,11 @@
 //!   (no glob: none), and on them the tools matching one of `tools.allow` (default `*`) and none
 //!   of `tools.deny`; it may start, stop, restart, reload and read logs only with `admin: true`;
 //! - a caller naming a profile that is not configured (a reload removed it) sees nothing and
-//!   may do nothing: a stale name never widens a view.
+//!   may do nothing: a stale name never widens a view;
+//! - the hangar's own MCP tools ([`OWN_TOOLS`]) are listed and callable as the view says
+//!   ([`View::lists_own_tool`]): the admin ones ([`ADMIN_TOOLS`]) only by an admin, and in
+//!   `front_door` mode, where they sit among the upstreams' tools, only those the profile's
+//!   `tools` globs allow, like any other name.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,6 +78,21 @@ fn glob_set(at: &str, globs: &[String]) -> Result<GlobSet, KeyError> {
     set.build().map_err(|err| KeyError { key: at.to_owned(), message: format!("the globs do not compile: {err}") })
 }
 
+/// The hangar's own MCP tools, in the order `tools/list` shows them (argument-free ones first).
+pub const OWN_TOOLS: [&str; 8] = [
+    "hangar_list",
+    "hangar_status",
+    "hangar_health",
+    "hangar_details",
+    "hangar_tools",
+    "hangar_start",
+    "hangar_stop",
+    "hangar_call",
+];
+
+/// The hangar's tools that act as an admin does (start, stop): listed to admins only.
+pub const ADMIN_TOOLS: [&str; 2] = ["hangar_start", "hangar_stop"];
+
 /// What one caller sees and may do.
 #[derive(Debug, Clone)]
 pub enum View {
@@ -113,6 +132,19 @@ impl View {
             View::All => None,
             View::Profile { name, .. } => Some(name),
         }
+    }
+
+    /// Whether it lists (and may call) the hangar's own tool `name`: an admin tool only as an
+    /// admin, and with the `front_door` on only if the `tools` globs allow it.
+    pub fn lists_own_tool(&self, name: &str, front_door: bool) -> bool {
+        OWN_TOOLS.contains(&name)
+            && (self.is_admin() || !ADMIN_TOOLS.contains(&name))
+            && (!front_door || self.allows_tool(name))
+    }
+
+    /// The hangar's own tools it lists, in [`OWN_TOOLS`] order.
+    pub fn own_tools(&self, front_door: bool) -> Vec<String> {
+        OWN_TOOLS.iter().filter(|name| self.lists_own_tool(name, front_door)).map(|name| (*name).to_owned()).collect()
     }
 }
 
@@ -175,6 +207,21 @@ mod tests {
         let gone = policy().view(&caller(Some("removed")));
         assert!(!gone.sees_server("math") && !gone.allows_tool("add") && !gone.is_admin());
         assert_eq!(gone.profile(), Some("removed"));
+    }
+
+    #[test]
+    fn the_hangars_own_tools_follow_admin_and_in_front_door_mode_the_globs() {
+        let every = OWN_TOOLS.map(str::to_owned).to_vec();
+        let but_admin: Vec<String> = every.iter().filter(|t| !ADMIN_TOOLS.contains(&t.as_str())).cloned().collect();
+        for front_door in [false, true] {
+            assert_eq!(policy().view(&Caller::anonymous()).own_tools(front_door), every);
+            assert_eq!(policy().view(&caller(Some("admin"))).own_tools(front_door), every);
+            assert_eq!(policy().view(&caller(Some("dev"))).own_tools(front_door), but_admin);
+        }
+        let ci = policy().view(&caller(Some("ci")));
+        assert_eq!(ci.own_tools(false), but_admin, "egress: the globs judge upstream tools only");
+        assert!(ci.own_tools(true).is_empty(), "front door: allow: [add] allows no hangar tool");
+        assert!(!ci.lists_own_tool("hangar_nope", false) && !ci.lists_own_tool("add", false));
     }
 
     #[test]

@@ -78,6 +78,14 @@ impl DeadRecord {
         }
     }
 
+    /// Why a request to server `id` failed when its process ended under it, told once this
+    /// record says so (the error's message): `` `hog` died during tool `allocate` (crashed); its
+    /// process ran out of memory (memory_mb: 256), so the kernel killed it (SIGKILL)``. `what`
+    /// names the request (`` tool `allocate` ``).
+    pub fn died_during(&self, id: &str, what: &str) -> String {
+        self.with_detail(format!("`{id}` died during {what} ({})", self.reason))
+    }
+
     /// Why an explicit start of server `id` is refused until `next_start_at` (the error's message).
     pub fn start_refusal(&self, id: &str, next_start_at: &str) -> String {
         self.backing_off(id, next_start_at)
@@ -410,6 +418,10 @@ mod tests {
         assert_eq!(dead.short(), "crashed; its process closed its stdout, so the hangar killed it (SIGKILL)");
         assert_eq!(DeadRecord { detail: None, ..dead.clone() }.short(), "crashed");
         assert_eq!(dead.call_refusal("math"), "`math` is dead (crashed)");
+        assert_eq!(
+            dead.died_during("math", "tool `add`"),
+            "`math` died during tool `add` (crashed); its process closed its stdout, so the hangar killed it (SIGKILL)"
+        );
         let json = serde_json::to_value(&dead).unwrap();
         assert_eq!(json["detail"], "its process closed its stdout, so the hangar killed it (SIGKILL)");
         assert_eq!(StateCounts::of([&summary]).dead, 1);

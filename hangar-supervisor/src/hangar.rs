@@ -337,6 +337,7 @@ impl Hangar {
                 identity: decide.caller().identity.clone(),
                 profile: decide.caller().profile.clone(),
                 admin: view.is_admin(),
+                hangar_tools: view.own_tools(self.front_door.load(Ordering::SeqCst)),
             }),
             // The prober's business: the hangar's own clients only.
             Request::Targets => {
@@ -577,8 +578,9 @@ impl Hangar {
     /// ambiguous).
     ///
     /// Names are computed over what `view` sees. A name that leads nowhere in the view but is a
-    /// tool the view denies on a server it sees is `forbidden`, not unknown; the caller then
-    /// checks the tool a qualified name leads to.
+    /// tool the view denies on a server it sees (bare or qualified) is `forbidden`, not unknown;
+    /// the caller then checks the tool it leads to. A name no upstream declares, in any
+    /// spelling, is unknown: globs judge declared names only.
     async fn resolve(&self, view: &View, name: &str) -> Result<(Arc<Server>, String), IpcError> {
         let unknown = |unknown: Unknown| IpcError::new(ErrorKind::UnknownTool, unknown.message("tool", name));
         if !self.front_door.load(Ordering::SeqCst) {
@@ -595,11 +597,13 @@ impl Hangar {
             Err(missing) => missing,
         };
         // Only a denied name: an allowed one missing from the index is ambiguous, never guessed.
-        let denied_here = |s: &Arc<Server>| !view.allows_tool(name) && s.tool_names().iter().any(|t| t == name);
-        match self.all_visible(view).into_iter().find(denied_here) {
-            Some(server) => Ok((server, name.to_owned())),
-            None => Err(unknown(missing)),
-        }
+        let naming = self.naming();
+        let denied_here = |s: &Arc<Server>| {
+            let named = |t: &String| t == name || naming.qualified(s.id(), t) == name;
+            s.tool_names().into_iter().find(|t| named(t) && !view.allows_tool(t))
+        };
+        let denied = self.all_visible(view).into_iter().find_map(|s| denied_here(&s).map(|tool| (s, tool)));
+        denied.ok_or_else(|| unknown(missing))
     }
 
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed

@@ -226,6 +226,8 @@ fn call(state: &State, id: &Value, params: Option<&Value>) -> Value {
         return invalid("missing tool name");
     };
     if !state.active_tools().iter().any(|t| t == name) {
+        // Tests read this line from the hangar's logs endpoint: a name that reached us undeclared.
+        log(&format!("asked for an undeclared tool: {name:?}"));
         return invalid(&format!("unknown tool: {name}"));
     }
     let args = match params.and_then(|p| p.get("arguments")) {

@@ -53,7 +53,7 @@ pub async fn route(State(fleet): State<Fleet>, request: Request, next: Next) -> 
         return StatusCode::BAD_REQUEST.into_response();
     };
     let forwarded = parts.headers.contains_key(HOP_HEADER);
-    match ids::owner(&member.cluster, &parts.headers, &body) {
+    match ids::owner(&member.cluster, parts.uri.path(), &parts.headers, &body) {
         Some((Owner::Elsewhere(owner), held)) if !forwarded => {
             return forward(&member, &owner, parts, body, held).await;
         }

@@ -118,6 +118,12 @@ async fn tools_call(
         .flatten();
     let opted_in = tasks::opted_in(params.as_ref());
     let mut call = ToolCall::from_params(params)?;
+    // A hangar tool the caller's view does not list is refused here, for every path below.
+    if front_door::route(&call.name) == front_door::Route::Hangar
+        && let Some(refused) = tools::refusal(&app.supervisor, &call.name).await?
+    {
+        return Ok(Answer::Result(refused));
+    }
     if era.mirrors_params {
         call.param_headers = Some(custom_headers::read(headers)?);
     }

@@ -41,9 +41,12 @@ pub async fn capabilities(supervisor: &AsCaller) -> Value {
     }
 }
 
-/// `tools/list`: the hangar's tools, then every exposed upstream tool, declared as upstream did.
+/// `tools/list`: the hangar's tools the caller's view lists, then every exposed upstream tool,
+/// declared as upstream did.
 pub async fn tools_list(supervisor: &AsCaller) -> Result<Vec<Value>, RpcError> {
+    let own = tools::listed(supervisor).await?;
     let mut list = tools::definitions();
+    list.retain(|tool| tool["name"].as_str().is_some_and(|name| own.iter().any(|t| t == name)));
     let catalog = supervisor.catalog().await.map_err(internal)?;
     if !catalog.front_door {
         return Ok(list);
@@ -281,20 +284,23 @@ pub async fn set_level(supervisor: &AsCaller, params: Option<Value>) -> Result<V
     Ok(json!({}))
 }
 
-/// The server that lists `uri` (exposed name → original; a qualified URI leads to its server
-/// whether listed or not), else the first whose template, exposed as it is, matches it. A
-/// template exposed only qualified (a collision, or `always_qualified`) matches only the
-/// qualified URI, as a listed name would.
+/// The server that lists `uri` (exposed name → original, bare or qualified), else the first
+/// whose template, exposed as it is, matches it (the URI less the template's prefix, if it is
+/// exposed qualified). A template exposed only qualified (a collision, or `always_qualified`)
+/// matches only the qualified URI, as a listed name would. A URI no server lists or matches
+/// leads nowhere, as a name no upstream declares does.
 async fn resource_owner(supervisor: &AsCaller, front_door: &FrontDoor, uri: &str) -> Option<(String, String)> {
     let resources = gather(supervisor, &front_door.servers, "resources/list", "resources").await;
     if let Ok(found) = lookup(&front_door.naming, &resources, "uri", uri) {
         return Some(found);
     }
     let listed = gather(supervisor, &front_door.servers, "resources/templates/list", "resourceTemplates").await;
-    exposed_of(&front_door.naming, &listed, "uriTemplate")
+    let matching = exposed_of(&front_door.naming, &listed, "uriTemplate")
         .into_iter()
-        .find(|e| e.exposed == e.name && front_door::template_matches(&e.name, uri))
-        .map(|e| (e.mcp_server, uri.to_owned()))
+        .find(|e| front_door::template_matches(&e.exposed, uri))?;
+    // `<prefix>__<template>` matched: the URI starts with the same prefix.
+    let original = uri.get(matching.exposed.len().saturating_sub(matching.name.len())..)?;
+    Some((matching.mcp_server, original.to_owned()))
 }
 
 /// The servers whose prompts and resources `/mcp` serves: the front door's, or none when it is

@@ -1,13 +1,20 @@
-//! The `hangar_*` tools served at `/mcp`: their declarations and what each one does.
+//! The `hangar_*` tools served at `/mcp`: their declarations and what each one does, and which
+//! of them a caller's view lists (`WhoAmI::hangar_tools`, the supervisor's decision by
+//! `policy::View::own_tools`). `tools/list` shows only those, and a call of any other is refused
+//! before it runs, however it is made ([`refusal`]): `forbidden`, as a tool a profile denies
+//! is; an admin tool called by a non-admin goes on to the supervisor, which refuses it
+//! `forbidden` and keeps the attempt in the audit trail.
 
 use hangar_core::batch::{tool_result, with_upstream_blocks};
 use hangar_core::echo::bounded;
+use hangar_core::front_door::Unknown;
 use hangar_core::ipc::{ErrorKind, IpcError, Relay};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::lifecycle::State;
 use hangar_core::mcp::{
     HELD_BATCH_STATE_PREFIX, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, REQUEST_STATE, can_be_asked,
 };
+use hangar_core::policy::{ADMIN_TOOLS, OWN_TOOLS};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -19,17 +26,6 @@ use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
 use crate::supervisor::{AsCaller, BoxFuture};
 
 type Outcome = Result<Value, ToolFailure>;
-
-const TOOL_NAMES: [&str; 8] = [
-    "hangar_list",
-    "hangar_status",
-    "hangar_health",
-    "hangar_details",
-    "hangar_tools",
-    "hangar_start",
-    "hangar_stop",
-    "hangar_call",
-];
 
 /// Every tool, in the fixed order `tools/list` shows them (argument-free ones first, so a
 /// client probing "the first tool" with no arguments gets an answer).
@@ -105,11 +101,40 @@ pub fn definitions() -> Vec<Value> {
     ]
 }
 
+/// The hangar tools the caller's view lists, by name.
+pub async fn listed(supervisor: &AsCaller) -> Result<Vec<String>, RpcError> {
+    Ok(whoami(supervisor).await?.hangar_tools)
+}
+
+async fn whoami(supervisor: &AsCaller) -> Result<hangar_core::ipc::WhoAmI, RpcError> {
+    supervisor.whoami().await.map_err(|err| RpcError::internal(err.message))
+}
+
+/// Why the hangar tool `name` may not run for this caller, as its answer: `Unknown tool` for
+/// no such tool, an error result `forbidden` for one its view does not list; `None` when it
+/// may run (or, an admin tool called by a non-admin, when the supervisor refuses it itself).
+/// Checked before a hangar tool runs, whichever way it is called.
+pub async fn refusal(supervisor: &AsCaller, name: &str) -> Result<Option<Value>, RpcError> {
+    if !OWN_TOOLS.contains(&name) {
+        return Err(unknown(name));
+    }
+    let whoami = whoami(supervisor).await?;
+    if whoami.hangar_tools.iter().any(|t| t == name) || (ADMIN_TOOLS.contains(&name) && !whoami.admin) {
+        return Ok(None);
+    }
+    let refused = IpcError::forbidden(format!("the tool `{name}` is outside this caller's profile"));
+    failed(refused.into()).map(Some)
+}
+
+fn unknown(name: &str) -> RpcError {
+    RpcError::invalid_params(Unknown::default().message("tool", name))
+}
+
 /// Runs tool `name`. `Ok` is a `tools/call` result (possibly with `isError: true`); `Err` is a
 /// JSON-RPC error (unknown tool, bad arguments).
 pub async fn call(supervisor: &AsCaller, name: &str, arguments: Option<Value>) -> Result<Value, RpcError> {
-    let unknown = || RpcError::invalid_params(format!("Unknown tool: {}", bounded(name)));
-    if !TOOL_NAMES.contains(&name) {
+    let unknown = || unknown(name);
+    if !OWN_TOOLS.contains(&name) {
         return Err(unknown());
     }
     let args = Arguments::new(arguments)?;

@@ -12,8 +12,8 @@ async fn run(fake: &std::sync::Arc<FakeSupervisor>, name: &str, arguments: Value
 #[test]
 fn every_tool_declares_an_object_schema_and_a_description() {
     let tools = definitions();
-    assert_eq!(tools.len(), TOOL_NAMES.len());
-    for (tool, name) in tools.iter().zip(TOOL_NAMES) {
+    assert_eq!(tools.len(), OWN_TOOLS.len());
+    for (tool, name) in tools.iter().zip(OWN_TOOLS) {
         assert_eq!(tool["name"], name);
         assert_eq!(tool["inputSchema"]["type"], "object");
         assert!(tool["inputSchema"]["properties"].is_object() && tool["inputSchema"]["required"].is_array());

@@ -1,20 +1,35 @@
 //! Tool calls, and stopping a server.
+//!
+//! A request cut off because its upstream's process died (its pipe closed under it: a signal,
+//! the OOM killer, a crash) is answered only once that death is on record: the process reaped,
+//! the server `dead` (`process::watch_exit`), bounded by [`DEATH_ON_RECORD_WITHIN`] for a stdio
+//! child (whose closed pipe means it is gone or going) and by [`EXIT_GRACE`] for an HTTP one
+//! (whose connection may drop while it lives on). The error then says how it ended, in the dead
+//! record's words (`DeadRecord::died_during`), and every read made after the answer shows
+//! `dead`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hangar_core::front_door::Unknown;
 use hangar_core::ipc::{ErrorKind, IpcError, Stopped, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
 use hangar_core::lifecycle::{Event, State, StopReason};
+use hangar_core::record::DeadRecord;
 use hangar_core::trace::{self, TraceContext};
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
-use super::process::{STOP_GRACE, terminate};
+use super::process::{EXIT_GRACE, STOP_GRACE, terminate};
 use super::{Cause, Server};
 use crate::upstream::{Relay, RequestError, Upstream};
 
 /// A `tools/call` without a timeout of its own.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a request cut off by a stdio upstream's closed pipe waits for its death to be on
+/// record. A dead process is reaped at once; one that only closed its pipe is killed within
+/// [`EXIT_GRACE`]; this bounds a reaping that hangs (an unkillable process).
+const DEATH_ON_RECORD_WITHIN: Duration = Duration::from_secs(5);
 
 impl Server {
     /// Stops the server (a no-op for a cold or dead one) and waits until its process is gone.
@@ -41,6 +56,10 @@ impl Server {
     /// future (the caller gave up) cancels the call upstream. The upstream's request carries
     /// `traced.parent` (or, with span export on, the round-trip span's context) as its
     /// `_meta.traceparent`.
+    ///
+    /// Only a tool the upstream declares (as its list stands once it runs) is called; any other
+    /// name is the hangar's `Unknown tool` and never reaches it, so a profile's globs, which
+    /// judge the declared names, cannot be passed by another spelling of one.
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
@@ -50,7 +69,8 @@ impl Server {
         relay: Option<Relay>,
         traced: CallTrace<'_>,
     ) -> Result<Value, IpcError> {
-        let upstream = self.ready_upstream().await?;
+        let (upstream, exited) = self.ready_upstream().await?;
+        self.check_declared(tool)?;
         let _counted = CallInFlight::begin(self);
         let started = Instant::now();
         let mut params = match extra {
@@ -68,18 +88,24 @@ impl Server {
         }
         let outcome =
             upstream.request_with_headers("tools/call", Value::Object(params), timeout, relay, &headers).await;
-        let outcome = {
+        {
             let mut inner = self.lock();
             inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
-            outcome.map_err(|err| {
+            if let Err(err) = &outcome {
                 // An over-long answer was already counted against the server when it was skipped
                 // (`protocol_violation`): one fault, one failure.
                 if !matches!(err, RequestError::Oversized { .. }) {
                     inner.health.total_failures += 1;
                 }
                 inner.counters.tool_call_errors += 1;
-                self.request_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err)
-            })
+            }
+        }
+        let outcome = match outcome {
+            Ok(result) => Ok(result),
+            Err(err) => {
+                let what = format!("tool `{}`", hangar_core::echo::bounded(tool));
+                Err(self.failed(&what, err, &upstream, exited).await)
+            }
         };
         if let Some(span) = span.take() {
             self.end_span(span, tool, traced.identity, &outcome);
@@ -110,13 +136,34 @@ impl Server {
         if listing && let Some(remembered) = self.remembered_list(method) {
             return remembered;
         }
-        let upstream = self.ready_upstream().await?;
+        let (upstream, exited) = self.ready_upstream().await?;
+        if method == "tools/call" {
+            self.check_declared(params.get("name").and_then(Value::as_str).unwrap_or_default())?;
+        }
         self.lock().last_used = Instant::now();
         let outcome = upstream.request(method, params, timeout).await;
         if listing {
             self.keep_list(method, &outcome);
         }
-        outcome.map_err(|err| self.request_failure(method, err))
+        match outcome {
+            Ok(result) => Ok(result),
+            Err(err) => Err(self.failed(method, err, &upstream, exited).await),
+        }
+    }
+
+    /// A failed request in the hangar's words; one cut off by its upstream's death (the link
+    /// closed) once that death is on record, in the dead record's words when the server is dead.
+    async fn failed(&self, what: &str, err: RequestError, upstream: &Upstream, exited: Option<Exited>) -> IpcError {
+        let (RequestError::Closed { .. }, Some(mut exited)) = (&err, exited) else {
+            return self.request_failure(what, err);
+        };
+        let within = if upstream.closed_means_gone() { DEATH_ON_RECORD_WITHIN } else { EXIT_GRACE };
+        let _ = tokio::time::timeout(within, exited.wait_for(Option::is_some)).await;
+        let dead = self.lock().lifecycle.dead().map(DeadRecord::from);
+        match dead {
+            Some(dead) => IpcError::new(err.kind(), dead.died_during(&self.id, what)),
+            None => self.request_failure(what, err),
+        }
     }
 
     /// A failed upstream request in the hangar's words; an upstream JSON-RPC error keeps its
@@ -140,14 +187,24 @@ impl Server {
         }
     }
 
-    async fn ready_upstream(self: &Arc<Self>) -> Result<Arc<Upstream>, IpcError> {
+    /// `Unknown tool` (in the front door's one wording) unless the upstream declares `tool`.
+    fn check_declared(&self, tool: &str) -> Result<(), IpcError> {
+        if self.lock().tools.infos.iter().any(|t| t.name == tool) {
+            return Ok(());
+        }
+        Err(IpcError::new(ErrorKind::UnknownTool, Unknown::default().message("tool", tool)))
+    }
+
+    /// The running upstream (started first if need be), and what tells when its process ended
+    /// (none for a remote endpoint, which has no process).
+    async fn ready_upstream(self: &Arc<Self>) -> Result<(Arc<Upstream>, Option<Exited>), IpcError> {
         for _ in 0..2 {
             {
                 let inner = self.lock();
                 if matches!(inner.lifecycle.state(), State::Ready | State::Degraded)
                     && let Some(process) = &inner.process
                 {
-                    return Ok(process.upstream.clone());
+                    return Ok((process.upstream.clone(), process.pid.map(|_| process.exited.clone())));
                 }
             }
             self.start(Cause::Call).await?;
@@ -155,6 +212,9 @@ impl Server {
         Err(IpcError::new(ErrorKind::UpstreamDied, format!("`{}` went down as it came up", self.id)))
     }
 }
+
+/// Says how a child's process ended, once it has (`process::Process::exited`).
+type Exited = watch::Receiver<Option<String>>;
 
 /// Where a call sits in a trace, and whose it is (for the round-trip span).
 pub struct CallTrace<'a> {

@@ -21,7 +21,7 @@ use crate::{kernel_limits, subtree};
 /// How long a stopping child gets after its stdin closes, and again after SIGTERM.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How long a child whose stdout closed gets to be reaped on its own before the hangar kills it.
-const EXIT_GRACE: Duration = Duration::from_millis(250);
+pub(super) const EXIT_GRACE: Duration = Duration::from_millis(250);
 
 /// A running upstream: a child (stdio or HTTP) or a remote endpoint (no pid).
 #[derive(Clone)]

@@ -221,6 +221,13 @@ impl Upstream {
         *self.era.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = era;
     }
 
+    /// Whether a closed link means the process is gone or going: a stdio child's stdout closes
+    /// when it dies (or it is killed for closing it); an HTTP connection may drop while its
+    /// server lives on.
+    pub fn closed_means_gone(&self) -> bool {
+        matches!(self.link, Link::Stdio(_))
+    }
+
     /// Resolves once a stdio upstream's stdout has closed; never for HTTP (no pipe to break).
     pub async fn wait_closed(&self) {
         match &self.link {

@@ -102,7 +102,7 @@ fn every_echo_of_client_input_is_bounded() {
     assert_small("hangar_call, unknown server", &r, "no MCP server with id");
     let calls = json!({"calls": [{"mcp_server": "up", "tool": huge}]});
     let r = legacy(&hangar, &session, "tools/call", json!({"name": "hangar_call", "arguments": calls}));
-    assert_small("hangar_call, unknown tool upstream", &r, "upstream_error");
+    assert_small("hangar_call, a tool the upstream does not declare", &r, "Unknown tool");
     let r =
         legacy(&hangar, &session, "tools/call", json!({"name": "hangar_list", "arguments": {"state_filter": huge}}));
     assert_small("hangar_list state_filter", &r, "state_filter");

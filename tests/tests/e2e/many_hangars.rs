@@ -34,15 +34,15 @@ const SECRET: &str = "fleet-secret-0123456789abcdef-0123456789";
 const LEGACY: &str = "2025-11-25";
 
 /// Two hangars of one fleet and the haproxy in front of them.
-struct Fleet {
-    hangars: Vec<Hangar>,
+pub(crate) struct Fleet {
+    pub(crate) hangars: Vec<Hangar>,
     /// `http://127.0.0.1:PORT` of the balancer.
     base: String,
     _balancer: Background,
 }
 
 /// The fake upstream `slow` (`sleep`, `echo`; `add` too once `{dir}/shift` exists), Alice's key.
-fn fleet() -> Fleet {
+pub(crate) fn fleet() -> Fleet {
     let auth = format!("auth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n", key_hash(ALICE));
     let slow = "  slow:\n    command: [\"{fake}\", \"--tools\", \"sleep,echo\", \"--alt-tools\", \"sleep,echo,add\", \"--alt-tools-flag\", \"{dir}/shift\"]\n";
     fleet_of(&auth, slow)
@@ -146,7 +146,7 @@ fn initialize(base: &str) -> String {
 }
 
 /// How many requests `hangar` forwarded to another hangar of the fleet.
-fn forwarded(hangar: &Hangar) -> usize {
+pub(crate) fn forwarded(hangar: &Hangar) -> usize {
     hangar.log().matches("forwarded to the hangar holding this id").count()
 }
 
@@ -300,7 +300,7 @@ fn a_2026_listen_through_the_balancer_hears_the_tool_changes_of_the_hangar_holdi
 }
 
 /// Starts `slow` on `hangar` (its API, directly), asserting it was.
-fn start_slow(hangar: &Hangar) {
+pub(crate) fn start_slow(hangar: &Hangar) {
     let started = agent().post(&format!("{}/api/mcp_servers/slow/start", hangar.base)).header("X-API-Key", ALICE);
     assert_eq!(started.header("Content-Type", "application/json").send_empty().unwrap().status().as_u16(), 200);
 }
@@ -344,7 +344,7 @@ fn open_stream(base: &str, session: &str) -> mpsc::Receiver<String> {
 
 /// `GET path` with `headers` (each line ending in CRLF) through `base` as an event stream: its
 /// lines starting with `prefix`, sent on as they come.
-fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> mpsc::Receiver<String> {
+pub(crate) fn stream_lines(base: &str, path: &str, headers: &str, prefix: &'static str) -> mpsc::Receiver<String> {
     use std::io::Write;
     let mut socket = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
     write!(

@@ -27,7 +27,7 @@ auth:
     - {name: alice, hash: "{admin}", profile: admin}
 profiles:
   dev: {servers: [math, "git*"], tools: {allow: ["*"], deny: ["*delete*"]}}
-  ci: {servers: [math], tools: {allow: [add]}}
+  ci: {servers: [math], tools: {allow: [add, "hangar_*"]}}
   admin: {servers: ["*"], admin: true}
 mcp_servers:
   math: {command: ["{fake}", "--tools", "add,echo", "--alt-tools", "add,echo,mul", "--alt-tools-flag", "{dir}/math-shift"]}
