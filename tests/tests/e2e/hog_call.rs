@@ -19,7 +19,7 @@ const HOG: &str = r#"
 mcp_servers:
   hog:
     command: ["/usr/bin/python3", "{fixtures}/sandbox_probe.py"]
-    sandbox: {memory_mb: 256, filesystem: {read: ["/"], write: ["{dir}"], private: false}, syscalls: none}
+    sandbox: {memory_mb: 256, filesystem: {write: ["/var/tmp"], private: false}, syscalls: none}
 "#;
 
 fn pid_of(hangar: &Hangar, id: &str) -> u32 {
