@@ -202,7 +202,7 @@ mcp_servers:
     env: {{SIBLING_SECRET: "{secret}"}}
 "#
     );
-    let hangar = Hangar::start(&config);
+    let hangar = Hangar::start_reachable(&config);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "sibling"}));
     let sibling = pid_of(&hangar, "sibling");
 
