@@ -302,6 +302,7 @@ impl Mode {
 /// One entry of `mcp_servers:`: an upstream MCP server, how it is reached, watched and boxed.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = mode_rules)]
 pub struct ServerConfig {
     /// How the hangar reaches the server, and whether it runs it.
     #[serde(default)]
@@ -369,6 +370,33 @@ pub struct ServerConfig {
     #[serde(default)]
     #[schemars(extend("default" = null))]
     pub sandbox: SandboxSetting,
+}
+
+/// What each `mode` needs and refuses (checked by [`Config::validate`]), for the schema:
+/// `subprocess` (also when `mode` is absent) a `command` and no `endpoint`; `http` both;
+/// `remote` an `endpoint`, and no `command`, `args` or `sandbox`.
+fn mode_rules(schema: &mut schemars::Schema) {
+    // `mode` absent passes every `properties` test: only `subprocess`, the default, tests so.
+    let mode = |mode: &str| serde_json::json!({"properties": {"mode": {"const": mode}}});
+    let written = |mode: &str| serde_json::json!({"required": ["mode"], "properties": {"mode": {"const": mode}}});
+    let command = serde_json::json!({"type": "array", "minItems": 1});
+    let endpoint = serde_json::json!({"type": "string"});
+    let rules = serde_json::json!([
+        {"if": mode("subprocess"), "then": {
+            "required": ["command"],
+            "properties": {"command": command, "endpoint": {"type": "null"}}
+        }},
+        {"if": written("http"), "then": {
+            "required": ["command", "endpoint"],
+            "properties": {"command": command, "endpoint": endpoint}
+        }},
+        {"if": written("remote"), "then": {
+            "required": ["endpoint"],
+            "properties": {"command": {"maxItems": 0}, "args": {"maxItems": 0}, "endpoint": endpoint},
+            "not": {"required": ["sandbox"]}
+        }},
+    ]);
+    schema.insert("allOf".into(), rules);
 }
 
 mod defaults {

@@ -128,6 +128,8 @@ fn the_schema_and_the_loader_accept_the_same_forms() {
         "mcp_servers: {a: {command: [x], sandbox: {preset: strict, memory_mb: null, network: any}}}",
         "sandbox_defaults: {network: {tcp_connect: [443]}, capabilities: [net_bind_service]}",
         "mcp_servers: {a: {mode: remote, endpoint: 'https://example.com/mcp'}}",
+        "mcp_servers: {a: {mode: http, command: [x], args: [y], endpoint: 'http://127.0.0.1:1/mcp'}}",
+        "mcp_servers: {a: {mode: subprocess, command: [x], endpoint: null}}",
         "tool_access: {mode: front_door, names: always_qualified, sessions: {idle_ttl_s: 0.5}}",
         "auth: {api_keys: [{name: ci, hash: 'sha256:0000000000000000000000000000000000000000000000000000000000000000'}]}",
         "limits: {max_concurrent_calls: 0, rate_limit: {calls_per_s: 0.5}}",
@@ -165,6 +167,14 @@ fn the_schema_and_the_loader_refuse_the_same_mistakes() {
         // A malformed name.
         "mcp_servers: {'-a': {command: [x]}}",
         "auth: {api_keys: [{name: ci, hash: 'md5:00'}]}",
+        // What a server's mode needs, or refuses.
+        "mcp_servers: {a: {}}",
+        "mcp_servers: {a: {args: [y]}}",
+        "mcp_servers: {a: {command: [x], endpoint: 'http://127.0.0.1:1/mcp'}}",
+        "mcp_servers: {a: {mode: http, endpoint: 'http://127.0.0.1:1/mcp'}}",
+        "mcp_servers: {a: {mode: remote}}",
+        "mcp_servers: {a: {mode: remote, endpoint: 'https://example.com/mcp', command: [x]}}",
+        "mcp_servers: {a: {mode: remote, endpoint: 'https://example.com/mcp', sandbox: none}}",
         // A required key left out.
         "cluster: {advertise: 'http://a:8000'}",
         "limits: {rate_limit: {burst: 3}}",
