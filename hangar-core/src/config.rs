@@ -364,8 +364,8 @@ pub struct ServerConfig {
     /// its id; it follows the rules of a server id, and no two servers share a prefix.
     #[schemars(regex(pattern = SERVER_ID_PATTERN), length(max = 64))]
     pub expose_as: Option<String>,
-    /// What the kernel lets the server's process do: `strict`, `none` or a mapping. Default:
-    /// `sandbox_defaults:`, else none; refused for `mode: remote`, which is not spawned.
+    /// What the kernel lets the server's process do. Default: `sandbox_defaults:`, else none;
+    /// refused for `mode: remote`, which is not spawned.
     // After loading, never `Inherit`: see `ServerConfig::sandbox`.
     #[serde(default)]
     #[schemars(extend("default" = null))]

@@ -38,7 +38,28 @@ pub fn schema() -> Value {
         schema["not"] = json!({"required": ["mcp_servers", "providers"]});
     }
     tidy_descriptions(&mut schema);
+    bound_integers(&mut schema);
     schema
+}
+
+/// The largest value of each bounded integer format schemars writes: the loader refuses more.
+fn bound_integers(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let most = match map.get("format").and_then(Value::as_str) {
+                Some("uint8") => Some(u64::from(u8::MAX)),
+                Some("uint16") => Some(u64::from(u16::MAX)),
+                Some("uint32") => Some(u64::from(u32::MAX)),
+                _ => None,
+            };
+            if let Some(most) = most {
+                map.entry("maximum").or_insert(json!(most));
+            }
+            map.values_mut().for_each(bound_integers);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
+    }
 }
 
 /// [`schema`] as the text of `docs/hangar.schema.json`.
@@ -176,6 +197,13 @@ impl Page {
         if let Some(variants) = variants(&resolved) {
             append(&mut effect, &variants);
         }
+        // A key written in several forms (`sandbox:`, `network:`): the forms, from their type.
+        if resolved["oneOf"].is_array()
+            && constants(&resolved).is_none()
+            && let Some(forms) = resolved["description"].as_str()
+        {
+            append(&mut effect, forms);
+        }
         if let Some(definition) = &definition
             && mapping.is_some()
         {
@@ -187,8 +215,8 @@ impl Page {
             }
             self.described.insert(definition.clone(), path.to_owned());
         }
-        // A block's own row would repeat its section's heading.
-        if !(top && mapping.is_some()) {
+        // A plain block's own row would only repeat its section's heading.
+        if !(top && kind == "mapping") {
             self.row(path, &kind, node, &resolved, &effect);
         }
         match mapping {
@@ -213,7 +241,9 @@ impl Page {
         let nullable = original["anyOf"].as_array().is_some_and(|a| a.iter().any(|n| n["type"] == "null"))
             || node["type"].as_array().is_some_and(|t| t.contains(&json!("null")));
         let (mut kind, mapping) = self.shape(node);
-        if nullable && !kind.starts_with("one of") {
+        if nullable && let Some(forms) = kind.strip_suffix(", or a mapping") {
+            kind = format!("{forms}, a mapping, or null");
+        } else if nullable && !kind.starts_with("one of") {
             kind.push_str(" or null");
         }
         if original["x-required"] == true {

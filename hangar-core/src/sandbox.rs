@@ -142,8 +142,7 @@ struct RawSandbox {
     /// writable, a private `$HOME` and `/tmp`.
     #[serde(default)]
     filesystem: Option<Filesystem>,
-    /// What the upstream may reach: `none`, `any`, or TCP ports. Default: `any` (`preset:
-    /// strict`: `none`).
+    /// What the upstream may reach. Default: `any` (`preset: strict`: `none`).
     #[serde(default)]
     network: Option<Network>,
     /// Memory in MB, at least 16 (its cgroup's `memory.max`, else `RLIMIT_AS`); `null`: no

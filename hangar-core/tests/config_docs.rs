@@ -164,6 +164,7 @@ fn the_schema_and_the_loader_refuse_the_same_mistakes() {
         "mcp_servers: {a: {command: [x], health_check_interval_s: 0}}",
         "sandbox_defaults: {memory_mb: 8}",
         "sandbox_defaults: {network: {tcp_bind: [0]}}",
+        "recovery: {max_retries: 4294967296}",
         // A malformed name.
         "mcp_servers: {'-a': {command: [x]}}",
         "auth: {api_keys: [{name: ci, hash: 'md5:00'}]}",
