@@ -1,8 +1,12 @@
 //! The YAML config: its model, defaults and validation.
 //!
-//! Keys and defaults follow `shared/surfaces.md` (and so the Python `mcp-hangar`), so a config
-//! written for it with the keys both share loads unchanged. Every error names the file, the key's
-//! path and what was expected.
+//! Keys and defaults follow the Python `mcp-hangar`, so a config written for it with the keys
+//! both share loads unchanged. Every error names the file, the key's path and what was expected.
+//!
+//! The doc comments on the config types here and in the blocks they embed (`access`, `limits`,
+//! `journal`, `sandbox`, `cluster`, `shutdown`, `front_door`) are the reference of every key:
+//! `config_reference` turns them into `docs/hangar.schema.json` and `docs/config.md`. Write each
+//! key's type, default, bounds and effect there, for an operator.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
