@@ -38,26 +38,32 @@ pub fn schema() -> Value {
         schema["not"] = json!({"required": ["mcp_servers", "providers"]});
     }
     tidy_descriptions(&mut schema);
-    bound_integers(&mut schema);
+    formats_as_bounds(&mut schema);
     schema
 }
 
-/// The largest value of each bounded integer format schemars writes: the loader refuses more.
-fn bound_integers(value: &mut Value) {
+/// The Rust number formats schemars writes (`uint32`, `double`, ...), which JSON Schema does
+/// not define and editors warn of, made bounds: the largest value of a bounded integer (the
+/// loader refuses more), the rest dropped.
+fn formats_as_bounds(value: &mut Value) {
     match value {
         Value::Object(map) => {
-            let most = match map.get("format").and_then(Value::as_str) {
-                Some("uint8") => Some(u64::from(u8::MAX)),
-                Some("uint16") => Some(u64::from(u16::MAX)),
-                Some("uint32") => Some(u64::from(u32::MAX)),
+            let format = map.get("format").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let most = match format.as_str() {
+                "uint8" => Some(u64::from(u8::MAX)),
+                "uint16" => Some(u64::from(u16::MAX)),
+                "uint32" => Some(u64::from(u32::MAX)),
                 _ => None,
             };
             if let Some(most) = most {
                 map.entry("maximum").or_insert(json!(most));
             }
-            map.values_mut().for_each(bound_integers);
+            if ["uint", "int", "double", "float"].iter().any(|rust| format.starts_with(rust)) {
+                map.remove("format");
+            }
+            map.values_mut().for_each(formats_as_bounds);
         }
-        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        Value::Array(items) => items.iter_mut().for_each(formats_as_bounds),
         _ => {}
     }
 }
@@ -343,9 +349,7 @@ fn variants(node: &Value) -> Option<String> {
 fn bounds(node: &Value) -> String {
     let mut words = Vec::new();
     let number = |key: &str| node.get(key).and_then(Value::as_f64).map(|v| v.to_string());
-    if let Some(v) =
-        number("minimum").filter(|v| v != "0" || !node["format"].as_str().is_some_and(|f| f.starts_with("uint")))
-    {
+    if let Some(v) = number("minimum") {
         words.push(format!("≥ {v}"));
     }
     if let Some(v) = number("exclusiveMinimum") {
