@@ -319,8 +319,8 @@ pub struct ServerConfig {
     /// `mcp-hangar` writes `command: [program]` and `args: [...]`). Always empty after loading.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment for the child: variable name to value. Values are secrets as far as
-    /// logs are concerned. Default: none.
+    /// Extra environment for the child: variable name (not empty, without `=`) to value.
+    /// Values are secrets as far as logs are concerned. Default: none.
     #[serde(default)]
     #[schemars(extend("propertyNames" = {"minLength": 1, "pattern": "^[^=\\u0000]*$"}))]
     pub env: IndexMap<String, String>,
