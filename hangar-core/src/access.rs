@@ -2,10 +2,11 @@
 //! [`Caller`], the identity every request over the control socket carries.
 //!
 //! The API authenticates (a named key, an OAuth token) and names a [`Caller`]; the supervisor
-//! authorizes against the caller's [`Profile`] and records the decision. See issue 13 and
-//! `shared/surfaces.md` ("Added surfaces and keys").
+//! authorizes against the caller's [`Profile`] and records the decision. The keys are described
+//! in `docs/config.md`, generated from the doc comments here.
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Who is calling, as the API authenticated them.
@@ -51,11 +52,15 @@ impl Caller {
 
 /// The `auth:` block. Empty (no keys, no OAuth) means no authentication: loopback only, and
 /// every caller is [`Caller::anonymous`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
+    /// Named API keys, each by the hash of its secret; a caller presents the key as a bearer
+    /// token. Default: none.
     #[serde(default)]
     pub api_keys: Vec<NamedKey>,
+    /// The hangar as an OAuth 2.1 resource server: bearer tokens from this issuer are
+    /// accepted. Default: none.
     #[serde(default)]
     pub oauth: Option<OAuthConfig>,
 }
@@ -69,13 +74,19 @@ impl AuthConfig {
 }
 
 /// One API key, by the hash of its secret: its name is the caller's identity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NamedKey {
+    /// The caller's identity: 1 to 64 letters, digits, `_`, `-`, `.` and `@`, unique, not
+    /// `anonymous` or `hangar`, not starting with `oauth:`.
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_.@-]+$"))]
     pub name: String,
-    /// `sha256:<64 hex digits>`.
+    /// `sha256:<64 hex digits>`, the hash of the key (e.g. from `printf %s KEY | sha256sum`);
+    /// no two keys share one.
+    #[schemars(regex(pattern = "^sha256:[0-9A-Fa-f]{64}$"))]
     pub hash: String,
-    /// `None`: sees and does everything, as every key did before profiles.
+    /// The profile (a key of `profiles:`) naming what this key's caller sees and may do.
+    /// Default: none, so it sees and does everything, as every key did before profiles.
     #[serde(default)]
     pub profile: Option<String>,
 }
@@ -115,43 +126,50 @@ pub fn key_name_problem(name: &str) -> Option<&'static str> {
 }
 
 /// `auth.oauth`: the hangar as an OAuth 2.1 resource server (MCP authorization, 2026-07-28).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthConfig {
-    /// The authorization server; its metadata is discovered (RFC 8414, then OIDC discovery).
+    /// The authorization server, an https:// URL (http:// only on a loopback host); its
+    /// metadata is discovered (RFC 8414, then OIDC discovery).
     pub issuer: String,
     /// The canonical resource URI tokens must be minted for (RFC 8707); default: the MCP
     /// endpoint's URL.
     #[serde(default)]
     pub resource: Option<String>,
+    /// The scopes the protected-resource metadata lists. Default: none.
     #[serde(default)]
     pub scopes_supported: Vec<String>,
+    /// Scopes every token must carry; one without them is refused (403,
+    /// `insufficient_scope`). Default: none.
     #[serde(default)]
     pub required_scopes: Vec<String>,
-    /// The claim that names the caller's groups.
+    /// The claim that names the caller's groups, which `profiles` maps to profiles.
     #[serde(default = "OAuthConfig::default_profile_claim")]
+    #[schemars(length(min = 1))]
     pub profile_claim: String,
-    /// Group → profile, in order; the first match wins.
+    /// Group → profile (a key of `profiles:`), in order; the first match wins. Default: none.
     #[serde(default)]
     pub profiles: IndexMap<String, String>,
-    /// The profile of a valid token with no matching group; `None`: such a token gets 403.
+    /// The profile of a valid token with no matching group. Default: none, so such a token
+    /// gets 403.
     #[serde(default)]
     pub default_profile: Option<String>,
-    /// Opaque tokens (bearer tokens that are not a JWS) are validated by introspection
-    /// (RFC 7662), when given.
-    /// (Boxed: rarely set, and it would make every `auth:` block, and so every control reply,
-    /// larger.)
+    /// Where opaque tokens (bearer tokens that are not a JWS) are validated by introspection
+    /// (RFC 7662). Default: none, so only JWTs are accepted.
+    // Boxed: rarely set, and it would make every `auth:` block, and so every control reply,
+    // larger.
     #[serde(default)]
     pub introspection: Option<Box<IntrospectionConfig>>,
     /// How often the issuer's keys are fetched again, in seconds (sooner when its JWKS answer's
     /// `Cache-Control: max-age` says so), so a key the issuer stops publishing stops being
-    /// trusted within this time.
+    /// trusted within this time. From 1 to 86400 (a day).
     #[serde(default = "OAuthConfig::default_jwks_refresh_s")]
+    #[schemars(range(min = JWKS_REFRESH_RANGE_S.0, max = JWKS_REFRESH_RANGE_S.1))]
     pub jwks_refresh_s: f64,
 }
 
 /// `auth.oauth.introspection`: where opaque tokens are introspected, and as which client.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IntrospectionConfig {
     /// The authorization server's introspection endpoint (https; http only on a loopback host).
@@ -199,26 +217,30 @@ pub const DEFAULT_JWKS_REFRESH_S: f64 = 300.0;
 pub const JWKS_REFRESH_RANGE_S: (f64, f64) = (1.0, 86_400.0);
 
 /// One entry of `profiles:`: what a caller with this profile sees and may do.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
-    /// Globs over server ids; a server outside them does not exist for the caller.
+    /// Globs over server ids; a server outside them does not exist for the caller. Default:
+    /// none, so the caller sees no server.
     #[serde(default)]
     pub servers: Vec<String>,
+    /// Globs over the tools it may call, on the servers it sees.
     #[serde(default)]
     pub tools: ToolRules,
-    /// May start, stop, restart, reload, and read logs and audit.
+    /// May start, stop, restart, reload, and read logs and audit. Default: `false`.
     #[serde(default)]
     pub admin: bool,
 }
 
 /// Globs over tool names: a tool is allowed when it matches `allow` (default: every tool) and
 /// no `deny`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRules {
+    /// Globs over tool names a caller may call.
     #[serde(default = "ToolRules::everything")]
     pub allow: Vec<String>,
+    /// Globs over tool names refused even when `allow` matches. Default: none.
     #[serde(default)]
     pub deny: Vec<String>,
 }

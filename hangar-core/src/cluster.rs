@@ -20,6 +20,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hkdf::Hkdf;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
@@ -44,13 +45,17 @@ const HKDF_SALT: &[u8] = b"hangar cluster";
 const HKDF_INFO: &[u8] = b"owner tag key v1";
 
 /// The `cluster:` block as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {
     /// This hangar's API as the others reach it; `${VAR}` is expanded from the environment (the
-    /// ConfigMap is shared by every pod), in this key only.
+    /// ConfigMap is shared by every pod), in this key only. An http(s) origin such as
+    /// `http://${POD_IP}:8000`.
+    #[schemars(regex(pattern = r"\S"))]
     pub advertise: String,
-    /// The fleet's shared secret (text, at least 32 bytes; surrounding whitespace ignored).
+    /// The path of a file holding the fleet's shared secret, the same in every hangar (text,
+    /// at least 32 bytes; surrounding whitespace ignored).
+    #[schemars(length(min = 1))]
     pub secret_file: PathBuf,
 }
 

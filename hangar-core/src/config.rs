@@ -1,14 +1,19 @@
 //! The YAML config: its model, defaults and validation.
 //!
-//! Keys and defaults follow `shared/surfaces.md` (and so the Python `mcp-hangar`), so a config
-//! written for it with the keys both share loads unchanged. Every error names the file, the key's
-//! path and what was expected.
+//! Keys and defaults follow the Python `mcp-hangar`, so a config written for it with the keys
+//! both share loads unchanged. Every error names the file, the key's path and what was expected.
+//!
+//! The doc comments on the config types here and in the blocks they embed (`access`, `limits`,
+//! `journal`, `sandbox`, `cluster`, `shutdown`, `front_door`) are the reference of every key:
+//! `config_reference` turns them into `docs/hangar.schema.json` and `docs/config.md`. Write each
+//! key's type, default, bounds and effect there, for an operator.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{AuthConfig, Profiles};
@@ -17,16 +22,20 @@ use crate::journal::{AuditConfig, JournalConfig, TelemetryConfig};
 use crate::limits::Limits;
 use crate::sandbox::SandboxSetting;
 
-/// A loaded, validated config.
-#[derive(Debug, Clone, Deserialize)]
+/// A loaded, validated config: `hangar.yaml`, every key optional (an empty file is a hangar with
+/// no servers), unknown keys refused.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Who may call (named keys, OAuth); empty: no authentication, loopback only.
+    /// Who may call: named API keys and OAuth. Empty (the default): no authentication, and the
+    /// API listens on loopback only.
     #[serde(default)]
     pub auth: AuthConfig,
-    /// What each profile sees and may do (see `access.rs`).
+    /// Profile name to what a caller with that profile sees and may do; a key or an OAuth
+    /// group names its profile. Default: none.
     #[serde(default)]
     pub profiles: Profiles,
+    /// What `/mcp` serves, and how: the hangar's own tools only, or the upstreams' too.
     #[serde(default)]
     pub tool_access: ToolAccess,
     /// Defaults for every server's recovery; a server may override any key.
@@ -35,39 +44,50 @@ pub struct Config {
     /// Admission limits for the whole hangar (a server's own `limits` apply as well).
     #[serde(default)]
     pub limits: Limits,
-    /// Where the journal lives; `None`: `journal::default_state_dir`.
+    /// The state directory, where the journal (audit, events) lives. Default: systemd's
+    /// `$STATE_DIRECTORY`, else `$XDG_STATE_HOME/hangar`, else `./.hangar`.
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
+    /// How long the journal keeps its entries, and how large it may grow.
     #[serde(default)]
     pub journal: JournalConfig,
+    /// What the audit trail keeps of each call.
     #[serde(default)]
     pub audit: AuditConfig,
-    /// Gateway-side tasks: how many one identity may hold.
+    /// Gateway-side tasks (a call the client asked to run as a task): how many one identity
+    /// may hold.
     #[serde(default)]
     pub tasks: TasksConfig,
-    /// Span export (OTLP); off unless an endpoint is set.
+    /// Span export (OTLP over HTTP); off unless an endpoint is set.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
-    /// The sandbox of every spawned server that does not set its own `sandbox:`.
+    /// The sandbox of every spawned server (`subprocess` and `http`) that does not set its own
+    /// `sandbox:`. Default: none (no sandbox).
     #[serde(default)]
     pub sandbox_defaults: Option<SandboxSetting>,
     /// How a stop drains the calls in flight (`shutdown.grace_s`).
     #[serde(default)]
     pub shutdown: crate::shutdown::ShutdownConfig,
-    /// This hangar's place in a fleet behind one Service (`cluster.rs`); `None`: on its own.
+    /// This hangar's place in a fleet of hangars behind one Service (round robin, no
+    /// affinity). Default: none, a hangar on its own.
     #[serde(default)]
     pub cluster: Option<crate::cluster::ClusterConfig>,
-    /// In config order, which is the order every surface lists them in.
+    /// Server id to the upstream MCP server it names, in config order (the order every surface
+    /// lists them in). An id is 1 to 64 letters, digits, `_`, `-` and `.`, starting with a
+    /// letter or digit. `providers:` is accepted as an old name of this key. Default: none.
     #[serde(default, alias = "providers")]
+    #[schemars(extend("propertyNames" = {"pattern": SERVER_ID_PATTERN, "maxLength": 64}))]
     pub mcp_servers: IndexMap<String, ServerConfig>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `tool_access:`: what `/mcp` serves, and how.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolAccess {
+    /// Which tools `/mcp` serves.
     #[serde(default)]
     pub mode: ToolAccessMode,
-    /// How the front door names upstream tools, prompts and resources (`hangar_core::front_door`).
+    /// How the front door names upstream tools, prompts and resources.
     #[serde(default)]
     pub names: Names,
     /// Whether the front door passes an upstream's JSON-RPC error message to the client that
@@ -75,16 +95,17 @@ pub struct ToolAccess {
     #[serde(default)]
     pub upstream_errors: UpstreamErrors,
     /// Whether the front door also passes an upstream error's `data` (the protocol's own
-    /// codes' data always pass).
+    /// codes' data always pass). Default: `false`.
     #[serde(default)]
     pub upstream_error_data: bool,
     /// Legacy (2025-11-25 and older) sessions: how long one lives idle, how many are kept.
     #[serde(default)]
     pub sessions: SessionsConfig,
-    /// How long a question an upstream asks a client mid-call (sampling, elicitation, roots)
-    /// waits for the client's answer before the upstream is answered with an error; `None`:
-    /// [`DEFAULT_CLIENT_ANSWER_TIMEOUT_S`].
+    /// Seconds a question an upstream asks a client mid-call (sampling, elicitation, roots)
+    /// waits for the client's answer before the upstream is answered with an error; greater
+    /// than 0, at most a day. Default: 600 ([`DEFAULT_CLIENT_ANSWER_TIMEOUT_S`]).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_CLIENT_ANSWER_TIMEOUT_S, "default" = DEFAULT_CLIENT_ANSWER_TIMEOUT_S))]
     pub client_answer_timeout_s: Option<f64>,
 }
 
@@ -103,17 +124,22 @@ const MAX_MAX_SESSIONS: usize = 1_000_000;
 /// The longest `tool_access.client_answer_timeout_s` accepted: a day.
 pub const MAX_CLIENT_ANSWER_TIMEOUT_S: f64 = 24.0 * 3600.0;
 
-/// `tool_access.sessions`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+/// `tool_access.sessions`: the legacy (2025-11-25 and older) sessions the API keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionsConfig {
-    /// Seconds a session lives without use (a held stream counts as use).
+    /// Seconds a session lives without use (a held stream counts as use); greater than 0, at
+    /// most a week. Default: 3600.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_SESSION_IDLE_TTL_S, "default" = DEFAULT_SESSION_IDLE_TTL_S))]
     pub idle_ttl_s: Option<f64>,
     /// The most sessions kept at once; opening one more forgets the idlest session of the
-    /// identity that holds the most.
+    /// identity that holds the most. 1 to 1,000,000; default: 10,000.
+    #[schemars(range(min = 1, max = MAX_MAX_SESSIONS), extend("default" = DEFAULT_MAX_SESSIONS))]
     pub max_sessions: Option<usize>,
     /// The most sessions one identity may hold at once; opening one more is refused
-    /// (`concurrency_limited`, HTTP 429) until one of its own ends or expires.
+    /// (`concurrency_limited`, HTTP 429) until one of its own ends or expires. 1 to 1,000,000;
+    /// default: 1,000.
+    #[schemars(range(min = 1, max = MAX_MAX_SESSIONS), extend("default" = DEFAULT_MAX_SESSIONS_PER_IDENTITY))]
     pub max_per_identity: Option<usize>,
 }
 
@@ -168,12 +194,13 @@ pub const MAX_LIVE_TASKS: usize = 1024;
 
 /// `tasks:`: gateway-side tasks (SEP-2663), which the supervisor keeps for every identity in
 /// one book of [`MAX_LIVE_TASKS`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TasksConfig {
     /// The most unfinished tasks one identity holds at once; at it, a call that may become a
     /// task is refused before it runs (`concurrency_limited`); its finished tasks give way to
-    /// its new ones.
+    /// its new ones. 1 to 1024 (the book's size); default: 256.
+    #[schemars(range(min = 1, max = MAX_LIVE_TASKS), extend("default" = DEFAULT_MAX_TASKS_PER_IDENTITY))]
     pub max_per_identity: Option<usize>,
 }
 
@@ -195,7 +222,7 @@ impl TasksConfig {
 
 /// `tool_access.upstream_errors`. The `hangar_*` tools and every other surface never show an
 /// upstream's text, whatever this says.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UpstreamErrors {
     /// The front door is a transparent proxy: the client addressed that upstream itself.
@@ -205,7 +232,8 @@ pub enum UpstreamErrors {
     Hide,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// `tool_access.mode`: which tools `/mcp` serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolAccessMode {
     /// Only the `hangar_*` tools are served at `/mcp`.
@@ -215,13 +243,22 @@ pub enum ToolAccessMode {
     FrontDoor,
 }
 
-/// Restart policy after a degradation. Every key optional so a server can override a few.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// Restart policy after a degradation. Every key optional so a server can override a few: a
+/// server's own key, else the top-level `recovery:`'s, else the built-in default.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recovery {
+    /// Restarts tried after a degradation before the server is left dead. Default: 3.
+    #[schemars(extend("default" = 3))]
     pub max_retries: Option<u32>,
+    /// Seconds before the first restart; greater than 0, at most a year. Default: 5.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_SECONDS, "default" = 5.0))]
     pub initial_backoff_s: Option<f64>,
+    /// What each wait is multiplied by for the next restart; 1 to 100. Default: 2.
+    #[schemars(range(min = 1.0, max = 100.0), extend("default" = 2.0))]
     pub backoff_multiplier: Option<f64>,
+    /// The longest wait between restarts, in seconds; greater than 0, at most a year. Default: 60.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_SECONDS, "default" = 60.0))]
     pub max_backoff_s: Option<f64>,
 }
 
@@ -247,7 +284,8 @@ impl Recovery {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `mcp_servers.<id>.mode`: how the hangar reaches a server, and whether it runs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// A stdio child.
@@ -265,48 +303,104 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// One entry of `mcp_servers:`: an upstream MCP server, how it is reached, watched and boxed.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = mode_rules)]
 pub struct ServerConfig {
+    /// How the hangar reaches the server, and whether it runs it.
     #[serde(default)]
     pub mode: Mode,
-    /// Program and arguments; never a shell string.
+    /// Program and arguments, `[program, arg, ...]`; never a shell string. Required by
+    /// `subprocess` and `http`, refused by `remote`.
     #[serde(default)]
     pub command: Vec<String>,
     /// More arguments, appended to `command` when the config is loaded (the Python
     /// `mcp-hangar` writes `command: [program]` and `args: [...]`). Always empty after loading.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment for the child. Values are secrets as far as logs are concerned.
+    /// Extra environment for the child: variable name (not empty, without `=`) to value.
+    /// Values are secrets as far as logs are concerned. Default: none.
     #[serde(default)]
+    #[schemars(extend("propertyNames" = {"minLength": 1, "pattern": "^[^=\\u0000]*$"}))]
     pub env: IndexMap<String, String>,
+    /// The server's MCP endpoint, an `http://` or `https://` URL such as
+    /// `http://127.0.0.1:8931/mcp`. Required by `http` and `remote`, refused by `subprocess`.
+    #[schemars(regex(pattern = r"^https?://"), length(min = 10))]
     pub endpoint: Option<String>,
-    /// Free text for operators; shown in `meta`.
+    /// Free text for operators; shown in the server's details (`meta`).
     pub description: Option<String>,
+    /// Failed health checks in a row that degrade a ready server (then `recovery` restarts
+    /// it); 1 or more.
     #[serde(default = "defaults::max_consecutive_failures")]
+    #[schemars(range(min = 1))]
     pub max_consecutive_failures: u32,
+    /// Seconds between the prober's health checks of a ready server; greater than 0, at most
+    /// a year.
     #[serde(default = "defaults::health_check_interval_s")]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_SECONDS))]
     pub health_check_interval_s: f64,
+    /// Seconds one health check may take before it counts as failed; greater than 0, at most
+    /// a year.
     #[serde(default = "defaults::probe_timeout_s")]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_SECONDS))]
     pub probe_timeout_s: f64,
+    /// Seconds a starting server has to answer MCP's `initialize`; greater than 0, at most a
+    /// year.
     #[serde(default = "defaults::handshake_timeout_s")]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = MAX_SECONDS))]
     pub handshake_timeout_s: f64,
-    /// 0 keeps a ready server running however long it is unused.
+    /// Seconds a ready server may go unused before it is stopped (it starts again on the next
+    /// call); 0 or more, 0 keeping it running however long it is unused.
     #[serde(default = "defaults::idle_ttl_s")]
+    #[schemars(range(min = 0.0))]
     pub idle_ttl_s: f64,
+    /// What the server may declare, and what happens when it declares more.
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// This server's restart policy, key by key over the top-level `recovery:`.
     #[serde(default)]
     pub recovery: Recovery,
     /// Admission limits for this server alone.
     #[serde(default)]
     pub limits: Limits,
-    /// The prefix of this server's qualified front-door names, instead of its id.
+    /// The prefix of this server's qualified front-door names (`<prefix>__<name>`), instead of
+    /// its id; it follows the rules of a server id, and no two servers share a prefix.
+    #[schemars(regex(pattern = SERVER_ID_PATTERN), length(max = 64))]
     pub expose_as: Option<String>,
-    /// What the kernel lets its process do (`hangar_core::sandbox`). After loading, its own
-    /// block, else `sandbox_defaults:`, else off: never `Inherit`. See [`ServerConfig::sandbox`].
+    /// What the kernel lets the server's process do. Default: `sandbox_defaults:`, else none;
+    /// refused for `mode: remote`, which is not spawned.
+    // After loading, never `Inherit`: see `ServerConfig::sandbox`.
     #[serde(default)]
+    #[schemars(extend("default" = null))]
     pub sandbox: SandboxSetting,
+}
+
+/// What each `mode` needs and refuses (checked by [`Config::validate`]), for the schema:
+/// `subprocess` (also when `mode` is absent) a `command` and no `endpoint`; `http` both;
+/// `remote` an `endpoint`, and no `command`, `args` or `sandbox`.
+fn mode_rules(schema: &mut schemars::Schema) {
+    // `mode` absent passes every `properties` test: only `subprocess`, the default, tests so.
+    let mode = |mode: &str| serde_json::json!({"properties": {"mode": {"const": mode}}});
+    let written = |mode: &str| serde_json::json!({"required": ["mode"], "properties": {"mode": {"const": mode}}});
+    let command = serde_json::json!({"type": "array", "minItems": 1});
+    let endpoint = serde_json::json!({"type": "string"});
+    let rules = serde_json::json!([
+        {"if": mode("subprocess"), "then": {
+            "required": ["command"],
+            "properties": {"command": command, "endpoint": {"type": "null"}}
+        }},
+        {"if": written("http"), "then": {
+            "required": ["command", "endpoint"],
+            "properties": {"command": command, "endpoint": endpoint}
+        }},
+        {"if": written("remote"), "then": {
+            "required": ["endpoint"],
+            "properties": {"command": {"maxItems": 0}, "args": {"maxItems": 0}, "endpoint": endpoint},
+            "not": {"required": ["sandbox"]}
+        }},
+    ]);
+    schema.insert("allOf".into(), rules);
 }
 
 mod defaults {
@@ -347,27 +441,34 @@ impl ServerConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// `mcp_servers.<id>.capabilities`: what a server may declare.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Capabilities {
+    /// What happens when the server declares a tool outside `tools.expected_tools`.
     #[serde(default)]
     pub enforcement_mode: EnforcementMode,
+    /// The tools it is expected to declare, and the declarations pinned.
     #[serde(default)]
     pub tools: ToolCapabilities,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// `mcp_servers.<id>.capabilities.tools`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCapabilities {
-    /// `None`: any tool is allowed.
+    /// The tool names the server may declare. Default: none given, any tool is allowed.
     pub expected_tools: Option<Vec<String>>,
-    /// Tool name to the digest of its reviewed declaration (`crate::tool_digest`); a pinned
-    /// tool whose declaration changes, or that disappears, has drifted. `None`: nothing pinned.
+    /// Tool name to the digest of its reviewed declaration; a pinned
+    /// tool whose declaration changes, or that disappears, has drifted. A digest is `sha256:`
+    /// and 64 lowercase hex digits, as `hangar pin` prints it. Default: nothing pinned.
     #[serde(default)]
+    #[schemars(extend("additionalProperties" = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}))]
     pub pinned: Option<IndexMap<String, String>>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// `mcp_servers.<id>.capabilities.enforcement_mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EnforcementMode {
     /// Refuse to serve a server with tools outside `expected_tools`.
@@ -805,9 +906,15 @@ fn without_path_prefix<'a>(message: &'a str, key: &str) -> &'a str {
     }
 }
 
+/// The longest duration in seconds a `positive` key accepts: a year. Beyond it is a typo, and
+/// `Duration::from_secs_f64` would panic on overflow.
+const MAX_SECONDS: f64 = 31_536_000.0;
+
+/// What a server id and an `expose_as` look like (see [`valid_server_id`]), for the schema.
+const SERVER_ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_.-]*$";
+
 fn positive(key: &str, value: f64) -> Result<(), KeyError> {
-    // A duration beyond a year is a typo, and Duration::from_secs_f64 would panic on overflow.
-    if value.is_finite() && value > 0.0 && value <= 31_536_000.0 {
+    if value.is_finite() && value > 0.0 && value <= MAX_SECONDS {
         Ok(())
     } else {
         Err(KeyError {

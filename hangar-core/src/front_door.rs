@@ -22,6 +22,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::echo::bounded;
@@ -34,7 +35,7 @@ pub const RESERVED_PREFIX: &str = "hangar_";
 pub const MAX_LISTED: usize = 8;
 
 /// Which names are exposed bare (`tool_access.names`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Names {
     /// A name only one upstream declares is bare; a collision qualifies it on every side.

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -13,14 +14,17 @@ use crate::ipc::Reloaded;
 use crate::record::StateChange;
 
 /// `journal:`: how long entries are kept.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JournalConfig {
-    /// Entries older than this are pruned.
+    /// Days an entry is kept; older ones are pruned. At least 1.
     #[serde(default = "default_retention_days")]
+    #[schemars(range(min = 1))]
     pub retention_days: u32,
-    /// The size cap: past it, the oldest entries are pruned first.
+    /// The journal's size cap in megabytes: past it, the oldest entries are pruned first. At
+    /// least 1.
     #[serde(default = "default_max_mb")]
+    #[schemars(range(min = 1))]
     pub max_mb: u64,
 }
 
@@ -57,18 +61,21 @@ fn default_max_mb() -> u64 {
 }
 
 /// `audit:`: what is kept of each call.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuditConfig {
     /// Whether calls and admin actions are recorded at all (state changes, reloads and drift
     /// are recorded either way).
     #[serde(default = "enabled")]
     pub enabled: bool,
+    /// What is kept of a call's arguments.
     #[serde(default)]
     pub arguments: ArgumentsKept,
     /// With `arguments: full`, the most bytes of an entry's arguments (their JSON text, after
-    /// secrets are redacted) kept; longer ones are cut there and marked.
+    /// secrets are redacted) kept; longer ones are cut there and marked. From 64 to 1048576
+    /// (a megabyte).
     #[serde(default = "default_max_argument_bytes")]
+    #[schemars(range(min = *ARGUMENT_BYTES.start(), max = *ARGUMENT_BYTES.end()))]
     pub max_argument_bytes: usize,
 }
 
@@ -112,7 +119,7 @@ fn enabled() -> bool {
 }
 
 /// What the audit trail keeps of a call's arguments.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArgumentsKept {
     /// Nothing.
@@ -126,10 +133,12 @@ pub enum ArgumentsKept {
 }
 
 /// `telemetry:`: where spans are exported (OTLP over HTTP/protobuf); off when absent.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TelemetryConfig {
-    /// e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended).
+    /// The OTLP/HTTP receiver, an http(s) URL with a host and no credentials, query or
+    /// fragment, e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended). Default: none, no
+    /// export.
     #[serde(default)]
     pub otlp_endpoint: Option<String>,
 }

@@ -1,6 +1,7 @@
 //! What every hangar process shares.
 //!
 //! - [`config`]: the YAML config model and its validation.
+//! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
 //! - [`backoff`]: exponential backoff with jitter.
 //! - [`batch`]: `hangar_call`'s batch as data: its calls, its report, and the result carrying it.
 //! - [`echo`]: bounding the client input an error message quotes back.
@@ -37,6 +38,7 @@ pub mod backoff;
 pub mod batch;
 pub mod cluster;
 pub mod config;
+pub mod config_reference;
 pub mod custom_headers;
 pub mod echo;
 pub mod front_door;

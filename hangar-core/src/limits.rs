@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Concurrent upstream requests the whole hangar admits unless configured.
@@ -15,21 +16,28 @@ pub const DEFAULT_GLOBAL_CONCURRENCY: u32 = 1024;
 /// Concurrent upstream requests one server admits unless configured.
 pub const DEFAULT_SERVER_CONCURRENCY: u32 = 64;
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// `limits:`, at the top (the whole hangar) and in a server (that server alone).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Requests to upstreams in flight at once; 0 means no limit.
+    /// Requests to upstreams in flight at once; 0 means no limit. Default: 1024 for the whole
+    /// hangar, 64 for one server; one more is refused at once (`concurrency_limited`).
     pub max_concurrent_calls: Option<u32>,
-    /// Off unless configured.
+    /// How many requests may start per second. Default: none, no rate limit.
     pub rate_limit: Option<RateLimit>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `limits.rate_limit`: a token bucket; a request beyond it is refused at once
+/// (`rate_limited`), saying when to come back.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
-    /// The sustained rate.
+    /// The sustained rate, in requests per second (fractions allowed); above 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub calls_per_s: f64,
-    /// How many may come at once after a quiet spell; defaults to one second's worth (at least 1).
+    /// How many may come at once after a quiet spell; at least 1. Default: one second's worth
+    /// (at least 1).
+    #[schemars(range(min = 1))]
     pub burst: Option<u32>,
 }
 

@@ -19,6 +19,7 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -122,30 +123,57 @@ pub struct Sandbox {
 }
 
 /// The mapping form as written: an absent key takes the preset's value, else the default.
-/// The limits tell "absent" (`None`) from `null` (`Some(None)`: no limit).
-#[derive(Deserialize)]
+/// The limits tell "absent" (`None`) from `null` (`Some(None)`: no limit). Its doc comments
+/// describe the keys in `docs/config.md`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Sandbox")]
 struct RawSandbox {
+    /// `strict`: every key not written takes the `strict` preset's value (no network, 512 MB of
+    /// memory, 64 processes). Default: no preset, so unwritten keys take their own defaults.
     #[serde(default)]
     preset: Option<Preset>,
+    /// Run as this user (a name or a numeric uid) and its primary group, with no supplementary
+    /// groups; needs root or CAP_SETUID/CAP_SETGID. Default: the hangar's own user.
     #[serde(default)]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$"))]
     user: Option<String>,
+    /// What the upstream may read and write. Default: the system paths read-only, nothing
+    /// writable, a private `$HOME` and `/tmp`.
     #[serde(default)]
     filesystem: Option<Filesystem>,
+    /// What the upstream may reach. Default: `any` (`preset: strict`: `none`).
     #[serde(default)]
     network: Option<Network>,
+    /// Memory in MB, at least 16 (its cgroup's `memory.max`, else `RLIMIT_AS`); `null`: no
+    /// limit. Default: no limit (`preset: strict`: 512).
     #[serde(default, deserialize_with = "written")]
+    #[schemars(with = "Option<u64>", range(min = 16))]
     memory_mb: Option<Option<u64>>,
+    /// Processes and threads, at least 1 (its cgroup's `pids.max`, else `RLIMIT_NPROC`);
+    /// `null`: no limit. Default: no limit (`preset: strict`: 64).
     #[serde(default, deserialize_with = "written")]
+    #[schemars(with = "Option<u64>", range(min = 1))]
     max_processes: Option<Option<u64>>,
+    /// Open files, at least 16 (`RLIMIT_NOFILE`); `null`: no limit. Default: no limit.
     #[serde(default, deserialize_with = "written")]
+    #[schemars(with = "Option<u64>", range(min = 16))]
     max_open_files: Option<Option<u64>>,
+    /// CPU seconds, at least 1, before the kernel kills the upstream (`RLIMIT_CPU`); `null`: no
+    /// limit. Default: no limit.
     #[serde(default, deserialize_with = "written")]
+    #[schemars(with = "Option<u64>", range(min = 1))]
     cpu_seconds: Option<Option<u64>>,
+    /// The system-call filter. Default: `default`.
     #[serde(default)]
     syscalls: Option<Syscalls>,
+    /// The capabilities the upstream keeps (e.g. `CAP_NET_BIND_SERVICE`, or `net_bind_service`:
+    /// case and the `CAP_` prefix are optional); every other one is dropped before exec.
+    /// Default: none.
     #[serde(default)]
     capabilities: Option<Vec<String>>,
+    /// Refuse to start the upstream when the kernel cannot enforce all of this; `false` runs it
+    /// with what the kernel can do, and the server's details say what is missing. Default: `true`.
     #[serde(default)]
     require: Option<bool>,
 }
@@ -181,7 +209,7 @@ impl From<RawSandbox> for Sandbox {
 }
 
 /// The named presets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Preset {
     Strict,
@@ -190,13 +218,14 @@ pub enum Preset {
 /// `filesystem:`. Besides these, an upstream may always read its own command's directory and
 /// interpreter, `/proc`, and the devices every program expects (`/dev/null`, `/dev/zero`,
 /// `/dev/random`, `/dev/urandom`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Filesystem {
-    /// Read-only (programs may run from here). Default: [`SYSTEM_READ_PATHS`].
+    /// Absolute paths the upstream may read, and run programs from. Default: the system's
+    /// library and program directories and a few files of `/etc` ([`SYSTEM_READ_PATHS`]).
     #[serde(default = "system_read_paths")]
     pub read: Vec<PathBuf>,
-    /// Read-write. Default: none.
+    /// Absolute paths the upstream may read and write. Default: none.
     #[serde(default)]
     pub write: Vec<PathBuf>,
     /// A fresh, empty `$HOME` and `/tmp` for each start (read-write; `/tmp` by a mount namespace).
@@ -232,7 +261,7 @@ pub enum Network {
 }
 
 /// `syscalls:`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Syscalls {
     /// A deny-list of dangerous system calls (ptrace, mount, bpf, kexec, module loading, ...),
@@ -497,13 +526,66 @@ impl<'de> Deserialize<'de> for SandboxSetting {
 }
 
 /// The mapping form of `network:`.
-#[derive(Deserialize)]
+/// The ports form of `network:`: TCP only to and on these ports (Landlock, ABI 4 or later);
+/// other protocols (UDP, Unix sockets) are not restricted by this form.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "NetworkPorts")]
 struct Ports {
+    /// Ports (1 to 65535) the upstream may connect to over TCP. Default: none.
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "integer", "minimum": 1, "maximum": 65535}))]
     tcp_connect: Vec<u16>,
+    /// Ports (1 to 65535) the upstream may listen on over TCP. Default: none.
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "integer", "minimum": 1, "maximum": 65535}))]
     tcp_bind: Vec<u16>,
+}
+
+/// `sandbox:` as the loader reads it (a hand-written `Deserialize`): `strict`, `none`, or the
+/// mapping form.
+impl JsonSchema for SandboxSetting {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SandboxSetting".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        word_or_mapping::<RawSandbox>(
+            generator,
+            "`strict` (the preset: no network, read-only system paths, a private `$HOME` and `/tmp`, 512 MB of memory, 64 processes), `none` (no sandbox, whatever `sandbox_defaults` says), or a mapping of the keys below.",
+            &["strict", "none"],
+        )
+    }
+}
+
+/// `network:` as the loader reads it (a hand-written `Deserialize`).
+impl JsonSchema for Network {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Network".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        word_or_mapping::<Ports>(
+            generator,
+            "`none` (a network namespace of its own: no network at all), `any` (unrestricted), or a mapping of TCP ports.",
+            &["none", "any"],
+        )
+    }
+}
+
+/// The schema of a key written as one of `words` or as the mapping `T` reads.
+fn word_or_mapping<T: JsonSchema>(
+    generator: &mut schemars::SchemaGenerator,
+    description: &str,
+    words: &[&str],
+) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": description,
+        "oneOf": [
+            {"type": "string", "enum": words},
+            generator.subschema_for::<T>(),
+        ]
+    })
 }
 
 impl<'de> Deserialize<'de> for Network {

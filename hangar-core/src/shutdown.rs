@@ -3,6 +3,7 @@
 //! then the upstreams are stopped. Under Kubernetes keep `grace_s` plus the upstreams' own stop
 //! (up to 10 s) below the pod's `terminationGracePeriodSeconds`.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::config::KeyError;
@@ -10,11 +11,14 @@ use crate::config::KeyError;
 /// The longest grace accepted: past it, a typo.
 const MAX_GRACE_S: f64 = 3600.0;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `shutdown:`: how a stop drains the calls in flight.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShutdownConfig {
-    /// Seconds the calls and tasks in flight may take to finish after a stop signal.
+    /// Seconds the calls and tasks in flight may take to finish after a stop signal; from 0
+    /// (no drain: stop at once) to 3600 (fractions allowed).
     #[serde(default = "default_grace_s")]
+    #[schemars(range(min = 0.0, max = MAX_GRACE_S))]
     pub grace_s: f64,
 }
 
