@@ -2,8 +2,8 @@
 //! [`Caller`], the identity every request over the control socket carries.
 //!
 //! The API authenticates (a named key, an OAuth token) and names a [`Caller`]; the supervisor
-//! authorizes against the caller's [`Profile`] and records the decision. See issue 13 and
-//! `shared/surfaces.md` ("Added surfaces and keys").
+//! authorizes against the caller's [`Profile`] and records the decision. What operators write
+//! and see: `docs/auth.md`; every key: `docs/config.md`.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! The YAML config: its model, defaults and validation.
 //!
-//! Keys and defaults follow `shared/surfaces.md` (and so the Python `mcp-hangar`), so a config
+//! Keys and defaults follow the Python `mcp-hangar` (every key: `docs/config.md`), so a config
 //! written for it with the keys both share loads unchanged. Every error names the file, the key's
 //! path and what was expected.
 
