@@ -2,8 +2,8 @@
 //! [`Caller`], the identity every request over the control socket carries.
 //!
 //! The API authenticates (a named key, an OAuth token) and names a [`Caller`]; the supervisor
-//! authorizes against the caller's [`Profile`] and records the decision. The keys are described
-//! in `docs/config.md`, generated from the doc comments here.
+//! authorizes against the caller's [`Profile`] and records the decision. What operators write
+//! and see: `docs/auth.md`; every key: `docs/config.md`, generated from the doc comments here.
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;

@@ -1,7 +1,7 @@
 //! The front door's naming rule: how upstream tools, prompts and resources are exposed under one
 //! endpoint.
 //!
-//! The rule, in full (also in the README):
+//! The rule, in full (for operators: `docs/clients.md`, "Front-door names"):
 //! - each server has a prefix: its `expose_as` if it sets one, else its id; a qualified name is
 //!   `<prefix>__<name>`;
 //! - `names: bare_when_unique` (the default): a name that exactly one upstream declares, and that

@@ -1,7 +1,7 @@
 //! The length of a value's compact JSON, byte for byte what `serde_json::to_vec` would write,
 //! counted without writing it. Every audited call records its arguments' and its result's sizes,
 //! and serializing a result only to count it cost a call's path more than the rest of its audit
-//! entry (BENCHMARKS.md, "Entries written where they are recorded").
+//! entry (docs/bench-log/2026.md, "Entries written where they are recorded").
 
 use serde_json::{Number, Value};
 

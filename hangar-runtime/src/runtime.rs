@@ -2,7 +2,7 @@
 //!
 //! One thread by default: each process's work per request is small, the processes already run
 //! in parallel with one another, and on the small machines the hangar targets a second worker
-//! thread mostly adds cross-thread wake-ups (measured: see BENCHMARKS.md). `HANGAR_WORKER_THREADS=N`
+//! thread mostly adds cross-thread wake-ups (measured: see docs/bench-log/2026.md). `HANGAR_WORKER_THREADS=N`
 //! (N > 1) asks for a multi-threaded runtime with N workers, for a busy supervisor on a big machine.
 
 use std::io;

@@ -1,5 +1,5 @@
 //! What was decided about a bearer token, remembered for a while, so a client that sends the
-//! same token on every call pays for its check once, not per call (BENCHMARKS.md, "What
+//! same token on every call pays for its check once, not per call (docs/bench-log/2026.md, "What
 //! authentication costs"). One cache type for both kinds of token: verified JWTs (the caller and
 //! the key that checked the signature; `mod.rs`) and introspection answers (`introspection.rs`).
 //!

@@ -1,14 +1,14 @@
 //! Blocks: how entries are stored. The writer packs each batch's entries, in id order, into
 //! blocks of at most [`MAX_ENTRIES`] entries (or about [`MAX_BYTES`] of text): one row of
 //! `blocks` each, whose `body` holds the entries as JSON lines, each exactly as `/api/events`
-//! streams it. One row insert per entry cost more than the entry's own JSON (BENCHMARKS.md); one
+//! streams it. One row insert per entry cost more than the entry's own JSON (docs/bench-log/2026.md); one
 //! per block costs next to nothing per entry. Readers split a block into its lines and read each
 //! line's id from its start, decoding only the lines they want.
 //!
 //! A body is stored lz4-compressed ([`Packer`]: a BLOB, the text's length first as four
 //! little-endian bytes, then an lz4 block). Lines of the same calls repeat most of their bytes,
 //! so a block shrinks about tenfold, and the disk gets about a fifth of the bytes per call,
-//! for less of the writer's CPU than the SQLite work it saves (BENCHMARKS.md, "Compressed
+//! for less of the writer's CPU than the SQLite work it saves (docs/bench-log/2026.md, "Compressed
 //! blocks").
 //! Blocks written before schema 4 are TEXT and are read as they are ([`Body`]).
 

@@ -42,7 +42,7 @@ pub use writer::COMMIT_INTERVAL;
 pub const FILE_NAME: &str = "journal.sqlite";
 /// How many recent entries are kept in memory, so a replay sees those not yet written. Enough
 /// for a commit interval of a busy hangar's calls, and no more: every entry pushed out of it is
-/// freed on a call's path, and the 4,096 it once held were about 2 MB (BENCHMARKS.md, "Turns, not
+/// freed on a call's path, and the 4,096 it once held were about 2 MB (docs/bench-log/2026.md, "Turns, not
 /// runs"). A reader that finds the writer further behind than the tail reaches has it write
 /// first (`read.rs`).
 const TAIL: usize = 256;

@@ -4,7 +4,7 @@
 //! writer's thread on its own: a call's path pays for its line and nothing else, and only
 //! finished text reaches the other core. Handing each entry over (a queue send, its memory
 //! shared with and freed by the writer) cost a loaded hangar more than writing it did
-//! (BENCHMARKS.md, "Entries written where they are recorded").
+//! (docs/bench-log/2026.md, "Entries written where they are recorded").
 
 use std::hash::{Hash, Hasher};
 

@@ -1,4 +1,6 @@
-//! Tool calls, and stopping a server.
+//! What a running server is asked to do: tool calls, other MCP requests passed through
+//! (`forward`), a client's answer to the upstream's own question (`answer_ask`), a 2026-07-28
+//! `subscriptions/listen`, and stopping it.
 //!
 //! A request cut off because its upstream's process died (its pipe closed under it: a signal,
 //! the OOM killer, a crash) is answered only once that death is on record: the process reaped,
@@ -121,9 +123,6 @@ impl Server {
         span.end();
     }
 
-    /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
-    /// A prompt or resource list of a server that is not running is answered from its last
-    /// known catalog, if it has one, without starting it.
     /// Hands the client's answer to the running upstream's own request relayed as `ask_id`;
     /// whether it still waited (a restarted upstream asked nothing of this client).
     pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
@@ -131,6 +130,9 @@ impl Server {
         upstream.is_some_and(|upstream| upstream.answer_ask(ask_id, response))
     }
 
+    /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
+    /// A prompt or resource list of a server that is not running is answered from its last
+    /// known catalog, if it has one, without starting it.
     pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
         let listing = super::memory::is_first_page(method, &params);
         if listing && let Some(remembered) = self.remembered_list(method) {
@@ -220,6 +222,7 @@ type Exited = watch::Receiver<Option<String>>;
 pub struct CallTrace<'a> {
     /// The admission span's context with export on; the caller's own (if any) with it off.
     pub parent: Option<TraceContext>,
+    /// Who is calling, as the span names them.
     pub identity: &'a str,
 }
 

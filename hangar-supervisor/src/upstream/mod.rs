@@ -1,8 +1,8 @@
 //! Talking MCP to one upstream, over its stdio or over streamable HTTP.
 //!
 //! [`Upstream`] is what the rest of the supervisor uses: requests with timeouts, notifications,
-//! and the handshake with era detection (a `server/discover` probe, else `initialize`; see
-//! `shared/mcp-2026-07-28.md`). The transports (`stdio.rs`, `http.rs`) only move JSON-RPC
+//! and the handshake with era detection (a `server/discover` probe, else `initialize`, as
+//! MCP 2026-07-28 says). The transports (`stdio.rs`, `http.rs`) only move JSON-RPC
 //! messages; the protocol `_meta` every modern request carries is added here, once.
 
 mod http;

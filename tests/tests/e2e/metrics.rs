@@ -1,5 +1,5 @@
 //! `/metrics` is valid Prometheus text, linted by the real `promtool`, with every family
-//! `surfaces.md` promises, while its servers are in every interesting state: ready with calls
+//! the hangar promises, while its servers are in every interesting state: ready with calls
 //! (ok, a tool error and an upstream failure) and health checks behind it, dead at start,
 //! stopped by a user, and serving a tool it was not expected to.
 
@@ -27,7 +27,7 @@ mcp_servers:
       tools: {expected_tools: [add]}
 "#;
 
-/// The families `shared/surfaces.md` lists for `GET /metrics` (state gauge, up, starts, stops by
+/// The families `GET /metrics` has always served (state gauge, up, starts, stops by
 /// reason, tool calls, call latency histogram, health checks), with the ones the hangar adds.
 const FAMILIES: [(&str, &str); 11] = [
     ("hangar_mcp_server_state", "gauge"),
