@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 pub use serde_json;
 
 mod reachable;
+mod skip;
 pub use reachable::Reachable;
+pub use skip::{SKIP_VAR, skip};
 
 /// The fake upstream's default sentinel: no read surface may ever repeat it.
 pub const SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
