@@ -4,6 +4,9 @@
 //! Every wait is a bounded poll for a condition ([`poll`]); nothing sleeps blindly. Every port
 //! is chosen by the kernel (the API binds port 0 and prints the address it got), so two test
 //! runs never meet.
+//!
+//! A test the machine cannot run says so through [`skip`], which fails it under `CI=true` unless
+//! `HANGAR_TEST_SKIP` names it.
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
@@ -563,6 +566,37 @@ impl Hangar {
         self.post_raw("/mcp", &headers, body.to_string().as_bytes())
     }
 
+    /// `initialize` of a legacy (2025-11-25) session on the hangar's own API, as a client that
+    /// can be asked (sampling, elicitation); the session id.
+    pub fn legacy_session(&self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}, "elicitation": {}},
+            "clientInfo": {"name": "hangar-tests", "version": "0"},
+        }});
+        let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+        let answer = self.post_raw("/mcp", &headers, body.to_string().as_bytes());
+        answer.header("mcp-session-id").expect("a session id").to_owned()
+    }
+
+    /// A legacy (2025-11-25) JSON-RPC request to `/mcp` in `session` (see
+    /// [`Hangar::legacy_session`]).
+    pub fn legacy(&self, session: &str, method: &str, params: Value) -> Response {
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", session),
+        ];
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.post_raw("/mcp", &headers, body.to_string().as_bytes())
+    }
+
+    /// How many `notifications/cancelled` the upstream `server` has received (the fake logs
+    /// each), from its logs.
+    pub fn cancellations(&self, server: &str) -> usize {
+        cancellations_in(&self.get(&format!("/api/mcp_servers/{server}/logs?lines=1000")).body)
+    }
+
     /// Sends a modern `tools/call` of `tool` (a `sleep` for a minute) on a connection of its own
     /// and returns the open stream, unread: the call stays in flight until the stream is dropped
     /// (which cancels it upstream). `meta_extra` joins the request's `_meta`.
@@ -817,6 +851,35 @@ pub fn raw_http(addr: &str, head: &str, body: &[u8]) -> std::io::Result<(u16, St
         std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an HTTP answer: {text:.200}"))
     })?;
     Ok((status, text))
+}
+
+/// How many `notifications/cancelled` an upstream's logs (the body of
+/// `/api/mcp_servers/ID/logs`) show the fake received.
+pub fn cancellations_in(logs: &Value) -> usize {
+    logs["logs"].as_array().map_or(0, |lines| {
+        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
+    })
+}
+
+/// One legacy (2025-11-25) JSON-RPC POST to `/mcp` on `addr` over [`raw_http`], in `session` when
+/// given, with `bearer` as `Authorization: Bearer` when given: the status and the whole answer
+/// (head and body).
+pub fn legacy_post(
+    addr: &str,
+    bearer: Option<&str>,
+    session: Option<&str>,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> (u16, String) {
+    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    let bearer = bearer.map(|key| format!("Authorization: Bearer {key}\r\n")).unwrap_or_default();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}{bearer}"
+    );
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
 }
 
 /// Runs `hangar-supervisor args...` (without helpers: `--no-api --no-prober` are added) and
