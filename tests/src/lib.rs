@@ -6,7 +6,8 @@
 //! runs never meet.
 //!
 //! A test the machine cannot run says so through [`skip`], which fails it under `CI=true` unless
-//! `HANGAR_TEST_SKIP` names it.
+//! `HANGAR_TEST_SKIP` names it. With `HANGAR_TEST_TIMES` set, each test's wall time is recorded
+//! (`timing.rs`) for the time per story file `scripts/test` reports.
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
@@ -25,8 +26,10 @@ pub use serde_json;
 
 mod reachable;
 mod skip;
+mod timing;
 pub use reachable::Reachable;
 pub use skip::{SKIP_VAR, skip};
+pub use timing::TIMES_VAR;
 
 /// The fake upstream's default sentinel: no read surface may ever repeat it.
 pub const SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
@@ -36,6 +39,7 @@ pub const MODERN: &str = "2026-07-28";
 
 /// A built binary of the workspace. The test command builds them all first (`scripts/test`).
 pub fn bin(name: &str) -> PathBuf {
+    timing::note();
     // target/<profile>/deps/<this test> -> target/<profile>/<name>
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target directory");
@@ -46,6 +50,7 @@ pub fn bin(name: &str) -> PathBuf {
 
 /// The repository's root (the tests crate sits one level below it).
 pub fn repo_root() -> PathBuf {
+    timing::note();
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
 }
 
@@ -66,6 +71,7 @@ pub fn python() -> PathBuf {
 /// another test's API could be given the same port, and the next start would find it held. Never
 /// the same port twice in one test process.
 pub fn free_port() -> u16 {
+    timing::note();
     static TAKEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
@@ -197,6 +203,7 @@ pub fn api_listening_address(child: &mut Child) -> String {
 
 /// Polls `check` every 20 ms until it returns `Some`, or panics naming `what` after `limit`.
 pub fn poll<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    timing::note();
     let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = check() {
