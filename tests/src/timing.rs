@@ -14,14 +14,17 @@ use std::time::{Duration, Instant};
 /// The environment variable naming the file the times are appended to.
 pub const TIMES_VAR: &str = "HANGAR_TEST_TIMES";
 
-/// A test thread's clock: its start, and where its time goes when it ends.
+/// A test thread's clock: the test, its start, and where its time goes when it ends.
 struct Clock {
+    test: Option<String>,
     started: Instant,
     file: std::path::PathBuf,
 }
 
 thread_local! {
     static CLOCK: Option<Clock> = std::env::var_os(TIMES_VAR).map(|file| Clock {
+        // Named now: a thread's handle may be gone by the time its locals are dropped.
+        test: std::thread::current().name().filter(|name| *name != "main").map(str::to_owned),
         started: Instant::now().checked_sub(thread_age().unwrap_or_default()).unwrap_or_else(Instant::now),
         file: file.into(),
     });
@@ -34,8 +37,7 @@ pub(crate) fn note() {
 
 impl Drop for Clock {
     fn drop(&mut self) {
-        let thread = std::thread::current();
-        let Some(test) = thread.name().filter(|name| *name != "main") else { return };
+        let Some(test) = &self.test else { return };
         let binary = std::env::current_exe().ok().and_then(|exe| Some(exe.file_stem()?.to_string_lossy().into_owned()));
         // `e2e-0123456789abcdef` -> `e2e`.
         let binary =
