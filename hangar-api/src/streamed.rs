@@ -1,6 +1,7 @@
 //! Answers whose body is written as it comes: MCP's event streams and `/api/events`,
 //! `/api/audit?format=jsonl`.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -10,8 +11,27 @@ use axum::response::Response;
 use tokio::sync::mpsc;
 
 /// How long an event stream may stay silent before a keep-alive comment goes out (proxies and
-/// clients take a longer silence for a dead connection).
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// clients take a longer silence for a dead connection). Read through [`keep_alive`].
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Shortens [`KEEP_ALIVE`] to this many whole seconds (1 to 15; never lengthens it), and with it
+/// every wait derived from it (a deferred head's newline, a forward's `cluster::idle_timeout`,
+/// three of them): so a story shows a frozen owner's relayed stream cut without waiting 45 s.
+/// For tests, as `HANGAR_TEST_LANDLOCK_ABI_MAX` is; unset in production. The API reads it once,
+/// inherited from the supervisor.
+pub const TEST_KEEP_ALIVE_ENV: &str = "HANGAR_TEST_KEEP_ALIVE_S";
+
+/// The keep-alive period of event streams: [`KEEP_ALIVE`], unless [`TEST_KEEP_ALIVE_ENV`]
+/// shortens it (a value out of its range is ignored).
+pub fn keep_alive() -> Duration {
+    static PERIOD: OnceLock<Duration> = OnceLock::new();
+    *PERIOD.get_or_init(|| shortened(std::env::var(TEST_KEEP_ALIVE_ENV).ok().as_deref()))
+}
+
+/// [`KEEP_ALIVE`], shortened by `test`, the value of [`TEST_KEEP_ALIVE_ENV`].
+fn shortened(test: Option<&str>) -> Duration {
+    let seconds = test.and_then(|s| s.trim().parse::<u64>().ok()).filter(|s| (1..=KEEP_ALIVE.as_secs()).contains(s));
+    seconds.map_or(KEEP_ALIVE, Duration::from_secs)
+}
 /// The keep-alive comment of an event stream.
 pub const KEEP_ALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
 
@@ -20,15 +40,15 @@ pub const EVENT_STREAM: &str = "text/event-stream";
 
 /// A 200 whose body is what `chunks` delivers, as it comes; it ends when the sender does. An
 /// event stream (each chunk one whole event) gets a keep-alive comment after every
-/// [`KEEP_ALIVE`] of silence, whoever produces it: a hangar forwarding it takes a longer
-/// silence for a frozen owner (`cluster::IDLE_TIMEOUT`). When the client goes away the body is
+/// [`keep_alive`] of silence, whoever produces it: a hangar forwarding it takes a longer
+/// silence for a frozen owner (`cluster::idle_timeout`). When the client goes away the body is
 /// dropped, and with it the receiver: the producer sees that and cancels what it was waiting
 /// for.
 pub fn streamed(chunks: mpsc::Receiver<Bytes>, content_type: &'static str) -> Response {
     let keeps_alive = content_type == EVENT_STREAM;
     let stream = futures_util::stream::unfold(chunks, move |mut chunks| async move {
         let chunk = if keeps_alive {
-            tokio::time::timeout(KEEP_ALIVE, chunks.recv())
+            tokio::time::timeout(keep_alive(), chunks.recv())
                 .await
                 .unwrap_or(Some(Bytes::from_static(KEEP_ALIVE_COMMENT)))
         } else {
@@ -66,5 +86,15 @@ mod tests {
         }
         drop(events);
         assert!(body.next().await.is_none(), "the stream ends with its producer");
+    }
+
+    #[test]
+    fn a_test_may_shorten_the_keep_alive_never_lengthen_it() {
+        assert_eq!(shortened(None), KEEP_ALIVE, "unset in production");
+        assert_eq!(shortened(Some("1")), Duration::from_secs(1));
+        assert_eq!(shortened(Some(" 15 ")), KEEP_ALIVE);
+        for ignored in ["0", "16", "3600", "-1", "1.5", "soon", ""] {
+            assert_eq!(shortened(Some(ignored)), KEEP_ALIVE, "{ignored}");
+        }
     }
 }

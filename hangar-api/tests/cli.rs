@@ -2,11 +2,12 @@
 //! refusal to start on a port something already holds (rule 4).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use hangar_tests::api_listening_address;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hangar-api");
 const NO_SOCKET: &str = "/nonexistent/hangar-api-cli-test/supervisor.sock";
@@ -72,20 +73,6 @@ struct Api {
     address: String,
 }
 
-/// The address on the API's first line (`hangar-api listening on http://ADDRESS`), waiting
-/// (bounded) for it.
-fn listening_address(child: &mut Child) -> String {
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
-    line.trim().strip_prefix("hangar-api listening on http://").expect(&line).to_owned()
-}
-
 impl Api {
     fn start(extra: &[&str]) -> Api {
         Api::start_on("127.0.0.1:0", extra)
@@ -99,7 +86,7 @@ impl Api {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let address = listening_address(&mut child);
+        let address = api_listening_address(&mut child);
         Api { child, address }
     }
 
@@ -244,7 +231,7 @@ fn listen_fds_for_another_process_are_ignored() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let address = listening_address(&mut child);
+    let address = api_listening_address(&mut child);
     let mut api = Api { child, address };
     assert!(api.address.starts_with("127.0.0.1:") && !api.address.ends_with(":0"), "{}", api.address);
     assert_eq!(api.get("/health/live").0, 200);

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 
+use hangar_core::jsonrpc::INTERNAL_ERROR;
 use serde_json::{Map, Value, json};
 
 /// How long a task is kept after its creation.
@@ -24,8 +25,6 @@ pub const POLL_INTERVAL_MS: u64 = 500;
 pub const MAX_LIVE: usize = hangar_core::config::MAX_LIVE_TASKS;
 /// The largest result a task keeps; a larger one fails the task (the result is dropped).
 pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
-/// The JSON-RPC code of a failed task whose result was too large (`-32603`, internal error).
-const INTERNAL_ERROR: i64 = -32603;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

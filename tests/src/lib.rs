@@ -4,6 +4,10 @@
 //! Every wait is a bounded poll for a condition ([`poll`]); nothing sleeps blindly. Every port
 //! is chosen by the kernel (the API binds port 0 and prints the address it got), so two test
 //! runs never meet.
+//!
+//! A test the machine cannot run says so through [`skip`], which fails it under `CI=true` unless
+//! `HANGAR_TEST_SKIP` names it. With `HANGAR_TEST_TIMES` set, each test's wall time is recorded
+//! (`timing.rs`) for the time per story file `scripts/test` reports.
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
@@ -21,7 +25,11 @@ use serde_json::{Value, json};
 pub use serde_json;
 
 mod reachable;
+mod skip;
+mod timing;
 pub use reachable::Reachable;
+pub use skip::{SKIP_VAR, skip};
+pub use timing::TIMES_VAR;
 
 /// The fake upstream's default sentinel: no read surface may ever repeat it.
 pub const SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
@@ -31,6 +39,7 @@ pub const MODERN: &str = "2026-07-28";
 
 /// A built binary of the workspace. The test command builds them all first (`scripts/test`).
 pub fn bin(name: &str) -> PathBuf {
+    timing::note();
     // target/<profile>/deps/<this test> -> target/<profile>/<name>
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target directory");
@@ -41,6 +50,7 @@ pub fn bin(name: &str) -> PathBuf {
 
 /// The repository's root (the tests crate sits one level below it).
 pub fn repo_root() -> PathBuf {
+    timing::note();
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
 }
 
@@ -61,6 +71,7 @@ pub fn python() -> PathBuf {
 /// another test's API could be given the same port, and the next start would find it held. Never
 /// the same port twice in one test process.
 pub fn free_port() -> u16 {
+    timing::note();
     static TAKEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
@@ -192,6 +203,7 @@ pub fn api_listening_address(child: &mut Child) -> String {
 
 /// Polls `check` every 20 ms until it returns `Some`, or panics naming `what` after `limit`.
 pub fn poll<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    timing::note();
     let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = check() {
@@ -561,6 +573,37 @@ impl Hangar {
         self.post_raw("/mcp", &headers, body.to_string().as_bytes())
     }
 
+    /// `initialize` of a legacy (2025-11-25) session on the hangar's own API, as a client that
+    /// can be asked (sampling, elicitation); the session id.
+    pub fn legacy_session(&self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}, "elicitation": {}},
+            "clientInfo": {"name": "hangar-tests", "version": "0"},
+        }});
+        let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+        let answer = self.post_raw("/mcp", &headers, body.to_string().as_bytes());
+        answer.header("mcp-session-id").expect("a session id").to_owned()
+    }
+
+    /// A legacy (2025-11-25) JSON-RPC request to `/mcp` in `session` (see
+    /// [`Hangar::legacy_session`]).
+    pub fn legacy(&self, session: &str, method: &str, params: Value) -> Response {
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", session),
+        ];
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.post_raw("/mcp", &headers, body.to_string().as_bytes())
+    }
+
+    /// How many `notifications/cancelled` the upstream `server` has received (the fake logs
+    /// each), from its logs.
+    pub fn cancellations(&self, server: &str) -> usize {
+        cancellations_in(&self.get(&format!("/api/mcp_servers/{server}/logs?lines=1000")).body)
+    }
+
     /// Sends a modern `tools/call` of `tool` (a `sleep` for a minute) on a connection of its own
     /// and returns the open stream, unread: the call stays in flight until the stream is dropped
     /// (which cancels it upstream). `meta_extra` joins the request's `_meta`.
@@ -815,6 +858,35 @@ pub fn raw_http(addr: &str, head: &str, body: &[u8]) -> std::io::Result<(u16, St
         std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an HTTP answer: {text:.200}"))
     })?;
     Ok((status, text))
+}
+
+/// How many `notifications/cancelled` an upstream's logs (the body of
+/// `/api/mcp_servers/ID/logs`) show the fake received.
+pub fn cancellations_in(logs: &Value) -> usize {
+    logs["logs"].as_array().map_or(0, |lines| {
+        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
+    })
+}
+
+/// One legacy (2025-11-25) JSON-RPC POST to `/mcp` on `addr` over [`raw_http`], in `session` when
+/// given, with `bearer` as `Authorization: Bearer` when given: the status and the whole answer
+/// (head and body).
+pub fn legacy_post(
+    addr: &str,
+    bearer: Option<&str>,
+    session: Option<&str>,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> (u16, String) {
+    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    let bearer = bearer.map(|key| format!("Authorization: Bearer {key}\r\n")).unwrap_or_default();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}{bearer}"
+    );
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
 }
 
 /// Runs `hangar-supervisor args...` (without helpers: `--no-api --no-prober` are added) and

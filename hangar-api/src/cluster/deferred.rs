@@ -3,7 +3,7 @@
 //!
 //! A forward says it reads deferred heads ([`ACCEPTS`]). The owner ([`defer`], the outermost
 //! layer) answers it as usual when the answer's head is ready within [`DEFER_AFTER`]; otherwise
-//! at once with a `200` marked [`DEFERRED`] whose body is a newline every [`KEEP_ALIVE`] while
+//! at once with a `200` marked [`DEFERRED`] whose body is a newline every [`keep_alive`] while
 //! the answer is pending, then the answer's head as one JSON line (`{"status", "headers"}`), then
 //! the answer's body. The status and content type of an answer are not known before its end (a
 //! legacy call's plain JSON answer turns into an event stream when the upstream sends a
@@ -22,7 +22,7 @@ use axum::response::Response;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::streamed::KEEP_ALIVE;
+use crate::streamed::keep_alive;
 
 /// The request header of a forward: it reads deferred heads (a hangar that does not send it, an
 /// older one, gets its answers as they are).
@@ -54,7 +54,7 @@ pub async fn defer(request: Request, next: Next) -> Response {
     // Dropped with the forwarder's connection: the answer's future goes too, which cancels it.
     let parts = futures_util::stream::unfold(Some(Part::Pending(answer)), |part| async move {
         match part? {
-            Part::Pending(mut answer) => match tokio::time::timeout(KEEP_ALIVE, &mut answer).await {
+            Part::Pending(mut answer) => match tokio::time::timeout(keep_alive(), &mut answer).await {
                 Err(_) => Some((Ok(Bytes::from_static(b"\n")), Some(Part::Pending(answer)))),
                 Ok(response) => {
                     let (head, body) = response.into_parts();

@@ -8,8 +8,8 @@
 //! included, is relayed as it arrives. An owner that cannot be reached is a 503 with
 //! `Retry-After`, within the connect timeout; so is one that sends no head within
 //! [`HEAD_TIMEOUT`] (it sends one at once, deferred when the answer takes longer:
-//! `deferred.rs`), or goes silent for [`IDLE_TIMEOUT`] before its deferred head is read. Once
-//! the answer is relayed, a silence of [`IDLE_TIMEOUT`] (its owner keeps even a quiet event
+//! `deferred.rs`), or goes silent for [`idle_timeout`] before its deferred head is read. Once
+//! the answer is relayed, a silence of [`idle_timeout`] (its owner keeps even a quiet event
 //! stream alive more often) cuts it: the client reconnects, through the balancer, and resumes.
 //!
 //! Ids minted here: a new legacy session's id leaves with this hangar's tag (the supervisor
@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use super::deferred::{self, Cut};
 use super::ids::{self, Held};
-use super::{Fleet, HEAD_TIMEOUT, IDLE_TIMEOUT, Member};
+use super::{Fleet, HEAD_TIMEOUT, Member, idle_timeout};
 
 /// What a client is told to wait before it retries an unavailable owner.
 const RETRY_AFTER_S: u64 = 1;
@@ -101,7 +101,7 @@ async fn forward(member: &Member, owner: &str, parts: Parts, body: Bytes, held: 
     headers.insert(deferred::ACCEPTS, HeaderValue::from_static("1"));
     let request = member.client.request(parts.method, format!("{owner}{path}")).headers(headers).body(body.clone());
     let answer = match tokio::time::timeout(HEAD_TIMEOUT, request.send()).await {
-        Ok(Ok(answer)) => deferred::unwrap(answer, IDLE_TIMEOUT).await,
+        Ok(Ok(answer)) => deferred::unwrap(answer, idle_timeout()).await,
         Ok(Err(err)) => Err(Cut::Failed(err)),
         Err(_) => Err(Cut::Silent),
     };
@@ -118,7 +118,7 @@ async fn forward(member: &Member, owner: &str, parts: Parts, body: Bytes, held: 
 }
 
 /// The owner's answer as it arrives (`start`, then the rest of `answer`), its stream until
-/// either side ends it or the owner goes silent for [`IDLE_TIMEOUT`]: then it is cut (an error,
+/// either side ends it or the owner goes silent for [`idle_timeout`]: then it is cut (an error,
 /// not an end, so the client cannot take a part for the whole).
 fn relay(
     status: StatusCode,
@@ -134,7 +134,7 @@ fn relay(
     let start = futures_util::stream::iter((!start.is_empty()).then_some(Ok(start)));
     let rest = futures_util::stream::unfold(Some((answer, owner)), move |relaying| async move {
         let (mut answer, owner) = relaying?;
-        match deferred::chunk(&mut answer, IDLE_TIMEOUT).await {
+        match deferred::chunk(&mut answer, idle_timeout()).await {
             Ok(Some(chunk)) => Some((Ok(chunk), Some((answer, owner)))),
             Ok(None) => None,
             Err(cut) => {

@@ -22,10 +22,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// longer: past this the owner is frozen (stopped, or its host accepts but never answers), and
 /// the client is told to retry.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a forward waits for the next bytes of the owner's answer, a deferred head included.
-/// The owner writes at least every `streamed::KEEP_ALIVE` (15 s: a deferred head's newline, an
-/// event stream's comment), so three of those without a byte is a frozen owner.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(3 * crate::streamed::KEEP_ALIVE.as_secs());
+/// How long a forward waits for the next bytes of the owner's answer, a deferred head included:
+/// 45 s. The owner writes at least every `streamed::keep_alive()` (15 s: a deferred head's
+/// newline, an event stream's comment), so three of those without a byte is a frozen owner.
+/// A test shortens both at once with `HANGAR_TEST_KEEP_ALIVE_S` (`streamed::TEST_KEEP_ALIVE_ENV`;
+/// unset in production), so a healthy quiet stream is never taken for a frozen one.
+fn idle_timeout() -> Duration {
+    3 * crate::streamed::keep_alive()
+}
 /// Probes of a forwarded connection, so a vanished owner ends a long stream too.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, MODERN, bin, poll};
+use hangar_tests::{Hangar, MODERN, bin, key_hash, poll};
 
 use crate::events::EventStream;
 
@@ -31,17 +31,8 @@ mcp_servers:
   web: {command: ["{fake}", "--tools", "echo"]}
 "#;
 
-/// `printf %s KEY | sha256sum`, as an operator makes a key's hash.
-fn hash(key: &str) -> String {
-    use std::io::Write;
-    let mut child = Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(key.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    format!("sha256:{}", String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap())
-}
-
 fn start() -> Hangar {
-    Hangar::start(&CONFIG.replace("{ci}", &hash(CI)).replace("{admin}", &hash(ADMIN)))
+    Hangar::start(&CONFIG.replace("{ci}", &key_hash(CI)).replace("{admin}", &key_hash(ADMIN)))
 }
 
 fn agent() -> ureq::Agent {

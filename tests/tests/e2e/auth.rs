@@ -5,28 +5,18 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use hangar_tests::{Hangar, bin, poll};
+use hangar_tests::{Hangar, bin, key_hash, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 // `printf %s s3cret-key | sha256sum`
 const KEY: &str = "s3cret-key";
 
-fn hash(key: &str) -> String {
-    let out = Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut child| {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(key.as_bytes())?;
-        child.wait_with_output()
-    });
-    let out = out.unwrap();
-    format!("sha256:{}", String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap())
-}
-
 #[test]
 fn keys_guard_every_route_but_health() {
     let dir = tempfile::tempdir().unwrap();
     let keys = dir.path().join("keys");
-    std::fs::write(&keys, format!("# operators\n{} # ci\n", hash(KEY))).unwrap();
+    std::fs::write(&keys, format!("# operators\n{} # ci\n", key_hash(KEY))).unwrap();
     let mut api = Command::new(bin("hangar-api"))
         .arg("--api-keys")
         .arg(&keys)
@@ -98,7 +88,7 @@ fn beyond_loopback_nothing_is_served_until_authentication_is_configured() {
     // A reload configures a key: served, with it only.
     let config = hangar.path("hangar.yaml");
     let math = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, format!("auth:\n  api_keys:\n    - {{name: ops, hash: \"{}\"}}\n{math}", hash(KEY)))
+    std::fs::write(&config, format!("auth:\n  api_keys:\n    - {{name: ops, hash: \"{}\"}}\n{math}", key_hash(KEY)))
         .unwrap();
     kill(Pid::from_raw(hangar.pid() as i32), Signal::SIGHUP).unwrap();
     let listed = poll("the key accepted", Duration::from_secs(10), || {

@@ -7,7 +7,7 @@ use std::io::BufReader;
 use hangar_tests::serde_json::json;
 use hangar_tests::{Hangar, node, server_everything};
 
-use crate::legacy_relay::{legacy_session, next_event, open_post};
+use crate::legacy_relay::{next_event, open_post};
 
 #[test]
 fn a_question_the_legacy_client_never_answers_ends_at_the_configured_timeout() {
@@ -24,7 +24,7 @@ mcp_servers:
         node = node().display(),
         everything = server_everything().display()
     ));
-    let session = legacy_session(&hangar);
+    let session = hangar.legacy_session();
     let own = hangar.base.trim_start_matches("http://").to_owned();
     let call = json!({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
         "params": {"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}});

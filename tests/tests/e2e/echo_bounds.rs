@@ -43,24 +43,12 @@ fn post_mcp(hangar: &Hangar, headers: &[(&str, &str)], body: &[u8]) -> Response 
     hangar.post_raw("/mcp", &all, body)
 }
 
-fn legacy_session(hangar: &Hangar) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let response = post_mcp(hangar, &[], init.to_string().as_bytes());
-    response.header("mcp-session-id").expect("a session").to_owned()
-}
-
-fn legacy(hangar: &Hangar, session: &str, method: &str, params: Value) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
-    post_mcp(hangar, &[("Mcp-Session-Id", session)], body.to_string().as_bytes())
-}
-
 #[test]
 fn every_echo_of_client_input_is_bounded() {
     let hangar = Hangar::start(CONFIG);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "up"}));
     let (huge, long) = (huge(), long());
-    let session = legacy_session(&hangar);
+    let session = hangar.legacy_session();
 
     // Method names, both eras.
     let modern = |method: &str| ("Mcp-Method", method.to_owned());
@@ -73,11 +61,11 @@ fn every_echo_of_client_input_is_bounded() {
         &modern_body(1, &long, json!({})),
     );
     assert_small("modern unknown method", &r, "Method not found");
-    let r = legacy(&hangar, &session, &huge, json!({}));
+    let r = hangar.legacy(&session, &huge, json!({}));
     assert_small("legacy unknown method", &r, "Method not found");
 
     // Tool, prompt and resource names.
-    let r = legacy(&hangar, &session, "tools/call", json!({"name": huge, "arguments": {}}));
+    let r = hangar.legacy(&session, "tools/call", json!({"name": huge, "arguments": {}}));
     assert_small("unknown tool", &r, "Unknown tool");
     let headers = [("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")];
     let r = post_mcp(&hangar, &headers, &modern_body(1, "tools/call", json!({"name": huge})));
@@ -85,26 +73,25 @@ fn every_echo_of_client_input_is_bounded() {
     let headers = [("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", long.as_str())];
     let r = post_mcp(&hangar, &headers, &modern_body(1, "tools/call", json!({"name": "echo"})));
     assert_small("a long Mcp-Name header", &r, "Mcp-Name");
-    let r = legacy(&hangar, &session, "prompts/get", json!({"name": huge}));
+    let r = hangar.legacy(&session, "prompts/get", json!({"name": huge}));
     assert_small("unknown prompt", &r, "Unknown prompt");
-    let r = legacy(&hangar, &session, "resources/read", json!({"uri": huge}));
+    let r = hangar.legacy(&session, "resources/read", json!({"uri": huge}));
     assert_small("unknown resource", &r, "Resource not found");
-    let r = legacy(&hangar, &session, "completion/complete", json!({"ref": {"type": "ref/resource", "uri": huge}}));
+    let r = hangar.legacy(&session, "completion/complete", json!({"ref": {"type": "ref/resource", "uri": huge}}));
     assert_small("completion of an unknown resource", &r, "Unknown resource");
 
     // Server ids in MCP arguments.
     for tool in ["hangar_details", "hangar_start", "hangar_stop", "hangar_tools"] {
-        let r = legacy(&hangar, &session, "tools/call", json!({"name": tool, "arguments": {"mcp_server": huge}}));
+        let r = hangar.legacy(&session, "tools/call", json!({"name": tool, "arguments": {"mcp_server": huge}}));
         assert_small(tool, &r, "no MCP server with id");
     }
     let calls = json!({"calls": [{"mcp_server": huge, "tool": "echo"}]});
-    let r = legacy(&hangar, &session, "tools/call", json!({"name": "hangar_call", "arguments": calls}));
+    let r = hangar.legacy(&session, "tools/call", json!({"name": "hangar_call", "arguments": calls}));
     assert_small("hangar_call, unknown server", &r, "no MCP server with id");
     let calls = json!({"calls": [{"mcp_server": "up", "tool": huge}]});
-    let r = legacy(&hangar, &session, "tools/call", json!({"name": "hangar_call", "arguments": calls}));
+    let r = hangar.legacy(&session, "tools/call", json!({"name": "hangar_call", "arguments": calls}));
     assert_small("hangar_call, a tool the upstream does not declare", &r, "Unknown tool");
-    let r =
-        legacy(&hangar, &session, "tools/call", json!({"name": "hangar_list", "arguments": {"state_filter": huge}}));
+    let r = hangar.legacy(&session, "tools/call", json!({"name": "hangar_list", "arguments": {"state_filter": huge}}));
     assert_small("hangar_list state_filter", &r, "state_filter");
 
     // Server ids in REST paths (a 900 KB path is refused by the HTTP parser itself).

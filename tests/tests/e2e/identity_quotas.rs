@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, key_hash, poll, raw_http};
+use hangar_tests::{Hangar, key_hash, legacy_post, poll, raw_http};
 
 use crate::legacy_sessions::addr;
 use crate::tasks::{ALICE, BOB, mcp};
@@ -27,13 +27,7 @@ fn hangar(sessions: &str, extra: &str) -> Hangar {
 
 /// A legacy JSON-RPC POST to `/mcp` as `key`: the status and the whole answer (head and body).
 fn legacy(addr: &str, key: &str, session: Option<&str>, method: &str, params: Value) -> (u16, String) {
-    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {key}\r\n{session}"
-    );
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
+    legacy_post(addr, Some(key), session, 1, method, params)
 }
 
 /// `initialize` as `key`: the status, and the session id (or the whole answer when refused).

@@ -27,14 +27,6 @@ mcp_servers:
 
 const LEGACY: &str = "2025-11-25";
 
-/// How many `notifications/cancelled` the `slow` upstream has received (the fake logs each).
-fn cancellations(hangar: &Hangar) -> usize {
-    let logs = hangar.get("/api/mcp_servers/slow/logs?lines=1000");
-    logs.body["logs"].as_array().map_or(0, |lines| {
-        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
-    })
-}
-
 /// Runs `program args...` with piped stdin and stdout.
 fn spawn_client(program: &std::path::Path, args: &[&str]) -> (Child, BufReader<ChildStdout>) {
     let mut child = Command::new(program)
@@ -106,28 +98,16 @@ fn a_legacy_ts_client_aborting_a_call_cancels_it_upstream() {
     poll("the call to reach the upstream", Duration::from_secs(20), || {
         (hangar.details("slow")["health"]["total_invocations"] == 1).then_some(())
     });
-    assert_eq!(cancellations(&hangar), 0);
+    assert_eq!(hangar.cancellations("slow"), 0);
     child.stdin.as_mut().expect("piped stdin").write_all(b"abort\n").expect("tell the client to abort");
     poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
-        (cancellations(&hangar) == 1).then_some(())
+        (hangar.cancellations("slow") == 1).then_some(())
     });
     assert_eq!(json_line(&mut child, &mut stdout)["aborted"], true);
     // The session and the server go on.
     let echo = json_line(&mut child, &mut stdout);
     assert_eq!(echo["echo"]["structuredContent"], json!({"after": true}), "{echo}");
     assert!(child.wait().expect("the client exits").success());
-}
-
-/// `initialize` on the hangar's own API; the session id.
-pub(crate) fn legacy_session(hangar: &Hangar) -> String {
-    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": LEGACY,
-        "capabilities": {"sampling": {}, "elicitation": {}},
-        "clientInfo": {"name": "hangar-tests", "version": "0"},
-    }});
-    let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
-    let answer = hangar.post_raw("/mcp", &headers, body.to_string().as_bytes());
-    answer.header("mcp-session-id").expect("a session id").to_owned()
 }
 
 /// Sends a legacy POST of `body` in `session` to `addr` on a connection of its own, unread.
@@ -171,7 +151,7 @@ pub(crate) fn next_event(reader: &mut BufReader<TcpStream>) -> Value {
 fn a_cancel_posted_to_another_api_instance_reaches_the_upstream() {
     let hangar = Hangar::start(CONFIG);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
-    let session = legacy_session(&hangar);
+    let session = hangar.legacy_session();
     let own = hangar.base.trim_start_matches("http://").to_owned();
     // Answered as plain JSON: the client does not take event streams.
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -184,23 +164,23 @@ fn a_cancel_posted_to_another_api_instance_reaches_the_upstream() {
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7, "reason": "test"}});
     // Another session's cancel of the same id is no cancel of this call.
-    let stranger = legacy_session(&hangar);
+    let stranger = hangar.legacy_session();
     assert_eq!(post_to(&other.addr, &stranger, &cancel), 202);
     assert_eq!(post_to(&other.addr, &session, &cancel), 202);
     poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
-        (cancellations(&hangar) == 1).then_some(())
+        (hangar.cancellations("slow") == 1).then_some(())
     });
     // The call's own POST is answered (the client has stopped waiting, but nothing hangs).
     let mut answer = String::new();
     let _ = BufReader::new(stream).read_line(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert_eq!(cancellations(&hangar), 1, "one cancel, of the one call");
+    assert_eq!(hangar.cancellations("slow"), 1, "one cancel, of the one call");
 }
 
 #[test]
 fn a_client_answer_posted_to_another_api_instance_completes_the_call() {
     let hangar = Hangar::start(CONFIG);
-    let session = legacy_session(&hangar);
+    let session = hangar.legacy_session();
     let own = hangar.base.trim_start_matches("http://").to_owned();
     let call = json!({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
         "params": {"name": "test_elicitation", "arguments": {"message": "Who are you?"}}});
@@ -341,7 +321,7 @@ fn the_python_client_answers_an_upstreams_questions_in_either_era() {
 fn a_legacy_client_dropping_its_plain_call_cancels_it_upstream() {
     let hangar = Hangar::start(CONFIG);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
-    let session = legacy_session(&hangar);
+    let session = hangar.legacy_session();
     let own = hangar.base.trim_start_matches("http://").to_owned();
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "sleep", "arguments": {"ms": 60000}}});
@@ -351,7 +331,7 @@ fn a_legacy_client_dropping_its_plain_call_cancels_it_upstream() {
     });
     drop(stream);
     poll("the upstream to be told the call is cancelled", Duration::from_secs(20), || {
-        (cancellations(&hangar) == 1).then_some(())
+        (hangar.cancellations("slow") == 1).then_some(())
     });
 }
 
@@ -383,7 +363,7 @@ mcp_servers:
 fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream() {
     let hangar = Hangar::start(CONFIG);
     hangar.tool_ok("hangar_start", json!({"mcp_server": "slow"}));
-    let session = legacy_session(&hangar);
+    let session = hangar.legacy_session();
     let own = hangar.base.trim_start_matches("http://").to_owned();
     let other = hangar.extra_api(&[]);
     let sleep = json!({"mcp_server": "slow", "tool": "sleep", "arguments": {"ms": 60000}});
@@ -397,7 +377,7 @@ fn a_cancel_of_a_hangar_call_posted_to_another_api_instance_reaches_the_upstream
             "params": {"requestId": id, "reason": "test"}});
         assert_eq!(post_to(&other.addr, &session, &cancel), 202);
         poll("the upstream to be told the calls are cancelled", Duration::from_secs(20), || {
-            (cancellations(&hangar) == calls).then_some(())
+            (hangar.cancellations("slow") == calls).then_some(())
         });
     };
     // Two calls in one batch, answered as plain JSON.

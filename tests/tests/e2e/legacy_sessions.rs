@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, key_hash, node, poll, python, raw_http, repo_root, server_everything};
+use hangar_tests::{Hangar, key_hash, legacy_post, node, poll, python, raw_http, repo_root, server_everything};
 
 const FAKE: &str = r#"
 tool_access: {mode: front_door}
@@ -28,21 +28,10 @@ pub(crate) fn addr(hangar: &Hangar) -> String {
     hangar.base.trim_start_matches("http://").to_owned()
 }
 
-/// One legacy JSON-RPC POST to `/mcp` on `addr`: the status, the whole answer (head and body).
+/// One legacy JSON-RPC POST to `/mcp` on `addr`, without a credential: the status, the whole
+/// answer (head and body).
 pub(crate) fn legacy(addr: &str, session: Option<&str>, id: u64, method: &str, params: Value) -> (u16, String) {
-    legacy_as(addr, "", session, id, method, params)
-}
-
-/// As [`legacy`], with `key` (when not empty) as the bearer.
-fn legacy_as(addr: &str, key: &str, session: Option<&str>, id: u64, method: &str, params: Value) -> (u16, String) {
-    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
-    let bearer = if key.is_empty() { String::new() } else { format!("Authorization: Bearer {key}\r\n") };
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{session}{bearer}"
-    );
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
+    legacy_post(addr, None, session, id, method, params)
 }
 
 fn request(addr: &str, verb: &str, path: &str, session: &str) -> u16 {
@@ -113,14 +102,14 @@ fn a_session_is_its_opener_s_and_another_identity_cannot_use_or_end_it() {
     let here = addr(&hangar);
     let params =
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
-    let (status, text) = legacy_as(&here, "alice-key", None, 1, "initialize", params);
+    let (status, text) = legacy_post(&here, Some("alice-key"), None, 1, "initialize", params);
     assert_eq!(status, 200, "{text}");
     let line = text.lines().find(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:")).expect("a session id");
     let session = line.split_once(':').unwrap().1.trim().to_owned();
 
-    let (status, text) = legacy_as(&here, "bob-key", Some(&session), 2, "tools/list", json!({}));
+    let (status, text) = legacy_post(&here, Some("bob-key"), Some(&session), 2, "tools/list", json!({}));
     assert_eq!(status, 404, "bob is not told alice's session exists: {text}");
-    let (status, text) = legacy_as(&here, "alice-key", Some(&session), 3, "tools/list", json!({}));
+    let (status, text) = legacy_post(&here, Some("alice-key"), Some(&session), 3, "tools/list", json!({}));
     assert_eq!(status, 200, "alice still uses it: {text}");
 }
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Background, Hangar, SENTINEL, bin, free_port, poll, read_pid, sigkill};
+use hangar_tests::{Background, Hangar, SENTINEL, bin, free_port, poll, read_pid, sigkill, skip};
 
 fn leftover(addr: &str) -> Background {
     Background::start(&bin("hangar-upstream-fake"), &["--http", addr, "--leftover"], "listening on")
@@ -69,7 +69,7 @@ fn a_held_endpoint_is_refused_and_the_leftover_never_proxied() {
     {
         let port = free_port();
         let Some(_leftover) = try_leftover(&format!("{leftover_on}:{port}")) else {
-            eprintln!("skipping {leftover_on}: this machine cannot listen there");
+            assert!(skip(&format!("the case on {leftover_on}: this machine cannot listen there")));
             continue;
         };
         let hangar = Hangar::start(&managed(port, endpoint_host, ""));
@@ -94,7 +94,10 @@ fn a_held_endpoint_is_refused_and_the_leftover_never_proxied() {
 fn a_leftover_on_another_address_of_the_host_is_not_a_conflict() {
     // Held on [::1] only; the endpoint names 127.0.0.1, which resolves to nothing else.
     let port = free_port();
-    let Some(_leftover) = try_leftover(&format!("[::1]:{port}")) else { return };
+    let Some(_leftover) = try_leftover(&format!("[::1]:{port}")) else {
+        assert!(skip("this machine cannot listen on [::1]"));
+        return;
+    };
     let hangar = Hangar::start(&managed(port, "127.0.0.1", ""));
     assert_eq!(hangar.tool_ok("hangar_start", json!({"mcp_server": "web"}))["state"], "ready");
     assert_eq!(hangar.call("web", "add", json!({"a": 1, "b": 1})), Some(json!({"result": 2})));

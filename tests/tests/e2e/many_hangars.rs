@@ -18,7 +18,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use command_fds::{CommandFdExt, FdMapping};
 use hangar_tests::serde_json::{Value, json};
@@ -43,14 +43,24 @@ pub(crate) struct Fleet {
 
 /// The fake upstream `slow` (`sleep`, `echo`; `add` too once `{dir}/shift` exists), Alice's key.
 pub(crate) fn fleet() -> Fleet {
+    fleet_with(&[])
+}
+
+/// As [`fleet`], with `env` set for both supervisors (and so for their APIs).
+fn fleet_with(env: &[(&str, &str)]) -> Fleet {
     let auth = format!("auth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n", key_hash(ALICE));
     let slow = "  slow:\n    command: [\"{fake}\", \"--tools\", \"sleep,echo\", \"--alt-tools\", \"sleep,echo,add\", \"--alt-tools-flag\", \"{dir}/shift\"]\n";
-    fleet_of(&auth, slow)
+    fleet_with_env(&auth, slow, env)
 }
 
 /// Two hangars of one fleet with `auth` (YAML, or nothing) and `servers` (the entries of
 /// `mcp_servers:`), behind the balancer.
 fn fleet_of(auth: &str, servers: &str) -> Fleet {
+    fleet_with_env(auth, servers, &[])
+}
+
+/// As [`fleet_of`], with `env` set for both supervisors (and so for their APIs).
+fn fleet_with_env(auth: &str, servers: &str, env: &[(&str, &str)]) -> Fleet {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("secret");
     std::fs::write(&secret, SECRET).unwrap();
@@ -64,7 +74,8 @@ fn fleet_of(auth: &str, servers: &str) -> Fleet {
                 secret.display(),
             );
             let listen = format!("127.0.0.1:{port}");
-            Hangar::start_with_env(&yaml, &["--listen", &listen], &[("FLEET_HOST", "127.0.0.1")])
+            let env: Vec<(&str, &str)> = [("FLEET_HOST", "127.0.0.1")].into_iter().chain(env.iter().copied()).collect();
+            Hangar::start_with_env(&yaml, &["--listen", &listen], &env)
         })
         .collect();
     let (base, balancer) = haproxy(&hangars);
@@ -515,12 +526,19 @@ fn killing_a_hangar_mid_run_fails_its_calls_in_flight_clearly_and_the_fleet_serv
 
 #[test]
 fn a_frozen_hangars_ids_are_a_clear_retryable_error_and_work_again_once_it_thaws() {
-    let fleet = fleet();
+    // Event streams keep alive every second, not 15 s, so a forward takes 3 s of silence, not
+    // 45 s, for a frozen owner (`cluster::idle_timeout`, three keep-alives).
+    let fleet = fleet_with(&[("HANGAR_TEST_KEEP_ALIVE_S", "1")]);
+    let idle = Duration::from_secs(3);
     let (owner, other) = (&fleet.hangars[0], &fleet.hangars[1]);
     // State the owner holds: a legacy session with its event stream (held through the other
     // hangar, which forwards it), and a short task.
     let session = initialize(&owner.base);
     let stream = open_stream(&other.base, &session);
+    // While the owner is well, its quiet stream outlives the idle timeout twice over: keep-alives
+    // pass through, so the cut below is the freeze, not the quiet.
+    let quiet = stream.recv_timeout(2 * idle);
+    assert_eq!(quiet, Err(mpsc::RecvTimeoutError::Timeout), "a healthy quiet stream stays open");
     let sleep = json!({"name": "sleep", "arguments": {"ms": 1500}});
     let (status, _, created) = modern(&owner.base, "tools/call", sleep, true);
     let task_id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
@@ -530,6 +548,7 @@ fn a_frozen_hangars_ids_are_a_clear_retryable_error_and_work_again_once_it_thaws
     let api = children_named(owner.pid(), "hangar-api");
     assert_eq!(api.len(), 1, "{api:?}");
     let frozen = Frozen::stop(api[0]);
+    let frozen_at = Instant::now();
 
     // Its ids, asked of the other hangar (as the balancer would send them): a clear 503 with
     // `Retry-After`, never a hang (each client gives up after 30 s, `oauth::agent`, so a hang
@@ -542,9 +561,11 @@ fn a_frozen_hangars_ids_are_a_clear_retryable_error_and_work_again_once_it_thaws
     let (status, retry_after, body) = modern(&other.base, "tasks/get", json!({"taskId": task_id}), true);
     assert_eq!((status, retry_after.as_deref()), (503, Some("1")), "the frozen hangar's task: {body}");
     assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("task is unavailable")), "{body}");
-    // The stream held through the other hangar is cut (its client reconnects and resumes).
-    let cut = stream.recv_timeout(Duration::from_secs(120));
-    assert_eq!(cut, Err(mpsc::RecvTimeoutError::Disconnected), "the stream ends");
+    // The stream held through the other hangar is cut (its client reconnects and resumes) after
+    // the idle timeout: within 30 s of the freeze, well before the 45 s of silence it would take
+    // without the shortened keep-alive.
+    let cut = stream.recv_timeout(Duration::from_secs(30).saturating_sub(frozen_at.elapsed()));
+    assert_eq!(cut, Err(mpsc::RecvTimeoutError::Disconnected), "the stream ends after the idle timeout");
     let log = other.log();
     assert!(log.contains("the hangar holding this id is unavailable"), "the other hangar says why");
     assert!(log.contains("the answer of the hangar holding this id was cut"), "the other hangar says why");

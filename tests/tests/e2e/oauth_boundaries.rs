@@ -19,7 +19,7 @@ use std::ffi::OsStr;
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, free_port, key_hash, poll, raw_http, supervisor_exit};
+use hangar_tests::{Hangar, free_port, key_hash, legacy_post, poll, supervisor_exit};
 
 use super::oauth::{Idp, agent, get_with};
 
@@ -99,14 +99,7 @@ fn task_get(hangar: &Hangar, bearer: &str, task: &str) -> Result<Value, Value> {
 /// A legacy (2025-11-25) POST to `/mcp` with `bearer`, in `session` when given: the status and
 /// the whole answer.
 fn legacy(hangar: &Hangar, bearer: &str, session: Option<&str>, method: &str, params: Value) -> (u16, String) {
-    let addr = hangar.base.trim_start_matches("http://");
-    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{session}Authorization: Bearer {bearer}\r\n"
-    );
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    raw_http(addr, &head, body.to_string().as_bytes()).expect("the API answers")
+    legacy_post(hangar.base.trim_start_matches("http://"), Some(bearer), session, 1, method, params)
 }
 
 /// The audit entries `bearer` reads.

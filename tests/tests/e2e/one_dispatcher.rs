@@ -19,40 +19,21 @@ mcp_servers:
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// A 2026-07-28 request; `progress` asks for the call's notifications, so the answer streams.
-fn modern(hangar: &Hangar, method: &str, mut params: Value, progress: bool) -> Response {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    if progress {
-        params["_meta"]["progressToken"] = json!("p-1");
-    }
-    let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", MODERN),
-        ("Mcp-Method", method),
-    ];
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", &name));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    hangar.post_raw("/mcp", &headers, body.to_string().as_bytes())
+fn modern(hangar: &Hangar, method: &str, params: Value, progress: bool) -> Response {
+    hangar.mcp_with(method, params, progress_token(progress), &[])
+}
+
+/// The `_meta` that asks for a call's notifications (`progress`), or none.
+fn progress_token(progress: bool) -> Value {
+    if progress { json!({"progressToken": "p-1"}) } else { json!({}) }
 }
 
 /// A legacy request in `session`; `progress` as for [`modern`].
 fn legacy(hangar: &Hangar, session: &str, method: &str, mut params: Value, progress: bool) -> Response {
     if progress {
-        params["_meta"] = json!({"progressToken": "p-1"});
+        params["_meta"] = progress_token(progress);
     }
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("Mcp-Session-Id", session),
-    ];
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    hangar.post_raw("/mcp", &headers, body.to_string().as_bytes())
+    hangar.legacy(session, method, params)
 }
 
 /// The JSON-RPC answer: the body, or the last `data:` event of a stream.
@@ -74,11 +55,7 @@ fn each_era_shapes_every_answer_its_own_way() {
     for server in ["modern", "legacy"] {
         hangar.tool_ok("hangar_start", json!({"mcp_server": server}));
     }
-    let init =
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init});
-    let initialized = hangar.post_raw("/mcp", &[("Content-Type", "application/json")], body.to_string().as_bytes());
-    let session = initialized.header("mcp-session-id").expect("a session").to_owned();
+    let session = hangar.legacy_session();
 
     let calls = [
         (json!({"name": "echo", "arguments": {"said": "hi"}}), json!({"said": "hi"})),

@@ -9,7 +9,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use hangar_tests::{Background, bin, supervisor_exit};
+use hangar_tests::{Background, bin, skip, supervisor_exit};
 use nix::sys::stat::Mode;
 
 const CONFIG: &str = "mcp_servers:\n  math:\n    command: [\"hangar-upstream-fake\"]\n";
@@ -136,8 +136,7 @@ fn a_directory_others_can_write_to_is_refused() {
     assert!(stderr.contains(&format!("its directory {} is writable by every user (mode 0777)", open.display())));
     assert!(!socket.exists(), "no socket was made there");
 
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipping the other-owner cases: chown needs root");
+    if !nix::unistd::Uid::effective().is_root() && skip("the other-owner cases: chown needs root") {
         return;
     }
     let theirs = temp.path().join("theirs");

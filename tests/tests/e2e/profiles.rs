@@ -4,12 +4,11 @@
 //! tool-list news follow the view, and front-door names are computed per view.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, MODERN, poll, supervisor_exit};
+use hangar_tests::{Hangar, MODERN, key_hash, poll, supervisor_exit};
 
 const DEV: &str = "dev-s3cret";
 const CI: &str = "ci-s3cret";
@@ -35,18 +34,8 @@ mcp_servers:
   secret: {command: ["{fake}", "--tools", "add,echo", "--alt-tools", "add,echo,leak", "--alt-tools-flag", "{dir}/secret-shift"]}
 "#;
 
-/// `printf %s KEY | sha256sum`, as an operator makes a key's hash.
-fn hash(key: &str) -> String {
-    let out = Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut child| {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(key.as_bytes())?;
-        child.wait_with_output()
-    });
-    format!("sha256:{}", String::from_utf8_lossy(&out.unwrap().stdout).split_whitespace().next().unwrap())
-}
-
 fn config() -> String {
-    CONFIG.replace("{dev}", &hash(DEV)).replace("{ci}", &hash(CI)).replace("{admin}", &hash(ADMIN))
+    CONFIG.replace("{dev}", &key_hash(DEV)).replace("{ci}", &key_hash(CI)).replace("{admin}", &key_hash(ADMIN))
 }
 
 /// The hangar as one key.
@@ -322,7 +311,7 @@ fn a_keys_file_names_its_keys_and_a_second_api_learns_the_config_keys() {
     let hangar = Hangar::start(&config());
     let file = hangar.path("keys");
     let unnamed = "unnamed-s3cret";
-    std::fs::write(&file, format!("# ops\nops:{}\n{}\n", hash(OPS), hash(unnamed))).unwrap();
+    std::fs::write(&file, format!("# ops\nops:{}\n{}\n", key_hash(OPS), key_hash(unnamed))).unwrap();
     let extra = hangar.extra_api(&[std::ffi::OsStr::new("--api-keys"), file.as_os_str()]);
     let base = format!("http://{}", extra.addr);
     // The file's keys see everything (no profile), as every key did before profiles.
@@ -334,7 +323,7 @@ fn a_keys_file_names_its_keys_and_a_second_api_learns_the_config_keys() {
     assert_eq!(at(base.clone(), OPS).post("/api/mcp_servers/github/stop").0, 200, "no profile: admin");
     assert_eq!(at(base, unnamed).post("/api/mcp_servers/math/stop").0, 200);
     // The file key's name is the caller's identity in the record; the unnamed one's is its hash prefix.
-    let unnamed_identity = format!("\"{}\"", &hash(unnamed)[.."sha256:".len() + 12]);
+    let unnamed_identity = format!("\"{}\"", &key_hash(unnamed)[.."sha256:".len() + 12]);
     let log = hangar.log();
     let audited = |who: &str| log.lines().any(|l| l.contains("hangar::audit") && l.contains(who) && l.contains("stop"));
     assert!(audited("\"ops\"") && audited(&unnamed_identity), "{unnamed_identity}: {log}");
@@ -349,7 +338,7 @@ fn a_reload_brings_new_keys_to_every_api() {
     let yaml = config()
         .replace(
             "    - {name: alice,",
-            &format!("    - {{name: newcomer, hash: \"{}\", profile: ci}}\n    - {{name: alice,", hash(newcomer)),
+            &format!("    - {{name: newcomer, hash: \"{}\", profile: ci}}\n    - {{name: alice,", key_hash(newcomer)),
         )
         .replace("{fake}", &hangar_tests::bin("hangar-upstream-fake").display().to_string())
         .replace("{dir}", &hangar.dir.path().display().to_string());
@@ -365,7 +354,7 @@ fn a_reload_brings_new_keys_to_every_api() {
 #[test]
 fn a_bad_key_or_profile_is_refused_at_start_naming_the_key_path() {
     let dir = tempfile::tempdir().unwrap();
-    let good = hash(CI);
+    let good = key_hash(CI);
     for (yaml, key) in [
         (
             format!("auth:\n  api_keys:\n    - {{name: ci, hash: \"{good}\", profile: nope}}\n"),
@@ -375,7 +364,7 @@ fn a_bad_key_or_profile_is_refused_at_start_naming_the_key_path() {
         (
             format!(
                 "auth:\n  api_keys:\n    - {{name: ci, hash: \"{good}\"}}\n    - {{name: ci, hash: \"{}\"}}\n",
-                hash(DEV)
+                key_hash(DEV)
             ),
             "auth.api_keys[1].name",
         ),
@@ -397,8 +386,8 @@ fn prompts_and_resources_follow_the_view() {
         "tool_access: {{mode: front_door}}\nauth:\n  api_keys:\n    - {{name: ci-bot, hash: \"{}\", profile: ci}}\n    - {{name: alice, hash: \"{}\"}}\n\
          profiles:\n  ci: {{servers: [math]}}\nmcp_servers:\n  math: {{command: [\"{{fake}}\", \"--tools\", \"add\"]}}\n  \
          conf: {{command: [\"{{fake}}\", \"--conformance\"]}}\n",
-        hash(CI),
-        hash(ADMIN)
+        key_hash(CI),
+        key_hash(ADMIN)
     );
     let hangar = Hangar::start(&yaml);
     let (ci, admin) = (with_key(&hangar, CI), with_key(&hangar, ADMIN));

@@ -25,7 +25,7 @@ use hangar_core::access::Caller;
 use hangar_core::ipc::{ClientFrame, ErrorKind, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Target};
 use hangar_core::journal::AuditQuery;
 use hangar_tests::serde_json::{self, Value, json};
-use hangar_tests::{Hangar, poll};
+use hangar_tests::{Hangar, poll, skip};
 
 /// The intruder in a strict box, the same intruder unboxed (its process tree is still an
 /// upstream's), and the victim: an unsandboxed upstream with a secret in its environment.
@@ -203,8 +203,7 @@ fn a_strict_box_of_a_root_hangar_gets_no_session_and_no_key() {
 
 #[test]
 fn a_strict_box_of_a_non_root_hangar_gets_no_session_and_no_key() {
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipping: starting a hangar as another user needs root");
+    if !nix::unistd::Uid::effective().is_root() && skip("starting a hangar as another user needs root") {
         return;
     }
     let dir = socket_dir(Some((4242, 4242)));

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, key_hash, poll};
+use hangar_tests::{Hangar, cancellations_in, key_hash, poll};
 
 pub(crate) const ALICE: &str = "alice-key-0123456789";
 pub(crate) const BOB: &str = "bob-key-0123456789";
@@ -70,13 +70,11 @@ fn task_get(base: &str, key: &str, task_id: &str) -> (u16, Value) {
     mcp(base, key, "tasks/get", json!({"taskId": task_id}), true)
 }
 
+/// How many `notifications/cancelled` the `slow` upstream behind `base` has received (as Alice).
 fn cancellations(base: &str) -> usize {
     let mut response =
         agent().get(&format!("{base}/api/mcp_servers/slow/logs?lines=1000")).header("X-API-Key", ALICE).call().unwrap();
-    let logs: Value = response.body_mut().read_json().unwrap_or(Value::Null);
-    logs["logs"].as_array().map_or(0, |lines| {
-        lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
-    })
+    cancellations_in(&response.body_mut().read_json().unwrap_or(Value::Null))
 }
 
 #[test]
@@ -286,12 +284,6 @@ fn cancelling_a_task_parked_on_a_legacy_upstreams_question_cancels_its_call_upst
         assert_eq!(response.status, 200, "{method}: {}", response.text);
         response.body["result"].clone()
     };
-    let cancellations = || {
-        let logs = hangar.get("/api/mcp_servers/asker/logs?lines=1000");
-        logs.body["logs"].as_array().map_or(0, |lines| {
-            lines.iter().filter(|l| l["content"].as_str().is_some_and(|c| c.contains("cancelled request"))).count()
-        })
-    };
     let call = json!({"name": "ask_sleep", "arguments": {"ms": 120000, "after_ms": 1000}});
     let created = hangar.mcp_with("tools/call", call, meta.clone(), &[]);
     let id =
@@ -302,12 +294,12 @@ fn cancelling_a_task_parked_on_a_legacy_upstreams_question_cancels_its_call_upst
     });
     let question = parked["inputRequests"].as_object().and_then(|q| q.values().next()).cloned().unwrap_or_default();
     assert_eq!(question["method"], "sampling/createMessage", "{parked}");
-    assert_eq!(cancellations(), 0);
+    assert_eq!(hangar.cancellations("asker"), 0);
     assert_eq!(task("tasks/cancel", &id)["resultType"], "complete");
     assert_eq!(task("tasks/get", &id)["status"], "cancelled");
     // Well within the 60 s hold.
     poll("the upstream to hear the call is cancelled", Duration::from_secs(10), || {
-        (cancellations() == 1).then_some(())
+        (hangar.cancellations("asker") == 1).then_some(())
     });
 }
 
