@@ -93,7 +93,12 @@ pub struct NamedKey {
 
 /// The digest of a key's hash as written in the config or a keys file: `sha256:<64 hex digits>`.
 pub fn parse_key_hash(hash: &str) -> Option<[u8; 32]> {
-    let hex = hash.strip_prefix("sha256:")?;
+    parse_hex_32(hash.strip_prefix("sha256:")?)
+}
+
+/// The 32 bytes that 64 hex digits write (a key's hash, the control key), `None` for anything
+/// else.
+pub fn parse_hex_32(hex: &str) -> Option<[u8; 32]> {
     if hex.len() != 64 || !hex.is_ascii() {
         return None;
     }

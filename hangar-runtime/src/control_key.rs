@@ -58,14 +58,7 @@ impl ControlKey {
 
     /// The key written as 64 hex digits, `None` for anything else.
     fn parse(hex: &str) -> Option<ControlKey> {
-        if hex.len() != KEY_BYTES * 2 {
-            return None;
-        }
-        let mut bytes = [0u8; KEY_BYTES];
-        for (byte, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
-            *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-        }
-        Some(ControlKey(bytes))
+        hangar_core::access::parse_hex_32(hex).map(ControlKey)
     }
 
     /// The key as the file holds it (lower-case hex, with a newline).

@@ -12,9 +12,10 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use aho_corasick::AhoCorasick;
 use hangar_core::record::LogLine;
 use hangar_core::time::rfc3339_millis;
+
+use crate::redactor::Redactor;
 
 pub const CAPACITY: usize = 1000;
 pub const MAX_LINE_BYTES: usize = 4096;
@@ -49,18 +50,9 @@ pub struct LogRing {
     secrets: Redactor,
 }
 
-enum Redactor {
-    Nothing,
-    Secrets(AhoCorasick),
-    /// The values could not be compiled into a finder (too large an automaton, in theory): no
-    /// line is shown rather than one that might carry a value.
-    WithholdAll,
-}
-
 /// Env values shorter than this are not treated as secrets (`1`, `true`, `info` would blank
 /// out ordinary words).
 const MIN_SECRET_LEN: usize = 6;
-const REDACTED: &str = "[redacted]";
 
 impl LogRing {
     /// A ring that redacts each of `secrets` from every line it records.
@@ -69,21 +61,14 @@ impl LogRing {
         // A value echoed inside JSON (an answer logged as printed) may be escaped there.
         let escaped: Vec<String> = secrets.iter().filter_map(|s| json_escaped(s).filter(|e| e != s)).collect();
         secrets.extend(escaped);
-        let secrets = match AhoCorasick::new(&secrets) {
-            Ok(_) if secrets.is_empty() => Redactor::Nothing,
-            Ok(finder) => Redactor::Secrets(finder),
-            Err(err) => {
-                tracing::error!(mcp_server = server_id, %err, "cannot build the env redactor; withholding every log line");
-                Redactor::WithholdAll
-            }
-        };
+        let secrets = Redactor::new(server_id, &secrets);
         LogRing { server_id: server_id.into(), entries: Mutex::new(VecDeque::with_capacity(64)), secrets }
     }
 
     /// Records one line (bytes as printed): secrets redacted first, then invalid UTF-8 replaced
     /// and an over-long line cut on a character boundary.
     pub fn push(&self, stream: Stream, bytes: &[u8]) {
-        let content = cut(redact(&self.secrets, bytes), bytes.len());
+        let content = cut(self.secrets.redact(bytes), bytes.len());
         let entry = Entry { stream, content, recorded_at: SystemTime::now() };
         let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if entries.len() == CAPACITY {
@@ -118,36 +103,6 @@ impl LogRing {
 fn json_escaped(value: &str) -> Option<String> {
     let quoted = serde_json::to_string(value).ok()?;
     Some(quoted.get(1..quoted.len() - 1)?.to_owned())
-}
-
-/// `bytes` as text with every occurrence of a secret replaced by [`REDACTED`]. Overlapping or
-/// touching occurrences (of one value or of several) are merged into one span first, so no
-/// fragment of any of them survives between two replacements.
-fn redact(secrets: &Redactor, bytes: &[u8]) -> String {
-    let finder = match secrets {
-        Redactor::Nothing => return String::from_utf8_lossy(bytes).into_owned(),
-        Redactor::WithholdAll => return REDACTED.into(),
-        Redactor::Secrets(finder) => finder,
-    };
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    for found in finder.find_overlapping_iter(bytes) {
-        match spans.last_mut() {
-            Some(last) if found.start() <= last.1 => last.1 = last.1.max(found.end()),
-            _ => spans.push((found.start(), found.end())),
-        }
-    }
-    if spans.is_empty() {
-        return String::from_utf8_lossy(bytes).into_owned();
-    }
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    for (start, end) in spans {
-        out.extend_from_slice(&bytes[at..start]);
-        out.extend_from_slice(REDACTED.as_bytes());
-        at = end;
-    }
-    out.extend_from_slice(&bytes[at..]);
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `text` cut to at most [`MAX_LINE_BYTES`] on a character boundary, saying how long the line

@@ -27,6 +27,7 @@ mod owned_file;
 mod peer;
 mod proctree;
 mod reaper;
+mod redactor;
 mod refusals;
 mod sandbox;
 mod server;

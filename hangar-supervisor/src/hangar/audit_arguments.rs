@@ -15,8 +15,9 @@
 
 use serde_json::{Map, Value};
 
-/// What replaces a secret.
-pub const REDACTED: &str = "[redacted]";
+use crate::redactor::Redactor;
+
+pub use crate::redactor::REDACTED;
 /// The shortest env value matched inside the arguments: shorter ones (`1`, `on`) would redact
 /// every argument that happens to hold them, and are no secret.
 pub const MIN_SECRET_BYTES: usize = 4;
@@ -26,33 +27,28 @@ const SECRET_NAMES: [&str; 6] = ["password", "passwd", "secret", "token", "apike
 /// The secrets every audit entry's arguments are cleaned of: the configured env values.
 #[derive(Debug, Default, Clone)]
 pub struct Secrets {
-    values: Vec<String>,
+    values: Redactor,
 }
 
 impl Secrets {
-    /// The env values of every server in `config`, longest first (so a value that contains
-    /// another is redacted whole).
+    /// The env values of every server in `config`.
     pub fn of(config: &hangar_core::config::Config) -> Secrets {
-        let mut values: Vec<String> = config
-            .mcp_servers
-            .values()
-            .flat_map(|server| server.env.values())
-            .filter(|value| value.len() >= MIN_SECRET_BYTES)
-            .cloned()
-            .collect();
-        values.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        let values: Vec<&String> = config.mcp_servers.values().flat_map(|server| server.env.values()).collect();
+        Secrets::from_values(values)
+    }
+
+    /// `values` of at least [`MIN_SECRET_BYTES`], as one redactor (overlapping ones redacted as
+    /// one span, so no part of either survives).
+    fn from_values<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> Secrets {
+        let mut values: Vec<String> =
+            values.into_iter().map(|v| v.as_ref().to_owned()).filter(|v| v.len() >= MIN_SECRET_BYTES).collect();
+        values.sort();
         values.dedup();
-        Secrets { values }
+        Secrets { values: Redactor::new("audit", &values) }
     }
 
     fn clean(&self, text: &str) -> String {
-        let mut text = text.to_owned();
-        for value in &self.values {
-            if text.contains(value.as_str()) {
-                text = text.replace(value.as_str(), REDACTED);
-            }
-        }
-        text
+        self.values.redact(text.as_bytes())
     }
 }
 
@@ -100,9 +96,7 @@ mod tests {
     use super::*;
 
     fn secrets(values: &[&str]) -> Secrets {
-        let mut values: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
-        values.sort_by_key(|value| std::cmp::Reverse(value.len()));
-        Secrets { values }
+        Secrets::from_values(values)
     }
 
     #[test]
