@@ -156,6 +156,10 @@ fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
         .arg0(GUARDIAN_NAME)
         .arg(GUARDIAN_ARG)
         .arg(if JSON_LOGS.load(Ordering::Relaxed) { "json" } else { "human" })
+        // Who the supervisor is, said by itself: a guardian that first runs after the supervisor
+        // died has been handed to init (or another subreaper), and its parent then is no longer
+        // the supervisor; it must never take that one's children for the supervisor's.
+        .arg(proctree::Pinned::own().map_or_else(String::new, |own| own.to_string()))
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -346,17 +350,33 @@ pub fn run() -> std::process::ExitCode {
     if let Ok(name) = std::ffi::CString::new(GUARDIAN_NAME) {
         let _ = nix::sys::prctl::set_name(&name);
     }
-    let json = std::env::args().nth(2).is_some_and(|format| format == "json");
+    let args: Vec<String> = std::env::args().collect();
+    let json = args.get(2).is_some_and(|format| format == "json");
     hangar_runtime::logging::init(if json {
         hangar_runtime::logging::LogFormat::Json
     } else {
         hangar_runtime::logging::LogFormat::Human
     });
-    // Read while the supervisor is still its parent: what its upstreams' markers start with.
-    let supervisor = nix::unistd::getppid().as_raw() as u32;
-    let marked = proctree::marker_prefix(supervisor);
+    // The supervisor as it named itself. Its children are recorded only while it is this
+    // guardian's parent and still that very process (`Kin`); one that died before this guardian
+    // ran leaves nothing to record, only what it announced (already on the pipe) to kill.
+    let Some(supervisor) = args.get(3).and_then(|named| proctree::Pinned::parse(named)) else {
+        tracing::error!("guardian: started without the supervisor's pid and start time; exiting");
+        return std::process::ExitCode::from(hangar_runtime::exit::EX_USAGE);
+    };
+    let parent = nix::unistd::getppid().as_raw() as u32;
+    let marked = supervisor.marker_prefix();
     let mut watched = Watched::default();
-    let mut kin = Kin::new(supervisor);
+    let mut kin = if parent == supervisor.pid && supervisor.is_running() {
+        Kin::new(supervisor)
+    } else {
+        tracing::warn!(
+            supervisor = supervisor.pid,
+            parent,
+            "guardian: the supervisor was gone before this guardian ran; killing only what it announced"
+        );
+        Kin::orphaned(supervisor)
+    };
     let mut noted = BTreeMap::new();
     let mut buf = [0u8; 4096];
     let mut last_noted: Option<Instant> = None;

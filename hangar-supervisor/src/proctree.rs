@@ -153,7 +153,49 @@ fn mid_exec(pid: u32) -> bool {
 /// so a marker from another hangar, or one that ran with the same pid before, never matches.
 pub fn marker_prefix(pid: u32) -> String {
     let start = read(pid).map_or(0, |stat| stat.start);
-    format!("{pid}-{start}-")
+    Pinned { pid, start }.marker_prefix()
+}
+
+/// One process for good: its pid and its start time, so a pid handed out again later names
+/// someone else. Written `PID:START`, as the supervisor passes itself to its guardians.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pinned {
+    pub pid: u32,
+    pub start: u64,
+}
+
+impl Pinned {
+    /// This process.
+    pub fn own() -> Option<Pinned> {
+        read(std::process::id()).map(|stat| Pinned { pid: stat.pid, start: stat.start })
+    }
+
+    /// Reads `PID:START`.
+    pub fn parse(text: &str) -> Option<Pinned> {
+        let (pid, start) = text.split_once(':')?;
+        Some(Pinned { pid: pid.parse().ok()?, start: start.parse().ok()? })
+    }
+
+    /// Whether that very process still runs (not a zombie, not another under its pid).
+    pub fn is_running(&self) -> bool {
+        read(self.pid).is_some_and(|stat| self.is(&stat))
+    }
+
+    /// Whether `stat` is that very process, still running.
+    pub fn is(&self, stat: &Stat) -> bool {
+        stat.pid == self.pid && stat.start == self.start && stat.is_live()
+    }
+
+    /// The start of every [`MARKER`] value this process gives out as a supervisor.
+    pub fn marker_prefix(&self) -> String {
+        format!("{}-{}-", self.pid, self.start)
+    }
+}
+
+impl std::fmt::Display for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.pid, self.start)
+    }
 }
 
 /// The most rounds [`kill_tree`] freezes new arrivals before it kills what it has anyway.
