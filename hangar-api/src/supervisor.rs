@@ -10,10 +10,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use hangar_core::access::Caller;
-use hangar_core::custom_headers::{ParamCheck, ParamHeaders};
+use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{
-    Catalog, ErrorKind, FrontDoor, FrontDoorCall, IpcError, Relay, Reloaded, Reply, Request, SessionChange,
-    SessionState, Started, Stopped, Target, WhoAmI,
+    CallSpec, CancelBy, Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, SessionChange,
+    SessionState, Stance, Started, Stopped, Target, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -78,7 +78,7 @@ pub struct AsCaller {
     trace: Option<TraceContext>,
     /// The legacy session and the client's request id its `hangar_call` calls go under, so the
     /// client's `notifications/cancelled` stops them from any API instance.
-    cancellable_by: Option<(String, Value)>,
+    cancellable_by: Option<CancelBy>,
 }
 
 impl AsCaller {
@@ -89,20 +89,7 @@ impl AsCaller {
     /// The same caller, whose tool calls (by server and name) its client may cancel by
     /// `request_id` in `session` (a legacy session's `hangar_call`).
     pub fn cancellable_by(&self, session: &str, request_id: Value) -> AsCaller {
-        AsCaller { cancellable_by: Some((session.to_owned(), request_id)), ..self.clone() }
-    }
-
-    /// `call` wrapped for its client to cancel, when it may.
-    fn maybe_cancellable(&self, call: Request) -> Request {
-        match &self.cancellable_by {
-            Some((session, request_id)) => Request::ClientCall {
-                session: session.clone(),
-                request_id: request_id.clone(),
-                op: Box::new(call),
-                hangar_call: true,
-            },
-            None => call,
-        }
+        AsCaller { cancellable_by: Some(CancelBy { session: session.to_owned(), request_id }), ..self.clone() }
     }
 
     /// The same caller, whose tool calls carry `trace` to the supervisor (and on to the upstream).
@@ -170,35 +157,28 @@ impl AsCaller {
         }
     }
 
-    /// The upstream's own `tools/call` result, verbatim.
-    pub async fn call(
-        &self,
-        mcp_server: &str,
-        tool: &str,
-        arguments: Value,
-        timeout_ms: Option<u64>,
-    ) -> Result<Value, IpcError> {
-        let request = Request::Call {
-            target: Target::tool(mcp_server, tool),
-            arguments,
-            timeout_ms,
-            relay: Relay::default(),
-            extra: None,
-            trace: self.trace.clone(),
-            param_headers: None,
-            front_door: None,
-        };
-        match self.request(self.maybe_cancellable(request)).await? {
-            Reply::Called(result) => Ok(result),
-            _ => Err(unexpected("call")),
+    /// A tool call, or a `hangar_call` batch the supervisor runs (see [`CallSpec`]), sent with
+    /// this caller's trace and, unless the spec names its own, the request id its client may
+    /// cancel it by. The receiver hears its notices (as far as `spec.relay` asks) while it
+    /// runs; the future answers its result (the upstream's own, verbatim, or the batch's), or a
+    /// `CreateTaskResult` when it became a task. Dropping the future cancels the call.
+    pub fn call(&self, mut spec: CallSpec) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
+        if spec.trace.is_none() {
+            spec.trace = self.trace.clone();
         }
+        if spec.stance.cancel_by.is_none() {
+            spec.stance.cancel_by = self.cancellable_by.clone();
+        }
+        self.relayed(Request::Call(Box::new(spec)), "call", |reply| match reply {
+            Reply::Called(result) | Reply::Task(result) => Some(result),
+            _ => None,
+        })
     }
 
-    /// [`AsCaller::call`] with the upstream's progress and log notifications about the call (as
-    /// far as `relay` asks for them) on the receiver meanwhile (`hangar_call` for a client that
-    /// gave a progress token or a log level); `extra`: the client's params for the upstream
-    /// (its `_meta` log level).
-    pub fn call_watched(
+    /// One tool by server and name, on the hangar's own surface (`hangar_call`, REST): `extra`
+    /// carries the client's params for the upstream (its `_meta` log level), `relay` the
+    /// notifications it wants.
+    pub fn call_tool(
         &self,
         (mcp_server, tool): (&str, &str),
         arguments: Value,
@@ -206,48 +186,8 @@ impl AsCaller {
         relay: Relay,
         extra: Option<Value>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let target = Target::tool(mcp_server, tool);
-        self.call_request(self.maybe_cancellable(Request::Call {
-            target,
-            arguments,
-            timeout_ms,
-            relay,
-            extra,
-            trace: self.trace.clone(),
-            param_headers: None,
-            front_door: None,
-        }))
-    }
-
-    /// The front door's `tools/call`, to a tool by its front-door name (the supervisor resolves
-    /// it) or by server and name, the upstream's own result verbatim: `extra` carries the
-    /// client's other params (its `_meta`, `requestState`, `inputResponses`...) to the upstream;
-    /// the upstream's progress and log notifications about the call arrive on the receiver
-    /// meanwhile, as far as `relay` asks for them (none by default). Dropping the future cancels
-    /// the call. `front_door`: a 2026-07-28 client's call that does not become a task (see
-    /// [`FrontDoorCall`]), its tool's `taskSupport` checked against `front_door.tasks` at the
-    /// call's one resolve, and a legacy upstream's own request to the client answered
-    /// `input_required` (the call held for the client's retry).
-    pub fn call_relayed(
-        &self,
-        call: (Target, Value, Option<Value>),
-        relay: Relay,
-        param_headers: Option<Box<ParamHeaders>>,
-        front_door: Option<FrontDoorCall>,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let (target, arguments, extra) = call;
-        let trace = self.trace.clone();
-        let call =
-            Request::Call { target, arguments, timeout_ms: None, relay, extra, trace, param_headers, front_door };
-        self.call_request(call)
-    }
-
-    /// A `Request::Call` sent: its notices, and its result.
-    fn call_request(
-        &self,
-        request: Request,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        self.relayed(request, "call", called)
+        let spec = CallSpec { relay, extra, ..CallSpec::one(Target::tool(mcp_server, tool), arguments, timeout_ms) };
+        self.call(spec)
     }
 
     /// A relayed request whose reply `pick` reads (`op` names it when the reply is another).
@@ -264,15 +204,15 @@ impl AsCaller {
 
     /// Where a front-door tool name leads (`ErrorKind::UnknownTool` if nowhere), as a call by
     /// that name would go; `param_check`'s headers are checked against that tool
-    /// (`ErrorKind::HeaderMismatch`), and, with `front_door` (before a 2026-07-28 client's
+    /// (`ErrorKind::HeaderMismatch`), and, with a 2026-07-28 client's `stance` (before its
     /// streamed call), its `taskSupport` (`ErrorKind::MissingCapability`).
     pub async fn resolve(
         &self,
         name: &str,
         param_check: Option<Box<ParamCheck>>,
-        front_door: Option<FrontDoorCall>,
+        stance: Option<Stance>,
     ) -> Result<Target, IpcError> {
-        match self.request(Request::Resolve { name: name.into(), param_check, front_door }).await? {
+        match self.request(Request::Resolve { name: name.into(), param_check, stance }).await? {
             Reply::Resolved { mcp_server, tool } => Ok(Target::Tool { mcp_server, tool }),
             _ => Err(unexpected("resolve")),
         }
@@ -406,41 +346,6 @@ impl AsCaller {
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
         self.request_relayed(Request::TaskFollow { task_ids })
     }
-    /// A `tools/call` that may become a task (see `Request::TaskCall`): the call's result, or a
-    /// `CreateTaskResult`. Dropping the future before it answers cancels the call.
-    pub async fn task_call(
-        &self,
-        target: Target,
-        arguments: Value,
-        extra: Option<Value>,
-        opted_in: bool,
-        shortcut_ms: u64,
-        param_headers: Option<Box<ParamHeaders>>,
-    ) -> Result<Value, IpcError> {
-        let call = (target, arguments, extra);
-        self.task_call_relayed(call, opted_in, shortcut_ms, param_headers, Relay::default()).1.await
-    }
-
-    /// [`AsCaller::task_call`] whose upstream's notices (as far as `relay` asks for them) arrive
-    /// on the receiver until it is answered: with its result, or as a task.
-    pub fn task_call_relayed(
-        &self,
-        call: (Target, Value, Option<Value>),
-        opted_in: bool,
-        shortcut_ms: u64,
-        param_headers: Option<Box<ParamHeaders>>,
-        relay: Relay,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let (target, arguments, extra) = call;
-        let trace = self.trace.clone();
-        let request =
-            Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers, relay };
-        self.relayed(request, "task call", |reply| match reply {
-            Reply::Called(result) | Reply::Task(result) => Some(result),
-            _ => None,
-        })
-    }
-
     /// `tasks/get`, `tasks/update` or `tasks/cancel` (`Request::TaskGet` ...): the answer in
     /// the wire's shape.
     pub async fn task(&self, request: Request) -> Result<Value, IpcError> {
@@ -448,31 +353,6 @@ impl AsCaller {
             Reply::Task(answer) => Ok(answer),
             _ => Err(unexpected("task")),
         }
-    }
-
-    /// A front-door call in a legacy `session` that its client may cancel by `request_id`
-    /// (its own id for the call) from any API instance; otherwise as [`AsCaller::call_relayed`].
-    pub fn call_cancellable(
-        &self,
-        session: &str,
-        request_id: Value,
-        call: (Target, Value, Option<Value>),
-        relay: Relay,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let (target, arguments, extra) = call;
-        let trace = self.trace.clone();
-        let op = Request::Call {
-            target,
-            arguments,
-            timeout_ms: None,
-            relay,
-            extra,
-            trace,
-            param_headers: None,
-            front_door: None,
-        };
-        let request = Request::ClientCall { session: session.into(), request_id, op: Box::new(op), hangar_call: false };
-        self.relayed(request, "call", called)
     }
 
     /// A legacy client's `notifications/cancelled` for its call `request_id` in `session`;
@@ -516,56 +396,5 @@ impl AsCaller {
             Reply::UpstreamAnswered { found } => Ok(found),
             _ => Err(unexpected("answer_upstream")),
         }
-    }
-
-    /// `hangar_call` run by the supervisor, which makes it a task once it takes longer than
-    /// `shortcut_ms` (see `Request::TaskBatch`): the `tools/call` result, or a
-    /// `CreateTaskResult`. Dropping the future before it answers cancels the batch.
-    pub async fn batch_task(
-        &self,
-        batch: hangar_core::batch::BatchSpec,
-        extra: Option<Value>,
-        shortcut_ms: u64,
-    ) -> Result<Value, IpcError> {
-        self.batch_task_relayed(batch, extra, shortcut_ms, Relay::default()).1.await
-    }
-
-    /// [`AsCaller::batch_task`] whose calls' notices (as far as `relay` asks for them) arrive on
-    /// the receiver until it is answered: with its result, or as a task.
-    pub fn batch_task_relayed(
-        &self,
-        batch: hangar_core::batch::BatchSpec,
-        extra: Option<Value>,
-        shortcut_ms: u64,
-        relay: Relay,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::TaskBatch { batch, shortcut_ms, trace: self.trace.clone(), extra, relay };
-        self.relayed(request, "batch task", |reply| match reply {
-            Reply::Called(result) | Reply::Task(result) => Some(result),
-            _ => None,
-        })
-    }
-
-    /// `hangar_call` of a 2026-07-28 client that can be asked something, run by the supervisor
-    /// (see `Request::HeldBatch`): the `tools/call` result, or one `input_required` with the
-    /// questions of every call that asked (the batch held for the retry, which `extra`'s
-    /// `requestState` and `inputResponses` make). Its calls' notices (as far as `relay` asks
-    /// for them) arrive on the receiver meanwhile. Dropping the future cancels the batch.
-    pub fn held_batch_relayed(
-        &self,
-        batch: hangar_core::batch::BatchSpec,
-        extra: Option<Value>,
-        relay: Relay,
-    ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::HeldBatch { batch, trace: self.trace.clone(), extra, relay };
-        self.call_request(request)
-    }
-}
-
-/// The result of a `Call` reply.
-fn called(reply: Reply) -> Option<Value> {
-    match reply {
-        Reply::Called(result) => Some(result),
-        _ => None,
     }
 }

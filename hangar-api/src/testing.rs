@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request as HttpRequest, StatusCode};
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request, Started, Stopped, Target};
+use hangar_core::ipc::{Called, ErrorKind, IpcError, Reply, Request, Started, Stopped, Target};
 use hangar_core::lifecycle::{DeadReason, RevivedBy, State, StopReason};
 use hangar_core::metrics::{Histogram, MetricsSnapshot, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, ServerSummary, ToolInfo, ToolRecord};
@@ -139,16 +139,16 @@ impl FakeSupervisor {
                 };
                 Ok(Reply::Logs((0..lines.min(3)).map(line).collect()))
             }
-            Request::Call { target: Target::Tool { mcp_server, tool }, arguments, .. } => {
-                self.call(mcp_server, tool, arguments).await
-            }
-            // Egress mode: no front-door name leads anywhere.
-            Request::Call { target: Target::Exposed { name }, .. }
-            | Request::TaskCall { target: Target::Exposed { name }, .. }
-            | Request::Resolve { name, .. } => Err(IpcError::new(
-                ErrorKind::UnknownTool,
-                hangar_core::front_door::Unknown::default().message("tool", &name),
-            )),
+            // Runs plain calls by server and tool only; no task, batch or question runs here.
+            Request::Call(spec) => match spec.called {
+                Called::One { target: Target::Tool { mcp_server, tool }, arguments, .. } => {
+                    self.call(mcp_server, tool, arguments).await
+                }
+                // Egress mode: no front-door name leads anywhere.
+                Called::One { target: Target::Exposed { name }, .. } => Err(unknown_tool(&name)),
+                Called::Batch(_) => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor runs no batch")),
+            },
+            Request::Resolve { name, .. } => Err(unknown_tool(&name)),
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
@@ -164,12 +164,7 @@ impl FakeSupervisor {
                 naming: Default::default(),
             })),
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
-            Request::TaskCall { .. }
-            | Request::TaskGet { .. }
-            | Request::TaskUpdate { .. }
-            | Request::TaskCancel { .. }
-            | Request::TaskBatch { .. }
-            | Request::HeldBatch { .. } => {
+            Request::TaskGet { .. } | Request::TaskUpdate { .. } | Request::TaskCancel { .. } => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no tasks"))
             }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
@@ -215,7 +210,6 @@ impl FakeSupervisor {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))
             }
             // Legacy sessions' requests both ways: nothing runs, nobody waits.
-            Request::ClientCall { op, .. } => Box::pin(self.answer(*op)).await,
             Request::CancelClientCall { .. } => Ok(Reply::ClientCancelled { found: false }),
             Request::ClientAnswer { .. } => Ok(Reply::ClientAnswerDelivered { found: false }),
             Request::AnswerUpstream { .. } => Ok(Reply::UpstreamAnswered { found: false }),
@@ -264,6 +258,11 @@ impl FakeSupervisor {
         }
         Ok(Reply::Called(json!({"content": [{"type": "text", "text": "ok"}], "echo": arguments})))
     }
+}
+
+/// No front-door name leads anywhere (egress mode).
+fn unknown_tool(name: &str) -> IpcError {
+    IpcError::new(ErrorKind::UnknownTool, hangar_core::front_door::Unknown::default().message("tool", name))
 }
 
 fn tool_info(name: &str) -> ToolInfo {

@@ -14,15 +14,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
-use crate::custom_headers::{ParamCheck, ParamHeaders};
+pub use crate::call::{Asks, CallEra, CallSpec, Called, CancelBy, Stance, TakesTasks};
+use crate::custom_headers::ParamCheck;
 use crate::front_door::Naming;
 use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
-use crate::trace::TraceContext;
 
 /// Bumped on any change an older peer would misread.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// A peer that sends a longer line is cut off: it is broken or hostile.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -164,34 +164,11 @@ pub enum Request {
         mcp_server: String,
         lines: usize,
     },
-    /// `tools/call` on the upstream; starts a cold server first.
-    Call {
-        target: Target,
-        arguments: Value,
-        timeout_ms: Option<u64>,
-        /// With relay on, the upstream's progress and log notifications for this call come back
-        /// as [`ServerFrame::Notice`]s before the reply.
-        #[serde(default, skip_serializing_if = "Relay::is_off")]
-        relay: Relay,
-        /// The caller's other `tools/call` params (its `_meta` with client capabilities,
-        /// `requestState`, `inputResponses`...), passed on to the upstream as they are.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        extra: Option<Value>,
-        /// Where this call sits in a trace (W3C Trace Context): the client's, or the API's span
-        /// in it when spans are exported. The upstream's request carries it on (`_meta`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        trace: Option<TraceContext>,
-        /// A 2026-07-28 front-door call's `Mcp-Param-*` headers (SEP-2243), decoded: the
-        /// supervisor checks them against the tool's `x-mcp-header` parameters and refuses a
-        /// mismatch with [`ErrorKind::HeaderMismatch`]. `None`: nothing to check (legacy,
-        /// `hangar_call`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        param_headers: Option<Box<ParamHeaders>>,
-        /// A 2026-07-28 client's front-door call (see [`FrontDoorCall`]); `None`: none of its
-        /// rules apply (legacy sessions, `hangar_call`, REST).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        front_door: Option<FrontDoorCall>,
-    },
+    /// A tool call, or a `hangar_call` batch, with the stance of the client that makes it (see
+    /// [`CallSpec`]); starts a cold server first. Answers [`Reply::Called`] (the upstream's
+    /// `tools/call` result, or the batch's), or [`Reply::Task`] (a `CreateTaskResult`) when a
+    /// client that takes tasks was not answered within its shortcut.
+    Call(Box<CallSpec>),
     /// Push every state change on this connection from now on.
     Subscribe,
     /// Answered [`Reply::Pong`] at once: a client's heartbeat, so it knows the supervisor still
@@ -219,15 +196,15 @@ pub enum Request {
     /// [`Reply::Resolved`], or [`ErrorKind::UnknownTool`].
     Resolve {
         name: String,
-        /// `Mcp-Param-*` headers to check, as [`Request::Call`]'s, against the tool the name
-        /// leads to and the arguments the call will carry.
+        /// `Mcp-Param-*` headers to check, as [`CallSpec::param_headers`], against the tool the
+        /// name leads to and the arguments the call will carry.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         param_check: Option<Box<ParamCheck>>,
-        /// Before a streamed front-door call: whether its client takes tasks, so a tool that
-        /// declares `taskSupport: required` is refused here ([`ErrorKind::MissingCapability`])
-        /// for one that does not, before the stream starts.
+        /// Before a streamed front-door call: its client's stance, so a tool that declares
+        /// `taskSupport: required` is refused here ([`ErrorKind::MissingCapability`]) to a
+        /// [`CallEra::Modern`] client that takes no tasks, before the stream starts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        front_door: Option<FrontDoorCall>,
+        stance: Option<Stance>,
     },
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
@@ -296,31 +273,6 @@ pub enum Request {
     SessionFollow {
         session_id: String,
     },
-    /// A `tools/call` that may become a task (SEP-2663), for a client that takes tasks
-    /// (`opted_in`). The supervisor runs the call; an answer within `shortcut_ms` comes back as
-    /// it is ([`Reply::Task`] with the result), a slower one as a `CreateTaskResult` while the
-    /// supervisor keeps running it. A tool whose declaration requires tasks, called by a client
-    /// that does not take them, is refused ([`ErrorKind::MissingCapability`]); the API sends
-    /// such a client's calls as plain [`Request::Call`]s with a [`FrontDoorCall`] instead. The
-    /// name is resolved once; every run of the call goes to the tool it led to.
-    TaskCall {
-        target: Target,
-        arguments: Value,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        extra: Option<Value>,
-        opted_in: bool,
-        shortcut_ms: u64,
-        /// As [`Request::Call`]'s.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        trace: Option<TraceContext>,
-        /// As [`Request::Call`]'s: checked at the call (and at every resumed run of its task).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        param_headers: Option<Box<ParamHeaders>>,
-        /// A streamed call's progress and log notices, relayed until it is answered: its result
-        /// within the shortcut, or the `CreateTaskResult` (the task runs on unheard).
-        #[serde(default, skip_serializing_if = "Relay::is_off")]
-        relay: Relay,
-    },
     /// `tasks/get`: the task as its creator sees it (a `DetailedTask`); another caller's or an
     /// unknown or expired id is [`ErrorKind::NotFound`].
     TaskGet {
@@ -336,19 +288,8 @@ pub enum Request {
     TaskCancel {
         task_id: String,
     },
-    /// A legacy session's request (`op`, a call) that its client may cancel by its own request
-    /// id from any API instance ([`Request::CancelClientCall`]); otherwise answered as `op` alone.
-    ClientCall {
-        session: String,
-        request_id: Value,
-        op: Box<Request>,
-        /// `op` is one call of the client's `hangar_call` (several may share the request id, all
-        /// cancelled at once), answered as the hangar's own surface: no upstream words.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        hangar_call: bool,
-    },
-    /// A legacy client's `notifications/cancelled`: stops the caller's own [`Request::ClientCall`]
-    /// with that session and request id, if it still runs. Answers [`Reply::ClientCancelled`].
+    /// A legacy client's `notifications/cancelled`: stops the caller's own call whose
+    /// [`Stance::cancel_by`] names that session and request id, if it still runs. Answers [`Reply::ClientCancelled`].
     CancelClientCall {
         session: String,
         request_id: Value,
@@ -376,27 +317,6 @@ pub enum Request {
         ask_id: String,
         response: Value,
     },
-    /// `hangar_call` for a client that takes tasks (SEP-2663): the supervisor runs the batch
-    /// (each call as a [`Request::Call`] of the caller's, by server and tool); an answer within
-    /// `shortcut_ms` comes back as it is ([`Reply::Called`], the `tools/call` result carrying the
-    /// report), a slower one as a `CreateTaskResult` ([`Reply::Task`]) while the supervisor runs
-    /// on. Cancelling the task stops every call of the batch.
-    TaskBatch {
-        batch: crate::batch::BatchSpec,
-        shortcut_ms: u64,
-        /// As [`Request::Call`]'s, for every call of the batch.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        trace: Option<TraceContext>,
-        /// The client's params for every call's upstream (its `_meta` client capabilities), so
-        /// an upstream may ask it for input (which parks the task).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        extra: Option<Value>,
-        /// A streamed batch's calls' notices (each call's own, as [`Request::Call`]'s relay
-        /// sends them), relayed until it is answered: its result within the shortcut, or the
-        /// `CreateTaskResult` (the task runs on unheard).
-        #[serde(default, skip_serializing_if = "Relay::is_off")]
-        relay: Relay,
-    },
     /// Status notifications of the caller's own tasks among `task_ids` (a 2026-07-28
     /// `subscriptions/listen` with `taskIds`): a first [`ServerFrame::Notice`] names the ones
     /// it will hear of (`{"taskIds": [...]}`: the caller's, live; at most [`MAX_FOLLOWED_TASKS`]),
@@ -404,27 +324,6 @@ pub enum Request {
     /// until all of them are finished (answered [`Reply::Task`] `{}`) or the caller cancels.
     TaskFollow {
         task_ids: Vec<String>,
-    },
-    /// `hangar_call` for a 2026-07-28 client that does not take tasks but can be asked
-    /// something (its `_meta` client capabilities, in `extra`): the supervisor runs the batch
-    /// (each call as a [`Request::Call`] of the caller's, held when its legacy upstream asks the
-    /// client something, as a [`FrontDoorCall`] is). When calls ask, the answer is ONE
-    /// `input_required` result with every open question (keyed `<index>/<key>`) and a
-    /// `requestState` naming the batch, held here (bound to the caller's identity); the retry
-    /// (`extra` with that `requestState` and the `inputResponses`) resumes the calls that
-    /// asked, and the others keep their results. Answers [`Reply::Called`].
-    HeldBatch {
-        batch: crate::batch::BatchSpec,
-        /// As [`Request::Call`]'s, for every call of the batch.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        trace: Option<TraceContext>,
-        /// The client's params for every call's upstream (its `_meta` client capabilities and
-        /// log level), and in a retry its `requestState` and `inputResponses`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        extra: Option<Value>,
-        /// The calls' notices (each call's own, as [`Request::Call`]'s relay sends them).
-        #[serde(default, skip_serializing_if = "Relay::is_off")]
-        relay: Relay,
     },
     /// The `cluster:` block of the config the supervisor started with (its `advertise` expanded),
     /// or `None` for a hangar on its own: asked by each API instance on every connection. Only
@@ -531,22 +430,6 @@ impl Relay {
     pub fn is_off(&self) -> bool {
         !self.progress && !self.logs && !self.asks
     }
-}
-
-/// What a 2026-07-28 client's front-door call asks of the supervisor besides the call (a
-/// [`Request::Call`] or a [`Request::Resolve`] before a streamed one):
-/// - a tool that declares `execution.taskSupport: required` is refused
-///   ([`ErrorKind::MissingCapability`]) unless the client takes tasks (`tasks`), checked at the
-///   one resolve the call makes;
-/// - a legacy upstream's own request to the client (sampling, elicitation, roots) holds the call
-///   and answers it `input_required`; a `requestState` naming a held call (in `extra`) resumes
-///   that call instead of making a new one;
-/// - the upstream's error words are the front door's (as for a call by front-door name).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FrontDoorCall {
-    /// The client declared the tasks extension.
-    #[serde(default)]
-    pub tasks: bool,
 }
 
 /// A server the prober should check: every `interval_ms`, the next one `due_in_ms` from now
@@ -907,10 +790,18 @@ mod tests {
             ClientFrame::Request {
                 id: 8,
                 caller: Caller { identity: "ci-bot".into(), profile: Some("ci".into()) },
-                op: Request::Call {
-                    target: Target::tool("math", "add"),
-                    arguments: serde_json::json!({"a": "x\ny"}),
-                    timeout_ms: Some(5),
+                op: Request::Call(Box::new(CallSpec {
+                    called: Called::One {
+                        target: Target::tool("math", "add"),
+                        arguments: serde_json::json!({"a": "x\ny"}),
+                        timeout_ms: Some(5),
+                    },
+                    stance: Stance {
+                        era: CallEra::Modern,
+                        asks: Asks { sampling: true, ..Asks::default() },
+                        tasks: Some(TakesTasks { shortcut_ms: 250 }),
+                        cancel_by: Some(CancelBy { session: "s".into(), request_id: serde_json::json!(3) }),
+                    },
                     relay: Relay { progress: true, logs: false, asks: false },
                     extra: Some(serde_json::json!({"requestState": "s"})),
                     trace: crate::trace::TraceContext::parse(
@@ -918,8 +809,7 @@ mod tests {
                         Some("a=b"),
                     ),
                     param_headers: Some(Box::new([("region".to_owned(), "eu".to_owned())].into())),
-                    front_door: Some(FrontDoorCall { tasks: false }),
-                },
+                })),
             },
             ClientFrame::Request {
                 id: 9,
@@ -929,7 +819,7 @@ mod tests {
                         headers: [("region".to_owned(), "eu".to_owned())].into(),
                         arguments: serde_json::json!({"region": "eu"}),
                     })),
-                    front_door: Some(FrontDoorCall { tasks: true }),
+                    stance: Some(Stance { era: CallEra::Modern, ..Stance::default() }),
                 },
                 caller: Caller::anonymous(),
             },
@@ -944,16 +834,8 @@ mod tests {
 
     #[test]
     fn a_call_without_relay_keeps_the_old_shape() {
-        let call = Request::Call {
-            target: Target::Exposed { name: "t".into() },
-            arguments: serde_json::json!({}),
-            timeout_ms: None,
-            relay: Relay::default(),
-            extra: None,
-            trace: None,
-            param_headers: None,
-            front_door: None,
-        };
+        let call =
+            Request::Call(Box::new(CallSpec::one(Target::Exposed { name: "t".into() }, serde_json::json!({}), None)));
         let line = encode(&ClientFrame::Request { id: 1, op: call.clone(), caller: Caller::hangar() });
         assert!(!String::from_utf8_lossy(&line).contains("relay"));
         assert!(!String::from_utf8_lossy(&line).contains("trace"));

@@ -3,6 +3,7 @@
 //! - [`config`]: the YAML config model and its validation.
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
 //! - [`backoff`]: exponential backoff with jitter.
+//! - [`call`]: a tool call as it crosses the control socket, and its client's stance.
 //! - [`batch`]: `hangar_call`'s batch as data: its calls, its report, and the result carrying it.
 //! - [`echo`]: bounding the client input an error message quotes back.
 //! - [`front_door`]: how upstream tools and prompts are named behind one endpoint.
@@ -36,6 +37,7 @@
 pub mod access;
 pub mod backoff;
 pub mod batch;
+pub mod call;
 pub mod cluster;
 pub mod config;
 pub mod config_reference;

@@ -582,11 +582,7 @@ fn relay_notices(
     op: &Request,
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)> {
-    let op = match op {
-        Request::ClientCall { op, .. } => op,
-        op => op,
-    };
-    let relayed = matches!(op, Request::Call { relay, .. } | Request::TaskCall { relay, .. } | Request::TaskBatch { relay, .. } | Request::HeldBatch { relay, .. } if !relay.is_off())
+    let relayed = matches!(op, Request::Call(call) if !call.relay.is_off())
         || matches!(
             op,
             Request::Events { follow: true, .. }

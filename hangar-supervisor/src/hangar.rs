@@ -21,8 +21,8 @@ use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::{Naming, Unknown};
 use hangar_core::ipc::{
-    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
-    SessionChange, Target, WhoAmI,
+    CallEra, CallSpec, Called, Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome,
+    Reloaded, Reply, Request, SessionChange, Stance, Target, WhoAmI,
 };
 use hangar_core::journal::Happened;
 use hangar_core::lifecycle::StopReason;
@@ -216,14 +216,15 @@ impl Hangar {
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Outcome {
-        if let Request::ClientCall { session, request_id, op, hangar_call } = request {
-            // The front door wraps its calls so (a legacy session's), whatever they target; a
-            // legacy `hangar_call` wraps each of its calls, which stay the hangar's own surface.
-            let via = if hangar_call { Via::Request } else { Via::FrontDoor };
-            let call = self.handle_one(caller, *op, notices, via);
-            return self.client_relay.cancellable(&caller.identity, &session, &request_id, call).await;
+        // A legacy session's call its client may cancel by its own request id, from any API
+        // instance: registered for the whole of it, judgement and record included.
+        if let Request::Call(spec) = &request
+            && let Some(by) = spec.stance.cancel_by.clone()
+        {
+            let call = self.handle_one(caller, request, notices);
+            return self.client_relay.cancellable(&caller.identity, &by.session, &by.request_id, call).await;
         }
-        self.handle_one(caller, request, notices, Via::Request).await
+        self.handle_one(caller, request, notices).await
     }
 
     async fn handle_one(
@@ -231,13 +232,12 @@ impl Hangar {
         caller: &Caller,
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
-        via: Via,
     ) -> Outcome {
         let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
         let outcome = match admit_caller(&access, caller) {
             Ok(view) => {
                 let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
-                let answer = self.answer(&decide, request, notices, via).await;
+                let answer = self.answer(&decide, request, notices).await;
                 decide.finish(&answer);
                 answer
             }
@@ -256,7 +256,6 @@ impl Hangar {
         self: Arc<Self>,
         caller: Caller,
         call: CallRequest,
-        trace: Option<TraceContext>,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Outcome {
         let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
@@ -265,7 +264,7 @@ impl Hangar {
             Err(refused) => return Outcome::Err(refused),
         };
         let decide = Decision::by(&caller, &view, &self.shared.journal, &access.audit);
-        let called = self.call(&decide, call, trace, notices).await;
+        let called = self.call(&decide, call, notices).await;
         let answer = called.map(Reply::Called).map_err(|err| self.upstream_words(err, true));
         decide.finish(&answer);
         match answer {
@@ -274,23 +273,80 @@ impl Hangar {
         }
     }
 
+    /// A call the supervisor makes on `caller`'s behalf (a task's run, a batch's call): judged,
+    /// admitted and recorded as any call of theirs, and answered in the words its stance says.
+    async fn call_as(
+        &self,
+        caller: &Caller,
+        call: CallRequest,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, IpcError> {
+        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let view = admit_caller(&access, caller)?;
+        if self.shared.shutting_down.load(Ordering::SeqCst) {
+            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
+        }
+        let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
+        let answer = self.one_call(&decide, call, notices).await.map(Reply::Called);
+        decide.finish(&answer);
+        match answer? {
+            Reply::Called(result) => Ok(result),
+            _ => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
+        }
+    }
+
+    /// [`Request::Call`]: a batch, or a call that may become a task, goes its own way; any
+    /// other call is made here ([`Hangar::one_call`]).
+    async fn call_spec(
+        &self,
+        decide: &Decision<'_>,
+        spec: CallSpec,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Reply, IpcError> {
+        let CallSpec { called, stance, relay, trace, param_headers, extra } = spec;
+        let (target, arguments, timeout_ms) = match called {
+            Called::Batch(batch) => {
+                let batch = tasks::BatchRequest { batch, trace, extra, relay, asks: stance.asks };
+                return match stance.tasks {
+                    Some(tasks) => self.task_batch(decide.caller(), batch, tasks.shortcut_ms, notices).await,
+                    None => self.held_batch(decide.caller(), batch, notices).await,
+                };
+            }
+            Called::One { target, arguments, timeout_ms } => (target, arguments, timeout_ms),
+        };
+        let hold = stance.era == CallEra::Modern;
+        let call = CallRequest { target, arguments, timeout_ms, relay, extra, trace, param_headers, stance, hold };
+        if let Some(tasks) = call.stance.tasks {
+            return self.task_call(decide.caller(), decide.view(), call, tasks.shortcut_ms, notices).await;
+        }
+        self.one_call(decide, call, notices).await.map(Reply::Called)
+    }
+
+    /// One call, made now: held for its client's answer when it may be (see `held_calls`),
+    /// its failure in the words of the surface it came through.
+    async fn one_call(
+        &self,
+        decide: &Decision<'_>,
+        call: CallRequest,
+        notices: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, IpcError> {
+        let to_front_door = call.stance.era != CallEra::Hangar || matches!(call.target, Target::Exposed { .. });
+        let called = match call.hold {
+            true => self.held_or_called(decide, call, notices).await,
+            false => self.call(decide, call, notices).await,
+        };
+        called.map_err(|err| self.upstream_words(err, to_front_door))
+    }
+
     async fn answer(
         &self,
         decide: &Decision<'_>,
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
-        via: Via,
     ) -> Result<Reply, IpcError> {
         let view = decide.view();
         if self.shared.shutting_down.load(Ordering::SeqCst)
-            && matches!(
-                request,
-                Request::Start { .. }
-                    | Request::Call { .. }
-                    | Request::TaskCall { .. }
-                    | Request::TaskBatch { .. }
-                    | Request::HeldBatch { .. }
-            )
+            && matches!(request, Request::Start { .. } | Request::Call(_))
         {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         }
@@ -321,16 +377,7 @@ impl Hangar {
                 self.record_action(decide.caller(), view, &mcp_server, "stop");
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
-            Request::Call { target, arguments, timeout_ms, relay, extra, trace, param_headers, front_door } => {
-                let to_front_door =
-                    via == Via::FrontDoor || front_door.is_some() || matches!(target, Target::Exposed { .. });
-                let call = CallRequest { target, arguments, timeout_ms, relay, extra, param_headers, front_door };
-                let called = match front_door {
-                    Some(_) => self.held_or_called(decide, call, trace, notices).await,
-                    None => self.call(decide, call, trace, notices).await,
-                };
-                Reply::Called(called.map_err(|err| self.upstream_words(err, to_front_door))?)
-            }
+            Request::Call(spec) => self.call_spec(decide, *spec, notices).await?,
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
             Request::WhoAmI => Reply::WhoAmI(WhoAmI {
@@ -375,13 +422,13 @@ impl Hangar {
                     naming: self.naming().as_ref().clone(),
                 })
             }
-            Request::Resolve { name, param_check, front_door } => {
+            Request::Resolve { name, param_check, stance } => {
                 let (server, tool) = self.resolve(view, &name).await?;
                 if !view.allows_tool(&tool) {
                     return Err(audit::tool_forbidden(server.id(), &tool));
                 }
-                if let Some(front_door) = front_door {
-                    tasks::check_task_support(&server, &tool, front_door)?;
+                if let Some(stance) = stance.filter(|s| s.era == CallEra::Modern) {
+                    tasks::check_task_support(&server, &tool, stance.tasks.is_some())?;
                 }
                 if let Some(check) = &param_check {
                     server.check_param_headers(&tool, &check.arguments, &check.headers)?;
@@ -393,6 +440,9 @@ impl Hangar {
                 Reply::Reloaded(self.reload(&decide.caller().identity).await?)
             }
             Request::Forward { mcp_server, method, params, timeout_ms } => {
+                if method == "tools/call" {
+                    return Err(IpcError::new(ErrorKind::InvalidArgument, "a tool call is a `call` request"));
+                }
                 let found = self.visible(view, &mcp_server);
                 let server = decide.forward(&mcp_server, &method, &params, found)?;
                 let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
@@ -407,17 +457,11 @@ impl Hangar {
             | Request::SessionEnd { .. }
             | Request::SessionPost { .. }
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
-            request @ Request::TaskCall { .. } => self.task_call(decide.caller(), view, request, notices).await?,
-            request @ Request::TaskBatch { .. } => self.task_batch(decide.caller(), request, notices).await?,
-            request @ Request::HeldBatch { .. } => self.held_batch(decide.caller(), request, notices).await?,
             Request::TaskGet { task_id } => self.task_get(decide.caller(), view, &task_id)?,
             Request::TaskUpdate { task_id, input_responses } => {
                 self.task_update(decide.caller(), view, &task_id, &input_responses).await?
             }
             Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), view, &task_id)?,
-            Request::ClientCall { .. } => {
-                return Err(IpcError::new(ErrorKind::InvalidArgument, "a client call cannot wrap another"));
-            }
             Request::CancelClientCall { session, request_id } => {
                 let found = self.client_relay.cancel(&decide.caller().identity, &session, &request_id);
                 Reply::ClientCancelled { found }
@@ -457,17 +501,17 @@ impl Hangar {
         &self,
         decide: &Decision<'_>,
         call: CallRequest,
-        trace: Option<TraceContext>,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Value, IpcError> {
         let Some(telemetry) = &self.shared.telemetry else {
-            return self.admit_call(decide, call, trace, notices, &mut None).await;
+            return self.admit_call(decide, call, notices, &mut None).await;
         };
         let caller = decide.caller();
-        let mut span = telemetry.span(spans::ADMISSION, Kind::Internal, trace.as_ref());
+        let mut span = telemetry.span(spans::ADMISSION, Kind::Internal, call.trace.as_ref());
         span.set(spans::IDENTITY, caller.identity.clone());
         let mut admitted = None;
-        let result = self.admit_call(decide, call, Some(span.context()), notices, &mut admitted).await;
+        let call = CallRequest { trace: Some(span.context()), ..call };
+        let result = self.admit_call(decide, call, notices, &mut admitted).await;
         if let Some((server, tool)) = admitted {
             span.set(spans::MCP_SERVER, server);
             span.set(spans::TOOL, tool);
@@ -482,15 +526,14 @@ impl Hangar {
         &self,
         decide: &Decision<'_>,
         call: CallRequest,
-        trace: Option<TraceContext>,
         notices: Option<mpsc::UnboundedSender<Value>>,
         admitted: &mut Option<(String, String)>,
     ) -> Result<Value, IpcError> {
         let (caller, view) = (decide.caller(), decide.view());
+        let CallRequest { target, arguments, timeout_ms, relay, extra, trace, param_headers, stance, hold: _ } = call;
         if let Some(trace) = &trace {
             decide.trace(trace.trace_id_hex());
         }
-        let CallRequest { target, arguments, timeout_ms, relay, extra, param_headers, front_door } = call;
         let (server, tool) = match target {
             Target::Tool { mcp_server, tool } => {
                 let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
@@ -515,8 +558,8 @@ impl Hangar {
             server.check_param_headers(&tool, &arguments, given)?;
         }
         // Checked at the call's one resolve: no lookup of its own.
-        if let Some(front_door) = front_door {
-            tasks::check_task_support(&server, &tool, front_door)?;
+        if stance.era == CallEra::Modern {
+            tasks::check_task_support(&server, &tool, stance.tasks.is_some())?;
         }
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
@@ -850,15 +893,21 @@ fn start_telemetry(endpoint: &str) -> Option<Telemetry> {
         .ok()
 }
 
-/// A `Request::Call`'s fields but its trace.
+/// One call of a [`CallSpec`] (or of a batch), as the supervisor makes it.
 struct CallRequest {
     target: Target,
     arguments: Value,
     timeout_ms: Option<u64>,
     relay: hangar_core::ipc::Relay,
     extra: Option<Value>,
+    /// Where the call sits in a trace: the caller's context as received (its `trace_id_hex()`
+    /// is what the call's audit entry records), or the admission span's within it.
+    trace: Option<TraceContext>,
     param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
-    front_door: Option<hangar_core::ipc::FrontDoorCall>,
+    stance: Stance,
+    /// Whether a legacy upstream's own request to the client holds the call (`held_calls`): a
+    /// [`CallEra::Modern`] call's, and a supervisor-run batch's calls.
+    hold: bool,
 }
 
 /// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.
@@ -982,14 +1031,6 @@ async fn sweep_sessions(hangar: Weak<Hangar>) {
         let Some(hangar) = hangar.upgrade() else { return };
         hangar.hold_listens();
     }
-}
-
-/// How a request came: on its own, or as the front door's call wrapped in a
-/// [`Request::ClientCall`] (which may target a tool by server and name, resolved beforehand).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Via {
-    Request,
-    FrontDoor,
 }
 
 impl Hangar {

@@ -102,10 +102,11 @@ pub async fn run_watched(supervisor: AsCaller, spec: BatchSpec, watch: Option<Wa
 
 async fn call_one(supervisor: &AsCaller, call: CallSpec, watch: Option<Watch>) -> Result<Value, IpcError> {
     let Some(Watch { sink, relay, extra }) = watch else {
-        return supervisor.call(&call.mcp_server, &call.tool, call.arguments, Some(call.timeout_ms)).await;
+        let target = (call.mcp_server.as_str(), call.tool.as_str());
+        return supervisor.call_tool(target, call.arguments, Some(call.timeout_ms), Relay::default(), None).1.await;
     };
     let target = (call.mcp_server.as_str(), call.tool.as_str());
-    let (mut notices, reply) = supervisor.call_watched(target, call.arguments, Some(call.timeout_ms), relay, extra);
+    let (mut notices, reply) = supervisor.call_tool(target, call.arguments, Some(call.timeout_ms), relay, extra);
     tokio::pin!(reply);
     loop {
         tokio::select! {

@@ -169,7 +169,7 @@ async fn tools_call(
     // Outside a legacy session (whose client cannot poll), an opted-in client's `hangar_call`
     // is the supervisor's to run, and may become a task.
     if opted_in && request.session.is_none() && call.name == "hangar_call" {
-        let result = tools::hangar_call_task(&app.supervisor, call.arguments, &call.extra, tasks::SHORTCUT_MS).await;
+        let result = tools::hangar_call_task(&app.supervisor, call.arguments, &call.extra).await;
         return result.map(Answer::Result);
     }
     // A 2026-07-28 client that can be asked something: the supervisor runs its `hangar_call`,
@@ -177,7 +177,7 @@ async fn tools_call(
     if request.session.is_none() && call.name == "hangar_call" && tools::takes_questions(&call.extra) {
         return tools::hangar_call_held(&app.supervisor, call.arguments, &call.extra).await.map(Answer::Result);
     }
-    front_door::tools_call(&app.supervisor, call).await.map(Answer::Result)
+    tools::call(&app.supervisor, &call.name, call.arguments).await.map(Answer::Result)
 }
 
 /// Runs the request's method; takes its params (and progress token) out of it.

@@ -8,15 +8,12 @@
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
-use hangar_core::ipc::{
-    ErrorKind, FrontDoor, FrontDoorCall, IpcError, Relay, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL,
-};
+use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Stance, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use serde_json::{Map, Value, json};
 
 use super::errors::{header_mismatch, missing_capability};
-use super::params::ToolCall;
 use super::tools;
 use crate::supervisor::AsCaller;
 
@@ -72,16 +69,16 @@ pub fn route(name: &str) -> Route {
 }
 
 /// Where a front-door name leads, asked before a call that must know it is routable before it
-/// answers (an event stream, once started, cannot turn into an error response). With
-/// `front_door`, a tool that runs only as a task is refused (-32021) to a client that does not
-/// take tasks.
+/// answers (an event stream, once started, cannot turn into an error response). With a
+/// 2026-07-28 client's `stance`, a tool that runs only as a task is refused (-32021) to a client
+/// that does not take tasks.
 pub async fn resolve(
     supervisor: &AsCaller,
     name: &str,
     param_check: Option<Box<ParamCheck>>,
-    front_door: Option<FrontDoorCall>,
+    stance: Option<Stance>,
 ) -> Result<Target, RpcError> {
-    supervisor.resolve(name, param_check, front_door).await.map_err(refused)
+    supervisor.resolve(name, param_check, stance).await.map_err(refused)
 }
 
 /// The supervisor refused a front-door name (or the front door is off): `Unknown tool`, in the
@@ -104,28 +101,6 @@ pub fn upstream_arguments(arguments: Option<Value>) -> Result<Value, RpcError> {
         Some(Value::Object(map)) => Ok(Value::Object(map)),
         Some(_) => Err(RpcError::invalid_params("Invalid params: `arguments` must be an object")),
     }
-}
-
-/// `tools/call`: a hangar tool, or an upstream's tool by its exposed name. The rest of the
-/// client's params are passed on to an upstream; its `Mcp-Param-*` headers, if its era checks
-/// them, are checked by the supervisor against the tool's.
-pub async fn tools_call(supervisor: &AsCaller, call: ToolCall) -> Result<Value, RpcError> {
-    let ToolCall { name, arguments, extra, param_headers } = call;
-    if route(&name) == Route::Hangar {
-        return tools::call(supervisor, &name, arguments).await;
-    }
-    let arguments = match upstream_arguments(arguments) {
-        Ok(arguments) => arguments,
-        Err(bad) => {
-            // An unknown name is reported before bad arguments.
-            resolve(supervisor, &name, None, None).await?;
-            return Err(bad);
-        }
-    };
-    let target = Target::Exposed { name };
-    let call = (target, arguments, pass_on(extra));
-    let (_, reply) = supervisor.call_relayed(call, Relay::default(), param_headers.map(Box::new), None);
-    reply.await.or_else(refused_call)
 }
 
 /// The client's params for the upstream, without the protocol version (the hangar speaks its
@@ -382,7 +357,7 @@ fn internal(err: IpcError) -> RpcError {
     RpcError::internal(err.message)
 }
 
-/// A front-door call's refusal or failure, as `tools_call` renders it: an unknown name (or no
+/// A front-door call's refusal or failure, as its client sees it: an unknown name (or no
 /// supervisor, a header mismatch, a tool that runs only as a task) is a JSON-RPC error, an
 /// upstream's JSON-RPC error keeps its code, anything else is an error result.
 pub fn refused_call(err: IpcError) -> Result<Value, RpcError> {

@@ -25,6 +25,7 @@ mod relay;
 mod relay_batch;
 mod reply;
 mod session;
+mod stance;
 mod stream;
 mod subscriptions;
 mod tasks;

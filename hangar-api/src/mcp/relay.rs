@@ -7,7 +7,7 @@
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::echo::bounded;
-use hangar_core::ipc::{ErrorKind, IpcError, Target};
+use hangar_core::ipc::{CallSpec, Called, ErrorKind, IpcError, Target};
 use hangar_core::jsonrpc::{Message, RpcError};
 use hangar_core::mcp::{
     CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
@@ -21,7 +21,7 @@ use super::front_door::{self, upstream_failure};
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
-use super::stream;
+use super::{stance, stream};
 use crate::random;
 use crate::supervisor::AsCaller;
 
@@ -57,8 +57,10 @@ impl LegacyCall {
         let mut relay = wanted.map(stream::relay).unwrap_or_default();
         relay.asks = sink.streams;
         let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
-        let call = (self.target.clone(), self.arguments.clone(), extra);
-        let (mut notices, reply) = self.supervisor.call_cancellable(&self.session, self.id.to_value(), call, relay);
+        let stance = stance::legacy(extra.as_ref(), &self.session, &self.id);
+        let called = Called::One { target: self.target.clone(), arguments: self.arguments.clone(), timeout_ms: None };
+        let spec = CallSpec { called, stance, relay, trace: None, param_headers: None, extra };
+        let (mut notices, reply) = self.supervisor.call(spec);
         tokio::pin!(reply);
         let outcome = loop {
             let notice = tokio::select! {
@@ -156,9 +158,9 @@ pub async fn tools_call(
     wanted: Option<Wanted>,
     era: &'static Era,
 ) -> Result<McpReply, RpcError> {
-    // Resolved first: an unknown name is a plain JSON answer. (The supervisor treats the
-    // `ClientCall` as the front-door call it is, whatever it targets: an upstream's error words
-    // reach this client, as `tool_access.upstream_errors` says.) What the client can be asked is
+    // Resolved first: an unknown name is a plain JSON answer. (The supervisor treats the call,
+    // of the legacy era, as the front-door call it is, whatever it targets: an upstream's error
+    // words reach this client, as `tool_access.upstream_errors` says.) What the client can be asked is
     // in the params' `_meta` already: `legacy::in_session` declares what it said at `initialize`.
     let target = front_door::resolve(supervisor, &call.name, None, None).await?;
     let arguments = front_door::upstream_arguments(call.arguments)?;

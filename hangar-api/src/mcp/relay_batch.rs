@@ -3,7 +3,7 @@
 //! sampling, elicitation or roots request, or a 2026-07-28 upstream's `input_required`) reach
 //! the client as server-to-client requests on the call's event stream, their answers carried
 //! back to the upstream, as `relay.rs` does for a front-door call in a session. The client may
-//! cancel the batch by its own request id from any API instance (each call is a `ClientCall`).
+//! cancel the batch by its own request id from any API instance (each call names it).
 
 use hangar_core::batch::{BatchSpec, CallSpec, with_upstream_blocks};
 use hangar_core::ipc::{ErrorKind, IpcError, Relay};
@@ -66,7 +66,7 @@ pub async fn hangar_call(
 /// What every call of the batch shares.
 #[derive(Clone)]
 struct Batch {
-    /// Cancellable by the client's request id (each call a `ClientCall`).
+    /// Cancellable by the client's request id (each call names it).
     supervisor: AsCaller,
     session: String,
     relay: Relay,
@@ -150,7 +150,7 @@ async fn call_one(batch: Batch, call: CallSpec, to_client: mpsc::UnboundedSender
         let passed = extra.as_object().is_some_and(|e| !e.is_empty()).then(|| extra.clone());
         let target = (call.mcp_server.as_str(), call.tool.as_str());
         let (mut notices, reply) =
-            batch.supervisor.call_watched(target, call.arguments.clone(), Some(call.timeout_ms), batch.relay, passed);
+            batch.supervisor.call_tool(target, call.arguments.clone(), Some(call.timeout_ms), batch.relay, passed);
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {

@@ -16,7 +16,7 @@
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use hangar_core::custom_headers::ParamCheck;
-use hangar_core::ipc::{FrontDoorCall, Relay, Target};
+use hangar_core::ipc::{CallSpec, Called, Relay, Target};
 use hangar_core::jsonrpc::RpcError;
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -28,7 +28,7 @@ use super::front_door;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
-use super::{tasks, tools};
+use super::{stance, tasks, tools};
 use crate::state::Calling;
 use crate::supervisor::{AsCaller, BoxFuture};
 
@@ -106,13 +106,10 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
         let UpstreamCall { target, arguments, extra, opted_in } = call;
         let resumes = extra.as_ref().and_then(Value::as_object).is_some_and(tasks::resumes_held_call);
         // The call's headers (and its tool's task support) were checked when its name was resolved.
-        let (mut notices, reply) = if opted_in {
-            let call = (target, arguments, extra);
-            supervisor.task_call_relayed(call, true, tasks::SHORTCUT_MS, None, relay(&wanted))
-        } else {
-            let front_door = FrontDoorCall { tasks: false };
-            supervisor.call_relayed((target, arguments, extra), relay(&wanted), None, Some(front_door))
-        };
+        let stance = stance::modern(extra.as_ref(), opted_in);
+        let called = Called::One { target, arguments, timeout_ms: None };
+        let spec = CallSpec { called, stance, relay: relay(&wanted), trace: None, param_headers: None, extra };
+        let (mut notices, reply) = supervisor.call(spec);
         tokio::pin!(reply);
         let outcome = loop {
             tokio::select! {
@@ -170,8 +167,8 @@ pub async fn front_door_call(
         }
         _ => None,
     };
-    let front_door = Some(FrontDoorCall { tasks: opted_in });
-    let target = front_door::resolve(&app.supervisor, &call.name, check, front_door).await?;
+    let stance = stance::modern(None, opted_in);
+    let target = front_door::resolve(&app.supervisor, &call.name, check, Some(stance)).await?;
     let arguments = arguments?;
     let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()), opted_in };
     Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
@@ -213,7 +210,7 @@ fn hangar_call(
     tokio::spawn(async move {
         let relay = relay(&wanted);
         let (mut notices, result): (_, BoxFuture<'_, Result<Value, RpcError>>) = match runs {
-            BatchRun::Task => tools::hangar_call_task_watched(&supervisor, spec, &params, tasks::SHORTCUT_MS, relay),
+            BatchRun::Task => tools::hangar_call_task_watched(&supervisor, spec, &params, relay),
             BatchRun::Held => tools::hangar_call_held_watched(&supervisor, spec, &params, relay),
             BatchRun::Here => {
                 let (sink, notices) = mpsc::unbounded_channel();

@@ -2,10 +2,10 @@
 //! front-door `tools/call` that may become a task, and `tasks/get`, `tasks/update`,
 //! `tasks/cancel`. The tasks themselves are the supervisor's (any API instance answers).
 //!
-//! Only a client that takes tasks has its calls sent as `Request::TaskCall`; any other's is a
-//! plain `Request::Call` (with `FrontDoorCall`), so it pays for nothing it cannot use.
+//! Only a client that takes tasks has its calls sent with a stance that takes them
+//! (`Stance::tasks`); any other's is a plain call, so it pays for nothing it cannot use.
 
-use hangar_core::ipc::{ErrorKind, FrontDoorCall, IpcError, Relay, Request, Target};
+use hangar_core::ipc::{CallSpec, Called, ErrorKind, IpcError, Relay, Request, Target};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::{
     EXTENSION_TASKS, HELD_CALL_STATE_PREFIX, META_CLIENT_CAPABILITIES, MISSING_CAPABILITY, REQUEST_STATE,
@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::front_door::{pass_on, refused_call, upstream_arguments};
 use super::params::ToolCall;
+use super::stance;
 use crate::supervisor::AsCaller;
 
 /// How long a call may take and still be answered as it is; a slower one becomes a task.
@@ -55,16 +56,13 @@ pub async fn front_door_call(supervisor: &AsCaller, call: ToolCall, opted_in: bo
             return Err(bad);
         }
     };
-    let target = Target::Exposed { name };
-    let param_headers = param_headers.map(Box::new);
     let resumes = resumes_held_call(&extra);
     let extra = pass_on(extra);
-    let answer = if opted_in {
-        supervisor.task_call(target, arguments, extra, true, SHORTCUT_MS, param_headers).await
-    } else {
-        let front_door = FrontDoorCall { tasks: false };
-        supervisor.call_relayed((target, arguments, extra), Relay::default(), param_headers, Some(front_door)).1.await
-    };
+    let stance = stance::modern(extra.as_ref(), opted_in);
+    let called = Called::One { target: Target::Exposed { name }, arguments, timeout_ms: None };
+    let param_headers = param_headers.map(Box::new);
+    let spec = CallSpec { called, stance, relay: Relay::default(), trace: None, param_headers, extra };
+    let answer = supervisor.call(spec).1.await;
     call_answer(answer, resumes)
 }
 
@@ -125,6 +123,7 @@ mod tests {
     #[tokio::test]
     async fn only_a_client_that_takes_tasks_has_its_call_sent_as_a_task_call() {
         use hangar_core::access::Caller;
+        use hangar_core::ipc::{CallEra, TakesTasks};
         use std::sync::Arc;
 
         let fake = crate::testing::FakeSupervisor::new();
@@ -138,16 +137,17 @@ mod tests {
         let _ = front_door_call(&supervisor, call(json!({EXTENSION_TASKS: {}})), true).await;
         let sent = fake.requests.lock().unwrap().clone();
         assert_eq!(sent.len(), 2, "one request a call, no resolve before it: {sent:?}");
-        assert!(
-            matches!(
-                &sent[0],
-                Request::Call { target: Target::Exposed { name }, front_door: Some(FrontDoorCall { tasks: false }), .. }
-                    if name == "echo"
-            ),
-            "a plain call: {:?}",
-            sent[0]
-        );
-        assert!(matches!(&sent[1], Request::TaskCall { opted_in: true, .. }), "a task call: {:?}", sent[1]);
+        let stance = |request: &Request| match request {
+            Request::Call(spec) => match &spec.called {
+                Called::One { target: Target::Exposed { name }, .. } if name == "echo" => Some(spec.stance.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let plain = stance(&sent[0]).expect("a call by front-door name");
+        assert_eq!((plain.era, plain.tasks), (CallEra::Modern, None), "a plain call: {:?}", sent[0]);
+        let task = stance(&sent[1]).expect("a call by front-door name");
+        assert_eq!(task.tasks, Some(TakesTasks { shortcut_ms: SHORTCUT_MS }), "a task call: {:?}", sent[1]);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use hangar_core::batch::{tool_result, with_upstream_blocks};
 use hangar_core::echo::bounded;
 use hangar_core::front_door::Unknown;
-use hangar_core::ipc::{ErrorKind, IpcError, Relay};
+use hangar_core::ipc::{CallSpec, Called, ErrorKind, IpcError, Relay};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::lifecycle::State;
 use hangar_core::mcp::{
@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use super::args::Arguments;
 use super::batch;
 use super::errors::ToolFailure;
+use super::stance;
 use crate::shapes::{HealthReport, ServerList, StatusReport, ToolList};
 use crate::supervisor::{AsCaller, BoxFuture};
 
@@ -255,20 +256,19 @@ pub async fn hangar_call_watched(
 }
 
 /// `hangar_call` for a client that takes tasks (SEP-2663): the supervisor runs the batch, and
-/// one slower than `shortcut_ms` becomes a task it owns (any API instance answers `tasks/get`).
+/// one slower than the shortcut becomes a task it owns (any API instance answers `tasks/get`).
 /// Its arguments are read here first, and refused as [`call`] refuses them. The calls declare
 /// the client's capabilities (from `params`, the call's other params) to their upstreams.
 pub async fn hangar_call_task(
     supervisor: &AsCaller,
     arguments: Option<Value>,
     params: &Map<String, Value>,
-    shortcut_ms: u64,
 ) -> Result<Value, RpcError> {
     let spec = match batch::parse(Arguments::new(arguments)?) {
         Ok(spec) => spec,
         Err(failure) => return failed(failure),
     };
-    supervisor.batch_task(spec, batch_extra(params, true), shortcut_ms).await.or_else(|err| failed(err.into()))
+    hangar_call_task_watched(supervisor, spec, params, Relay::default()).1.await
 }
 
 /// [`hangar_call_task`] for a client that gave a progress token or a log level, its arguments
@@ -279,10 +279,12 @@ pub fn hangar_call_task_watched<'a>(
     supervisor: &'a AsCaller,
     spec: batch::BatchSpec,
     params: &Map<String, Value>,
-    shortcut_ms: u64,
     relay: Relay,
 ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'a, Result<Value, RpcError>>) {
-    let (notices, answer) = supervisor.batch_task_relayed(spec, batch_extra(params, true), shortcut_ms, relay);
+    let extra = batch_extra(params, true);
+    let stance = stance::hangar(extra.as_ref(), true);
+    let spec = CallSpec { called: Called::Batch(spec), stance, relay, trace: None, param_headers: None, extra };
+    let (notices, answer) = supervisor.call(spec);
     (notices, Box::pin(async move { answer.await.or_else(|err| failed(err.into())) }))
 }
 
@@ -329,7 +331,10 @@ pub fn hangar_call_held_watched<'a>(
             extra[key] = value.clone();
         }
     }
-    let (notices, answer) = supervisor.held_batch_relayed(spec, Some(extra), relay);
+    let stance = stance::hangar(Some(&extra), false);
+    let spec =
+        CallSpec { called: Called::Batch(spec), stance, relay, trace: None, param_headers: None, extra: Some(extra) };
+    let (notices, answer) = supervisor.call(spec);
     let answer = async move {
         match answer.await {
             // A retry naming no batch the hangar holds, or answering none of its questions.

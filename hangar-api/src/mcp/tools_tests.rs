@@ -126,14 +126,9 @@ async fn hangar_call_reports_the_batch() {
     assert_eq!(report["results"][1]["error_type"], "not_found");
     assert!(report["batch_id"].is_string() && report["elapsed_ms"].is_u64());
     let forwarded = fake.requests.lock().unwrap().clone();
-    assert!(forwarded.contains(&hangar_core::ipc::Request::Call {
-        target: hangar_core::ipc::Target::tool("math", "add"),
-        arguments: json!({"a": 1}),
-        timeout_ms: Some(3000),
-        relay: Default::default(),
-        extra: None,
-        trace: None,
-        param_headers: None,
-        front_door: None,
-    }));
+    assert!(forwarded.contains(&hangar_core::ipc::Request::Call(Box::new(hangar_core::ipc::CallSpec::one(
+        hangar_core::ipc::Target::tool("math", "add"),
+        json!({"a": 1}),
+        Some(3000),
+    )))));
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{self, ClientFrame, ErrorKind, IpcError, Reply, Request};
+use hangar_core::ipc::{self, Called, ClientFrame, ErrorKind, IpcError, Reply, Request};
 use hangar_core::record::StateChange;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -233,13 +233,15 @@ impl Client {
 
 fn budget_for(request: &Request) -> Duration {
     match request {
-        Request::Call { timeout_ms, .. } => {
-            Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)).saturating_add(CALL_SLACK)
-        }
+        Request::Call(spec) => match spec.called {
+            Called::One { timeout_ms, .. } => {
+                Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)).saturating_add(CALL_SLACK)
+            }
+            Called::Batch(_) => DEFAULT_BUDGET,
+        },
         Request::Check { timeout_ms, .. } => Duration::from_millis(*timeout_ms).saturating_add(CALL_SLACK),
         // Followed events stream until the caller cancels (drops the request).
         Request::Events { follow: true, .. } => Duration::MAX,
-        Request::ClientCall { op, .. } => budget_for(op),
         // A client's answer may wait for a person; the caller bounds it, and drops it if its
         // client leaves.
         Request::AwaitClientAnswer { .. } => Duration::MAX,
@@ -366,15 +368,13 @@ mod tests {
 
     #[test]
     fn calls_wait_longer_than_their_own_timeout() {
-        let call = |timeout_ms| Request::Call {
-            relay: Default::default(),
-            extra: None,
-            trace: None,
-            param_headers: None,
-            front_door: None,
-            target: hangar_core::ipc::Target::tool("m", "t"),
-            arguments: serde_json::json!({}),
-            timeout_ms,
+        let call = |timeout_ms| {
+            let call = hangar_core::ipc::CallSpec::one(
+                hangar_core::ipc::Target::tool("m", "t"),
+                serde_json::json!({}),
+                timeout_ms,
+            );
+            Request::Call(Box::new(call))
         };
         assert_eq!(budget_for(&call(None)), Duration::from_secs(65));
         assert_eq!(budget_for(&call(Some(120_000))), Duration::from_secs(125));

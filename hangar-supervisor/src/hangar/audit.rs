@@ -151,8 +151,8 @@ impl<'a> Decision<'a> {
         outcome
     }
 
-    /// Any other MCP request to one server (`prompts/get`, `resources/read`, ...). A
-    /// `tools/call` passed this way is judged as a call. Lists are not recorded.
+    /// Any other MCP request to one server (`prompts/get`, `resources/read`, ...); never a
+    /// `tools/call`, which is a call of its own. Lists are not recorded.
     pub fn forward(
         &self,
         mcp_server: &str,
@@ -160,17 +160,12 @@ impl<'a> Decision<'a> {
         params: &Value,
         found: Result<Arc<Server>, IpcError>,
     ) -> Result<Arc<Server>, IpcError> {
-        let tool = (method == "tools/call").then(|| params.get("name").and_then(Value::as_str).unwrap_or_default());
-        let outcome = found.and_then(|server| match tool {
-            Some(tool) if !self.view.allows_tool(tool) => Err(tool_forbidden(server.id(), tool)),
-            _ => Ok(server),
-        });
         if !method.ends_with("/list") {
-            self.log(mcp_server, tool.unwrap_or(method), &outcome);
+            self.log(mcp_server, method, &found);
             let arguments = params.get("arguments").unwrap_or(params);
-            self.judge(|| self.judged(mcp_server, tool, method, arguments));
+            self.judge(|| self.judged(mcp_server, None, method, arguments));
         }
-        outcome
+        found
     }
 
     fn judged(&self, mcp_server: &str, tool: Option<&str>, method: &str, arguments: &Value) -> Judged {

@@ -1,5 +1,5 @@
 //! `hangar_call` of a 2026-07-28 client that takes no tasks but can be asked something
-//! ([`Request::HeldBatch`]): the supervisor runs the batch as it runs a batch task
+//! (a [`Called::Batch`](hangar_core::ipc::Called) without tasks): the supervisor runs the batch as it runs a batch task
 //! (`tasks/batch.rs`), each call held when its legacy upstream asks the client something
 //! (`held_calls.rs`). When calls ask, the batch is answered ONE `input_required` with every open
 //! question (keyed `<index>/<key>`) and a `requestState` naming the batch, which waits here,
@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use hangar_core::access::Caller;
 use hangar_core::echo::bounded;
-use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request};
+use hangar_core::ipc::{ErrorKind, IpcError, Reply};
 use hangar_core::mcp::{
     HELD_BATCH_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
 };
@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 
 use super::Hangar;
 use super::held_calls::HOLD;
+use super::tasks::BatchRequest;
 
 /// The most batches held at once: each keeps its report so far.
 pub const MAX_HELD_BATCHES: usize = 1024;
@@ -84,16 +85,15 @@ fn asking(questions: Map<String, Value>, token: &str) -> Value {
 }
 
 impl Hangar {
-    /// [`Request::HeldBatch`]: the batch's `tools/call` result, or its questions.
+    /// A batch of a client that takes no tasks: the batch's `tools/call` result, or its
+    /// questions.
     pub(super) async fn held_batch(
         &self,
         caller: &Caller,
-        request: Request,
+        request: BatchRequest,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let Request::HeldBatch { batch, trace, extra, relay } = request else {
-            return Err(IpcError::new(ErrorKind::Internal, "not a held batch"));
-        };
+        let BatchRequest { batch, trace, extra, relay, asks } = request;
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
@@ -105,7 +105,7 @@ impl Hangar {
                     me.resume_parked(caller.clone(), &state, &answers, relayed)?.await?
                 }
             },
-            None => me.run_batch(caller.clone(), batch, trace, extra, relayed).await?,
+            None => me.run_batch(caller.clone(), (batch, asks), trace, extra, relayed).await?,
         };
         self.hold_if_asks(caller, result).map(Reply::Called)
     }

@@ -17,13 +17,13 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use hangar_core::access::Caller;
+use hangar_core::ipc::Asks;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{
-    HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES,
-    REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED, can_be_asked, declares, not_declared,
+    HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE,
+    RESULT_TYPE_INPUT_REQUIRED, not_declared,
 };
-use hangar_core::trace::TraceContext;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 use super::audit::Decision;
 use super::held_batches::HeldBatches;
 use super::running::{AbortOnDrop, Ids};
-use super::{CallRequest, Hangar, admit_caller};
+use super::{CallRequest, Hangar};
 
 /// How long a held call waits for the client's retry.
 pub const HOLD: Duration = Duration::from_secs(60);
@@ -43,8 +43,8 @@ const ASK_KEY: &str = "upstream";
 pub struct Running {
     pub call: JoinHandle<Outcome>,
     pub asks: mpsc::UnboundedReceiver<Value>,
-    /// The client capabilities the call's `_meta` declared (what the client may be asked).
-    pub declared: Value,
+    /// What the client may be asked (its stance).
+    pub may_ask: Asks,
 }
 
 /// A call waiting for its client's answer to the upstream's request `ask_id`.
@@ -75,32 +75,26 @@ pub fn held_token(extra: Option<&Value>) -> Option<&str> {
     extra?.get(REQUEST_STATE)?.as_str()?.strip_prefix(HELD_CALL_STATE_PREFIX)
 }
 
-/// The client capabilities a call's params declare in `_meta`.
-pub fn declared_capabilities(extra: Option<&Value>) -> Value {
-    extra.and_then(|e| e.get("_meta")).and_then(|m| m.get(META_CLIENT_CAPABILITIES)).cloned().unwrap_or(Value::Null)
-}
-
 fn unknown_state() -> IpcError {
     IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
 }
 
 impl Hangar {
-    /// A 2026-07-28 client's front-door call ([`hangar_core::ipc::FrontDoorCall`]): the retry
-    /// of a held call resumes it; a call whose client can be asked something runs on its own
-    /// and may be held; any other is made here and now.
+    /// A call that may be held (a [`CallEra::Modern`](hangar_core::ipc::CallEra) front-door
+    /// call, a batch's call): the retry of a held call resumes it; a call whose client can be
+    /// asked something runs on its own and may be held; any other is made here and now.
     pub(super) async fn held_or_called(
         &self,
         decide: &Decision<'_>,
         call: CallRequest,
-        trace: Option<TraceContext>,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Value, IpcError> {
         if let Some(token) = held_token(call.extra.as_ref()) {
             return self.resume_held(decide.caller(), token, call.extra.as_ref(), notices).await;
         }
-        let declared = declared_capabilities(call.extra.as_ref());
-        if !can_be_asked(&declared) {
-            return self.call(decide, call, trace, notices).await;
+        let may_ask = call.stance.asks;
+        if !may_ask.any() {
+            return self.call(decide, call, notices).await;
         }
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
@@ -108,8 +102,8 @@ impl Hangar {
         // The upstream's requests come back here, beside the notices the caller asked for.
         let (asks_to, asks) = mpsc::unbounded_channel();
         let call = CallRequest { relay: Relay { asks: true, ..call.relay }, ..call };
-        let running = tokio::spawn(me.call_on_its_own(decide.caller().clone(), call, trace, Some(asks_to)));
-        self.wait_or_hold(decide.caller(), Running { call: running, asks, declared }, notices).await
+        let running = tokio::spawn(me.call_on_its_own(decide.caller().clone(), call, Some(asks_to)));
+        self.wait_or_hold(decide.caller(), Running { call: running, asks, may_ask }, notices).await
     }
 
     /// Waits for `running` to end, or for its upstream to ask the client something the client
@@ -147,7 +141,7 @@ impl Hangar {
             }
             let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-            if !declares(&running.declared, &method) {
+            if !running.may_ask.allows(&method) {
                 self.answer_held_ask(&server, &ask_id, json!({"error": not_declared(&method).to_json()}));
                 continue;
             }
@@ -192,29 +186,6 @@ impl Hangar {
         };
         self.answer_held_ask(&held.server, &held.ask_id, response);
         self.wait_or_hold(caller, held.running, notices).await
-    }
-
-    /// One call of a `hangar_call` batch whose client can be asked something (or the retry
-    /// of such a call that was held): judged and recorded as any call, through
-    /// [`Hangar::held_or_called`], so a legacy upstream's own request holds it; answered as the
-    /// hangar's own surface (no upstream words).
-    pub(super) async fn held_batch_call(
-        &self,
-        caller: &Caller,
-        call: CallRequest,
-        trace: Option<TraceContext>,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Value, IpcError> {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let view = admit_caller(&access, caller)?;
-        let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
-        let called = self.held_or_called(&decide, call, trace, notices).await;
-        let answer = called.map(Reply::Called).map_err(|err| self.upstream_words(err, false));
-        decide.finish(&answer);
-        match answer? {
-            Reply::Called(result) => Ok(result),
-            _ => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
-        }
     }
 
     fn answer_held_ask(&self, server: &str, ask_id: &str, response: Value) {
@@ -281,15 +252,5 @@ mod tests {
         assert_eq!(held_token(Some(&json!({REQUEST_STATE: "the-upstreams-own"}))), None);
         assert_eq!(held_token(Some(&json!({REQUEST_STATE: 7}))), None);
         assert_eq!(held_token(None), None);
-    }
-
-    #[test]
-    fn the_declared_capabilities_come_from_the_meta() {
-        let extra = json!({"_meta": {META_CLIENT_CAPABILITIES: {"sampling": {}}}});
-        assert_eq!(declared_capabilities(Some(&extra)), json!({"sampling": {}}));
-        assert!(can_be_asked(&declared_capabilities(Some(&extra))));
-        assert_eq!(declared_capabilities(Some(&json!({}))), Value::Null);
-        assert!(!can_be_asked(&Value::Null));
-        assert!(!can_be_asked(&json!({"extensions": {}})));
     }
 }

@@ -13,21 +13,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, FrontDoorCall, IpcError, Outcome, Relay, Reply, Request, Target};
+use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Relay, Reply, Stance, Target};
 use hangar_core::jsonrpc::INTERNAL_ERROR;
 use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES, TaskSupport};
 use hangar_core::policy::View;
+use hangar_core::trace::TraceContext;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinError, JoinHandle};
 
-use super::Hangar;
 use super::running::{AbortOnDrop, Ids};
+use super::{CallRequest, Hangar};
 use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
 mod batch;
 mod news;
+
+pub(super) use batch::BatchRequest;
 
 type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>> + Send + 'static>>;
 
@@ -77,7 +80,7 @@ struct TaskCall {
     target: Target,
     arguments: Value,
     extra: Option<Value>,
-    trace: Option<hangar_core::trace::TraceContext>,
+    trace: Option<TraceContext>,
     /// The client's `Mcp-Param-*` headers (SEP-2243), checked by every run of the call.
     param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
     /// A task's call may take as long as the task lives; a plain call has the usual bound.
@@ -86,8 +89,8 @@ struct TaskCall {
     server: Option<Arc<Server>>,
     /// The notices a streamed call relays (until it is answered).
     relay: Relay,
-    /// Whether its client takes tasks.
-    tasks: bool,
+    /// Its client's stance (it takes tasks), for every run of the call.
+    stance: Stance,
 }
 
 fn now_ms() -> u64 {
@@ -148,8 +151,8 @@ impl Tasks {
 
 /// Refuses a call of a tool that runs only as a task (`taskSupport: required`) from a client that
 /// does not take tasks; a client that does costs no lookup.
-pub(super) fn check_task_support(server: &Server, tool: &str, front_door: FrontDoorCall) -> Result<(), IpcError> {
-    if !front_door.tasks && server.task_support(tool) == Some(TaskSupport::Required) {
+pub(super) fn check_task_support(server: &Server, tool: &str, takes_tasks: bool) -> Result<(), IpcError> {
+    if !takes_tasks && server.task_support(tool) == Some(TaskSupport::Required) {
         return Err(needs_tasks());
     }
     Ok(())
@@ -180,28 +183,25 @@ fn without_tasks_extension(mut extra: Option<Value>) -> Option<Value> {
 }
 
 impl Hangar {
-    /// [`Request::TaskCall`]. The name is resolved once, here; every run of the call goes to the
-    /// tool it led to.
+    /// A call of a client that takes tasks ([`hangar_core::ipc::Stance::tasks`]): answered as it
+    /// is within the shortcut, else a task. The name is resolved once, here; every run of the
+    /// call goes to the tool it led to.
     pub(super) async fn task_call(
         &self,
         caller: &Caller,
         view: &View,
-        request: Request,
+        call: CallRequest,
+        shortcut_ms: u64,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let Request::TaskCall { target, arguments, extra, opted_in, shortcut_ms, trace, param_headers, relay } =
-            request
-        else {
-            return Err(IpcError::new(ErrorKind::Internal, "not a task call"));
-        };
+        let CallRequest { target, arguments, relay, extra, trace, param_headers, mut stance, .. } = call;
+        // Its runs are the supervisor's: no client cancels them by a request id.
+        stance.cancel_by = None;
         let resolved = match &target {
             Target::Tool { mcp_server, tool } => self.visible(view, mcp_server).ok().map(|s| (s, tool.clone())),
             Target::Exposed { name } => self.resolve(view, name).await.ok(),
         };
         let support = resolved.as_ref().and_then(|(server, tool)| server.task_support(tool));
-        if support == Some(TaskSupport::Required) && !opted_in {
-            return Err(needs_tasks());
-        }
         // An upstream that declares task support may make a task of its own, which ours then
         // follows; any other is not invited to.
         let knows_tasks = matches!(support, Some(TaskSupport::Optional | TaskSupport::Required));
@@ -224,12 +224,12 @@ impl Hangar {
             timeout_ms: None,
             server,
             relay,
-            tasks: opted_in,
+            stance,
         };
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
-        if !opted_in || support == Some(TaskSupport::Forbidden) {
+        if support == Some(TaskSupport::Forbidden) {
             return me.run_call(call, None, notices).await.map(Reply::Called);
         }
         // Past its quota the caller is refused before anything runs for it: the identity is told
@@ -294,7 +294,7 @@ impl Hangar {
 
     /// Makes the call (audited and admitted like any call, held for its client's answer like
     /// any 2026-07-28 front-door call) as the task's creator. Boxed and `Send` by declaration: a
-    /// task's call is a request of its own, answered by `handle`.
+    /// task's call is a call of its own ([`Hangar::call_as`]).
     fn run_call(
         self: Arc<Self>,
         call: TaskCall,
@@ -311,7 +311,8 @@ impl Hangar {
                 params.extend(resume);
                 extra = Some(Value::Object(params));
             }
-            let request = Request::Call {
+            let hold = call.stance.era == CallEra::Modern;
+            let request = CallRequest {
                 target: call.target.clone(),
                 arguments: call.arguments.clone(),
                 timeout_ms: call.timeout_ms,
@@ -319,13 +320,10 @@ impl Hangar {
                 extra,
                 trace: call.trace.clone(),
                 param_headers: call.param_headers.clone(),
-                front_door: Some(FrontDoorCall { tasks: call.tasks }),
+                stance: call.stance.clone(),
+                hold,
             };
-            match self.handle(&call.caller, request, notices).await {
-                Outcome::Ok(Reply::Called(result)) => Ok(result),
-                Outcome::Ok(_) => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
-                Outcome::Err(err) => Err(err),
-            }
+            self.call_as(&call.caller, request, notices).await
         })
     }
 
@@ -388,7 +386,7 @@ impl Hangar {
         if self.tasks.seen_by(task_id, view) { Ok(()) } else { Err(refused(&Refusal::Unknown, task_id)) }
     }
 
-    /// [`Request::TaskGet`].
+    /// [`Request::TaskGet`](hangar_core::ipc::Request::TaskGet).
     pub(super) fn task_get(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
         self.in_view(view, task_id)?;
         let mut book = self.tasks.book();
@@ -396,7 +394,7 @@ impl Hangar {
         Ok(Reply::Task(task.detailed()))
     }
 
-    /// [`Request::TaskCancel`]: the book first, then the run (dropping it tells the upstream).
+    /// [`Request::TaskCancel`](hangar_core::ipc::Request::TaskCancel): the book first, then the run (dropping it tells the upstream).
     pub(super) fn task_cancel(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
         self.in_view(view, task_id)?;
         let parked_on = self.tasks.book().request_state(&caller.identity, task_id, now_ms());
@@ -421,7 +419,7 @@ impl Hangar {
         Ok(Reply::Task(json!({})))
     }
 
-    /// [`Request::TaskUpdate`]: once every question is answered, the call runs again with the
+    /// [`Request::TaskUpdate`](hangar_core::ipc::Request::TaskUpdate): once every question is answered, the call runs again with the
     /// answers (`inputResponses`) and the upstream's `requestState`.
     pub(super) async fn task_update(
         &self,

@@ -139,9 +139,6 @@ impl Server {
             return remembered;
         }
         let (upstream, exited) = self.ready_upstream().await?;
-        if method == "tools/call" {
-            self.check_declared(params.get("name").and_then(Value::as_str).unwrap_or_default())?;
-        }
         self.lock().last_used = Instant::now();
         let outcome = upstream.request(method, params, timeout).await;
         if listing {

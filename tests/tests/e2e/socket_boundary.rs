@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ClientFrame, ErrorKind, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Target};
+use hangar_core::ipc::{
+    CallSpec, ClientFrame, ErrorKind, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Target,
+};
 use hangar_core::journal::AuditQuery;
 use hangar_tests::serde_json::{self, Value, json};
 use hangar_tests::{Hangar, poll, skip};
@@ -64,16 +66,8 @@ fn key_file(socket: &Path) -> PathBuf {
 /// What the intruder sends after each hello: as the hangar itself, the API keys, the victim's
 /// logs, the audit trail, a call on the victim, and the list of servers.
 fn attack_frames() -> Vec<Value> {
-    let call = Request::Call {
-        target: Target::tool("victim", "add"),
-        arguments: json!({"a": 1, "b": 2}),
-        timeout_ms: Some(10_000),
-        relay: Default::default(),
-        extra: None,
-        trace: None,
-        param_headers: None,
-        front_door: None,
-    };
+    let call = CallSpec::one(Target::tool("victim", "add"), json!({"a": 1, "b": 2}), Some(10_000));
+    let call = Request::Call(Box::new(call));
     let ops = [
         Request::Auth,
         Request::Logs { mcp_server: "victim".into(), lines: 100 },

@@ -1,5 +1,5 @@
 //! `hangar_call` as a task: the supervisor runs the batch itself (`hangar_runtime::batch`, each
-//! call a [`Request::Call`] of the caller's made in place, audited and admitted like any), so a
+//! call one of the caller's made in place, audited and admitted like any), so a
 //! batch that outlasts its shortcut is a task like a front-door call's: in the book, run on here
 //! whatever happens to the API instance that asked, and cancelled as a whole. A call of the
 //! batch that asks for input (`input_required`) parks the task with its questions (keyed
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use hangar_core::access::Caller;
 use hangar_core::batch::{BatchSpec, CallReport, CallSpec, with_upstream_blocks};
-use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply, Request, Target};
+use hangar_core::ipc::{Asks, CallEra, ErrorKind, IpcError, Relay, Reply, Stance, Target};
 use hangar_core::jsonrpc::INTERNAL_ERROR;
-use hangar_core::mcp::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, can_be_asked};
+use hangar_core::mcp::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use hangar_core::trace::TraceContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -27,20 +27,32 @@ use super::{
     without_tasks_extension,
 };
 use crate::hangar::CallRequest;
-use crate::hangar::held_calls::{declared_capabilities, held_token};
+
+/// A `hangar_call` batch the supervisor runs ([`Called::Batch`]), with what its client sent for
+/// every call of it.
+pub(in crate::hangar) struct BatchRequest {
+    pub batch: BatchSpec,
+    pub trace: Option<TraceContext>,
+    /// The client's params for every call's upstream (its `_meta` client capabilities and log
+    /// level), and in a retry of a held batch its `requestState` and `inputResponses`.
+    pub extra: Option<Value>,
+    /// The calls' notices (each call's own).
+    pub relay: Relay,
+    /// What the client can be asked (a call whose upstream asks then holds, or parks).
+    pub asks: Asks,
+}
 
 impl Hangar {
-    /// [`Request::TaskBatch`]: the batch's `tools/call` result if it ends within the shortcut,
-    /// else a task, recorded in the book before it is answered.
+    /// A batch of a client that takes tasks: the batch's `tools/call` result if it ends within
+    /// the shortcut, else a task, recorded in the book before it is answered.
     pub(in crate::hangar) async fn task_batch(
         &self,
         caller: &Caller,
-        request: Request,
+        request: BatchRequest,
+        shortcut_ms: u64,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let Request::TaskBatch { batch, shortcut_ms, trace, extra, relay } = request else {
-            return Err(IpcError::new(ErrorKind::Internal, "not a batch task"));
-        };
+        let BatchRequest { batch, trace, extra, relay, asks } = request;
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
@@ -53,7 +65,7 @@ impl Hangar {
         self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| super::refused(&refusal, ""))?;
         // What the batch reaches, for its task's readers' views.
         let reached = batch.calls.iter().map(|call| (call.mcp_server.clone(), call.tool.clone())).collect();
-        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), batch, trace, extra, relayed));
+        let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), (batch, asks), trace, extra, relayed));
         // A caller that gives up within the shortcut stops the batch, as it would a plain one.
         let mut unattended = AbortOnDrop(Some(running.abort_handle()));
         let shortcut = Duration::from_millis(shortcut_ms).min(MAX_SHORTCUT);
@@ -61,7 +73,7 @@ impl Hangar {
         let mut parked = None;
         if let Some(answered) = within_shortcut(shortcut, &mut running, heard, notices.as_ref()).await {
             match answered.unwrap_or_else(|_| Err(ended())) {
-                Ok(result) if asks(&result) => parked = Some(result),
+                Ok(result) if asks_for_input(&result) => parked = Some(result),
                 answered => return answered.map(Reply::Called),
             }
         }
@@ -73,7 +85,7 @@ impl Hangar {
                 tracing::warn!("the task book is full; the batch runs without a task");
                 // Without a task, a batch whose calls ask cannot be answered.
                 return match running.await.unwrap_or_else(|_| Err(ended())) {
-                    Ok(result) if asks(&result) => Err(too_many()),
+                    Ok(result) if asks_for_input(&result) => Err(too_many()),
                     answered => answered.map(Reply::Called),
                 };
             }
@@ -97,7 +109,7 @@ impl Hangar {
     pub(in crate::hangar) fn run_batch(
         self: Arc<Self>,
         caller: Caller,
-        batch: BatchSpec,
+        (batch, asks): (BatchSpec, Asks),
         trace: Option<TraceContext>,
         extra: Option<Value>,
         relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
@@ -107,10 +119,10 @@ impl Hangar {
             let report = hangar_runtime::batch::run(batch, |call| {
                 let (me, caller, trace, extra) = (self.clone(), caller.clone(), trace.clone(), extra.clone());
                 let relayed = relayed.clone();
-                async move { me.batch_call(&caller, call, trace, extra, relayed).await }
+                async move { me.batch_call(&caller, (call, asks), trace, extra, relayed).await }
             })
             .await;
-            Ok(settled(report.into_value(), calls, extra))
+            Ok(settled(report.into_value(), calls, extra, asks))
         })
     }
 
@@ -167,7 +179,7 @@ impl Hangar {
         relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
     ) -> RunningCall {
         Box::pin(async move {
-            let Parked { mut report, calls, extra: client_extra } = parked;
+            let Parked { mut report, calls, extra: client_extra, asks } = parked;
             let again: Vec<(usize, CallSpec)> = calls.iter().map(|p| (p.index, p.call.clone())).collect();
             // Dropping the set (the task was cancelled) stops every call.
             let mut running = JoinSet::new();
@@ -184,7 +196,7 @@ impl Hangar {
                 let (me, caller, relayed) = (self.clone(), caller.clone(), relayed.clone());
                 running.spawn(async move {
                     let started = Instant::now();
-                    let outcome = me.batch_call(&caller, call, None, Some(Value::Object(extra)), relayed).await;
+                    let outcome = me.batch_call(&caller, (call, asks), None, Some(Value::Object(extra)), relayed).await;
                     (index, started, outcome)
                 });
             }
@@ -193,36 +205,25 @@ impl Hangar {
                 let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 replace_call(&mut report, index, outcome, elapsed_ms);
             }
-            Ok(settled(report, again, client_extra))
+            Ok(settled(report, again, client_extra, asks))
         })
     }
 
     /// One call of a batch, as the API would have sent it for a plain `hangar_call` (`extra`:
     /// the client's params, and the answers of a resumed call; `relayed`: its relay, and where
-    /// its notices go). A call whose client can be asked something goes the held way, so its
-    /// legacy upstream's own request asks the client (`input_required`), as a front-door call's.
+    /// its notices go). It may be held, so a legacy upstream's own request asks a client that
+    /// can be asked (`input_required`), as a front-door call's does; it is answered as the
+    /// hangar's own surface (no upstream words).
     async fn batch_call(
         &self,
         caller: &Caller,
-        call: CallSpec,
+        (call, asks): (CallSpec, Asks),
         trace: Option<TraceContext>,
         extra: Option<Value>,
         relayed: Option<(Relay, mpsc::UnboundedSender<Value>)>,
     ) -> Result<Value, IpcError> {
         let (relay, notices) = relayed.unzip();
-        if can_be_asked(&declared_capabilities(extra.as_ref())) || held_token(extra.as_ref()).is_some() {
-            let call = CallRequest {
-                target: Target::tool(call.mcp_server, call.tool),
-                arguments: call.arguments,
-                timeout_ms: Some(call.timeout_ms),
-                relay: relay.unwrap_or_default(),
-                extra,
-                param_headers: None,
-                front_door: None,
-            };
-            return self.held_batch_call(caller, call, trace, notices).await;
-        }
-        let request = Request::Call {
+        let call = CallRequest {
             target: Target::tool(call.mcp_server, call.tool),
             arguments: call.arguments,
             timeout_ms: Some(call.timeout_ms),
@@ -231,13 +232,10 @@ impl Hangar {
             trace,
             param_headers: None,
             // A batch's call names its tool; it is no front-door call.
-            front_door: None,
+            stance: Stance { era: CallEra::Hangar, asks, tasks: None, cancel_by: None },
+            hold: true,
         };
-        match self.handle(caller, request, notices).await {
-            Outcome::Ok(Reply::Called(result)) => Ok(result),
-            Outcome::Ok(_) => Err(IpcError::new(ErrorKind::Internal, "a call of the batch answered oddly")),
-            Outcome::Err(err) => Err(err),
-        }
+        self.call_as(caller, call, notices).await
     }
 }
 
@@ -260,6 +258,9 @@ struct Parked {
     calls: Vec<ParkedCall>,
     /// The client's params for the calls' upstreams.
     extra: Option<Value>,
+    /// What the client can be asked.
+    #[serde(default)]
+    asks: Asks,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -270,18 +271,20 @@ struct ParkedCall {
 }
 
 /// Whether a batch's result asks for input (it parks the task).
-fn asks(result: &Value) -> bool {
+fn asks_for_input(result: &Value) -> bool {
     result.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 
 /// The batch's result once its calls have run: `hangar_call`'s result carrying `report`, or,
 /// when some of `calls` (by index) asked for input, an `input_required` result with their
 /// questions (keyed `<index>/<key>`) whose `requestState` keeps the report and those calls.
-fn settled(report: Value, calls: Vec<(usize, CallSpec)>, extra: Option<Value>) -> Value {
+fn settled(report: Value, calls: Vec<(usize, CallSpec)>, extra: Option<Value>, asks: Asks) -> Value {
     let mut questions = Map::new();
     let mut parked = Vec::new();
     for (index, call) in calls {
-        let Some(result) = report.pointer(&format!("/results/{index}/result")).filter(|r| asks(r)) else { continue };
+        let Some(result) = report.pointer(&format!("/results/{index}/result")).filter(|r| asks_for_input(r)) else {
+            continue;
+        };
         for (key, question) in result.get(INPUT_REQUESTS).and_then(Value::as_object).into_iter().flatten() {
             questions.insert(format!("{index}/{key}"), question.clone());
         }
@@ -290,7 +293,7 @@ fn settled(report: Value, calls: Vec<(usize, CallSpec)>, extra: Option<Value>) -
     if questions.is_empty() {
         return with_upstream_blocks(report);
     }
-    let state = serde_json::to_value(Parked { report, calls: parked, extra }).unwrap_or_default();
+    let state = serde_json::to_value(Parked { report, calls: parked, extra, asks }).unwrap_or_default();
     json!({"resultType": "input_required", INPUT_REQUESTS: questions, REQUEST_STATE: {PARKED: state}})
 }
 
@@ -346,7 +349,7 @@ mod tests {
     #[test]
     fn a_batch_with_no_questions_is_hangar_calls_result() {
         let report = report(vec![slot(0, json!({"content": [{"type": "text", "text": "hi"}]}))]);
-        let result = settled(report.clone(), vec![(0, call("a"))], None);
+        let result = settled(report.clone(), vec![(0, call("a"))], None, Asks::default());
         assert_eq!((result["isError"].clone(), result["structuredContent"].clone()), (json!(false), report));
     }
 
@@ -355,8 +358,8 @@ mod tests {
         let asking = json!({"resultType": "input_required", "inputRequests": {"name": {"method": "elicitation/create"}}, "requestState": "s1"});
         let report = report(vec![slot(0, json!({"content": []})), slot(1, asking)]);
         let extra = Some(json!({"_meta": {"k": 1}}));
-        let result = settled(report, vec![(0, call("a")), (1, call("b"))], extra.clone());
-        assert!(asks(&result));
+        let result = settled(report, vec![(0, call("a")), (1, call("b"))], extra.clone(), Asks::default());
+        assert!(asks_for_input(&result));
         assert_eq!(result[INPUT_REQUESTS].as_object().unwrap().keys().collect::<Vec<_>>(), ["1/name"]);
         let parked: Parked = serde_json::from_value(result[REQUEST_STATE][PARKED].clone()).unwrap();
         assert_eq!(parked.calls.len(), 1);
