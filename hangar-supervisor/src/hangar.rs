@@ -2,14 +2,9 @@
 
 mod audit;
 mod audit_arguments;
-mod client_relay;
 mod exposed;
-mod held_batches;
-mod held_calls;
 mod journal_view;
 mod listens;
-mod running;
-mod tasks;
 mod upstream_words;
 
 use std::path::PathBuf;
@@ -19,46 +14,45 @@ use std::time::Duration;
 
 use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
-use hangar_core::front_door::{Naming, Unknown};
+use hangar_core::front_door::Naming;
 use hangar_core::ipc::{
-    CallEra, CallSpec, Called, Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome,
-    Reloaded, Reply, Request, SessionChange, Stance, Target, WhoAmI,
+    CallEra, Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
+    SessionChange, WhoAmI,
 };
 use hangar_core::journal::Happened;
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::policy::{Policy, View};
-use hangar_core::trace::{TraceContext, outcome};
-use hangar_runtime::telemetry::{Kind, Telemetry, names as spans};
+use hangar_runtime::telemetry::Telemetry;
 use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use self::audit::{Decision, Shown};
-use self::client_relay::ClientRelay;
+pub(crate) use self::audit::Decision;
+use self::audit::Shown;
 use self::exposed::ByView;
 use self::upstream_words::UpstreamWordsRule;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
-use crate::server::{CallTrace, Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
+use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
 use crate::sessions::Sessions;
 
 /// The most a single call may ask to wait.
-const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub struct Hangar {
     /// Replaced, not edited in place, by a reload; read by cloning the `Arc`s out.
     servers: RwLock<IndexMap<String, Arc<Server>>>,
-    shared: Arc<Shared>,
-    front_door: AtomicBool,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) front_door: AtomicBool,
     /// How the front door names upstream tools (`tool_access.names`, `expose_as`); replaced by a reload.
     naming: RwLock<Arc<Naming>>,
     /// The front door's names per view, resolved here (one round trip per call, like `hangar_call`).
-    exposed: ByView,
+    pub(crate) exposed: ByView,
     /// Who may call (handed to the API instances) and what each profile sees; replaced by a
     /// reload.
-    access: RwLock<Arc<Access>>,
+    pub(crate) access: RwLock<Arc<Access>>,
     /// Told after every reload, so each API instance asks for the `auth:` block again.
     auth_changes: broadcast::Sender<()>,
     config_path: Option<PathBuf>,
@@ -72,16 +66,12 @@ pub struct Hangar {
     sessions: Sessions,
     /// Whether the front door passes an upstream's error words on; replaced by a reload.
     upstream_words: RwLock<UpstreamWordsRule>,
-    /// Gateway-side tasks (SEP-2663), owned here so every API instance sees them.
-    tasks: tasks::Tasks,
+    /// What the calls keep beyond their requests (tasks, held calls, cancels): `crate::calls`.
+    pub(crate) calls: crate::calls::Calls,
     /// Itself, for the calls a task keeps running after its request has been answered.
-    me: Weak<Hangar>,
-    /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
-    client_relay: ClientRelay,
+    pub(crate) me: Weak<Hangar>,
     /// The sessions' resource subscriptions, held at 2026-07-28 upstreams.
     listens: listens::Listens,
-    /// 2026-07-28 clients' calls waiting for their answer to a legacy upstream's own request.
-    held: held_calls::HeldCalls,
     /// How long a question to a client waits for its answer (`tool_access.client_answer_timeout_s`);
     /// replaced by a reload.
     client_answer_timeout: RwLock<Duration>,
@@ -132,16 +122,14 @@ impl Hangar {
             journal_reader,
             sessions: Sessions::default(),
             upstream_words: RwLock::new(UpstreamWordsRule::of(config)),
-            tasks: tasks::Tasks::default(),
+            calls: crate::calls::Calls::default(),
             me: me.clone(),
-            client_relay: ClientRelay::default(),
             listens: Default::default(),
-            held: held_calls::HeldCalls::default(),
             client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
             fleet: std::sync::OnceLock::new(),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
-        hangar.tasks.configure(&config.tasks);
+        hangar.calls.configure(&config.tasks);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(deliver_news(Arc::downgrade(&hangar), hangar.shared.upstream_news.subscribe()));
             runtime.spawn(sweep_sessions(Arc::downgrade(&hangar)));
@@ -151,17 +139,17 @@ impl Hangar {
     }
 
     /// How long a question to a client waits for its answer.
-    fn client_answer_timeout(&self) -> Duration {
+    pub(crate) fn client_answer_timeout(&self) -> Duration {
         *self.client_answer_timeout.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A failed request's error as its caller may see it (see `upstream_words`).
-    fn upstream_words(&self, err: IpcError, to_front_door: bool) -> IpcError {
+    pub(crate) fn upstream_words(&self, err: IpcError, to_front_door: bool) -> IpcError {
         self.upstream_words.read().unwrap_or_else(|p| p.into_inner()).apply(err, to_front_door)
     }
 
     /// Every server, in config order.
-    fn all(&self) -> Vec<Arc<Server>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Server>> {
         self.servers.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
@@ -184,18 +172,18 @@ impl Hangar {
     }
 
     /// Admits one request to `server` under the hangar's limits and the server's own.
-    fn admit(&self, server: &Server) -> Result<Permit, IpcError> {
+    pub(crate) fn admit(&self, server: &Server) -> Result<Permit, IpcError> {
         let hangar = self.limiter.read().unwrap_or_else(|p| p.into_inner()).clone();
         Limiter::admit(&[&hangar, server.limiter()])
     }
 
-    fn server(&self, id: &str) -> Result<Arc<Server>, IpcError> {
+    pub(crate) fn server(&self, id: &str) -> Result<Arc<Server>, IpcError> {
         self.servers.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned().ok_or_else(|| IpcError::not_found(id))
     }
 
     /// A server `view` sees; one it does not see does not exist for it (the same answer as an
     /// unknown id, so a view leaks nothing).
-    fn visible(&self, view: &View, id: &str) -> Result<Arc<Server>, IpcError> {
+    pub(crate) fn visible(&self, view: &View, id: &str) -> Result<Arc<Server>, IpcError> {
         if !view.sees_server(id) {
             return Err(IpcError::not_found(id));
         }
@@ -203,7 +191,7 @@ impl Hangar {
     }
 
     /// Every server `view` sees, in config order.
-    fn all_visible(&self, view: &View) -> Vec<Arc<Server>> {
+    pub(crate) fn all_visible(&self, view: &View) -> Vec<Arc<Server>> {
         self.all().into_iter().filter(|s| view.sees_server(s.id())).collect()
     }
 
@@ -222,7 +210,7 @@ impl Hangar {
             && let Some(by) = spec.stance.cancel_by.clone()
         {
             let call = self.handle_one(caller, request, notices);
-            return self.client_relay.cancellable(&caller.identity, &by.session, &by.request_id, call).await;
+            return self.calls.client_relay.cancellable(&caller.identity, &by.session, &by.request_id, call).await;
         }
         self.handle_one(caller, request, notices).await
     }
@@ -247,95 +235,6 @@ impl Hangar {
             Ok(reply) => Outcome::Ok(reply),
             Err(error) => Outcome::Err(error),
         }
-    }
-
-    /// A front-door call run on its own, so that it may outlive the request that started it (a
-    /// call held for its client's answer): judged, admitted and recorded as any call, with the
-    /// front door's upstream words.
-    async fn call_on_its_own(
-        self: Arc<Self>,
-        caller: Caller,
-        call: CallRequest,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Outcome {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let view = match admit_caller(&access, &caller) {
-            Ok(view) => view,
-            Err(refused) => return Outcome::Err(refused),
-        };
-        let decide = Decision::by(&caller, &view, &self.shared.journal, &access.audit);
-        let called = self.call(&decide, call, notices).await;
-        let answer = called.map(Reply::Called).map_err(|err| self.upstream_words(err, true));
-        decide.finish(&answer);
-        match answer {
-            Ok(reply) => Outcome::Ok(reply),
-            Err(error) => Outcome::Err(error),
-        }
-    }
-
-    /// A call the supervisor makes on `caller`'s behalf (a task's run, a batch's call): judged,
-    /// admitted and recorded as any call of theirs, and answered in the words its stance says.
-    async fn call_as(
-        &self,
-        caller: &Caller,
-        call: CallRequest,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Value, IpcError> {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let view = admit_caller(&access, caller)?;
-        if self.shared.shutting_down.load(Ordering::SeqCst) {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
-        }
-        let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
-        let answer = self.one_call(&decide, call, notices).await.map(Reply::Called);
-        decide.finish(&answer);
-        match answer? {
-            Reply::Called(result) => Ok(result),
-            _ => Err(IpcError::new(ErrorKind::Internal, "the call answered something else")),
-        }
-    }
-
-    /// [`Request::Call`]: a batch, or a call that may become a task, goes its own way; any
-    /// other call is made here ([`Hangar::one_call`]).
-    async fn call_spec(
-        &self,
-        decide: &Decision<'_>,
-        spec: CallSpec,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Reply, IpcError> {
-        let CallSpec { called, stance, relay, trace, param_headers, extra } = spec;
-        let (target, arguments, timeout_ms) = match called {
-            Called::Batch(batch) => {
-                let batch = tasks::BatchRequest { batch, trace, extra, relay, asks: stance.asks };
-                return match stance.tasks {
-                    Some(tasks) => self.task_batch(decide.caller(), batch, tasks.shortcut_ms, notices).await,
-                    None => self.held_batch(decide.caller(), batch, notices).await,
-                };
-            }
-            Called::One { target, arguments, timeout_ms } => (target, arguments, timeout_ms),
-        };
-        let hold = stance.era == CallEra::Modern;
-        let call = CallRequest { target, arguments, timeout_ms, relay, extra, trace, param_headers, stance, hold };
-        if let Some(tasks) = call.stance.tasks {
-            return self.task_call(decide.caller(), decide.view(), call, tasks.shortcut_ms, notices).await;
-        }
-        self.one_call(decide, call, notices).await.map(Reply::Called)
-    }
-
-    /// One call, made now: held for its client's answer when it may be (see `held_calls`),
-    /// its failure in the words of the surface it came through.
-    async fn one_call(
-        &self,
-        decide: &Decision<'_>,
-        call: CallRequest,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Value, IpcError> {
-        let to_front_door = call.stance.era != CallEra::Hangar || matches!(call.target, Target::Exposed { .. });
-        let called = match call.hold {
-            true => self.held_or_called(decide, call, notices).await,
-            false => self.call(decide, call, notices).await,
-        };
-        called.map_err(|err| self.upstream_words(err, to_front_door))
     }
 
     async fn answer(
@@ -428,7 +327,7 @@ impl Hangar {
                     return Err(audit::tool_forbidden(server.id(), &tool));
                 }
                 if let Some(stance) = stance.filter(|s| s.era == CallEra::Modern) {
-                    tasks::check_task_support(&server, &tool, stance.tasks.is_some())?;
+                    crate::calls::check_task_support(&server, &tool, stance.tasks.is_some())?;
                 }
                 if let Some(check) = &param_check {
                     server.check_param_headers(&tool, &check.arguments, &check.headers)?;
@@ -463,12 +362,12 @@ impl Hangar {
             }
             Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), view, &task_id)?,
             Request::CancelClientCall { session, request_id } => {
-                let found = self.client_relay.cancel(&decide.caller().identity, &session, &request_id);
+                let found = self.calls.client_relay.cancel(&decide.caller().identity, &session, &request_id);
                 Reply::ClientCancelled { found }
             }
             Request::AwaitClientAnswer { session, request_id } => {
                 let identity = &decide.caller().identity;
-                let wait = self.client_relay.await_answer(identity, &session, &request_id, notices);
+                let wait = self.calls.client_relay.await_answer(identity, &session, &request_id, notices);
                 let limit = self.client_answer_timeout();
                 match tokio::time::timeout(limit, wait).await {
                     Ok(answer) => Reply::ClientAnswered(answer?),
@@ -476,7 +375,7 @@ impl Hangar {
                 }
             }
             Request::ClientAnswer { session, request_id, response } => {
-                let found = self.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
+                let found = self.calls.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
                 Reply::ClientAnswerDelivered { found }
             }
             Request::AnswerUpstream { mcp_server, ask_id, response } => {
@@ -491,94 +390,11 @@ impl Hangar {
         })
     }
 
-    /// A tool call: resolved, judged, admitted under the limits, then made. With span export on,
-    /// all of it is the admission span (a child of the caller's `trace`), whose context the
-    /// upstream's request carries on; with it off, `trace` goes on as it came.
-    ///
-    /// `trace` is the caller's trace context as received: its `trace_id_hex()` is what the
-    /// audit entry of this call records.
-    async fn call(
-        &self,
-        decide: &Decision<'_>,
-        call: CallRequest,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Value, IpcError> {
-        let Some(telemetry) = &self.shared.telemetry else {
-            return self.admit_call(decide, call, notices, &mut None).await;
-        };
-        let caller = decide.caller();
-        let mut span = telemetry.span(spans::ADMISSION, Kind::Internal, call.trace.as_ref());
-        span.set(spans::IDENTITY, caller.identity.clone());
-        let mut admitted = None;
-        let call = CallRequest { trace: Some(span.context()), ..call };
-        let result = self.admit_call(decide, call, notices, &mut admitted).await;
-        if let Some((server, tool)) = admitted {
-            span.set(spans::MCP_SERVER, server);
-            span.set(spans::TOOL, tool);
-        }
-        span.set(spans::OUTCOME, outcome(result.as_ref().map_err(|err| err.kind)));
-        span.end();
-        result
-    }
-
-    /// [`Hangar::call`]'s work; `admitted` learns the server and tool once they are known.
-    async fn admit_call(
-        &self,
-        decide: &Decision<'_>,
-        call: CallRequest,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-        admitted: &mut Option<(String, String)>,
-    ) -> Result<Value, IpcError> {
-        let (caller, view) = (decide.caller(), decide.view());
-        let CallRequest { target, arguments, timeout_ms, relay, extra, trace, param_headers, stance, hold: _ } = call;
-        if let Some(trace) = &trace {
-            decide.trace(trace.trace_id_hex());
-        }
-        let (server, tool) = match target {
-            Target::Tool { mcp_server, tool } => {
-                let found = self.visible(view, &mcp_server).map(|s| (s, tool.clone()));
-                decide.call(&mcp_server, &tool, &arguments, found)?
-            }
-            Target::Exposed { name } => {
-                let found = self.resolve(view, &name).await;
-                let (server, tool) = match &found {
-                    Ok((server, tool)) => (server.id().to_owned(), tool.clone()),
-                    Err(_) => (String::new(), name.clone()),
-                };
-                decide.call(&server, &tool, &arguments, found)?
-            }
-        };
-        if self.shared.telemetry.is_some() {
-            *admitted = Some((server.id().to_owned(), tool.clone()));
-        }
-        if !arguments.is_object() && !arguments.is_null() {
-            return Err(IpcError::new(ErrorKind::InvalidArgument, "arguments must be a JSON object"));
-        }
-        if let Some(given) = &param_headers {
-            server.check_param_headers(&tool, &arguments, given)?;
-        }
-        // Checked at the call's one resolve: no lookup of its own.
-        if stance.era == CallEra::Modern {
-            tasks::check_task_support(&server, &tool, stance.tasks.is_some())?;
-        }
-        let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
-        let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
-        let relay = notices.map(|to| crate::upstream::Relay {
-            progress: relay.progress,
-            logs: relay.logs,
-            asks: relay.asks,
-            to,
-        });
-        let _permit = self.admit(&server)?;
-        let traced = CallTrace { parent: trace, identity: &caller.identity };
-        server.call(&tool, arguments, extra, timeout, relay, traced).await
-    }
-
     /// In front-door mode, starts every server `view` sees whose tools are unknown (never
     /// started in this run, and none remembered from the last), all at the same time, to learn
     /// its tools; one that fails to start simply has none. With a warm journal nothing is
     /// started: the last known catalogs answer. Answers whether the front door is on.
-    async fn discover(&self, view: &View) -> bool {
+    pub(crate) async fn discover(&self, view: &View) -> bool {
         let front_door = self.front_door.load(Ordering::SeqCst);
         if front_door {
             let discoveries: Vec<_> = self
@@ -610,43 +426,8 @@ impl Hangar {
     }
 
     /// The front door's naming settings, as of the last load or reload.
-    fn naming(&self) -> Arc<Naming> {
+    pub(crate) fn naming(&self) -> Arc<Naming> {
         self.naming.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The server and tool a front-door name leads to, as `tools/list` exposes them. Servers never
-    /// started are discovered first, as the catalog does, so a cold server's tool is found and
-    /// a name that discovery makes ambiguous is not guessed. A name that leads nowhere is
-    /// refused with the qualified names it is exposed as in the view, if any (it became
-    /// ambiguous).
-    ///
-    /// Names are computed over what `view` sees. A name that leads nowhere in the view but is a
-    /// tool the view denies on a server it sees (bare or qualified) is `forbidden`, not unknown;
-    /// the caller then checks the tool it leads to. A name no upstream declares, in any
-    /// spelling, is unknown: globs judge declared names only.
-    async fn resolve(&self, view: &View, name: &str) -> Result<(Arc<Server>, String), IpcError> {
-        let unknown = |unknown: Unknown| IpcError::new(ErrorKind::UnknownTool, unknown.message("tool", name));
-        if !self.front_door.load(Ordering::SeqCst) {
-            return Err(unknown(Unknown::default()));
-        }
-        let exposed = self.exposed.of(view);
-        let mut names = exposed.current(&self.shared, &self.naming(), || self.all());
-        if !names.discovered {
-            self.discover(view).await;
-            names = exposed.rebuilt(&self.shared, &self.naming(), self.all());
-        }
-        let missing = match names.resolve(name) {
-            Ok(found) => return Ok(found),
-            Err(missing) => missing,
-        };
-        // Only a denied name: an allowed one missing from the index is ambiguous, never guessed.
-        let naming = self.naming();
-        let denied_here = |s: &Arc<Server>| {
-            let named = |t: &String| t == name || naming.qualified(s.id(), t) == name;
-            s.tool_names().into_iter().find(|t| named(t) && !view.allows_tool(t))
-        };
-        let denied = self.all_visible(view).into_iter().find_map(|s| denied_here(&s).map(|tool| (s, tool)));
-        denied.ok_or_else(|| unknown(missing))
     }
 
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
@@ -722,7 +503,7 @@ impl Hangar {
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
         *self.upstream_words.write().unwrap_or_else(|p| p.into_inner()) = UpstreamWordsRule::of(&config);
         self.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
-        self.tasks.configure(&config.tasks);
+        self.calls.configure(&config.tasks);
         *self.client_answer_timeout.write().unwrap_or_else(|p| p.into_inner()) =
             config.tool_access.client_answer_timeout();
         for server in to_stop {
@@ -893,23 +674,6 @@ fn start_telemetry(endpoint: &str) -> Option<Telemetry> {
         .ok()
 }
 
-/// One call of a [`CallSpec`] (or of a batch), as the supervisor makes it.
-struct CallRequest {
-    target: Target,
-    arguments: Value,
-    timeout_ms: Option<u64>,
-    relay: hangar_core::ipc::Relay,
-    extra: Option<Value>,
-    /// Where the call sits in a trace: the caller's context as received (its `trace_id_hex()`
-    /// is what the call's audit entry records), or the admission span's within it.
-    trace: Option<TraceContext>,
-    param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
-    stance: Stance,
-    /// Whether a legacy upstream's own request to the client holds the call (`held_calls`): a
-    /// [`CallEra::Modern`] call's, and a supervisor-run batch's calls.
-    hold: bool,
-}
-
 /// What a subscriber hears: state changes, tool-list changes (by server id) and reloads.
 pub struct Subscription {
     pub states: broadcast::Receiver<hangar_core::record::StateChange>,
@@ -918,11 +682,11 @@ pub struct Subscription {
 }
 
 /// The `auth:` block and the compiled profiles of one config.
-struct Access {
+pub(crate) struct Access {
     auth: AuthConfig,
     policy: Policy,
     /// What the journal keeps of each call (`audit:`), and the secrets it never keeps.
-    audit: audit::AuditRules,
+    pub(crate) audit: audit::AuditRules,
 }
 
 impl Access {
@@ -938,7 +702,7 @@ impl Access {
 
 /// The caller's view. Once `auth` is configured nothing is anonymous: an anonymous caller is
 /// an API instance that has not learned the keys yet, and is refused.
-fn admit_caller(access: &Access, caller: &Caller) -> Result<View, IpcError> {
+pub(crate) fn admit_caller(access: &Access, caller: &Caller) -> Result<View, IpcError> {
     if caller.identity == hangar_core::access::ANONYMOUS && access.auth.is_configured() {
         return Err(IpcError::forbidden(
             "authentication is configured and this request names no one (the API has not learned the keys yet; retry)",
@@ -1048,7 +812,7 @@ impl Hangar {
     }
 
     /// `bare` as an id other hangars of the fleet can trace back here (itself outside a fleet).
-    fn owned_id(&self, bare: String) -> String {
+    pub(crate) fn owned_id(&self, bare: String) -> String {
         match self.fleet.get() {
             Some(fleet) => fleet.cluster.tagged(&bare),
             None => bare,

@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 
 mod args;
+mod calls;
 mod cgroup;
 mod cgroup_v1;
 mod children;

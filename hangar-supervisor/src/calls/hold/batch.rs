@@ -1,7 +1,7 @@
 //! `hangar_call` of a 2026-07-28 client that takes no tasks but can be asked something
 //! (a [`Called::Batch`](hangar_core::ipc::Called) without tasks): the supervisor runs the batch as it runs a batch task
-//! (`tasks/batch.rs`), each call held when its legacy upstream asks the client something
-//! (`held_calls.rs`). When calls ask, the batch is answered ONE `input_required` with every open
+//! (`park/batch.rs`), each call held when its legacy upstream asks the client something
+//! (`call.rs`). When calls ask, the batch is answered ONE `input_required` with every open
 //! question (keyed `<index>/<key>`) and a `requestState` naming the batch, which waits here,
 //! bound to its caller's identity. The retry (to any API instance) with `inputResponses` and
 //! that state resumes the calls that asked, each with its answers; the calls that finished keep
@@ -22,9 +22,9 @@ use hangar_core::mcp::{
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::Hangar;
-use super::held_calls::HOLD;
-use super::tasks::BatchRequest;
+use super::HOLD;
+use crate::calls::park::BatchRequest;
+use crate::hangar::Hangar;
 
 /// The most batches held at once: each keeps its report so far.
 pub const MAX_HELD_BATCHES: usize = 1024;
@@ -51,7 +51,7 @@ impl HeldBatches {
     }
 
     /// Forgets held batch `token`; the batch's state (which names its held calls).
-    pub(super) fn take_state(&self, token: &str) -> Option<Value> {
+    pub(crate) fn take_state(&self, token: &str) -> Option<Value> {
         self.held().remove(token).map(|held| held.state)
     }
 }
@@ -87,7 +87,7 @@ fn asking(questions: Map<String, Value>, token: &str) -> Value {
 impl Hangar {
     /// A batch of a client that takes no tasks: the batch's `tools/call` result, or its
     /// questions.
-    pub(super) async fn held_batch(
+    pub(crate) async fn held_batch(
         &self,
         caller: &Caller,
         request: BatchRequest,
@@ -121,9 +121,9 @@ impl Hangar {
         };
         let state = result.get_mut(REQUEST_STATE).map(Value::take).unwrap_or_default();
         // Tagged with this hangar in a fleet, so a retry through another hangar comes back here.
-        let token = self.owned_id(self.held.ids.next());
+        let token = self.owned_id(self.calls.held.ids.next());
         {
-            let mut held = self.held.batches.held();
+            let mut held = self.calls.held.batches.held();
             if held.len() >= MAX_HELD_BATCHES {
                 // Its held calls end on their own, their upstreams answered with an error.
                 return Err(IpcError::new(
@@ -146,7 +146,7 @@ impl Hangar {
     /// The client's retry of held batch `token`: its answers are checked against the open
     /// questions and kept. An unknown token, or another identity's, is refused alike.
     fn retried_batch(&self, caller: &Caller, token: &str, extra: Option<&Value>) -> Result<Retry, IpcError> {
-        let mut book = self.held.batches.held();
+        let mut book = self.calls.held.batches.held();
         let held = match book.get_mut(token) {
             Some(held) if held.identity == caller.identity => held,
             _ => return Err(unknown_state()),
@@ -186,7 +186,7 @@ impl Hangar {
         tokio::spawn(async move {
             tokio::time::sleep(hold).await;
             if let Some(hangar) = me.upgrade() {
-                hangar.held.batches.held().remove(&token);
+                hangar.calls.held.batches.held().remove(&token);
             }
         });
     }

@@ -1,4 +1,5 @@
-//! Gateway-side tasks: a call that outlasts its shortcut becomes a task the supervisor owns
+//! The pipeline's "park": a call of a client that takes tasks ([`Stance::tasks`]) that outlasts
+//! its shortcut becomes a task the supervisor owns
 //! (state, result, TTL in [`crate::tasks::Book`]), so any API instance answers `tasks/get` and
 //! an API instance's death loses nothing: the call runs on here. The rules are in
 //! `crate::tasks`; this file runs the calls and answers the task requests.
@@ -22,15 +23,16 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinError, JoinHandle};
 
+use super::CallRequest;
 use super::running::{AbortOnDrop, Ids};
-use super::{CallRequest, Hangar};
+use crate::hangar::Hangar;
 use crate::server::Server;
 use crate::tasks::{Book, Refusal, Update};
 
 mod batch;
 mod news;
 
-pub(super) use batch::BatchRequest;
+pub(crate) use batch::BatchRequest;
 
 type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>> + Send + 'static>>;
 
@@ -116,7 +118,7 @@ impl Tasks {
     }
 
     /// Takes `tasks:` (at start and on every reload).
-    pub(super) fn configure(&self, config: &hangar_core::config::TasksConfig) {
+    pub(crate) fn configure(&self, config: &hangar_core::config::TasksConfig) {
         self.book().configure(config);
     }
 
@@ -134,7 +136,7 @@ impl Tasks {
 
     /// Whether `view` sees task `id` (that is, everything its call reached); the owner is the
     /// book's to check.
-    pub(super) fn seen_by(&self, id: &str, view: &View) -> bool {
+    pub(crate) fn seen_by(&self, id: &str, view: &View) -> bool {
         self.reach().get(id).is_none_or(|reach| reach.seen_by(view))
     }
 
@@ -151,7 +153,7 @@ impl Tasks {
 
 /// Refuses a call of a tool that runs only as a task (`taskSupport: required`) from a client that
 /// does not take tasks; a client that does costs no lookup.
-pub(super) fn check_task_support(server: &Server, tool: &str, takes_tasks: bool) -> Result<(), IpcError> {
+pub(crate) fn check_task_support(server: &Server, tool: &str, takes_tasks: bool) -> Result<(), IpcError> {
     if !takes_tasks && server.task_support(tool) == Some(TaskSupport::Required) {
         return Err(needs_tasks());
     }
@@ -186,15 +188,14 @@ impl Hangar {
     /// A call of a client that takes tasks ([`hangar_core::ipc::Stance::tasks`]): answered as it
     /// is within the shortcut, else a task. The name is resolved once, here; every run of the
     /// call goes to the tool it led to.
-    pub(super) async fn task_call(
+    pub(crate) async fn task_call(
         &self,
         caller: &Caller,
         view: &View,
         call: CallRequest,
         shortcut_ms: u64,
-        notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let CallRequest { target, arguments, relay, extra, trace, param_headers, mut stance, .. } = call;
+        let CallRequest { target, arguments, relay, extra, trace, param_headers, mut stance, notices, .. } = call;
         // Its runs are the supervisor's: no client cancels them by a request id.
         stance.cancel_by = None;
         let resolved = match &target {
@@ -234,7 +235,7 @@ impl Hangar {
         }
         // Past its quota the caller is refused before anything runs for it: the identity is told
         // why, and nobody else's room is spent.
-        self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| refused(&refusal, ""))?;
+        self.calls.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| refused(&refusal, ""))?;
         call.timeout_ms = Some(crate::tasks::TTL_MS);
         // A streamed call's notices reach its caller until it is answered; the task runs on
         // unheard (its client polls `tasks/get`).
@@ -269,17 +270,17 @@ impl Hangar {
             }
         };
         unattended.0 = None;
-        self.tasks.forget_gone();
+        self.calls.tasks.forget_gone();
         if let Target::Tool { mcp_server, tool } = &call.target {
-            self.tasks.reached(&id, vec![(mcp_server.clone(), tool.clone())]);
+            self.calls.tasks.reached(&id, vec![(mcp_server.clone(), tool.clone())]);
         }
-        self.tasks.calls().insert(id.clone(), call);
+        self.calls.tasks.calls().insert(id.clone(), call);
         if let Some(upstream_task) = inline_task {
-            me.clone().follow(&id, call_server(&self.tasks, &id), &upstream_task);
+            me.clone().follow(&id, call_server(&self.calls.tasks, &id), &upstream_task);
             return Ok(Reply::Task(created));
         }
         let abort = running.abort_handle();
-        self.tasks.runs().insert(id.clone(), abort);
+        self.calls.tasks.runs().insert(id.clone(), abort);
         tokio::spawn(me.clone().settle(id, 0, running));
         Ok(Reply::Task(created))
     }
@@ -287,8 +288,8 @@ impl Hangar {
     /// A new task of `caller`'s in the book: its id, and its `CreateTaskResult` (unless the
     /// book refuses it).
     fn new_task(&self, caller: &Caller) -> (String, Result<Value, Refusal>) {
-        let id = self.owned_id(self.tasks.ids.next());
-        let created = self.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
+        let id = self.owned_id(self.calls.tasks.ids.next());
+        let created = self.calls.tasks.book().create(id.clone(), &caller.identity, now_ms()).map(|task| task.created());
         (id, created)
     }
 
@@ -322,8 +323,9 @@ impl Hangar {
                 param_headers: call.param_headers.clone(),
                 stance: call.stance.clone(),
                 hold,
+                notices,
             };
-            self.call_as(&call.caller, request, notices).await
+            self.call_as(&call.caller, request).await
         })
     }
 
@@ -333,18 +335,18 @@ impl Hangar {
         let now = now_ms();
         match outcome {
             Ok(Ok(result)) if is_task(&result) => {
-                let server = call_server(&self.tasks, &id);
+                let server = call_server(&self.calls.tasks, &id);
                 self.clone().follow(&id, server, &result);
             }
-            Ok(Ok(result)) => self.tasks.book().answered(&id, run, result, now),
-            Ok(Err(err)) => self.tasks.book().failed(&id, run, failure(&err), now),
+            Ok(Ok(result)) => self.calls.tasks.book().answered(&id, run, result, now),
+            Ok(Err(err)) => self.calls.tasks.book().failed(&id, run, failure(&err), now),
             // Aborted: cancelled, and the book says so already.
             Err(_) => {}
         }
-        if !self.tasks.book().is_open(&id) {
-            self.tasks.calls().remove(&id);
+        if !self.calls.tasks.book().is_open(&id) {
+            self.calls.tasks.calls().remove(&id);
         }
-        let mut runs = self.tasks.runs();
+        let mut runs = self.calls.tasks.runs();
         if runs.get(&id).is_some_and(|h| h.is_finished()) {
             runs.remove(&id);
         }
@@ -355,17 +357,17 @@ impl Hangar {
     fn follow(self: Arc<Self>, id: &str, server: Option<Arc<Server>>, created: &Value) {
         let (Some(server), Some(upstream_id)) = (server, created.get("taskId").and_then(Value::as_str)) else { return };
         let followed = Followed { server, task_id: upstream_id.to_owned() };
-        self.tasks.followed().insert(id.to_owned(), followed.clone());
-        self.tasks.book().mirrored(id, created, now_ms());
+        self.calls.tasks.followed().insert(id.to_owned(), followed.clone());
+        self.calls.tasks.book().mirrored(id, created, now_ms());
         let every = created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(crate::tasks::POLL_INTERVAL_MS);
         let every = Duration::from_millis(every.clamp(FOLLOW_EVERY.0, FOLLOW_EVERY.1));
         let id = id.to_owned();
         tokio::spawn(async move {
-            while self.tasks.book().is_open(&id) {
+            while self.calls.tasks.book().is_open(&id) {
                 tokio::time::sleep(every).await;
                 self.look(&id, &followed).await;
             }
-            self.tasks.followed().remove(&id);
+            self.calls.tasks.followed().remove(&id);
         });
     }
 
@@ -377,38 +379,39 @@ impl Hangar {
             Ok(upstream) => upstream,
             Err(err) => json!({"status": "failed", "error": failure(&err)}),
         };
-        self.tasks.book().mirrored(id, &upstream, now_ms());
+        self.calls.tasks.book().mirrored(id, &upstream, now_ms());
     }
 
     /// Refuses a task `view` no longer sees as an unknown one (so another profile's tasks are
     /// never confirmed either).
     fn in_view(&self, view: &View, task_id: &str) -> Result<(), IpcError> {
-        if self.tasks.seen_by(task_id, view) { Ok(()) } else { Err(refused(&Refusal::Unknown, task_id)) }
+        if self.calls.tasks.seen_by(task_id, view) { Ok(()) } else { Err(refused(&Refusal::Unknown, task_id)) }
     }
 
     /// [`Request::TaskGet`](hangar_core::ipc::Request::TaskGet).
-    pub(super) fn task_get(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
+    pub(crate) fn task_get(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
         self.in_view(view, task_id)?;
-        let mut book = self.tasks.book();
+        let mut book = self.calls.tasks.book();
         let task = book.get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
         Ok(Reply::Task(task.detailed()))
     }
 
     /// [`Request::TaskCancel`](hangar_core::ipc::Request::TaskCancel): the book first, then the run (dropping it tells the upstream).
-    pub(super) fn task_cancel(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
+    pub(crate) fn task_cancel(&self, caller: &Caller, view: &View, task_id: &str) -> Result<Reply, IpcError> {
         self.in_view(view, task_id)?;
-        let parked_on = self.tasks.book().request_state(&caller.identity, task_id, now_ms());
-        let stop = self.tasks.book().cancel(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        let parked_on = self.calls.tasks.book().request_state(&caller.identity, task_id, now_ms());
+        let stop =
+            self.calls.tasks.book().cancel(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
         // A call held for its client's answer (a legacy upstream's own request) is named in the
         // parked task's state: it ends now, and its upstream hears the cancel, not at the hold's end.
         if stop && let Some(state) = parked_on {
             self.end_held_in(&state);
         }
-        if stop && let Some(run) = self.tasks.runs().remove(task_id) {
+        if stop && let Some(run) = self.calls.tasks.runs().remove(task_id) {
             run.abort();
         }
-        self.tasks.calls().remove(task_id);
-        if let Some(followed) = self.tasks.followed().remove(task_id) {
+        self.calls.tasks.calls().remove(task_id);
+        if let Some(followed) = self.calls.tasks.followed().remove(task_id) {
             tokio::spawn(async move {
                 let _ = followed
                     .server
@@ -421,7 +424,7 @@ impl Hangar {
 
     /// [`Request::TaskUpdate`](hangar_core::ipc::Request::TaskUpdate): once every question is answered, the call runs again with the
     /// answers (`inputResponses`) and the upstream's `requestState`.
-    pub(super) async fn task_update(
+    pub(crate) async fn task_update(
         &self,
         caller: &Caller,
         view: &View,
@@ -432,8 +435,8 @@ impl Hangar {
         let Some(responses) = responses.as_object() else {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "inputResponses must be an object"));
         };
-        self.tasks.book().get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
-        let followed = self.tasks.followed().get(task_id).cloned();
+        self.calls.tasks.book().get(&caller.identity, task_id, now_ms()).map_err(|r| refused(&r, task_id))?;
+        let followed = self.calls.tasks.followed().get(task_id).cloned();
         if let Some(followed) = followed {
             // The upstream's task takes the answers itself; ours looks again at once.
             let params = upstream_params(&followed.task_id, Some(Value::Object(responses.clone())));
@@ -442,6 +445,7 @@ impl Hangar {
             return Ok(Reply::Task(json!({})));
         }
         let update = self
+            .calls
             .tasks
             .book()
             .update(&caller.identity, task_id, responses, now_ms())
@@ -451,7 +455,7 @@ impl Hangar {
             if self.resume_batch(caller, task_id, &input_responses, request_state.as_ref(), run) {
                 return Ok(Reply::Task(json!({})));
             }
-            let call = self.tasks.calls().get(task_id).cloned();
+            let call = self.calls.tasks.calls().get(task_id).cloned();
             let me = self.me.upgrade();
             if let (Some(call), Some(me)) = (call, me) {
                 let mut resume = Map::from_iter([("inputResponses".to_owned(), input_responses)]);
@@ -462,7 +466,7 @@ impl Hangar {
                     let me = me.clone();
                     tokio::spawn(me.run_call(call, Some(resume), None))
                 };
-                self.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
+                self.calls.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
                 tokio::spawn(me.settle(task_id.to_owned(), run, running));
             }
         }

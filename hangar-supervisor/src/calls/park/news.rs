@@ -70,7 +70,7 @@ impl Hangar {
     /// then at every status change, until each is finished or the caller goes.
     ///
     /// [`Request::TaskFollow`]: hangar_core::ipc::Request::TaskFollow
-    pub(in crate::hangar) async fn task_follow(
+    pub(crate) async fn task_follow(
         &self,
         caller: &Caller,
         task_ids: Vec<String>,
@@ -78,7 +78,7 @@ impl Hangar {
     ) -> Result<Reply, IpcError> {
         let notices = notices.ok_or_else(|| IpcError::new(ErrorKind::Internal, "following tasks needs notices"))?;
         // Subscribed before the book is read, so no change between the two is missed.
-        let mut news = self.tasks.news.0.subscribe();
+        let mut news = self.calls.tasks.news.0.subscribe();
         let mut open = HashSet::new();
         let (accepted, current) = self.standing(caller, task_ids.iter().take(MAX_FOLLOWED_TASKS), &mut open);
         if notices.send(json!({"taskIds": accepted})).is_err() {
@@ -96,7 +96,7 @@ impl Hangar {
                 Ok(change)
                     if change.owner == caller.identity
                         && open.contains(&change.id)
-                        && self.tasks.seen_by(&change.id, &self.view(caller)) =>
+                        && self.calls.tasks.seen_by(&change.id, &self.view(caller)) =>
                 {
                     if change.terminal {
                         open.remove(&change.id);
@@ -129,10 +129,10 @@ impl Hangar {
         open: &mut HashSet<String>,
     ) -> (Vec<String>, Vec<Value>) {
         let view = self.view(caller);
-        let mut book = self.tasks.book();
+        let mut book = self.calls.tasks.book();
         let (mut accepted, mut current) = (Vec::new(), Vec::new());
         for id in task_ids {
-            if !self.tasks.seen_by(id, &view) {
+            if !self.calls.tasks.seen_by(id, &view) {
                 continue;
             }
             let Ok(task) = book.get(&caller.identity, id, now_ms()) else { continue };

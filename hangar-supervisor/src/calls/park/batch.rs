@@ -26,11 +26,11 @@ use super::{
     AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, relay_channel, within_shortcut,
     without_tasks_extension,
 };
-use crate::hangar::CallRequest;
+use crate::calls::CallRequest;
 
 /// A `hangar_call` batch the supervisor runs ([`Called::Batch`]), with what its client sent for
 /// every call of it.
-pub(in crate::hangar) struct BatchRequest {
+pub(crate) struct BatchRequest {
     pub batch: BatchSpec,
     pub trace: Option<TraceContext>,
     /// The client's params for every call's upstream (its `_meta` client capabilities and log
@@ -45,7 +45,7 @@ pub(in crate::hangar) struct BatchRequest {
 impl Hangar {
     /// A batch of a client that takes tasks: the batch's `tools/call` result if it ends within
     /// the shortcut, else a task, recorded in the book before it is answered.
-    pub(in crate::hangar) async fn task_batch(
+    pub(crate) async fn task_batch(
         &self,
         caller: &Caller,
         request: BatchRequest,
@@ -62,7 +62,7 @@ impl Hangar {
         let (heard_to, heard) = relay_channel(notices.is_some() && !relay.is_off()).unzip();
         let relayed = heard_to.map(|to| (relay, to));
         // Past its quota the caller is refused before any of its calls runs.
-        self.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| super::refused(&refusal, ""))?;
+        self.calls.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| super::refused(&refusal, ""))?;
         // What the batch reaches, for its task's readers' views.
         let reached = batch.calls.iter().map(|call| (call.mcp_server.clone(), call.tool.clone())).collect();
         let mut running = tokio::spawn(me.clone().run_batch(caller.clone(), (batch, asks), trace, extra, relayed));
@@ -91,13 +91,13 @@ impl Hangar {
             }
         };
         unattended.0 = None;
-        self.tasks.forget_gone();
-        self.tasks.reached(&id, reached);
+        self.calls.tasks.forget_gone();
+        self.calls.tasks.reached(&id, reached);
         if let Some(result) = parked {
-            self.tasks.book().answered(&id, 0, result, now_ms());
+            self.calls.tasks.book().answered(&id, 0, result, now_ms());
             return Ok(Reply::Task(created));
         }
-        self.tasks.runs().insert(id.clone(), running.abort_handle());
+        self.calls.tasks.runs().insert(id.clone(), running.abort_handle());
         tokio::spawn(me.settle(id, 0, running));
         Ok(Reply::Task(created))
     }
@@ -106,7 +106,7 @@ impl Hangar {
     /// in it, so the result is no error), or asks the calls' questions (see [`settled`]). With
     /// `relayed`, every call's notices (as far as its relay asks) go to its sender. Boxed and
     /// `Send` by declaration, as `run_call` is.
-    pub(in crate::hangar) fn run_batch(
+    pub(crate) fn run_batch(
         self: Arc<Self>,
         caller: Caller,
         (batch, asks): (BatchSpec, Asks),
@@ -128,7 +128,7 @@ impl Hangar {
 
     /// Resumes task `task_id`, a batch parked for its calls' questions, when `request_state`
     /// says it is one (else false): its parked calls run again with their answers.
-    pub(in crate::hangar) fn resume_batch(
+    pub(crate) fn resume_batch(
         &self,
         caller: &Caller,
         task_id: &str,
@@ -142,11 +142,11 @@ impl Hangar {
             Ok(running) => tokio::spawn(running),
             Err(lost) => {
                 let lost = json!({"code": INTERNAL_ERROR, "message": lost.message});
-                self.tasks.book().failed(task_id, run, lost, now_ms());
+                self.calls.tasks.book().failed(task_id, run, lost, now_ms());
                 return true;
             }
         };
-        self.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
+        self.calls.tasks.runs().insert(task_id.to_owned(), running.abort_handle());
         tokio::spawn(me.settle(task_id.to_owned(), run, running));
         true
     }
@@ -154,7 +154,7 @@ impl Hangar {
     /// The run that resumes a parked batch (`request_state`: the state [`settled`] gave it)
     /// with the client's answers (`responses`, keyed `<index>/<key>`); `relayed` as
     /// [`Hangar::run_batch`]'s. An error if the state does not read back.
-    pub(in crate::hangar) fn resume_parked(
+    pub(crate) fn resume_parked(
         self: Arc<Self>,
         caller: Caller,
         request_state: &Value,
@@ -234,8 +234,9 @@ impl Hangar {
             // A batch's call names its tool; it is no front-door call.
             stance: Stance { era: CallEra::Hangar, asks, tasks: None, cancel_by: None },
             hold: true,
+            notices,
         };
-        self.call_as(caller, call, notices).await
+        self.call_as(caller, call).await
     }
 }
 

@@ -6,35 +6,29 @@
 //! and waits at most [`HOLD`] (or `tool_access.client_answer_timeout_s`, if shorter) for the
 //! retry; then it is cancelled upstream and the upstream's request is answered with an error.
 //!
-//! Every 2026-07-28 front-door call comes here ([`Hangar::held_or_called`]): answered as JSON or
-//! as an event stream, and a task's every run. A call whose client can be asked nothing runs
+//! Every call whose stance may hold comes here ([`Hangar::held_or_called`]): a 2026-07-28
+//! front-door call answered as JSON or as an event stream, a task's every run, a supervisor-run
+//! batch's every call. A call whose client can be asked nothing runs
 //! inline, as any call; only one that may be held runs on its own, so it can outlive its request.
 //! A streamed call's progress and log notices go to whichever request waits for it: the first,
 //! then the retry that resumed it (from any API instance).
-
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::Asks;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{
-    HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE,
-    RESULT_TYPE_INPUT_REQUIRED, not_declared,
+    HELD_CALL_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED, not_declared,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::audit::Decision;
-use super::held_batches::HeldBatches;
-use super::running::{AbortOnDrop, Ids};
-use super::{CallRequest, Hangar};
+use super::HOLD;
+use crate::calls::CallRequest;
+use crate::calls::running::AbortOnDrop;
+use crate::hangar::{Decision, Hangar};
 
-/// How long a held call waits for the client's retry.
-pub const HOLD: Duration = Duration::from_secs(60);
 /// The key of the one question in `inputRequests`.
 const ASK_KEY: &str = "upstream";
 
@@ -48,26 +42,11 @@ pub struct Running {
 }
 
 /// A call waiting for its client's answer to the upstream's request `ask_id`.
-struct Held {
+pub(super) struct Held {
     identity: String,
-    server: String,
-    ask_id: String,
-    running: Running,
-}
-
-#[derive(Default)]
-pub struct HeldCalls {
-    held: Mutex<HashMap<String, Held>>,
-    /// Unguessable, like task ids.
-    pub(super) ids: Ids,
-    /// `hangar_call` batches whose calls' questions wait for their client's answers.
-    pub(super) batches: HeldBatches,
-}
-
-impl HeldCalls {
-    fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
+    pub(super) server: String,
+    pub(super) ask_id: String,
+    pub(super) running: Running,
 }
 
 /// The token of a `requestState` that names a held call, if it is one.
@@ -83,33 +62,29 @@ impl Hangar {
     /// A call that may be held (a [`CallEra::Modern`](hangar_core::ipc::CallEra) front-door
     /// call, a batch's call): the retry of a held call resumes it; a call whose client can be
     /// asked something runs on its own and may be held; any other is made here and now.
-    pub(super) async fn held_or_called(
-        &self,
-        decide: &Decision<'_>,
-        call: CallRequest,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Value, IpcError> {
+    pub(crate) async fn held_or_called(&self, decide: &Decision<'_>, mut call: CallRequest) -> Result<Value, IpcError> {
+        let notices = call.notices.take();
         if let Some(token) = held_token(call.extra.as_ref()) {
             return self.resume_held(decide.caller(), token, call.extra.as_ref(), notices).await;
         }
         let may_ask = call.stance.asks;
         if !may_ask.any() {
-            return self.call(decide, call, notices).await;
+            return self.pipeline(decide, CallRequest { notices, ..call }).await;
         }
         let Some(me) = self.me.upgrade() else {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
         };
         // The upstream's requests come back here, beside the notices the caller asked for.
         let (asks_to, asks) = mpsc::unbounded_channel();
-        let call = CallRequest { relay: Relay { asks: true, ..call.relay }, ..call };
-        let running = tokio::spawn(me.call_on_its_own(decide.caller().clone(), call, Some(asks_to)));
+        let call = CallRequest { relay: Relay { asks: true, ..call.relay }, notices: Some(asks_to), ..call };
+        let running = tokio::spawn(me.call_on_its_own(decide.caller().clone(), call));
         self.wait_or_hold(decide.caller(), Running { call: running, asks, may_ask }, notices).await
     }
 
     /// Waits for `running` to end, or for its upstream to ask the client something the client
     /// declared it can answer: then the call is held and answered `input_required`. Its
     /// notifications meanwhile go to `notices`.
-    pub(super) async fn wait_or_hold(
+    pub(crate) async fn wait_or_hold(
         &self,
         caller: &Caller,
         mut running: Running,
@@ -149,10 +124,10 @@ impl Hangar {
             if let Some(params) = ask.get("params") {
                 question["params"] = params.clone();
             }
-            let token = self.owned_id(self.held.ids.next());
+            let token = self.owned_id(self.calls.held.ids.next());
             guard.0 = None;
             let held = Held { identity: caller.identity.clone(), server, ask_id, running };
-            self.held.held().insert(token.clone(), held);
+            self.calls.held.calls().insert(token.clone(), held);
             self.expire_held(token.clone());
             return Ok(json!({
                 "resultType": RESULT_TYPE_INPUT_REQUIRED,
@@ -164,7 +139,7 @@ impl Hangar {
 
     /// The client's retry of a held call: its answer goes to the upstream's request, then the
     /// same call is waited for. An unknown token, or another identity's, is refused alike.
-    pub(super) async fn resume_held(
+    pub(crate) async fn resume_held(
         &self,
         caller: &Caller,
         token: &str,
@@ -172,7 +147,7 @@ impl Hangar {
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Value, IpcError> {
         let held = {
-            let mut book = self.held.held();
+            let mut book = self.calls.held.calls();
             match book.get(token) {
                 Some(held) if held.identity == caller.identity => book.remove(token),
                 _ => None,
@@ -188,36 +163,6 @@ impl Hangar {
         self.wait_or_hold(caller, held.running, notices).await
     }
 
-    fn answer_held_ask(&self, server: &str, ask_id: &str, response: Value) {
-        let delivered = self.server(server).is_ok_and(|server| server.answer_ask(ask_id, &response));
-        if !delivered {
-            tracing::debug!(mcp_server = server, "an answer to an upstream's request found it no longer waiting");
-        }
-    }
-
-    /// Ends every held call and batch `state` names (a cancelled task's `requestState`, at any
-    /// depth): each upstream's request is answered with an error and its call cancelled
-    /// upstream at once.
-    pub(super) fn end_held_in(&self, state: &Value) {
-        match state {
-            Value::String(text) => {
-                if let Some(token) = text.strip_prefix(HELD_CALL_STATE_PREFIX) {
-                    let Some(held) = self.held.held().remove(token) else { return };
-                    let error = RpcError::new(INTERNAL_ERROR, "hangar: the task was cancelled");
-                    self.answer_held_ask(&held.server, &held.ask_id, json!({"error": error.to_json()}));
-                    held.running.call.abort();
-                } else if let Some(token) = text.strip_prefix(HELD_BATCH_STATE_PREFIX)
-                    && let Some(state) = self.held.batches.take_state(token)
-                {
-                    self.end_held_in(&state);
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|item| self.end_held_in(item)),
-            Value::Object(members) => members.values().for_each(|member| self.end_held_in(member)),
-            _ => {}
-        }
-    }
-
     /// Forgets the held call `token` after [`HOLD`] if no retry took it: its upstream's
     /// request is answered with an error and the call is cancelled upstream.
     fn expire_held(&self, token: String) {
@@ -226,7 +171,7 @@ impl Hangar {
         tokio::spawn(async move {
             tokio::time::sleep(hold).await;
             let Some(hangar) = me.upgrade() else { return };
-            let Some(held) = hangar.held.held().remove(&token) else { return };
+            let Some(held) = hangar.calls.held.calls().remove(&token) else { return };
             let error = RpcError::new(INTERNAL_ERROR, "hangar: the client did not answer in time");
             hangar.answer_held_ask(&held.server, &held.ask_id, json!({"error": error.to_json()}));
             held.running.call.abort();

@@ -1,0 +1,70 @@
+//! Calls and batches held for their client's answer: a 2026-07-28 client's call whose legacy
+//! upstream asks the client something mid-call (`call.rs`), and a `hangar_call` batch whose
+//! calls ask (`batch.rs`). Each waits here, bound to its caller's identity, for the client's
+//! retry with a `requestState` naming it, at most [`HOLD`] (or
+//! `tool_access.client_answer_timeout_s`, if shorter).
+
+mod batch;
+mod call;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
+use hangar_core::mcp::{HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX};
+use serde_json::{Value, json};
+
+use super::running::Ids;
+use crate::hangar::Hangar;
+
+/// How long a held call or batch waits for the client's retry.
+pub const HOLD: Duration = Duration::from_secs(60);
+
+/// Every held call and batch.
+#[derive(Default)]
+pub struct Holds {
+    calls: Mutex<HashMap<String, call::Held>>,
+    /// Unguessable, like task ids.
+    pub(crate) ids: Ids,
+    /// `hangar_call` batches whose calls' questions wait for their client's answers.
+    batches: batch::HeldBatches,
+}
+
+impl Holds {
+    fn calls(&self) -> MutexGuard<'_, HashMap<String, call::Held>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Hangar {
+    pub(super) fn answer_held_ask(&self, server: &str, ask_id: &str, response: Value) {
+        let delivered = self.server(server).is_ok_and(|server| server.answer_ask(ask_id, &response));
+        if !delivered {
+            tracing::debug!(mcp_server = server, "an answer to an upstream's request found it no longer waiting");
+        }
+    }
+
+    /// Ends every held call and batch `state` names (a cancelled task's `requestState`, at any
+    /// depth): each upstream's request is answered with an error and its call cancelled
+    /// upstream at once.
+    pub(crate) fn end_held_in(&self, state: &Value) {
+        match state {
+            Value::String(text) => {
+                if let Some(token) = text.strip_prefix(HELD_CALL_STATE_PREFIX) {
+                    let Some(held) = self.calls.held.calls().remove(token) else { return };
+                    let error = RpcError::new(INTERNAL_ERROR, "hangar: the task was cancelled");
+                    self.answer_held_ask(&held.server, &held.ask_id, json!({"error": error.to_json()}));
+                    held.running.call.abort();
+                } else if let Some(token) = text.strip_prefix(HELD_BATCH_STATE_PREFIX)
+                    && let Some(state) = self.calls.held.batches.take_state(token)
+                {
+                    self.end_held_in(&state);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| self.end_held_in(item)),
+            Value::Object(members) => members.values().for_each(|member| self.end_held_in(member)),
+            _ => {}
+        }
+    }
+}

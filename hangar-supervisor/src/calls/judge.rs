@@ -1,0 +1,17 @@
+//! Stage 2 of the call pipeline: the caller's [`Decision`] on the call. The view's rules judge
+//! the tool (a denied one is refused as forbidden) and the call's audit entry is begun; it is
+//! finished with the answer. Argument policy and approvals belong here.
+
+use std::sync::Arc;
+
+use hangar_core::ipc::IpcError;
+use serde_json::Value;
+
+use super::resolve::Found;
+use crate::hangar::Decision;
+use crate::server::Server;
+
+/// Stage 2: the server and tool the call may go to, or why not.
+pub(super) fn call(decide: &Decision<'_>, found: Found, arguments: &Value) -> Result<(Arc<Server>, String), IpcError> {
+    decide.call(&found.mcp_server, &found.tool, arguments, found.found)
+}
