@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::about::INSTRUCTIONS;
 use super::era::Era;
 use super::id::Id;
-use super::params::{ToolCall, Wanted};
 use super::reply::McpReply;
+use super::way::{Incoming, Way};
 use super::{custom_headers, front_door, relay, relay_batch, stream, subscriptions, tasks, tools, traced};
 use crate::state::Calling;
 use hangar_runtime::telemetry::{Kind, Span, names as spans};
@@ -105,6 +105,9 @@ async fn traced_tools_call(
     answer
 }
 
+/// `tools/call`: the call and its way read once ([`Incoming`]), then one request to the
+/// supervisor (a legacy session's stream relays each of its own) and one answer, shaped by the
+/// way and the era.
 async fn tools_call(
     app: &Calling,
     headers: &HeaderMap,
@@ -112,13 +115,9 @@ async fn tools_call(
     request: &mut Request,
     params: Option<Value>,
 ) -> Result<Answer, RpcError> {
-    // Streamed when the client takes an event stream and asked to hear about the call.
-    let wanted = stream::accepts_event_stream(headers)
-        .then(|| Wanted::from_params(params.as_ref(), request.progress_token.take()))
-        .flatten();
-    let opted_in = tasks::opted_in(params.as_ref());
-    let mut call = ToolCall::from_params(params)?;
-    // A hangar tool the caller's view does not list is refused here, for every path below.
+    let session = request.session.as_deref();
+    let Incoming { mut call, opted_in, way } = Incoming::read(headers, params, session, request.progress_token.take())?;
+    // A hangar tool the caller's view does not list is refused here, whatever its way.
     if front_door::route(&call.name) == front_door::Route::Hangar
         && let Some(refused) = tools::refusal(&app.supervisor, &call.name).await?
     {
@@ -127,57 +126,40 @@ async fn tools_call(
     if era.mirrors_params {
         call.param_headers = Some(custom_headers::read(headers)?);
     }
-    if let Some(session) = &request.session
-        && front_door::route(&call.name) == front_door::Route::Exposed
-    {
-        let reply = relay::tools_call(&app.supervisor, headers, session, &request.id, call, wanted, era).await?;
-        return Ok(Answer::Reply(reply));
-    }
-    // A legacy session's `hangar_call`: its calls declare the session's client capabilities,
-    // their questions reach the client on the call's stream, and the client may cancel it by
-    // its id, as a call above. (Arguments it cannot read are refused below, as JSON.)
-    if let Some(session) = &request.session
-        && call.name == "hangar_call"
-        && let Some(spec) = tools::hangar_call_spec(call.arguments.clone())
-    {
-        let session = (session.as_str(), &request.id);
-        let reply = relay_batch::hangar_call(&app.supervisor, headers, session, &call, spec, wanted, era).await?;
-        return Ok(Answer::Reply(reply));
-    }
-    // A legacy session's `hangar_call` refused: its client may cancel it by its id, as a call above.
+    // A legacy session's `hangar_call`: its client may cancel it by its id, whichever way it goes.
     let cancellable;
-    let app = match &request.session {
+    let app = match session {
         Some(session) if call.name == "hangar_call" => {
             cancellable = app.cancellable_by(session, request.id.to_value());
             &cancellable
         }
         _ => app,
     };
-    // A legacy session's client cannot poll, so its streamed `hangar_call` is no task (and its
-    // calls to upstreams went by `relay` above).
-    let takes_tasks = opted_in && request.session.is_none();
-    if let Some(wanted) = wanted
-        && let Some(reply) =
-            stream::front_door_call(app, &request.id, &call, wanted, era, takes_tasks, request.session.is_none())
-                .await?
-    {
-        return Ok(Answer::Reply(reply));
-    }
-    if front_door::route(&call.name) == front_door::Route::Exposed {
-        return tasks::front_door_call(&app.supervisor, call, opted_in).await.map(Answer::Result);
-    }
-    // Outside a legacy session (whose client cannot poll), an opted-in client's `hangar_call`
-    // is the supervisor's to run, and may become a task.
-    if opted_in && request.session.is_none() && call.name == "hangar_call" {
-        let result = tools::hangar_call_task(&app.supervisor, call.arguments, &call.extra).await;
-        return result.map(Answer::Result);
-    }
-    // A 2026-07-28 client that can be asked something: the supervisor runs its `hangar_call`,
-    // so that the calls' questions reach it as one `input_required`, and the retry resumes them.
-    if request.session.is_none() && call.name == "hangar_call" && tools::takes_questions(&call.extra) {
-        return tools::hangar_call_held(&app.supervisor, call.arguments, &call.extra).await.map(Answer::Result);
-    }
-    tools::call(&app.supervisor, &call.name, call.arguments).await.map(Answer::Result)
+    let (supervisor, id) = (&app.supervisor, &request.id);
+    let reply = match way {
+        Way::LegacyCall(wanted) => {
+            let session = session.unwrap_or_default();
+            relay::tools_call(supervisor, headers, session, id, call, wanted, era).await?
+        }
+        Way::LegacyBatch(spec, wanted) => {
+            let session = (session.unwrap_or_default(), id);
+            relay_batch::hangar_call(supervisor, headers, session, &call, spec, wanted, era).await?
+        }
+        Way::StreamedCall(wanted) => {
+            let takes_tasks = opted_in && session.is_none();
+            stream::front_door_call(supervisor, id, &call, wanted, era, takes_tasks).await?
+        }
+        Way::StreamedBatch(spec, wanted, runs) => stream::hangar_call(supervisor, id, &call, spec, wanted, era, runs),
+        Way::FrontDoor => return tasks::front_door_call(supervisor, call, opted_in).await.map(Answer::Result),
+        Way::BatchTask => {
+            return tools::hangar_call_task(supervisor, call.arguments, &call.extra).await.map(Answer::Result);
+        }
+        Way::BatchHeld => {
+            return tools::hangar_call_held(supervisor, call.arguments, &call.extra).await.map(Answer::Result);
+        }
+        Way::Hangar => return tools::call(supervisor, &call.name, call.arguments).await.map(Answer::Result),
+    };
+    Ok(Answer::Reply(reply))
 }
 
 /// Runs the request's method; takes its params (and progress token) out of it.

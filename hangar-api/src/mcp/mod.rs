@@ -31,6 +31,7 @@ mod subscriptions;
 mod tasks;
 mod tools;
 mod traced;
+mod way;
 
 use axum::Router;
 use axum::body::Bytes;

@@ -15,6 +15,7 @@
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
+use hangar_core::batch::BatchSpec;
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{CallSpec, Called, Relay, Target};
 use hangar_core::jsonrpc::RpcError;
@@ -29,7 +30,6 @@ use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
 use super::{stance, tasks, tools};
-use crate::state::Calling;
 use crate::supervisor::{AsCaller, BoxFuture};
 
 /// One upstream tool call: which tool, its arguments, the client's other params to pass on,
@@ -136,28 +136,16 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
     McpReply::events(stream)
 }
 
-/// A front-door `tools/call` to an upstream, streamed; `None` for a hangar tool (answered as
-/// JSON), but `hangar_call`. `opted_in`: its client takes tasks (and may poll for them: a
-/// legacy session's client may not); `modern`: a 2026-07-28 request (no legacy session).
+/// A front-door `tools/call` to an upstream, streamed. `opted_in`: its client takes tasks
+/// (and may poll for them: a legacy session's client may not).
 pub async fn front_door_call(
-    app: &Calling,
+    supervisor: &AsCaller,
     id: &Id,
     call: &ToolCall,
     wanted: Wanted,
     era: &'static Era,
     opted_in: bool,
-    modern: bool,
-) -> Result<Option<McpReply>, RpcError> {
-    if front_door::route(&call.name) == front_door::Route::Hangar {
-        let runs = if opted_in {
-            BatchRun::Task
-        } else if modern && tools::takes_questions(&call.extra) {
-            BatchRun::Held
-        } else {
-            BatchRun::Here
-        };
-        return Ok(hangar_call(&app.supervisor, id, call, wanted, era, runs));
-    }
+) -> Result<McpReply, RpcError> {
     // Resolved (and its headers checked) first: an unknown name or a header mismatch is a plain
     // JSON answer, and an event stream, once started, cannot turn into one.
     let arguments = front_door::upstream_arguments(call.arguments.clone());
@@ -168,15 +156,15 @@ pub async fn front_door_call(
         _ => None,
     };
     let stance = stance::modern(None, opted_in);
-    let target = front_door::resolve(&app.supervisor, &call.name, check, Some(stance)).await?;
+    let target = front_door::resolve(supervisor, &call.name, check, Some(stance)).await?;
     let arguments = arguments?;
     let call = UpstreamCall { target, arguments, extra: front_door::pass_on(call.extra.clone()), opted_in };
-    Ok(Some(relayed_call(app.supervisor.clone(), id.clone(), call, wanted, era)))
+    Ok(relayed_call(supervisor.clone(), id.clone(), call, wanted, era))
 }
 
 /// Who runs a streamed `hangar_call`.
 #[derive(Clone, Copy)]
-enum BatchRun {
+pub enum BatchRun {
     /// The supervisor, as a task if it outlasts the shortcut (a client that takes tasks).
     Task,
     /// The supervisor, its calls' questions answered as one `input_required` (a 2026-07-28
@@ -191,20 +179,16 @@ enum BatchRun {
 /// token, each notification further along than the last, as calls in parallel report their own
 /// counts), then the result. For a client that takes tasks ([`BatchRun::Task`]), the supervisor
 /// runs the batch: notifications come until the shortcut is over, and the stream then ends with
-/// the `CreateTaskResult` (the task runs on unheard). `None` for any other hangar tool, or
-/// arguments the plain answer refuses.
-fn hangar_call(
+/// the `CreateTaskResult` (the task runs on unheard). `spec`: its arguments, read.
+pub fn hangar_call(
     supervisor: &AsCaller,
     id: &Id,
     call: &ToolCall,
+    spec: BatchSpec,
     wanted: Wanted,
     era: &'static Era,
     runs: BatchRun,
-) -> Option<McpReply> {
-    if call.name != "hangar_call" {
-        return None;
-    }
-    let spec = tools::hangar_call_spec(call.arguments.clone())?;
+) -> McpReply {
     let (supervisor, id, params) = (supervisor.clone(), id.clone(), call.extra.clone());
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
@@ -245,7 +229,7 @@ fn hangar_call(
         let outcome = result.map(|result| (era.finish)("tools/call", result));
         let _ = events.send(sse_event(&Answer { id, outcome })).await;
     });
-    Some(McpReply::events(stream))
+    McpReply::events(stream)
 }
 
 /// Which notifications of a batch's calls go on to the client: a log line always, progress only
