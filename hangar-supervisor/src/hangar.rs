@@ -16,7 +16,7 @@ use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::Naming;
 use hangar_core::ipc::{
-    CallEra, Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
+    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
     SessionChange, WhoAmI,
 };
 use hangar_core::journal::Happened;
@@ -29,8 +29,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-pub(crate) use self::audit::Decision;
 use self::audit::Shown;
+pub(crate) use self::audit::{Decision, tool_forbidden};
 use self::exposed::ByView;
 use self::upstream_words::UpstreamWordsRule;
 use crate::journal::Journal;
@@ -322,17 +322,7 @@ impl Hangar {
                 })
             }
             Request::Resolve { name, param_check, stance } => {
-                let (server, tool) = self.resolve(view, &name).await?;
-                if !view.allows_tool(&tool) {
-                    return Err(audit::tool_forbidden(server.id(), &tool));
-                }
-                if let Some(stance) = stance.filter(|s| s.era == CallEra::Modern) {
-                    crate::calls::check_task_support(&server, &tool, stance.tasks.is_some())?;
-                }
-                if let Some(check) = &param_check {
-                    server.check_param_headers(&tool, &check.arguments, &check.headers)?;
-                }
-                Reply::Resolved { mcp_server: server.id().to_owned(), tool }
+                self.resolve_name(view, &name, param_check, stance).await?
             }
             Request::Reload => {
                 decide.admin("reload", "", Ok(()))?;
@@ -361,26 +351,15 @@ impl Hangar {
                 self.task_update(decide.caller(), view, &task_id, &input_responses).await?
             }
             Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), view, &task_id)?,
-            Request::CancelClientCall { session, request_id } => {
-                let found = self.calls.client_relay.cancel(&decide.caller().identity, &session, &request_id);
-                Reply::ClientCancelled { found }
-            }
+            Request::CancelClientCall { session, request_id } => self.cancel_client_call(decide, &session, &request_id),
             Request::AwaitClientAnswer { session, request_id } => {
-                let identity = &decide.caller().identity;
-                let wait = self.calls.client_relay.await_answer(identity, &session, &request_id, notices);
-                let limit = self.client_answer_timeout();
-                match tokio::time::timeout(limit, wait).await {
-                    Ok(answer) => Reply::ClientAnswered(answer?),
-                    Err(_) => return Err(client_answer_late(limit)),
-                }
+                self.await_client_answer(decide, &session, &request_id, notices).await?
             }
             Request::ClientAnswer { session, request_id, response } => {
-                let found = self.calls.client_relay.deliver(&decide.caller().identity, &session, &request_id, response);
-                Reply::ClientAnswerDelivered { found }
+                self.client_answer(decide, &session, &request_id, response)
             }
             Request::AnswerUpstream { mcp_server, ask_id, response } => {
-                let server = self.visible(view, &mcp_server)?;
-                Reply::UpstreamAnswered { found: server.answer_ask(&ask_id, &response) }
+                self.answer_upstream(view, &mcp_server, &ask_id, &response)?
             }
             Request::TaskFollow { task_ids } => self.task_follow(decide.caller(), task_ids, notices).await?,
             Request::Cluster => {
@@ -774,15 +753,6 @@ async fn listen_as_states_change(
         let Some(hangar) = hangar.upgrade() else { return };
         hangar.hold_listens();
     }
-}
-
-/// A question to a client that found no answer within `limit` (the upstream that asked gets
-/// this, as a JSON-RPC error, and its call goes on).
-fn client_answer_late(limit: Duration) -> IpcError {
-    IpcError::new(
-        ErrorKind::Timeout,
-        format!("the client did not answer within {} s (tool_access.client_answer_timeout_s)", limit.as_secs_f64()),
-    )
 }
 
 /// Forgets expired legacy sessions as they expire (not at the next session change), so the

@@ -47,7 +47,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub(crate) use self::cancel::ClientRelay;
-pub(crate) use self::park::check_task_support;
 use crate::hangar::{Decision, Hangar, admit_caller};
 
 /// What the calls keep beyond their requests: tasks, calls and batches held for their clients'

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use hangar_core::custom_headers::ParamCheck;
 use hangar_core::front_door::Unknown;
-use hangar_core::ipc::{ErrorKind, IpcError, Target};
+use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Reply, Stance, Target};
 use hangar_core::policy::View;
 
-use crate::hangar::Hangar;
+use super::park::check_task_support;
+use crate::hangar::{Hangar, tool_forbidden};
 use crate::server::Server;
 
 /// Where a call went: the server id and tool its audit entry names, and the server and tool
@@ -21,6 +23,29 @@ pub(super) struct Found {
 }
 
 impl Hangar {
+    /// `Request::Resolve`: where a front-door name leads, before a streamed call by it, with
+    /// the checks the call would make there (the view's rules on the tool, a Modern client's
+    /// task support, the `Mcp-Param-*` headers).
+    pub(crate) async fn resolve_name(
+        &self,
+        view: &View,
+        name: &str,
+        param_check: Option<Box<ParamCheck>>,
+        stance: Option<Stance>,
+    ) -> Result<Reply, IpcError> {
+        let (server, tool) = self.resolve(view, name).await?;
+        if !view.allows_tool(&tool) {
+            return Err(tool_forbidden(server.id(), &tool));
+        }
+        if let Some(stance) = stance.filter(|s| s.era == CallEra::Modern) {
+            check_task_support(&server, &tool, stance.tasks.is_some())?;
+        }
+        if let Some(check) = &param_check {
+            server.check_param_headers(&tool, &check.arguments, &check.headers)?;
+        }
+        Ok(Reply::Resolved { mcp_server: server.id().to_owned(), tool })
+    }
+
     /// Stage 1: the server and tool `target` leads to in `view`.
     pub(super) async fn resolve_target(&self, view: &View, target: &Target) -> Found {
         match target {
