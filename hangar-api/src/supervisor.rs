@@ -12,8 +12,9 @@ use std::sync::Arc;
 use hangar_core::access::Caller;
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{
-    CallSpec, CancelBy, Catalog, ErrorKind, FrontDoor, IpcError, Relay, Reloaded, Reply, Request, SessionChange,
-    SessionState, Stance, Started, Stopped, Target, WhoAmI,
+    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, ErrorKind,
+    FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Resolve, SessionChange, SessionState, Stance, Started,
+    Stopped, Target, TaskFollow, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -212,7 +213,7 @@ impl AsCaller {
         param_check: Option<Box<ParamCheck>>,
         stance: Option<Stance>,
     ) -> Result<Target, IpcError> {
-        match self.request(Request::Resolve { name: name.into(), param_check, stance }).await? {
+        match self.request(Request::Resolve(Resolve { name: name.into(), param_check, stance })).await? {
             Reply::Resolved { mcp_server, tool } => Ok(Target::Tool { mcp_server, tool }),
             _ => Err(unexpected("resolve")),
         }
@@ -344,7 +345,7 @@ impl AsCaller {
         &self,
         task_ids: Vec<String>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
-        self.request_relayed(Request::TaskFollow { task_ids })
+        self.request_relayed(Request::TaskFollow(TaskFollow { task_ids }))
     }
     /// `tasks/get`, `tasks/update` or `tasks/cancel` (`Request::TaskGet` ...): the answer in
     /// the wire's shape.
@@ -358,7 +359,7 @@ impl AsCaller {
     /// A legacy client's `notifications/cancelled` for its call `request_id` in `session`;
     /// whether the call was still running.
     pub async fn cancel_client_call(&self, session: &str, request_id: Value) -> Result<bool, IpcError> {
-        match self.request(Request::CancelClientCall { session: session.into(), request_id }).await? {
+        match self.request(Request::CancelClientCall(CancelClientCall { session: session.into(), request_id })).await? {
             Reply::ClientCancelled { found } => Ok(found),
             _ => Err(unexpected("cancel_client_call")),
         }
@@ -371,7 +372,8 @@ impl AsCaller {
         session: &str,
         request_id: &str,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Value, IpcError>>) {
-        let request = Request::AwaitClientAnswer { session: session.into(), request_id: request_id.into() };
+        let request =
+            Request::AwaitClientAnswer(AwaitClientAnswer { session: session.into(), request_id: request_id.into() });
         self.relayed(request, "await_client_answer", |reply| match reply {
             Reply::ClientAnswered(response) => Some(response),
             _ => None,
@@ -381,7 +383,8 @@ impl AsCaller {
     /// A client's response to our request `request_id` in `session`, to whoever waits for it;
     /// whether someone did.
     pub async fn client_answer(&self, session: &str, request_id: &str, response: Value) -> Result<bool, IpcError> {
-        let request = Request::ClientAnswer { session: session.into(), request_id: request_id.into(), response };
+        let request =
+            Request::ClientAnswer(ClientAnswer { session: session.into(), request_id: request_id.into(), response });
         match self.request(request).await? {
             Reply::ClientAnswerDelivered { found } => Ok(found),
             _ => Err(unexpected("client_answer")),
@@ -391,7 +394,8 @@ impl AsCaller {
     /// The client's response to an upstream's own request, relayed to it as `ask_id`; whether
     /// the upstream still waited.
     pub async fn answer_upstream(&self, mcp_server: &str, ask_id: &str, response: Value) -> Result<bool, IpcError> {
-        let request = Request::AnswerUpstream { mcp_server: mcp_server.into(), ask_id: ask_id.into(), response };
+        let request =
+            Request::AnswerUpstream(AnswerUpstream { mcp_server: mcp_server.into(), ask_id: ask_id.into(), response });
         match self.request(request).await? {
             Reply::UpstreamAnswered { found } => Ok(found),
             _ => Err(unexpected("answer_upstream")),

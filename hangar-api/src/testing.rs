@@ -148,7 +148,7 @@ impl FakeSupervisor {
                 Called::One { target: Target::Exposed { name }, .. } => Err(unknown_tool(&name)),
                 Called::Batch(_) => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor runs no batch")),
             },
-            Request::Resolve { name, .. } => Err(unknown_tool(&name)),
+            Request::Resolve(resolve) => Err(unknown_tool(&resolve.name)),
             Request::Subscribe => Ok(Reply::Subscribed),
             Request::Ping => Ok(Reply::Pong),
             Request::Metrics => Ok(Reply::Metrics(Box::new(self.metrics_snapshot()))),
@@ -164,7 +164,7 @@ impl FakeSupervisor {
                 naming: Default::default(),
             })),
             Request::Forward { .. } => Err(IpcError::new(ErrorKind::Internal, "the fake supervisor forwards nothing")),
-            Request::TaskGet { .. } | Request::TaskUpdate { .. } | Request::TaskCancel { .. } => {
+            Request::TaskGet(_) | Request::TaskUpdate(_) | Request::TaskCancel(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor keeps no tasks"))
             }
             Request::Reload => Ok(Reply::Reloaded(Default::default())),
@@ -210,14 +210,14 @@ impl FakeSupervisor {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor does not answer prober requests"))
             }
             // Legacy sessions' requests both ways: nothing runs, nobody waits.
-            Request::CancelClientCall { .. } => Ok(Reply::ClientCancelled { found: false }),
-            Request::ClientAnswer { .. } => Ok(Reply::ClientAnswerDelivered { found: false }),
-            Request::AnswerUpstream { .. } => Ok(Reply::UpstreamAnswered { found: false }),
-            Request::AwaitClientAnswer { .. } => {
+            Request::CancelClientCall(_) => Ok(Reply::ClientCancelled { found: false }),
+            Request::ClientAnswer(_) => Ok(Reply::ClientAnswerDelivered { found: false }),
+            Request::AnswerUpstream(_) => Ok(Reply::UpstreamAnswered { found: false }),
+            Request::AwaitClientAnswer(_) => {
                 Err(IpcError::new(ErrorKind::Internal, "the fake supervisor asks its clients nothing"))
             }
             // No task runs here: nothing to hear of.
-            Request::TaskFollow { .. } => Ok(Reply::Task(serde_json::json!({}))),
+            Request::TaskFollow(_) => Ok(Reply::Task(serde_json::json!({}))),
         }
     }
 

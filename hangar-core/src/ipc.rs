@@ -15,7 +15,10 @@ use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
 pub use crate::call::{Asks, CallEra, CallSpec, Called, CancelBy, Stance, TakesTasks};
-use crate::custom_headers::ParamCheck;
+pub use crate::call_requests::{
+    AnswerUpstream, AwaitClientAnswer, CancelClientCall, ClientAnswer, Resolve, TaskCancel, TaskFollow, TaskGet,
+    TaskUpdate,
+};
 use crate::front_door::Naming;
 use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
@@ -192,20 +195,8 @@ pub enum Request {
     /// Whether the front door is on, and the servers it serves, in config order: the catalog
     /// without the tool declarations (servers never started are started the same way).
     FrontDoor,
-    /// Where a front-door tool name leads, as a call by that name would go: answers
-    /// [`Reply::Resolved`], or [`ErrorKind::UnknownTool`].
-    Resolve {
-        name: String,
-        /// `Mcp-Param-*` headers to check, as [`CallSpec::param_headers`], against the tool the
-        /// name leads to and the arguments the call will carry.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        param_check: Option<Box<ParamCheck>>,
-        /// Before a streamed front-door call: its client's stance, so a tool that declares
-        /// `taskSupport: required` is refused here ([`ErrorKind::MissingCapability`]) to a
-        /// [`CallEra::Modern`] client that takes no tasks, before the stream starts.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stance: Option<Stance>,
-    },
+    /// Where a front-door tool name leads, before a streamed call by it. See [`Resolve`].
+    Resolve(Resolve),
     /// Re-read the config file (as SIGHUP does); answers what changed.
     Reload,
     /// The `auth:` block of the running config, so every API instance authenticates with the
@@ -273,58 +264,22 @@ pub enum Request {
     SessionFollow {
         session_id: String,
     },
-    /// `tasks/get`: the task as its creator sees it (a `DetailedTask`); another caller's or an
-    /// unknown or expired id is [`ErrorKind::NotFound`].
-    TaskGet {
-        task_id: String,
-    },
-    /// `tasks/update`: answers to a task's `inputRequests`; the task resumes once all are in.
-    TaskUpdate {
-        task_id: String,
-        input_responses: Value,
-    },
-    /// `tasks/cancel`: stops the task's call (the upstream hears `notifications/cancelled`);
-    /// a task already finished is left as it is.
-    TaskCancel {
-        task_id: String,
-    },
-    /// A legacy client's `notifications/cancelled`: stops the caller's own call whose
-    /// [`Stance::cancel_by`] names that session and request id, if it still runs. Answers [`Reply::ClientCancelled`].
-    CancelClientCall {
-        session: String,
-        request_id: Value,
-    },
-    /// Waits for the client's answer to a server-to-client request (id `request_id`) that the
-    /// caller sent on a stream of `session`: a [`ServerFrame::Notice`] (`{}`) once the wait is
-    /// registered, then [`Reply::ClientAnswered`], whichever API instance the answer reached.
-    AwaitClientAnswer {
-        session: String,
-        request_id: String,
-    },
-    /// A client's JSON-RPC response (the message: `result` or `error`) to a server-to-client
-    /// request, handed to the caller's own [`Request::AwaitClientAnswer`]. Answers
-    /// [`Reply::ClientAnswerDelivered`].
-    ClientAnswer {
-        session: String,
-        request_id: String,
-        response: Value,
-    },
-    /// The client's response message (`result` or `error`) to an upstream's own request that a
-    /// call relayed with [`Relay::asks`], by the `id` it was relayed with. Answers
-    /// [`Reply::UpstreamAnswered`].
-    AnswerUpstream {
-        mcp_server: String,
-        ask_id: String,
-        response: Value,
-    },
-    /// Status notifications of the caller's own tasks among `task_ids` (a 2026-07-28
-    /// `subscriptions/listen` with `taskIds`): a first [`ServerFrame::Notice`] names the ones
-    /// it will hear of (`{"taskIds": [...]}`: the caller's, live; at most [`MAX_FOLLOWED_TASKS`]),
-    /// then each such task as it stands (a `DetailedTask`), then again at every status change,
-    /// until all of them are finished (answered [`Reply::Task`] `{}`) or the caller cancels.
-    TaskFollow {
-        task_ids: Vec<String>,
-    },
+    /// `tasks/get`: the task as its creator sees it. See [`TaskGet`].
+    TaskGet(TaskGet),
+    /// `tasks/update`: answers to a task's `inputRequests`. See [`TaskUpdate`].
+    TaskUpdate(TaskUpdate),
+    /// `tasks/cancel`: stops the task's call. See [`TaskCancel`].
+    TaskCancel(TaskCancel),
+    /// A legacy client's `notifications/cancelled` of its own call. See [`CancelClientCall`].
+    CancelClientCall(CancelClientCall),
+    /// Waits for a legacy client's answer to a server-to-client request. See [`AwaitClientAnswer`].
+    AwaitClientAnswer(AwaitClientAnswer),
+    /// A legacy client's answer to a server-to-client request. See [`ClientAnswer`].
+    ClientAnswer(ClientAnswer),
+    /// A client's answer to an upstream's own request that a call relayed. See [`AnswerUpstream`].
+    AnswerUpstream(AnswerUpstream),
+    /// Status notifications of the caller's own tasks. See [`TaskFollow`].
+    TaskFollow(TaskFollow),
     /// The `cluster:` block of the config the supervisor started with (its `advertise` expanded),
     /// or `None` for a hangar on its own: asked by each API instance on every connection. Only
     /// for the all-seeing caller. Answers [`Reply::Cluster`].
@@ -813,14 +768,14 @@ mod tests {
             },
             ClientFrame::Request {
                 id: 9,
-                op: Request::Resolve {
+                op: Request::Resolve(Resolve {
                     name: "math__add".into(),
                     param_check: Some(Box::new(crate::custom_headers::ParamCheck {
                         headers: [("region".to_owned(), "eu".to_owned())].into(),
                         arguments: serde_json::json!({"region": "eu"}),
                     })),
                     stance: Some(Stance { era: CallEra::Modern, ..Stance::default() }),
-                },
+                }),
                 caller: Caller::anonymous(),
             },
             ClientFrame::Cancel { id: 8 },

@@ -4,6 +4,7 @@
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
 //! - [`backoff`]: exponential backoff with jitter.
 //! - [`call`]: a tool call as it crosses the control socket, and its client's stance.
+//! - [`call_requests`]: the other requests about calls (resolve, tasks, a legacy client's cancels).
 //! - [`batch`]: `hangar_call`'s batch as data: its calls, its report, and the result carrying it.
 //! - [`echo`]: bounding the client input an error message quotes back.
 //! - [`front_door`]: how upstream tools and prompts are named behind one endpoint.
@@ -38,6 +39,7 @@ pub mod access;
 pub mod backoff;
 pub mod batch;
 pub mod call;
+pub mod call_requests;
 pub mod cluster;
 pub mod config;
 pub mod config_reference;

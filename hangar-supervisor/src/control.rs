@@ -587,8 +587,8 @@ fn relay_notices(
             op,
             Request::Events { follow: true, .. }
                 | Request::SessionFollow { .. }
-                | Request::AwaitClientAnswer { .. }
-                | Request::TaskFollow { .. }
+                | Request::AwaitClientAnswer(_)
+                | Request::TaskFollow(_)
         );
     if !relayed {
         return None;

@@ -33,6 +33,7 @@ use self::audit::Shown;
 pub(crate) use self::audit::{Decision, tool_forbidden};
 use self::exposed::ByView;
 use self::upstream_words::UpstreamWordsRule;
+use crate::calls::Apply;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
 use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
@@ -276,7 +277,7 @@ impl Hangar {
                 self.record_action(decide.caller(), view, &mcp_server, "stop");
                 Reply::Stopped(server.stop(StopReason::UserRequest).await)
             }
-            Request::Call(spec) => self.call_spec(decide, *spec, notices).await?,
+            Request::Call(spec) => spec.apply(self, decide, notices).await?,
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
             Request::WhoAmI => Reply::WhoAmI(WhoAmI {
@@ -321,9 +322,7 @@ impl Hangar {
                     naming: self.naming().as_ref().clone(),
                 })
             }
-            Request::Resolve { name, param_check, stance } => {
-                self.resolve_name(view, &name, param_check, stance).await?
-            }
+            Request::Resolve(request) => request.apply(self, decide, notices).await?,
             Request::Reload => {
                 decide.admin("reload", "", Ok(()))?;
                 Reply::Reloaded(self.reload(&decide.caller().identity).await?)
@@ -346,22 +345,14 @@ impl Hangar {
             | Request::SessionEnd { .. }
             | Request::SessionPost { .. }
             | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
-            Request::TaskGet { task_id } => self.task_get(decide.caller(), view, &task_id)?,
-            Request::TaskUpdate { task_id, input_responses } => {
-                self.task_update(decide.caller(), view, &task_id, &input_responses).await?
-            }
-            Request::TaskCancel { task_id } => self.task_cancel(decide.caller(), view, &task_id)?,
-            Request::CancelClientCall { session, request_id } => self.cancel_client_call(decide, &session, &request_id),
-            Request::AwaitClientAnswer { session, request_id } => {
-                self.await_client_answer(decide, &session, &request_id, notices).await?
-            }
-            Request::ClientAnswer { session, request_id, response } => {
-                self.client_answer(decide, &session, &request_id, response)
-            }
-            Request::AnswerUpstream { mcp_server, ask_id, response } => {
-                self.answer_upstream(view, &mcp_server, &ask_id, &response)?
-            }
-            Request::TaskFollow { task_ids } => self.task_follow(decide.caller(), task_ids, notices).await?,
+            Request::TaskGet(request) => request.apply(self, decide, notices).await?,
+            Request::TaskUpdate(request) => request.apply(self, decide, notices).await?,
+            Request::TaskCancel(request) => request.apply(self, decide, notices).await?,
+            Request::TaskFollow(request) => request.apply(self, decide, notices).await?,
+            Request::CancelClientCall(request) => request.apply(self, decide, notices).await?,
+            Request::AwaitClientAnswer(request) => request.apply(self, decide, notices).await?,
+            Request::ClientAnswer(request) => request.apply(self, decide, notices).await?,
+            Request::AnswerUpstream(request) => request.apply(self, decide, notices).await?,
             Request::Cluster => {
                 hangar_only(view)?;
                 Reply::Cluster(self.fleet.get().map(|fleet| fleet.block.clone()))

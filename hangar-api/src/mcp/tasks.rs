@@ -5,7 +5,9 @@
 //! Only a client that takes tasks has its calls sent with a stance that takes them
 //! (`Stance::tasks`); any other's is a plain call, so it pays for nothing it cannot use.
 
-use hangar_core::ipc::{CallSpec, Called, ErrorKind, IpcError, Relay, Request, Target};
+use hangar_core::ipc::{
+    CallSpec, Called, ErrorKind, IpcError, Relay, Request, Target, TaskCancel, TaskGet, TaskUpdate,
+};
 use hangar_core::jsonrpc::RpcError;
 use hangar_core::mcp::{
     EXTENSION_TASKS, HELD_CALL_STATE_PREFIX, META_CLIENT_CAPABILITIES, MISSING_CAPABILITY, REQUEST_STATE,
@@ -90,14 +92,14 @@ pub async fn handle(supervisor: &AsCaller, method: &str, params: Option<Value>) 
     let task_id =
         task_id.ok_or_else(|| RpcError::invalid_params(format!("Invalid params: {method} needs a string `taskId`")))?;
     let request = match method {
-        "tasks/get" => Request::TaskGet { task_id },
-        "tasks/cancel" => Request::TaskCancel { task_id },
+        "tasks/get" => Request::TaskGet(TaskGet { task_id }),
+        "tasks/cancel" => Request::TaskCancel(TaskCancel { task_id }),
         _ => {
             let responses = params.as_ref().and_then(|p| p.get("inputResponses")).cloned();
             let responses = responses.filter(Value::is_object).ok_or_else(|| {
                 RpcError::invalid_params("Invalid params: tasks/update needs an object `inputResponses`")
             })?;
-            Request::TaskUpdate { task_id, input_responses: responses }
+            Request::TaskUpdate(TaskUpdate { task_id, input_responses: responses })
         }
     };
     supervisor.task(request).await.map_err(|err| match err.kind {

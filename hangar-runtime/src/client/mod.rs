@@ -244,7 +244,7 @@ fn budget_for(request: &Request) -> Duration {
         Request::Events { follow: true, .. } => Duration::MAX,
         // A client's answer may wait for a person; the caller bounds it, and drops it if its
         // client leaves.
-        Request::AwaitClientAnswer { .. } => Duration::MAX,
+        Request::AwaitClientAnswer(_) => Duration::MAX,
         _ => DEFAULT_BUDGET,
     }
 }

@@ -32,6 +32,7 @@ mod cancel;
 mod hold;
 mod judge;
 mod park;
+mod requests;
 mod resolve;
 mod run;
 mod running;
@@ -47,6 +48,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub(crate) use self::cancel::ClientRelay;
+pub(crate) use self::requests::Apply;
 use crate::hangar::{Decision, Hangar, admit_caller};
 
 /// What the calls keep beyond their requests: tasks, calls and batches held for their clients'
