@@ -5,6 +5,7 @@ mod audit_arguments;
 mod exposed;
 mod journal_view;
 mod listens;
+mod session_requests;
 mod upstream_words;
 
 use std::path::PathBuf;
@@ -16,8 +17,7 @@ use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::Naming;
 use hangar_core::ipc::{
-    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request,
-    SessionChange, WhoAmI,
+    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, WhoAmI,
 };
 use hangar_core::journal::Happened;
 use hangar_core::lifecycle::StopReason;
@@ -254,9 +254,11 @@ impl Hangar {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
-            request @ (Request::Audit(_) | Request::Events { .. } | Request::Rates { .. }) => {
-                journal_view::answer(self, decide.caller(), view, request, notices).await?
+            Request::Audit(query) => journal_view::audit_page(self, decide.caller(), view, query).await?,
+            Request::Events { since, limit, follow } => {
+                journal_view::events(self, (decide.caller(), view), (since, limit, follow), notices).await?
             }
+            Request::Rates { minutes } => journal_view::rates(self, decide.caller(), view, minutes).await?,
             Request::Logs { mcp_server, lines } => {
                 let server = decide.admin_read("logs", &mcp_server, self.visible(view, &mcp_server))?;
                 if !(1..=MAX_LOG_LINES).contains(&lines) {
@@ -340,11 +342,13 @@ impl Hangar {
                     server.forward(&method, params, timeout).await.map_err(|err| self.upstream_words(err, true))?,
                 )
             }
-            request @ (Request::SessionOpen { .. }
-            | Request::SessionUse { .. }
-            | Request::SessionEnd { .. }
-            | Request::SessionPost { .. }
-            | Request::SessionFollow { .. }) => self.session(decide.caller(), request, notices).await?,
+            Request::SessionOpen { session_id, version, capabilities } => {
+                self.session_open(decide.caller(), &session_id, &version, capabilities)?
+            }
+            Request::SessionUse { session_id, change } => self.session_use(decide.caller(), &session_id, change)?,
+            Request::SessionEnd { session_id } => self.session_end(decide.caller(), &session_id)?,
+            Request::SessionPost { session_id, message } => self.session_post(decide.caller(), &session_id, message)?,
+            Request::SessionFollow { session_id } => self.session_follow(decide.caller(), &session_id, notices).await?,
             Request::TaskGet(request) => request.apply(self, decide, notices).await?,
             Request::TaskUpdate(request) => request.apply(self, decide, notices).await?,
             Request::TaskCancel(request) => request.apply(self, decide, notices).await?,
@@ -524,41 +528,6 @@ impl Hangar {
         }
     }
 
-    /// A legacy session's request, by its owner (`caller`).
-    async fn session(
-        &self,
-        caller: &Caller,
-        request: Request,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Reply, IpcError> {
-        let identity = caller.identity.as_str();
-        let subscriptions_change = match &request {
-            Request::SessionUse { change, .. } => matches!(
-                change,
-                Some(
-                    SessionChange::Subscribe(_)
-                        | SessionChange::Unsubscribe(_)
-                        | SessionChange::SubscribeUpstream { .. }
-                )
-            ),
-            Request::SessionOpen { .. } | Request::SessionEnd { .. } => true,
-            _ => false,
-        };
-        if let Some(session_id) = match &request {
-            Request::SessionUse { session_id, .. }
-            | Request::SessionPost { session_id, .. }
-            | Request::SessionFollow { session_id } => Some(session_id),
-            _ => None,
-        } {
-            self.sessions.with(|all, _| all.seen_as(session_id, caller));
-        }
-        let reply = self.session_request(caller, identity, request, notices).await;
-        if subscriptions_change {
-            self.hold_listens();
-        }
-        reply
-    }
-
     /// Holds the upstream listens the sessions' subscriptions now need, and one for the list
     /// changes of every running 2026-07-28 HTTP upstream.
     fn hold_listens(&self) {
@@ -569,47 +538,6 @@ impl Hangar {
             wanted.entry(server.id().to_owned()).or_default().news = true;
         }
         self.listens.update(wanted, |id| self.server(id).ok());
-    }
-
-    async fn session_request(
-        &self,
-        caller: &Caller,
-        identity: &str,
-        request: Request,
-        notices: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Reply, IpcError> {
-        let sessions = &self.sessions;
-        Ok(match request {
-            Request::SessionOpen { session_id, version, capabilities } => {
-                Reply::Session(sessions.with(|all, now| all.open(&session_id, caller, &version, capabilities, now))?)
-            }
-            Request::SessionUse { session_id, change } => {
-                Reply::Session(sessions.with(|all, now| all.use_session(&session_id, identity, change, now))?)
-            }
-            Request::SessionEnd { session_id } => {
-                sessions.with(|all, now| all.end(&session_id, identity, now))?;
-                Reply::SessionEnded
-            }
-            Request::SessionPost { session_id, message } => {
-                sessions.with(|all, now| all.post(&session_id, identity, message, now))?;
-                Reply::Posted
-            }
-            Request::SessionFollow { session_id } => {
-                let notices =
-                    notices.ok_or_else(|| IpcError::new(ErrorKind::Internal, "a followed session needs notices"))?;
-                let (stream, mut messages) = mpsc::unbounded_channel();
-                sessions.with(|all, now| all.follow(&session_id, identity, stream, now))?;
-                // Until the session ends or another follower takes over (the registry drops
-                // the sender), or the caller cancels (this future is dropped).
-                while let Some(message) = messages.recv().await {
-                    if notices.send(message).is_err() {
-                        break;
-                    }
-                }
-                Reply::SessionEnded
-            }
-            _ => return Err(IpcError::new(ErrorKind::Internal, "not a session request")),
-        })
     }
 
     /// Stops taking work and stops every server, in parallel; returns once every child is reaped

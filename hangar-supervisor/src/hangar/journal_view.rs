@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, IpcError, Reply, Request};
+use hangar_core::ipc::{ErrorKind, IpcError, Reply};
 use hangar_core::journal::{
     AuditEntry, AuditPage, AuditQuery, DEFAULT_PAGE, EventPage, Happened, JournalEvent, MAX_PAGE,
 };
@@ -28,47 +28,48 @@ const MAX_MINUTES: u32 = crate::journal::CHARTED_MINUTES;
 /// The longest `outcome` filter (an error type).
 const MAX_OUTCOME_LEN: usize = 64;
 
-/// Answers `Audit`, `Events` and `Rates`; `notices` carries a following `Events`' entries.
-pub async fn answer(
+/// `Audit`: the audit trail as the caller's view sees it.
+pub async fn audit_page(hangar: &Hangar, caller: &Caller, view: &View, query: AuditQuery) -> Result<Reply, IpcError> {
+    let (journal, reader) = (hangar.shared.journal.clone(), hangar.journal_reader.clone());
+    Ok(Reply::Audit(audit(journal, reader, caller, view, query).await?))
+}
+
+/// `Events`: a page of them, or with `follow` each as it comes as a notice (`notices`).
+pub async fn events(
     hangar: &Hangar,
-    caller: &Caller,
-    view: &View,
-    request: Request,
+    (caller, view): (&Caller, &View),
+    (since, limit, follow_on): (Option<u64>, Option<usize>, bool),
     notices: Option<mpsc::UnboundedSender<Value>>,
 ) -> Result<Reply, IpcError> {
-    let journal = hangar.shared.journal.clone();
-    let reader = hangar.journal_reader.clone();
-    match request {
-        Request::Audit(query) => Ok(Reply::Audit(audit(journal, reader, caller, view, query).await?)),
-        Request::Events { since, limit, follow: false } => {
-            let limit = page_limit(limit)?;
-            let filter = Filter { keep: Some(events_keep(view.clone())), ..Filter::default() };
-            let found = read(journal, reader, since, limit, filter).await?;
-            let events = found.events.into_iter().filter_map(|event| shown(view, caller, event)).collect();
-            Ok(Reply::Events(EventPage { events, next: found.next }))
-        }
-        Request::Events { since, follow: true, .. } => {
-            let Some(notices) = notices else {
-                return Err(IpcError::new(ErrorKind::Internal, "a followed request came without its notice channel"));
-            };
-            let next = follow(hangar, caller, since, notices).await?;
-            Ok(Reply::Events(EventPage { events: Vec::new(), next }))
-        }
-        Request::Rates { minutes } => {
-            if !(1..=MAX_MINUTES).contains(&minutes) {
-                return Err(invalid(format!("minutes must be from 1 to {MAX_MINUTES}, got {minutes}")));
-            }
-            let own = own_calls(caller, view);
-            let rates = blocking(move || {
-                reader.rates(&journal, minutes, SystemTime::now(), |server, identity| {
-                    own.as_ref().is_none_or(|own| own(server, identity))
-                })
-            })
-            .await?;
-            Ok(Reply::Rates(rates))
-        }
-        _ => Err(IpcError::new(ErrorKind::Internal, "not a journal request")),
+    if follow_on {
+        let Some(notices) = notices else {
+            return Err(IpcError::new(ErrorKind::Internal, "a followed request came without its notice channel"));
+        };
+        let next = follow(hangar, caller, since, notices).await?;
+        return Ok(Reply::Events(EventPage { events: Vec::new(), next }));
     }
+    let (journal, reader) = (hangar.shared.journal.clone(), hangar.journal_reader.clone());
+    let limit = page_limit(limit)?;
+    let filter = Filter { keep: Some(events_keep(view.clone())), ..Filter::default() };
+    let found = read(journal, reader, since, limit, filter).await?;
+    let events = found.events.into_iter().filter_map(|event| shown(view, caller, event)).collect();
+    Ok(Reply::Events(EventPage { events, next: found.next }))
+}
+
+/// `Rates`: audited calls and failures per minute over the last `minutes`.
+pub async fn rates(hangar: &Hangar, caller: &Caller, view: &View, minutes: u32) -> Result<Reply, IpcError> {
+    if !(1..=MAX_MINUTES).contains(&minutes) {
+        return Err(invalid(format!("minutes must be from 1 to {MAX_MINUTES}, got {minutes}")));
+    }
+    let (journal, reader) = (hangar.shared.journal.clone(), hangar.journal_reader.clone());
+    let own = own_calls(caller, view);
+    let rates = blocking(move || {
+        reader.rates(&journal, minutes, SystemTime::now(), |server, identity| {
+            own.as_ref().is_none_or(|own| own(server, identity))
+        })
+    })
+    .await?;
+    Ok(Reply::Rates(rates))
 }
 
 async fn audit(
