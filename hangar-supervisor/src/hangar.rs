@@ -5,6 +5,7 @@ mod audit_arguments;
 mod exposed;
 mod journal_view;
 mod listens;
+mod own_requests;
 mod session_requests;
 mod upstream_words;
 
@@ -16,13 +17,10 @@ use std::time::Duration;
 use hangar_core::access::{AuthConfig, Caller};
 use hangar_core::config::{Config, ToolAccessMode};
 use hangar_core::front_door::Naming;
-use hangar_core::ipc::{
-    Catalog, CatalogServer, ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Outcome, Reloaded, Reply, Request, WhoAmI,
-};
+use hangar_core::ipc::{Catalog, CatalogServer, ErrorKind, IpcError, Outcome, Reloaded, Reply, Request};
 use hangar_core::journal::Happened;
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
-use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::policy::{Policy, View};
 use hangar_runtime::telemetry::Telemetry;
 use indexmap::IndexMap;
@@ -36,7 +34,7 @@ use self::upstream_words::UpstreamWordsRule;
 use crate::calls::Apply;
 use crate::journal::Journal;
 use crate::limits::{Limiter, Permit, Scope};
-use crate::server::{Cause, DEFAULT_CALL_TIMEOUT, Server, Shared};
+use crate::server::{Cause, Server, Shared};
 use crate::sessions::Sessions;
 
 /// The most a single call may ask to wait.
@@ -244,7 +242,7 @@ impl Hangar {
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let view = decide.view();
+        let (caller, view) = (decide.caller(), decide.view());
         if self.shared.shutting_down.load(Ordering::SeqCst)
             && matches!(request, Request::Start { .. } | Request::Call(_))
         {
@@ -254,101 +252,37 @@ impl Hangar {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),
             Request::Get { mcp_server } => Reply::Server(Box::new(view.details(&*self.visible(view, &mcp_server)?))),
             Request::Tools { mcp_server } => Reply::Tools(view.tools(&*self.visible(view, &mcp_server)?)),
-            Request::Audit(query) => journal_view::audit_page(self, decide.caller(), view, query).await?,
+            Request::Audit(query) => journal_view::audit_page(self, caller, view, query).await?,
             Request::Events { since, limit, follow } => {
-                journal_view::events(self, (decide.caller(), view), (since, limit, follow), notices).await?
+                journal_view::events(self, (caller, view), (since, limit, follow), notices).await?
             }
-            Request::Rates { minutes } => journal_view::rates(self, decide.caller(), view, minutes).await?,
-            Request::Logs { mcp_server, lines } => {
-                let server = decide.admin_read("logs", &mcp_server, self.visible(view, &mcp_server))?;
-                if !(1..=MAX_LOG_LINES).contains(&lines) {
-                    return Err(IpcError::new(
-                        ErrorKind::InvalidArgument,
-                        format!("lines must be from 1 to {MAX_LOG_LINES}, got {lines}"),
-                    ));
-                }
-                Reply::Logs(server.log().tail(lines))
-            }
-            Request::Start { mcp_server } => {
-                let server = decide.admin("start", &mcp_server, self.visible(view, &mcp_server))?;
-                self.record_action(decide.caller(), view, &mcp_server, "start");
-                Reply::Started(server.start(Cause::Explicit).await?)
-            }
-            Request::Stop { mcp_server } => {
-                let server = decide.admin("stop", &mcp_server, self.visible(view, &mcp_server))?;
-                self.record_action(decide.caller(), view, &mcp_server, "stop");
-                Reply::Stopped(server.stop(StopReason::UserRequest).await)
-            }
+            Request::Rates { minutes } => journal_view::rates(self, caller, view, minutes).await?,
+            Request::Logs { mcp_server, lines } => self.logs(decide, &mcp_server, lines)?,
+            Request::Start { mcp_server } => self.start(decide, &mcp_server).await?,
+            Request::Stop { mcp_server } => self.stop(decide, &mcp_server).await?,
             Request::Call(spec) => spec.apply(self, decide, notices).await?,
             Request::Subscribe => Reply::Subscribed,
             Request::Ping => Reply::Pong,
-            Request::WhoAmI => Reply::WhoAmI(WhoAmI {
-                identity: decide.caller().identity.clone(),
-                profile: decide.caller().profile.clone(),
-                admin: view.is_admin(),
-                hangar_tools: view.own_tools(self.front_door.load(Ordering::SeqCst)),
-            }),
-            // The prober's business: the hangar's own clients only.
-            Request::Targets => {
-                hangar_only(view)?;
-                Reply::Targets(self.all().iter().filter_map(|s| s.probe_target()).collect())
-            }
-            Request::Check { mcp_server, timeout_ms } => {
-                hangar_only(view)?;
-                let timeout = Duration::from_millis(timeout_ms).min(MAX_CALL_TIMEOUT);
-                Reply::Checked(self.server(&mcp_server)?.check(timeout).await?)
-            }
-            Request::Verdict(verdict) => {
-                hangar_only(view)?;
-                Reply::Applied { state: self.server(&verdict.mcp_server)?.verdict(&verdict) }
-            }
-            Request::Auth => {
-                hangar_only(view)?;
-                Reply::Auth(self.access.read().unwrap_or_else(|p| p.into_inner()).auth.clone())
-            }
-            Request::Metrics => {
-                let refused = self.limiter.read().unwrap_or_else(|p| p.into_inner()).refused();
-                Reply::Metrics(Box::new(MetricsSnapshot {
-                    servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
-                    refused,
-                    journal: self.shared.journal.counts(),
-                    calls_in_flight: self.calls_in_flight(),
-                }))
-            }
+            Request::WhoAmI => self.whoami(decide),
+            Request::Targets => self.targets(view)?,
+            Request::Check { mcp_server, timeout_ms } => self.check(view, &mcp_server, timeout_ms).await?,
+            Request::Verdict(verdict) => self.apply_verdict(view, &verdict)?,
+            Request::Auth => self.auth_block(view)?,
+            Request::Metrics => self.metrics(view),
             Request::Catalog => Reply::Catalog(self.catalog(view).await),
-            Request::FrontDoor => {
-                let front_door = self.discover(view).await;
-                Reply::FrontDoor(FrontDoor {
-                    front_door,
-                    servers: self.all_visible(view).iter().map(|s| s.id().to_owned()).collect(),
-                    naming: self.naming().as_ref().clone(),
-                })
-            }
+            Request::FrontDoor => self.front_door_servers(view).await,
             Request::Resolve(request) => request.apply(self, decide, notices).await?,
-            Request::Reload => {
-                decide.admin("reload", "", Ok(()))?;
-                Reply::Reloaded(self.reload(&decide.caller().identity).await?)
-            }
+            Request::Reload => self.reload_for(decide).await?,
             Request::Forward { mcp_server, method, params, timeout_ms } => {
-                if method == "tools/call" {
-                    return Err(IpcError::new(ErrorKind::InvalidArgument, "a tool call is a `call` request"));
-                }
-                let found = self.visible(view, &mcp_server);
-                let server = decide.forward(&mcp_server, &method, &params, found)?;
-                let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
-                let _permit = self.admit(&server)?;
-                // Only the front door forwards: its client addressed that upstream itself.
-                Reply::Forwarded(
-                    server.forward(&method, params, timeout).await.map_err(|err| self.upstream_words(err, true))?,
-                )
+                self.forward(decide, &mcp_server, &method, params, timeout_ms).await?
             }
             Request::SessionOpen { session_id, version, capabilities } => {
-                self.session_open(decide.caller(), &session_id, &version, capabilities)?
+                self.session_open(caller, &session_id, &version, capabilities)?
             }
-            Request::SessionUse { session_id, change } => self.session_use(decide.caller(), &session_id, change)?,
-            Request::SessionEnd { session_id } => self.session_end(decide.caller(), &session_id)?,
-            Request::SessionPost { session_id, message } => self.session_post(decide.caller(), &session_id, message)?,
-            Request::SessionFollow { session_id } => self.session_follow(decide.caller(), &session_id, notices).await?,
+            Request::SessionUse { session_id, change } => self.session_use(caller, &session_id, change)?,
+            Request::SessionEnd { session_id } => self.session_end(caller, &session_id)?,
+            Request::SessionPost { session_id, message } => self.session_post(caller, &session_id, message)?,
+            Request::SessionFollow { session_id } => self.session_follow(caller, &session_id, notices).await?,
             Request::TaskGet(request) => request.apply(self, decide, notices).await?,
             Request::TaskUpdate(request) => request.apply(self, decide, notices).await?,
             Request::TaskCancel(request) => request.apply(self, decide, notices).await?,
@@ -357,10 +291,7 @@ impl Hangar {
             Request::AwaitClientAnswer(request) => request.apply(self, decide, notices).await?,
             Request::ClientAnswer(request) => request.apply(self, decide, notices).await?,
             Request::AnswerUpstream(request) => request.apply(self, decide, notices).await?,
-            Request::Cluster => {
-                hangar_only(view)?;
-                Reply::Cluster(self.fleet.get().map(|fleet| fleet.block.clone()))
-            }
+            Request::Cluster => self.cluster(view)?,
         })
     }
 
