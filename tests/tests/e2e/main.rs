@@ -13,6 +13,7 @@ mod audit_secrets;
 mod auth;
 mod bad_input;
 mod box_fences;
+mod call_request;
 mod cancellation;
 mod class_cases;
 mod cli;
