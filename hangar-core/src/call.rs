@@ -157,11 +157,6 @@ impl CallSpec {
             extra: None,
         }
     }
-
-    /// Whether the client takes tasks.
-    pub fn takes_tasks(&self) -> bool {
-        self.stance.tasks.is_some()
-    }
 }
 
 #[cfg(test)]
