@@ -225,7 +225,8 @@ pub enum Request {
     /// may act (start, stop, logs, reload). Answers [`Reply::WhoAmI`].
     WhoAmI,
     /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
-    /// is started first if it is cold. Answers the upstream's result.
+    /// is started first if it is cold. Answers the upstream's result. Never a `tools/call`
+    /// ([`ErrorKind::InvalidArgument`]): a tool call is a [`Request::Call`].
     Forward {
         mcp_server: String,
         method: String,
