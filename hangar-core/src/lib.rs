@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
+//! - [`audit_page`]: the page `GET /api/audit` answers, written by the API, read by the CLI.
 //! - [`backoff`]: exponential backoff with jitter.
 //! - [`batch`]: `hangar_call`'s batch as data: its calls, its report, and the result carrying it.
 //! - [`echo`]: bounding the client input an error message quotes back.
@@ -37,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod audit_page;
 pub mod backoff;
 pub mod batch;
 pub mod cluster;
