@@ -23,6 +23,7 @@ mod crash;
 mod cross_site;
 mod custom_headers;
 mod dead_reasons;
+mod dead_words;
 mod declared_names;
 mod drain;
 mod echo_bounds;
