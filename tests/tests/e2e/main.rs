@@ -60,6 +60,7 @@ mod limits;
 mod long_lines;
 mod managed_http;
 mod many_hangars;
+mod memory_key;
 mod metrics;
 mod oauth;
 mod oauth_boundaries;
