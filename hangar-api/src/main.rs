@@ -26,6 +26,7 @@ mod mcp;
 mod metrics;
 mod oauth;
 mod page;
+mod public;
 mod rest;
 mod serve;
 mod shapes;
