@@ -40,8 +40,9 @@ fn code(text: &str) -> String {
 }
 
 /// The options of `command` and of its subcommands: a table of the subcommands, if any, then one
-/// table of every option (a subcommand's prefixed with its name), each with its environment
-/// variable, default and help as `--help` says them.
+/// table of every option (a subcommand's prefixed with its name; one the subcommands share, with
+/// theirs: `{call,stdio} --requests N`), each with its environment variable, default and help as
+/// `--help` says them.
 pub fn flags(command: &Command) -> String {
     let mut out = String::new();
     let commands: Vec<&Command> = command.get_subcommands().filter(|sub| !sub.is_hide_set()).collect();
@@ -50,10 +51,25 @@ pub fn flags(command: &Command) -> String {
         out.push_str(&table(&["command", "what"], rows));
         out.push('\n');
     }
-    let mut rows = options(command, "");
+    let mut rows: Vec<(Vec<&str>, Vec<String>)> = options(command).into_iter().map(|row| (Vec::new(), row)).collect();
     for sub in commands {
-        rows.extend(options(sub, sub.get_name()));
+        for row in options(sub) {
+            match rows.iter_mut().find(|(owners, known)| !owners.is_empty() && *known == row) {
+                Some((owners, _)) => owners.push(sub.get_name()),
+                None => rows.push((vec![sub.get_name()], row)),
+            }
+        }
     }
+    let rows = rows.into_iter().map(|(owners, mut row)| {
+        let usage = &row[0];
+        row[0] = code(&match owners.as_slice() {
+            [] => usage.clone(),
+            [one] => format!("{one} {usage}"),
+            many => format!("{{{}}} {usage}", many.join(",")),
+        })
+        .replace('|', "\\|");
+        row
+    });
     out.push_str(&table(&["option", "environment", "default", "what"], rows));
     out
 }
@@ -65,15 +81,15 @@ fn about(command: &Command) -> String {
     about.trim().trim_end_matches('.').to_owned()
 }
 
-/// One row per visible argument of `command`, each option written after `prefix`.
-fn options(command: &Command, prefix: &str) -> Vec<Vec<String>> {
+/// One row per visible argument of `command`: its usage (bare), environment variable, default
+/// and help.
+fn options(command: &Command) -> Vec<Vec<String>> {
     let visible = command.get_arguments().filter(|arg| !arg.is_hide_set() && !is_builtin(arg));
     visible
         .map(|arg| {
             let (help, default) = help_and_default(arg);
             let env = arg.get_env().map(|env| code(&env.to_string_lossy())).unwrap_or_default();
-            let usage = if prefix.is_empty() { usage(arg) } else { format!("{prefix} {}", usage(arg)) };
-            vec![code(&usage).replace('|', "\\|"), env, default, cell(&help)]
+            vec![usage(arg), env, default, cell(&help)]
         })
         .collect()
 }
@@ -130,7 +146,7 @@ fn help_and_default(arg: &Arg) -> (String, String) {
         && let Some(length) = help[start..].find(']')
     {
         default = cell(&help[start + "[default: ".len()..start + length]);
-        help.replace_range(start..=start + length, "");
+        help = format!("{}{}", help[..start].trim_end(), &help[start + length + 1..]);
     }
     let help = help.trim().trim_end_matches('.').trim_end().to_owned();
     let declared: Vec<String> =
@@ -215,6 +231,26 @@ pub fn ensure(path: &Path, parts: &[(&str, String)], update: &str) -> Result<(),
     ))
 }
 
+/// Checks a binary's page, `docs/<page>`, from the binary's tests: its `flags` part is
+/// `command`'s options, and its `exit-codes` part, if `exits` are given, says when it exits with
+/// which code. `manifest_dir` is the binary's crate (`env!("CARGO_MANIFEST_DIR")`), whose
+/// directory is named as its package.
+pub fn check_binary_page(
+    manifest_dir: &str,
+    page: &str,
+    command: &Command,
+    exits: Option<&[(u8, &str)]>,
+) -> Result<(), String> {
+    let crate_dir = Path::new(manifest_dir);
+    let package = crate_dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut parts = vec![("flags", flags(command))];
+    if let Some(exits) = exits {
+        parts.push(("exit-codes", exits_of(exits)?));
+    }
+    let path = crate_dir.parent().unwrap_or(crate_dir).join("docs").join(page);
+    ensure(&path, &parts, &format!("cargo test -p {package} generated_docs"))
+}
+
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
@@ -230,7 +266,7 @@ mod tests {
     /// Runs the thing.
     #[derive(Debug, Parser)]
     struct Cli {
-        /// Where to | go [default: somewhere computed].
+        /// Where to | go [default: somewhere computed]. Anywhere
         #[arg(long, value_name = "URL", env = "X_URL")]
         url: Option<String>,
         /// How to log.
@@ -254,21 +290,41 @@ mod tests {
             /// Lines first.
             #[arg(short = 'n', long, default_value_t = 100)]
             lines: u16,
+            #[command(flatten)]
+            shared: Shared,
         },
+        /// Follow the logs.
+        Tail {
+            #[command(flatten)]
+            shared: Shared,
+        },
+    }
+
+    #[derive(Debug, clap::Args)]
+    struct Shared {
+        /// Say more.
+        #[arg(long)]
+        verbose: bool,
     }
 
     #[test]
     fn the_flags_table_says_each_option_as_help_does() {
         let text = flags(&Cli::command());
-        assert!(text.starts_with("| command | what |\n|---|---|\n| `logs` | Show the logs |\n\n"), "{text}");
+        assert!(
+            text.starts_with(
+                "| command | what |\n|---|---|\n| `logs` | Show the logs |\n| `tail` | Follow the logs |\n\n"
+            ),
+            "{text}"
+        );
         let options = "\
 | option | environment | default | what |
 |---|---|---|---|
-| `--url URL` | `X_URL` | somewhere computed | Where to \\| go |
+| `--url URL` | `X_URL` | somewhere computed | Where to \\| go. Anywhere |
 | `--format human\\|json` |  | `human` | How to log |
 | `-l, --loud` |  | off | Be loud. Very loud |
 | `logs NAME` |  | required | The server's name |
 | `logs -n, --lines LINES` |  | `100` | Lines first |
+| `{logs,tail} --verbose` |  | off | Say more |
 ";
         assert!(text.ends_with(options), "{text}");
     }
