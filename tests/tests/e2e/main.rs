@@ -24,6 +24,7 @@ mod cross_site;
 mod custom_headers;
 mod dead_reasons;
 mod declared_names;
+mod documented;
 mod drain;
 mod echo_bounds;
 mod egress_content;
