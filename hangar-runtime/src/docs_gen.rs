@@ -153,7 +153,7 @@ fn help_and_default(arg: &Arg) -> (String, String) {
         arg.get_default_values().iter().map(|value| value.to_string_lossy().into_owned()).collect();
     if default.is_empty() {
         default = if !declared.is_empty() && !arg.is_hide_default_value_set() {
-            code(&declared.join(","))
+            code(&declared.join(",")).replace('|', "\\|")
         } else if arg.is_required_set() {
             "required".to_owned()
         } else if arg.get_action().takes_values() {
