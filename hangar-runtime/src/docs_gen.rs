@@ -232,8 +232,8 @@ pub fn ensure(path: &Path, parts: &[(&str, String)], update: &str) -> Result<(),
 }
 
 /// Checks a binary's page, `docs/<page>`, from the binary's tests: its `flags` part is
-/// `command`'s options, and its `exit-codes` part, if `exits` are given, says when it exits with
-/// which code. `manifest_dir` is the binary's crate (`env!("CARGO_MANIFEST_DIR")`), whose
+/// `command`'s options, its `exit-codes` part, if `exits` are given, says when it exits with
+/// which code, and its synopsis names no option the binary lacks. `manifest_dir` is the binary's crate (`env!("CARGO_MANIFEST_DIR")`), whose
 /// directory is named as its package.
 pub fn check_binary_page(
     manifest_dir: &str,
@@ -248,7 +248,31 @@ pub fn check_binary_page(
         parts.push(("exit-codes", exits_of(exits)?));
     }
     let path = crate_dir.parent().unwrap_or(crate_dir).join("docs").join(page);
-    ensure(&path, &parts, &format!("cargo test -p {package} generated_docs"))
+    ensure(&path, &parts, &format!("cargo test -p {package} generated_docs"))?;
+    let text = std::fs::read_to_string(&path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    unknown_in_synopsis(&text, command).map_err(|err| format!("{}: {err}", path.display()))
+}
+
+/// The page's hand-written synopsis (the code block under `## Interface`) names only options
+/// `command` or one of its subcommands has, so a renamed or removed option cannot linger there.
+fn unknown_in_synopsis(page: &str, command: &Command) -> Result<(), String> {
+    let Some((_, interface)) = page.split_once("\n## Interface\n") else { return Ok(()) };
+    let synopsis = interface.split("```").nth(1).unwrap_or_default();
+    let mut known: Vec<&str> = command.get_arguments().filter_map(Arg::get_long).collect();
+    for sub in command.get_subcommands() {
+        known.extend(sub.get_arguments().filter_map(Arg::get_long));
+    }
+    let unknown: Vec<&str> = synopsis
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter_map(|word| word.strip_prefix("--"))
+        .filter(|long| !long.is_empty() && !known.contains(long))
+        .collect();
+    match unknown.as_slice() {
+        [] => Ok(()),
+        some => {
+            Err(format!("the synopsis under `## Interface` names options it does not have: --{}", some.join(", --")))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -338,6 +362,15 @@ mod tests {
         );
         assert!(exits_of(&[(2, "clap's")]).unwrap_err().contains("exit code 2"));
         assert!(exit_codes().contains("| 64 | `EX_USAGE` | The command line was wrong. |\n"), "{}", exit_codes());
+    }
+
+    #[test]
+    fn the_synopsis_may_name_only_real_options() {
+        let page = "# cli\n\n## Interface\n\n```\ncli [--url URL] [--loud] logs NAME [--lines N] [--verbose]\n```\n";
+        assert_eq!(unknown_in_synopsis(page, &Cli::command()), Ok(()));
+        let renamed = page.replace("--loud", "--noisy").replace("--lines", "--count");
+        let err = unknown_in_synopsis(&renamed, &Cli::command()).unwrap_err();
+        assert!(err.ends_with("does not have: --noisy, --count"), "{err}");
     }
 
     #[test]
