@@ -14,6 +14,8 @@ mod args;
 mod auth;
 mod body;
 mod cluster;
+#[cfg(test)]
+mod docs_page;
 mod drain;
 mod error;
 mod exposure;

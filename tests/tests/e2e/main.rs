@@ -25,6 +25,7 @@ mod custom_headers;
 mod dead_reasons;
 mod dead_words;
 mod declared_names;
+mod documented;
 mod drain;
 mod echo_bounds;
 mod egress_content;
