@@ -30,6 +30,7 @@ use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 use crate::error::ApiError;
 use crate::exposure::{self, Exposure};
 use crate::oauth::OAuth;
+use crate::public::Public;
 
 /// The largest keys file read: some thousands of keys.
 const MAX_KEYS_FILE_BYTES: u64 = 1 << 20;
@@ -371,16 +372,14 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 
 /// Names the request's caller for the handlers (an `Extension<Caller>`), or refuses it (401,
 /// the error envelope; with OAuth, 401 or 403 with a `WWW-Authenticate` challenge; 503 beyond
-/// loopback while no authentication is known, by the exposure rule). Health probes and the
-/// protected-resource metadata stay open and carry no caller, so load balancers, systemd and
-/// OAuth clients need no credential.
+/// loopback while no authentication is known, by the exposure rule). The paths of
+/// [`crate::public`] need none: health probes and the protected-resource metadata stay open and
+/// carry no caller, so load balancers, systemd and OAuth clients need no credential; the page's
+/// files are open once authentication is known.
 pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    let open = matches!(
-        path,
-        "/health/live" | "/health/ready" | crate::oauth::METADATA_PATH | crate::oauth::METADATA_PATH_MCP
-    );
-    if open {
+    let public = crate::public::public(path);
+    if matches!(public, Some(Public::Probe | Public::Metadata)) {
         return next.run(request).await;
     }
     if auth.unprotected() {
@@ -389,7 +388,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
     }
     // The status page's files hold no data (the page asks /api for everything, with the
     // operator's credential), so a browser loads them without one.
-    if crate::page::is_page_file(path) {
+    if public == Some(Public::PageFile) {
         return next.run(request).await;
     }
     match auth.authenticate(request.headers()).await {

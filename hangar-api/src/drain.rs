@@ -89,7 +89,7 @@ impl Drop for Busy {
 /// The middleware: refuses new work while draining, counts the requests it lets through.
 pub async fn admit(State(drain): State<Drain>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if matches!(path, "/health/live" | "/health/ready") {
+    if crate::public::is_probe(path) {
         return next.run(request).await;
     }
     let method = request.headers().get(HEADER_METHOD).and_then(|value| value.to_str().ok());

@@ -36,9 +36,6 @@ use crate::mcp::refusal;
 /// Where a browser says a request comes from: `same-origin`, `same-site`, `cross-site` or `none`.
 const SEC_FETCH_SITE: &str = "sec-fetch-site";
 
-/// Paths that stay open to anyone: load balancers and systemd probe them with any `Host`.
-const OPEN_PATHS: [&str; 2] = ["/health/live", "/health/ready"];
-
 /// Why a request was refused. Its text never repeats the offending header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -127,7 +124,7 @@ impl Guard {
 /// elsewhere.
 pub async fn refuse_cross_site(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if OPEN_PATHS.contains(&path) {
+    if crate::public::is_probe(path) {
         return next.run(request).await;
     }
     match guard.check(request.method(), request.uri(), request.headers()) {

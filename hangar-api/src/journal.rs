@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::sync::Arc;
 
+use hangar_core::audit_page::RestAuditPage;
 use hangar_core::cluster::{Owner, split_tag};
 use hangar_core::echo::bounded;
 use hangar_core::journal::{AuditQuery, MAX_PAGE};
@@ -93,7 +94,7 @@ async fn audit(app: Calling, query: Params) -> Result<Response, ApiError> {
     match params.get("format").map(String::as_str) {
         None | Some("json") => {
             let page = app.supervisor.audit(query).await?;
-            Ok(Json(json!({"entries": page.entries, "next": page.next.to_string()})).into_response())
+            Ok(Json(RestAuditPage::from(page)).into_response())
         }
         Some("jsonl") => jsonl(app.supervisor, query).await,
         Some(other) => Err(ApiError::invalid_argument(format!("format must be json or jsonl, got {}", bounded(other)))),

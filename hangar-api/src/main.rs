@@ -14,6 +14,8 @@ mod args;
 mod auth;
 mod body;
 mod cluster;
+#[cfg(test)]
+mod docs_page;
 mod drain;
 mod error;
 mod exposure;
@@ -26,6 +28,7 @@ mod mcp;
 mod metrics;
 mod oauth;
 mod page;
+mod public;
 mod rest;
 mod serve;
 mod shapes;

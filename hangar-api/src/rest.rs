@@ -30,8 +30,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/mcp_servers/{id}/logs", get(logs))
         .route("/api/config/reload", post(reload))
         .route("/api/whoami", get(whoami))
-        .route("/health/live", get(live))
-        .route("/health/ready", get(ready))
+        .route(crate::public::HEALTH_LIVE, get(live))
+        .route(crate::public::HEALTH_READY, get(ready))
 }
 
 type ApiResult = Result<Response, ApiError>;

@@ -3,6 +3,8 @@
 //! latencies into preallocated vectors, one or two runtime threads (the gateway needs the rest).
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod docs_page;
 mod http;
 mod load;
 mod mcp;
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hangar_runtime::exit::{EX_SOFTWARE, Exit, run_main};
+use hangar_runtime::exit::{EX_FAILURE, EX_SOFTWARE, Exit, run_main};
 use serde_json::{Value, json};
 
 use crate::http::Endpoint;
@@ -31,7 +33,7 @@ use crate::stats::Summary;
 struct Cli {
     /// Runtime worker threads of the load generator (1: everything on one thread). The gateway
     /// under test shares the machine, so keep this small.
-    #[arg(long, global = true, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, global = true, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: u16,
     #[command(subcommand)]
     command: Command,
@@ -101,16 +103,19 @@ struct CallArgs {
     /// An OAuth access token, sent as `Authorization: Bearer` only.
     #[arg(long, value_name = "TOKEN")]
     bearer: Option<String>,
+    /// Through `hangar_call`, or the upstream's tool by name.
     #[arg(long, value_enum, default_value = "hangar-call")]
     mode: Mode,
     /// The upstream server; a comma-separated list is called round-robin, one per request.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     server: Vec<String>,
+    /// The tool to call.
     #[arg(long, default_value = "echo")]
     tool: String,
     /// The tool's arguments, a JSON object.
     #[arg(long, value_name = "JSON", default_value = r#"{"text":"hello"}"#)]
     arguments: String,
+    /// The 2026-07-28 wire, or a legacy session (`initialize`, then a session id).
     #[arg(long, value_enum, default_value = "modern")]
     wire: Wire,
     /// The client declares the tasks extension (modern wire): front-door calls may become tasks.
@@ -126,6 +131,7 @@ struct StdioArgs {
     /// this executable is run from there, else from PATH.
     #[arg(long, value_name = "CMD")]
     command: String,
+    /// The tool to call.
     #[arg(long, default_value = "echo")]
     tool: String,
     /// The tool's arguments, a JSON object.
@@ -165,7 +171,7 @@ fn main() -> ExitCode {
         match outcome {
             Ok(true) => Ok(()),
             // Ran, but some requests or steps failed: each was reported as it happened.
-            Ok(false) => Err(Exit::quiet(1)),
+            Ok(false) => Err(Exit::quiet(EX_FAILURE)),
             Err(err) => Err(Exit::new(EX_SOFTWARE, format!("{err:#}"))),
         }
     })

@@ -13,10 +13,10 @@ pub struct Cli {
     pub url: String,
 
     /// Sent as `X-API-Key` when set.
-    #[arg(long, global = true, env = "HANGAR_API_KEY", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "KEY", env = "HANGAR_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
-    /// Print the API's JSON instead of text.
+    /// Print the API's JSON instead of text (one object a line with -f).
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -33,18 +33,27 @@ pub enum Command {
         /// The server's name.
         name: String,
         /// How many lines to show first (1..=1000).
-        #[arg(short = 'n', long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        #[arg(short = 'n', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
         lines: u16,
         /// Keep printing new lines until interrupted.
         #[arg(short, long)]
         follow: bool,
     },
     /// Start a server (and wait for its handshake).
-    Start { name: String },
+    Start {
+        /// The server's name.
+        name: String,
+    },
     /// Stop a server.
-    Stop { name: String },
+    Stop {
+        /// The server's name.
+        name: String,
+    },
     /// Stop a server, then start it.
-    Restart { name: String },
+    Restart {
+        /// The server's name.
+        name: String,
+    },
     /// Ask the hangar to reload its config.
     Reload,
     /// The audit trail: who called what, and how it ended (newest last); with -f, what comes next.
@@ -53,13 +62,13 @@ pub enum Command {
         #[arg(long, value_name = "CURSOR")]
         since: Option<u64>,
         /// At most this many entries a page (1..=1000).
-        #[arg(short = 'n', long, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
         limit: Option<u16>,
         /// Only this identity's calls.
-        #[arg(long)]
+        #[arg(long, value_name = "ID")]
         identity: Option<String>,
         /// Only calls to this server.
-        #[arg(long)]
+        #[arg(long, value_name = "NAME")]
         mcp_server: Option<String>,
         /// Only this outcome: ok, is_error, error, or an error type (forbidden, timeout, ...).
         #[arg(long)]

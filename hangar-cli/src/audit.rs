@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::time::Duration;
 
+use hangar_core::audit_page::RestAuditPage;
 use hangar_core::journal::{AuditEntry, CallOutcome};
 use hangar_core::terminal::{visible, visible_json};
 use serde::Deserialize;
@@ -26,12 +27,8 @@ pub struct Filters<'a> {
     pub outcome: Option<&'a str>,
 }
 
-/// One page as the API answers it.
-#[derive(Debug, Deserialize)]
-struct Page {
-    entries: Vec<Value>,
-    next: String,
-}
+/// One page as the API answers it, each entry kept as the JSON it came as.
+type Page = RestAuditPage<Value>;
 
 pub fn run(api: &Api, filters: &Filters, follow: bool, json: bool) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
@@ -42,7 +39,7 @@ pub fn run(api: &Api, filters: &Filters, follow: bool, json: bool) -> Result<(),
     loop {
         let page = fetch(api, filters, since)?;
         print(&mut out, &page.entries, json)?;
-        since = Some(page.next.parse().map_err(|_| protocol(api, "next is not a cursor"))?);
+        since = Some(page.next);
         if !follow {
             return Ok(());
         }

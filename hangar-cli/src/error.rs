@@ -3,11 +3,13 @@
 use std::path::PathBuf;
 
 use hangar_core::pin_edit::PinEditError;
-use hangar_runtime::exit::{EX_CANTCREAT, EX_CONFIG, EX_DATAERR, EX_IOERR, EX_PROTOCOL, EX_UNAVAILABLE, Sysexit};
+use hangar_runtime::exit::{
+    EX_CANTCREAT, EX_CONFIG, EX_DATAERR, EX_FAILURE, EX_IOERR, EX_PROTOCOL, EX_UNAVAILABLE, Sysexit,
+};
 use thiserror::Error;
 
 /// An operation the API refused (not a sysexits code: the command worked, the answer was no).
-const EX_REFUSED: u8 = 1;
+const EX_REFUSED: u8 = EX_FAILURE;
 
 #[derive(Debug, Error)]
 pub enum CliError {

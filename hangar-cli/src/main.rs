@@ -16,6 +16,8 @@ mod actions;
 mod args;
 mod audit;
 mod client;
+#[cfg(test)]
+mod docs_page;
 mod error;
 mod logs;
 mod pin;

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ipc::{ErrorKind, IpcError};
+use crate::ipc_error::{ErrorKind, IpcError};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchSpec {

@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::config::KeyError;
+use crate::key_error::KeyError;
 
 /// What separates an id from its owner tag (not in base64url's alphabet).
 pub const TAG_SEPARATOR: char = '.';

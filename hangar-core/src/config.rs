@@ -22,6 +22,9 @@ use crate::journal::{AuditConfig, JournalConfig, TelemetryConfig};
 use crate::limits::Limits;
 use crate::sandbox::SandboxSetting;
 
+// A problem at one key, defined below the config so that the blocks it checks can name it.
+pub use crate::key_error::KeyError;
+
 /// A loaded, validated config: `hangar.yaml`, every key optional (an empty file is a hangar with
 /// no servers), unknown keys refused.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -860,15 +863,6 @@ fn read_regular(path: &Path, limit: u64) -> Result<String, ConfigError> {
 /// The most of a config error's key path, and of its message, that is shown.
 const MAX_ERROR_KEY_BYTES: usize = 256;
 const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
-
-/// A problem at one key of the config.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{key}: {message}")]
-pub struct KeyError {
-    /// Dotted path of the key, e.g. `mcp_servers.math.command`.
-    pub key: String,
-    pub message: String,
-}
 
 /// What the YAML pre-pass found, as an error at the key it concerns.
 fn yaml_problem(problem: crate::yaml_keys::Problem) -> KeyError {

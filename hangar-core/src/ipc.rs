@@ -24,6 +24,10 @@ use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 
+// The error types the protocol carries, defined in modules of their own below this one.
+pub use crate::ipc_error::{ErrorKind, IpcError, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
+pub use crate::reloaded::Reloaded;
+
 /// Bumped on any change an older peer would misread.
 pub const PROTOCOL_VERSION: u32 = 8;
 
@@ -508,17 +512,6 @@ pub enum Reply {
     Cluster(Option<crate::cluster::ClusterConfig>),
 }
 
-/// What a reload did, by server id.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reloaded {
-    pub added: Vec<String>,
-    pub removed: Vec<String>,
-    /// Replaced by their new config (and started again if they were running).
-    pub changed: Vec<String>,
-    /// Kept running as they were.
-    pub unchanged: Vec<String>,
-}
-
 /// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's
 /// view), so a page shows admin controls exactly when the supervisor would accept them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -545,137 +538,6 @@ pub struct Started {
 pub struct Stopped {
     pub stopped: String,
     pub reason: StopReason,
-}
-
-/// Keys of a failed upstream request's [`IpcError::details`] that carry the upstream's own
-/// words: set only on an answer to the front door (`tool_access.upstream_errors`), never
-/// journaled, audited or shown on a hangar surface.
-pub const UPSTREAM_MESSAGE_DETAIL: &str = "upstream_message";
-pub const UPSTREAM_DATA_DETAIL: &str = "upstream_data";
-
-/// A failure, in the hangar's own words: never an upstream's text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[error("{message}")]
-pub struct IpcError {
-    pub kind: ErrorKind,
-    pub message: String,
-    #[serde(default)]
-    pub details: Option<Value>,
-}
-
-impl IpcError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        IpcError { kind, message: message.into(), details: None }
-    }
-
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
-        self
-    }
-
-    /// A caller outside its view, or not an admin.
-    pub fn forbidden(message: impl Into<String>) -> Self {
-        IpcError::new(ErrorKind::Forbidden, message)
-    }
-
-    pub fn not_found(mcp_server: &str) -> Self {
-        IpcError::new(
-            ErrorKind::NotFound,
-            format!("no MCP server with id `{}` is configured", crate::echo::bounded(mcp_server)),
-        )
-    }
-}
-
-/// What went wrong, as a type every surface maps the same way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    NotFound,
-    /// No front-door tool has this name (or the front door is off).
-    UnknownTool,
-    InvalidArgument,
-    /// The caller's profile does not allow it (a tool outside its view, an admin action).
-    Forbidden,
-    /// The server did not come up: its process exited or its handshake failed.
-    StartFailed,
-    /// A managed HTTP server's endpoint was already taken by another process.
-    PortHeld,
-    /// A dead server's backoff has not passed yet.
-    RetryLater,
-    CapabilityBlocked,
-    /// A configured rate limit refused the request; `details.retry_after_ms` says when to retry.
-    RateLimited,
-    /// A concurrency limit is reached; `details` names the limit.
-    ConcurrencyLimited,
-    Timeout,
-    /// The upstream answered with a JSON-RPC error.
-    UpstreamError,
-    /// The upstream's process exited or its pipe broke during the call.
-    UpstreamDied,
-    /// The server was stopped while the request waited.
-    Stopped,
-    ShuttingDown,
-    SupervisorUnavailable,
-    ProtocolMismatch,
-    Internal,
-    /// A request's `Mcp-Param-*` headers do not mirror its arguments (SEP-2243).
-    HeaderMismatch,
-    /// The request needs a client capability the caller did not declare (MCP's -32021);
-    /// `details.requiredCapabilities` names it.
-    MissingCapability,
-    /// The caller's client cancelled the request (a legacy `notifications/cancelled`).
-    Cancelled,
-}
-
-impl ErrorKind {
-    /// The `error_type` on MCP surfaces.
-    pub fn as_str(self) -> &'static str {
-        crate::wire_name::of(&self)
-    }
-
-    /// The `error.code` of the REST envelope.
-    pub fn rest_code(self) -> &'static str {
-        match self {
-            ErrorKind::NotFound => "McpServerNotFound",
-            ErrorKind::UnknownTool => "UnknownTool",
-            ErrorKind::InvalidArgument => "InvalidArgument",
-            ErrorKind::Forbidden => "Forbidden",
-            ErrorKind::StartFailed => "StartFailed",
-            ErrorKind::PortHeld => "PortHeld",
-            ErrorKind::RetryLater => "RetryLater",
-            ErrorKind::CapabilityBlocked => "CapabilityBlocked",
-            ErrorKind::RateLimited => "RateLimited",
-            ErrorKind::ConcurrencyLimited => "ConcurrencyLimited",
-            ErrorKind::Timeout => "UpstreamTimeout",
-            ErrorKind::UpstreamError => "UpstreamError",
-            ErrorKind::UpstreamDied => "UpstreamDied",
-            ErrorKind::Stopped => "McpServerStopped",
-            ErrorKind::ShuttingDown => "ShuttingDown",
-            ErrorKind::SupervisorUnavailable => "SupervisorUnavailable",
-            ErrorKind::ProtocolMismatch => "ProtocolMismatch",
-            ErrorKind::Internal => "InternalError",
-            ErrorKind::HeaderMismatch => "HeaderMismatch",
-            ErrorKind::MissingCapability => "MissingCapability",
-            ErrorKind::Cancelled => "Cancelled",
-        }
-    }
-
-    /// The HTTP status of the REST envelope.
-    pub fn http_status(self) -> u16 {
-        match self {
-            ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
-            ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch | ErrorKind::MissingCapability => 400,
-            ErrorKind::Forbidden => 403,
-            ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
-            ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
-            ErrorKind::RateLimited | ErrorKind::ConcurrencyLimited => 429,
-            ErrorKind::Timeout => 504,
-            ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,
-            ErrorKind::Internal => 500,
-            // nginx's "client closed request": nobody is left to read it.
-            ErrorKind::Cancelled => 499,
-        }
-    }
 }
 
 /// One frame as a line, newline included.
@@ -829,14 +691,5 @@ mod tests {
         ] {
             assert!(decode::<ClientFrame>(line).is_err());
         }
-    }
-
-    #[test]
-    fn every_kind_maps_to_a_client_or_server_error_status() {
-        for kind in [ErrorKind::NotFound, ErrorKind::RetryLater, ErrorKind::Timeout, ErrorKind::SupervisorUnavailable] {
-            assert!((400..600).contains(&kind.http_status()));
-        }
-        assert_eq!(ErrorKind::NotFound.rest_code(), "McpServerNotFound");
-        assert_eq!((ErrorKind::Forbidden.as_str(), ErrorKind::Forbidden.http_status()), ("forbidden", 403));
     }
 }

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ipc::Reloaded;
 use crate::record::StateChange;
+use crate::reloaded::Reloaded;
 
 /// `journal:`: how long entries are kept.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
@@ -36,9 +36,9 @@ impl Default for JournalConfig {
 
 impl JournalConfig {
     /// Both keep at least something: a day, a megabyte.
-    pub fn check(&self) -> Result<(), crate::config::KeyError> {
+    pub fn check(&self) -> Result<(), crate::key_error::KeyError> {
         let at_least_one = |key: &str, value: u64, unit: &str| {
-            (value < 1).then(|| crate::config::KeyError {
+            (value < 1).then(|| crate::key_error::KeyError {
                 key: format!("journal.{key}"),
                 message: format!("must be at least 1 ({unit}), got {value}"),
             })
@@ -98,11 +98,11 @@ fn default_max_argument_bytes() -> usize {
 const ARGUMENT_BYTES: std::ops::RangeInclusive<usize> = 64..=1 << 20;
 
 impl AuditConfig {
-    pub fn check(&self) -> Result<(), crate::config::KeyError> {
+    pub fn check(&self) -> Result<(), crate::key_error::KeyError> {
         if ARGUMENT_BYTES.contains(&self.max_argument_bytes) {
             return Ok(());
         }
-        Err(crate::config::KeyError {
+        Err(crate::key_error::KeyError {
             key: "audit.max_argument_bytes".into(),
             message: format!(
                 "expected a whole number of bytes from {} to {}, got {}",

@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
+//! - [`audit_page`]: the page `GET /api/audit` answers, written by the API, read by the CLI.
 //! - [`backoff`]: exponential backoff with jitter.
 //! - [`call`]: a tool call as it crosses the control socket, and its client's stance.
 //! - [`call_requests`]: the other requests about calls (resolve, tasks, a legacy client's cancels).
@@ -13,6 +14,9 @@
 //! - [`lifecycle`]: the pure server state machine and its dead reasons.
 //! - [`record`]: the records every read surface renders (rendered here, once).
 //! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
+//! - [`ipc_error`]: a failure in the hangar's own words, and its kind every surface maps alike.
+//! - [`key_error`]: a problem at one key of the config.
+//! - [`reloaded`]: what a config reload did.
 //! - [`jsonrpc`]: JSON-RPC messages, error codes and objects, and id remapping for many callers
 //!   sharing one pipe.
 //! - [`mcp`]: MCP's revisions, error codes, `_meta` keys and headers.
@@ -36,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod audit_page;
 pub mod backoff;
 pub mod batch;
 pub mod call;
@@ -47,9 +52,11 @@ pub mod custom_headers;
 pub mod echo;
 pub mod front_door;
 pub mod ipc;
+pub mod ipc_error;
 pub mod journal;
 pub mod json_size;
 pub mod jsonrpc;
+pub mod key_error;
 pub mod lifecycle;
 pub mod limits;
 pub mod mcp;
@@ -59,6 +66,7 @@ pub mod pin_edit;
 pub mod policy;
 pub mod preflight;
 pub mod record;
+pub mod reloaded;
 pub mod sandbox;
 pub mod shutdown;
 pub mod small_file;

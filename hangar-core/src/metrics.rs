@@ -2,6 +2,10 @@
 //!
 //! The supervisor keeps the counters (it sees every call and check); the API asks for a
 //! snapshot and renders it here, so every instance prints the same numbers the same way.
+//!
+//! [`FAMILIES`] lists every metric family (name, type, labels, help): [`render`] writes each
+//! family's `# HELP` and `# TYPE` lines from it, and the table of families in
+//! `docs/operating.md` is generated from it (`hangar-runtime`'s `generated_docs` test).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,6 +13,8 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::lifecycle::State;
+
+use Kind::{Counter, Gauge, Histogram as Buckets};
 
 /// Upper bounds (seconds) of the call latency histogram's buckets.
 pub const LATENCY_BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0];
@@ -95,140 +101,194 @@ impl Histogram {
     }
 }
 
+/// What kind of Prometheus metric a family is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    /// The word on the family's `# TYPE` line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// One metric family `/metrics` has: its name, kind, help and the labels of its samples. Its
+/// `# HELP` and `# TYPE` lines are written from here, and the docs' table of families is
+/// generated from [`FAMILIES`], so the two say the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    /// The labels of its samples (a histogram's buckets also carry `le`).
+    pub labels: &'static [&'static str],
+}
+
+impl Family {
+    const fn new(name: &'static str, kind: Kind, labels: &'static [&'static str], help: &'static str) -> Family {
+        Family { name, kind, help, labels }
+    }
+}
+
+/// The labels of a family with one sample per server.
+const SERVER: &[&str] = &["mcp_server"];
+/// The labels of a family with one sample per server and reason.
+const SERVER_REASON: &[&str] = &["mcp_server", "reason"];
+
+// The families, each named after what it counts; `render` writes them in FAMILIES' order.
+
+const STATE: Family = Family::new(
+    "hangar_mcp_server_state",
+    Gauge,
+    SERVER,
+    "State of each server: 0 cold, 1 initializing, 2 ready, 3 degraded, 4 dead.",
+);
+const UP: Family = Family::new(
+    "hangar_mcp_server_up",
+    Gauge,
+    SERVER,
+    "1 if the server is ready or degraded (its process is serving), else 0.",
+);
+const STARTS: Family =
+    Family::new("hangar_mcp_server_starts_total", Counter, SERVER, "Starts of each server's process.");
+const STOPS: Family =
+    Family::new("hangar_mcp_server_stops_total", Counter, SERVER_REASON, "Stops of each server, by reason.");
+const DEATHS: Family =
+    Family::new("hangar_mcp_server_deaths_total", Counter, SERVER_REASON, "Times each server went dead, by reason.");
+const TOOL_CALLS: Family = Family::new("hangar_tool_calls_total", Counter, SERVER, "Tool calls sent to each server.");
+const TOOL_CALL_ERRORS: Family = Family::new(
+    "hangar_tool_call_errors_total",
+    Counter,
+    SERVER,
+    "Tool calls that failed (timeout, upstream error, exit).",
+);
+const TOOL_CALL_DURATION: Family =
+    Family::new("hangar_tool_call_duration_seconds", Buckets, SERVER, "Latency of tool calls to each server.");
+const HEALTH_CHECKS: Family = Family::new(
+    "hangar_health_checks_total",
+    Counter,
+    &["mcp_server", "result"],
+    "Health checks of each server, by result.",
+);
+const CAPABILITY_VIOLATIONS: Family = Family::new(
+    "hangar_capability_violations_total",
+    Counter,
+    SERVER,
+    "Times a server served tools outside its expected tools.",
+);
+const MESSAGES_SKIPPED: Family = Family::new(
+    "hangar_upstream_messages_skipped_total",
+    Counter,
+    SERVER,
+    "Messages from a server over the size limit, skipped unread; each counts as one failure.",
+);
+const TOOL_DRIFT: Family = Family::new(
+    "hangar_tool_drift_total",
+    Counter,
+    SERVER,
+    "Times a pinned tool's declaration was found changed or missing.",
+);
+const REQUESTS_REFUSED: Family = Family::new(
+    "hangar_requests_refused_total",
+    Counter,
+    &["limit"],
+    "Requests refused by the hangar-wide limits (limits: in the config), by limit.",
+);
+const SERVER_REQUESTS_REFUSED: Family = Family::new(
+    "hangar_mcp_server_requests_refused_total",
+    Counter,
+    &["mcp_server", "limit"],
+    "Requests refused by each server's own limits, by limit.",
+);
+const JOURNAL_ENTRIES: Family =
+    Family::new("hangar_journal_entries_total", Counter, &[], "Entries written to the journal.");
+const JOURNAL_DROPPED: Family = Family::new(
+    "hangar_journal_dropped_total",
+    Counter,
+    &[],
+    "Journal entries dropped because the writer could not keep up or the database could not be written.",
+);
+
+/// Every family [`render`] writes, in the order it writes them.
+pub const FAMILIES: &[Family] = &[
+    STATE,
+    UP,
+    STARTS,
+    STOPS,
+    DEATHS,
+    TOOL_CALLS,
+    TOOL_CALL_ERRORS,
+    TOOL_CALL_DURATION,
+    HEALTH_CHECKS,
+    CAPABILITY_VIOLATIONS,
+    MESSAGES_SKIPPED,
+    TOOL_DRIFT,
+    REQUESTS_REFUSED,
+    SERVER_REQUESTS_REFUSED,
+    JOURNAL_ENTRIES,
+    JOURNAL_DROPPED,
+];
+
 /// The Prometheus text exposition of `snapshot`.
 pub fn render(snapshot: &MetricsSnapshot) -> String {
     let mut out = String::with_capacity(4096 + snapshot.servers.len() * 2048);
     let servers = &snapshot.servers;
-    family(
-        &mut out,
-        "hangar_mcp_server_state",
-        "gauge",
-        "State of each server: 0 cold, 1 initializing, 2 ready, 3 degraded, 4 dead.",
-    );
-    for s in servers {
-        let _ =
-            writeln!(out, "hangar_mcp_server_state{{mcp_server=\"{}\"}} {}", label(&s.mcp_server_id), s.state.gauge());
-    }
-    family(
-        &mut out,
-        "hangar_mcp_server_up",
-        "gauge",
-        "1 if the server is ready or degraded (its process is serving), else 0.",
-    );
-    for s in servers {
-        let up = u8::from(matches!(s.state, State::Ready | State::Degraded));
-        let _ = writeln!(out, "hangar_mcp_server_up{{mcp_server=\"{}\"}} {up}", label(&s.mcp_server_id));
-    }
-    counter(&mut out, servers, "hangar_mcp_server_starts_total", "Starts of each server's process.", |s| s.starts);
-    family(&mut out, "hangar_mcp_server_stops_total", "counter", "Stops of each server, by reason.");
-    for s in servers {
-        for (reason, n) in &s.stops {
-            let _ = writeln!(
-                out,
-                "hangar_mcp_server_stops_total{{mcp_server=\"{}\",reason=\"{}\"}} {n}",
-                label(&s.mcp_server_id),
-                label(reason)
-            );
-        }
-    }
-    family(&mut out, "hangar_mcp_server_deaths_total", "counter", "Times each server went dead, by reason.");
-    for s in servers {
-        for (reason, n) in &s.deaths {
-            let _ = writeln!(
-                out,
-                "hangar_mcp_server_deaths_total{{mcp_server=\"{}\",reason=\"{}\"}} {n}",
-                label(&s.mcp_server_id),
-                label(reason)
-            );
-        }
-    }
-    counter(&mut out, servers, "hangar_tool_calls_total", "Tool calls sent to each server.", |s| s.tool_calls);
-    counter(
-        &mut out,
-        servers,
-        "hangar_tool_call_errors_total",
-        "Tool calls that failed (timeout, upstream error, exit).",
-        |s| s.tool_call_errors,
-    );
-    family(&mut out, "hangar_tool_call_duration_seconds", "histogram", "Latency of tool calls to each server.");
+    one_per_server(&mut out, servers, &STATE, |s| u64::from(s.state.gauge()));
+    one_per_server(&mut out, servers, &UP, |s| u64::from(matches!(s.state, State::Ready | State::Degraded)));
+    one_per_server(&mut out, servers, &STARTS, |s| s.starts);
+    by_reason(&mut out, servers, &STOPS, |s| &s.stops);
+    by_reason(&mut out, servers, &DEATHS, |s| &s.deaths);
+    one_per_server(&mut out, servers, &TOOL_CALLS, |s| s.tool_calls);
+    one_per_server(&mut out, servers, &TOOL_CALL_ERRORS, |s| s.tool_call_errors);
+    let name = TOOL_CALL_DURATION.name;
+    family(&mut out, &TOOL_CALL_DURATION);
     for s in servers {
         let id = label(&s.mcp_server_id);
         let mut cumulative = 0;
         for (bound, n) in LATENCY_BUCKETS.iter().zip(&s.call_latency.counts) {
             cumulative += n;
-            let _ = writeln!(
-                out,
-                "hangar_tool_call_duration_seconds_bucket{{mcp_server=\"{id}\",le=\"{bound}\"}} {cumulative}"
-            );
+            let _ = writeln!(out, "{name}_bucket{{mcp_server=\"{id}\",le=\"{bound}\"}} {cumulative}");
         }
         let h = &s.call_latency;
-        let _ =
-            writeln!(out, "hangar_tool_call_duration_seconds_bucket{{mcp_server=\"{id}\",le=\"+Inf\"}} {}", h.count);
-        let _ = writeln!(out, "hangar_tool_call_duration_seconds_sum{{mcp_server=\"{id}\"}} {}", h.sum_seconds);
-        let _ = writeln!(out, "hangar_tool_call_duration_seconds_count{{mcp_server=\"{id}\"}} {}", h.count);
+        let _ = writeln!(out, "{name}_bucket{{mcp_server=\"{id}\",le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(out, "{name}_sum{{mcp_server=\"{id}\"}} {}", h.sum_seconds);
+        let _ = writeln!(out, "{name}_count{{mcp_server=\"{id}\"}} {}", h.count);
     }
-    family(&mut out, "hangar_health_checks_total", "counter", "Health checks of each server, by result.");
+    let name = HEALTH_CHECKS.name;
+    family(&mut out, &HEALTH_CHECKS);
     for s in servers {
         let id = label(&s.mcp_server_id);
-        let _ = writeln!(out, "hangar_health_checks_total{{mcp_server=\"{id}\",result=\"ok\"}} {}", s.health_checks_ok);
-        let _ = writeln!(
-            out,
-            "hangar_health_checks_total{{mcp_server=\"{id}\",result=\"failed\"}} {}",
-            s.health_checks_failed
-        );
+        let _ = writeln!(out, "{name}{{mcp_server=\"{id}\",result=\"ok\"}} {}", s.health_checks_ok);
+        let _ = writeln!(out, "{name}{{mcp_server=\"{id}\",result=\"failed\"}} {}", s.health_checks_failed);
     }
-    counter(
-        &mut out,
-        servers,
-        "hangar_capability_violations_total",
-        "Times a server served tools outside its expected tools.",
-        |s| s.capability_violations,
-    );
-    counter(
-        &mut out,
-        servers,
-        "hangar_upstream_messages_skipped_total",
-        "Messages from a server over the size limit, skipped unread; each counts as one failure.",
-        |s| s.messages_skipped,
-    );
-    counter(
-        &mut out,
-        servers,
-        "hangar_tool_drift_total",
-        "Times a pinned tool's declaration was found changed or missing.",
-        |s| s.tool_drifts,
-    );
-    family(
-        &mut out,
-        "hangar_requests_refused_total",
-        "counter",
-        "Requests refused by the hangar-wide limits (limits: in the config), by limit.",
-    );
+    one_per_server(&mut out, servers, &CAPABILITY_VIOLATIONS, |s| s.capability_violations);
+    one_per_server(&mut out, servers, &MESSAGES_SKIPPED, |s| s.messages_skipped);
+    one_per_server(&mut out, servers, &TOOL_DRIFT, |s| s.tool_drifts);
+    let name = REQUESTS_REFUSED.name;
+    family(&mut out, &REQUESTS_REFUSED);
     for (limit, n) in snapshot.refused.by_limit() {
-        let _ = writeln!(out, "hangar_requests_refused_total{{limit=\"{limit}\"}} {n}");
+        let _ = writeln!(out, "{name}{{limit=\"{limit}\"}} {n}");
     }
-    family(
-        &mut out,
-        "hangar_mcp_server_requests_refused_total",
-        "counter",
-        "Requests refused by each server's own limits, by limit.",
-    );
+    let name = SERVER_REQUESTS_REFUSED.name;
+    family(&mut out, &SERVER_REQUESTS_REFUSED);
     for s in servers {
         let id = label(&s.mcp_server_id);
         for (limit, n) in s.refused.by_limit() {
-            let _ =
-                writeln!(out, "hangar_mcp_server_requests_refused_total{{mcp_server=\"{id}\",limit=\"{limit}\"}} {n}");
+            let _ = writeln!(out, "{name}{{mcp_server=\"{id}\",limit=\"{limit}\"}} {n}");
         }
     }
-    family(&mut out, "hangar_journal_entries_total", "counter", "Entries written to the journal.");
-    let _ = writeln!(out, "hangar_journal_entries_total {}", snapshot.journal.entries);
-    family(
-        &mut out,
-        "hangar_journal_dropped_total",
-        "counter",
-        "Journal entries dropped because the writer could not keep up or the database could not be written.",
-    );
-    let _ = writeln!(out, "hangar_journal_dropped_total {}", snapshot.journal.dropped);
+    family(&mut out, &JOURNAL_ENTRIES);
+    let _ = writeln!(out, "{} {}", JOURNAL_ENTRIES.name, snapshot.journal.entries);
+    family(&mut out, &JOURNAL_DROPPED);
+    let _ = writeln!(out, "{} {}", JOURNAL_DROPPED.name, snapshot.journal.dropped);
     out
 }
 
@@ -238,14 +298,38 @@ impl Refused {
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+/// The family's `# HELP` and `# TYPE` lines.
+fn family(out: &mut String, family: &Family) {
+    let Family { name, kind, help, .. } = family;
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {}", kind.as_str());
 }
 
-fn counter(out: &mut String, servers: &[ServerMetrics], name: &str, help: &str, value: impl Fn(&ServerMetrics) -> u64) {
-    family(out, name, "counter", help);
+/// A family of one sample per server, labelled only by the server.
+fn one_per_server(out: &mut String, servers: &[ServerMetrics], of: &Family, value: impl Fn(&ServerMetrics) -> u64) {
+    family(out, of);
     for s in servers {
-        let _ = writeln!(out, "{name}{{mcp_server=\"{}\"}} {}", label(&s.mcp_server_id), value(s));
+        let _ = writeln!(out, "{}{{mcp_server=\"{}\"}} {}", of.name, label(&s.mcp_server_id), value(s));
+    }
+}
+
+/// A family of one sample per server and reason.
+fn by_reason(
+    out: &mut String,
+    servers: &[ServerMetrics],
+    of: &Family,
+    reasons: impl Fn(&ServerMetrics) -> &BTreeMap<String, u64>,
+) {
+    family(out, of);
+    for s in servers {
+        for (reason, n) in reasons(s) {
+            let _ = writeln!(
+                out,
+                "{}{{mcp_server=\"{}\",reason=\"{}\"}} {n}",
+                of.name,
+                label(&s.mcp_server_id),
+                label(reason)
+            );
+        }
     }
 }
 
@@ -307,6 +391,43 @@ mod tests {
         for family in ["state", "up", "starts_total", "stops_total"] {
             assert_eq!(text.matches(&format!("# TYPE hangar_mcp_server_{family} ")).count(), 1);
         }
+    }
+
+    /// The label names of a sample line, e.g. `["mcp_server", "le"]`.
+    fn label_names(sample: &str) -> Vec<&str> {
+        let Some((_, labels)) = sample.split_once('{') else { return Vec::new() };
+        let labels = labels.split_once('}').map_or(labels, |(inside, _)| inside);
+        labels.split("\",").filter_map(|pair| pair.split_once('=')).map(|(name, _)| name).collect()
+    }
+
+    #[test]
+    fn render_writes_exactly_the_listed_families_in_order_with_their_labels() {
+        let mut s = server("math", State::Ready);
+        s.call_latency.observe(0.01);
+        let text = render(&MetricsSnapshot { servers: vec![s], ..MetricsSnapshot::default() });
+        let mut described = Vec::new();
+        let mut current: Option<&Family> = None;
+        for line in text.lines() {
+            if let Some(help) = line.strip_prefix("# HELP ") {
+                let family = FAMILIES.iter().find(|f| help == format!("{} {}", f.name, f.help));
+                current = Some(family.unwrap_or_else(|| panic!("`{line}` is not a listed family's help")));
+                described.push(line.to_owned());
+            } else if let Some(kind) = line.strip_prefix("# TYPE ") {
+                let family = current.expect("a TYPE after its HELP");
+                assert_eq!(kind, format!("{} {}", family.name, family.kind.as_str()));
+            } else {
+                let family = current.expect("a sample after its family's HELP");
+                let name = line.split(['{', ' ']).next().unwrap_or_default();
+                let suffixes: &[&str] =
+                    if family.kind == Kind::Histogram { &["_bucket", "_sum", "_count"] } else { &[""] };
+                assert!(suffixes.iter().any(|suffix| name == format!("{}{suffix}", family.name)), "{line}");
+                let extra: &[&str] = if name.ends_with("_bucket") { &["le"] } else { &[] };
+                let expected: Vec<&str> = family.labels.iter().chain(extra).copied().collect();
+                assert_eq!(label_names(line), expected, "{line}");
+            }
+        }
+        let listed: Vec<String> = FAMILIES.iter().map(|f| format!("# HELP {} {}", f.name, f.help)).collect();
+        assert_eq!(described, listed);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::access::{Caller, Profiles};
-use crate::config::KeyError;
+use crate::key_error::KeyError;
 
 /// The `profiles:` block, each profile's globs compiled.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,8 @@
 //! The records every read surface shows, rendered here and nowhere else.
 //!
 //! The supervisor builds them from its state; the API serializes them unchanged on REST and MCP.
-//! So a server's `dead` object is byte-for-byte the same on every surface (invariant 1), and
+//! So a server's `dead` object is byte-for-byte the same on every surface (invariant 1), its
+//! words included (it carries its own `note`, which the status page shows as it came), and
 //! every string in them is the hangar's own words (invariant 2): no field is filled from what an
 //! upstream printed, except tool names, descriptions and schemas, which it declares.
 
@@ -11,8 +12,10 @@ use serde_json::Value;
 use crate::lifecycle::{Dead, DeadReason, RevivedBy, State};
 use crate::time::rfc3339_millis;
 
-/// The `dead` object: `null`, or why and since when a server is dead.
+/// The `dead` object: `null`, or why and since when a server is dead. It is written with its
+/// [`note`](DeadRecord::note); read, the note is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "DeadObject")]
 pub struct DeadRecord {
     pub reason: DeadReason,
     pub since: String,
@@ -34,6 +37,28 @@ impl From<&Dead> for DeadRecord {
             revived_by: dead.reason.revived_by(),
             detail: dead.detail.clone(),
         }
+    }
+}
+
+/// The `dead` object as every surface writes it: the record's fields, then its note (`Failed
+/// (<reason>): <how it is revived>; <detail>`), rendered here once, so that a reader that shows
+/// words (the status page) shows these and words nothing itself.
+#[derive(Serialize)]
+struct DeadObject {
+    reason: DeadReason,
+    since: String,
+    retry_allowed_at: Option<String>,
+    revived_by: RevivedBy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    note: String,
+}
+
+impl From<DeadRecord> for DeadObject {
+    fn from(record: DeadRecord) -> Self {
+        let note = record.note();
+        let DeadRecord { reason, since, retry_allowed_at, revived_by, detail } = record;
+        DeadObject { reason, since, retry_allowed_at, revived_by, detail, note }
     }
 }
 
@@ -359,7 +384,7 @@ mod tests {
         let json = serde_json::to_string(&record).unwrap();
         assert_eq!(
             json,
-            r#"{"reason":"given_up","since":"2025-11-29T23:20:23.427Z","retry_allowed_at":"2025-11-29T23:20:27.822Z","revived_by":"call_or_start"}"#
+            r#"{"reason":"given_up","since":"2025-11-29T23:20:23.427Z","retry_allowed_at":"2025-11-29T23:20:27.822Z","revived_by":"call_or_start","note":"Failed (given_up): a call after 2025-11-29T23:20:27.822Z, or an explicit start, revives it"}"#
         );
         assert_eq!(serde_json::from_str::<DeadRecord>(&json).unwrap(), record, "read back as written");
         assert_eq!(record.short(), "given_up, retry after 2025-11-29T23:20:27.822Z");

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::config::KeyError;
+use crate::key_error::KeyError;
 
 /// The longest grace accepted: past it, a typo.
 const MAX_GRACE_S: f64 = 3600.0;

@@ -115,7 +115,7 @@ pub fn write_params_meta(params: &mut Map<String, Value>, trace: &TraceContext) 
 
 /// The `outcome` attribute of a call's spans, as the audit trail words it: `ok`, `is_error` (a
 /// tool's own error result), or the hangar's error type (`timeout`, `forbidden`, ...).
-pub fn outcome(result: Result<&Value, crate::ipc::ErrorKind>) -> &'static str {
+pub fn outcome(result: Result<&Value, crate::ipc_error::ErrorKind>) -> &'static str {
     match result {
         Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => "is_error",
         Ok(_) => "ok",
@@ -297,7 +297,7 @@ mod tests {
     fn outcomes_are_worded_as_the_audit_trail_does() {
         assert_eq!(outcome(Ok(&json!({"content": []}))), "ok");
         assert_eq!(outcome(Ok(&json!({"isError": true}))), "is_error");
-        assert_eq!(outcome(Err(crate::ipc::ErrorKind::Timeout)), "timeout");
+        assert_eq!(outcome(Err(crate::ipc_error::ErrorKind::Timeout)), "timeout");
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub fn of<T: Serialize>(value: &T) -> &'static str {
 #[cfg(test)]
 mod tests {
     use crate::config::Mode;
-    use crate::ipc::ErrorKind;
+    use crate::ipc_error::ErrorKind;
     use crate::lifecycle::{DeadReason, RevivedBy, State, StopReason};
 
     /// Each `as_str` is the variant's JSON string, for every variant.

@@ -14,6 +14,8 @@
 
 mod check;
 mod checker;
+#[cfg(test)]
+mod docs_page;
 mod schedule;
 
 use std::path::PathBuf;

@@ -9,24 +9,56 @@ use std::fmt::Display;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// The command line was wrong.
-pub const EX_USAGE: u8 = 64;
-/// Input data it was given is wrong, or cannot be handled safely (a config `hangar pin --write`
-/// cannot edit without risk).
-pub const EX_DATAERR: u8 = 65;
-/// A service it needs is unavailable (a port or socket held by another, an API that does not
-/// answer, a kill mode that cannot be had).
-pub const EX_UNAVAILABLE: u8 = 69;
-/// An internal failure.
-pub const EX_SOFTWARE: u8 = 70;
-/// It cannot create a file it needs (something else is at the control socket's path).
-pub const EX_CANTCREAT: u8 = 73;
-/// Its output could not be written.
-pub const EX_IOERR: u8 = 74;
-/// An answer was not of the shape the protocol promises.
-pub const EX_PROTOCOL: u8 = 76;
-/// The configuration is bad.
-pub const EX_CONFIG: u8 = 78;
+/// One exit code: its number, its sysexits(3) name, and what it means for any hangar binary
+/// (each binary's page says when it exits with it, `docs/operating.md` what each one means).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    pub code: u8,
+    pub name: &'static str,
+    pub meaning: &'static str,
+}
+
+/// Declares each code as a constant and lists it, with its doc comment as its meaning, in
+/// [`CODES`], so the constants and the documented table cannot drift apart.
+macro_rules! codes {
+    ($($(#[doc = $doc:literal])+ $name:ident = $code:literal;)+) => {
+        $($(#[doc = $doc])+ pub const $name: u8 = $code;)+
+
+        /// Every exit code a hangar binary uses, in order: the table the docs are generated from.
+        pub const CODES: &[Code] = &[$(Code { code: $code, name: stringify!($name), meaning: concat!($($doc),+) }),+];
+    };
+}
+
+codes! {
+    /// It did what it was asked.
+    EX_OK = 0;
+    /// It ran, and what it was asked to do failed: the API refused a request, a benchmark's
+    /// request failed (not a sysexits code).
+    EX_FAILURE = 1;
+    /// The command line was wrong.
+    EX_USAGE = 64;
+    /// Input data it was given is wrong, or cannot be handled safely (a config `hangar pin
+    /// --write` cannot edit without risk).
+    EX_DATAERR = 65;
+    /// A service it needs is unavailable (a port or socket held by another, an API that does not
+    /// answer, a kill mode that cannot be had).
+    EX_UNAVAILABLE = 69;
+    /// An internal failure.
+    EX_SOFTWARE = 70;
+    /// It cannot create a file it needs (something else is at the control socket's path).
+    EX_CANTCREAT = 73;
+    /// Its output could not be written.
+    EX_IOERR = 74;
+    /// An answer was not of the shape the protocol promises.
+    EX_PROTOCOL = 76;
+    /// The configuration is bad.
+    EX_CONFIG = 78;
+}
+
+/// The table entry of `code`, if it is one of [`CODES`].
+pub fn describe(code: u8) -> Option<&'static Code> {
+    CODES.iter().find(|known| known.code == code)
+}
 
 /// An error that knows the exit code it ends a process with.
 pub trait Sysexit: Display {
@@ -121,6 +153,17 @@ mod tests {
     fn an_error_that_knows_its_code_keeps_it_and_its_words() {
         let exit: Exit = Held.into();
         assert_eq!(said(Err(exit)), (69, "hangar-x: the socket is held\n".to_owned()));
+    }
+
+    #[test]
+    fn the_table_lists_every_constant_in_order_with_its_doc_comment() {
+        assert_eq!(
+            describe(EX_CONFIG),
+            Some(&Code { code: 78, name: "EX_CONFIG", meaning: " The configuration is bad." })
+        );
+        assert!(describe(EX_DATAERR).is_some_and(|code| code.meaning.contains("`hangar pin --write`")));
+        assert!(CODES.windows(2).all(|pair| pair[0].code < pair[1].code), "{CODES:?}");
+        assert_eq!(describe(2), None);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! - [`exit`]: the sysexits codes, and [`exit::run_main`], the edge where a fatal error is said
 //!   and becomes the exit code.
 //! - [`args`]: command-line parsing with sysexits exit codes.
+//! - [`docs_gen`]: the generated parts of the docs (flag, exit-code and metric tables), and the
+//!   check that a page's copy is up to date.
 //! - [`batch`]: running `hangar_call`'s batch of calls, bounded, reported in order (the API runs
 //!   it for a plain call, the supervisor for a task).
 //! - [`client`]: a multiplexed, self-reconnecting client of the supervisor's control socket,
@@ -25,6 +27,7 @@ pub mod args;
 pub mod batch;
 pub mod client;
 pub mod control_key;
+pub mod docs_gen;
 pub mod exit;
 pub mod lines;
 pub mod logging;

@@ -14,7 +14,8 @@ pub struct Args {
     /// The YAML config naming the MCP servers.
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// The control socket [default: $RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR/hangar/supervisor.sock].
+    /// The control socket [default: $RUNTIME_DIRECTORY/supervisor.sock, else
+    /// $XDG_RUNTIME_DIR/hangar/supervisor.sock, else /tmp/hangar-$USER/supervisor.sock].
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
     /// Also serve members of this group (a name or a numeric gid) on the control socket, as a

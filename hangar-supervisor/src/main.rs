@@ -12,6 +12,8 @@ mod config_watch;
 mod containment;
 mod control;
 mod control_key;
+#[cfg(test)]
+mod docs_page;
 mod guardian;
 mod hangar;
 mod helpers;

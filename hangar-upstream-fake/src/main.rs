@@ -5,6 +5,8 @@
 
 mod args;
 mod conformance;
+#[cfg(test)]
+mod docs_page;
 mod faults;
 mod handler;
 mod http;

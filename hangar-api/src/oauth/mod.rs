@@ -19,6 +19,7 @@
 //! longer publishes is checked again, so refused.
 
 mod cache;
+mod challenge;
 mod introspection;
 mod issuer;
 mod metadata;
@@ -32,7 +33,8 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
 pub use cache::{TokenDigest, digest};
-pub use metadata::{METADATA_PATH, METADATA_PATH_MCP, challenge, issuer_unavailable, routes};
+pub use challenge::{challenge, issuer_unavailable};
+pub use metadata::routes;
 
 use introspection::Opaque;
 use issuer::{Issuer, KeyLookup};

@@ -1,6 +1,6 @@
 //! The status page at `GET /`: plain HTML, CSS and one script, compiled into the binary (no
 //! build step, nothing read from disk). The files carry no data, so they are served without a
-//! credential; the script asks `/api` for everything, with the credential the operator enters.
+//! credential (they are in [`crate::public`]'s table); the script asks `/api` for everything, with the credential the operator enters.
 //!
 //! Every answer here carries a strict Content-Security-Policy: only this origin's script and
 //! style (no inline code, no `eval`), requests only to this origin, no frames, no forms posted
@@ -14,13 +14,14 @@ use axum::http::header::{
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::public::{PAGE_CSS, PAGE_HTML, PAGE_JS};
 use crate::state::AppState;
 
 /// The page's files: path, media type, content.
 const FILES: [(&str, &str, &str); 3] = [
-    ("/", "text/html; charset=utf-8", include_str!("index.html")),
-    ("/page.css", "text/css; charset=utf-8", include_str!("page.css")),
-    ("/page.js", "text/javascript; charset=utf-8", include_str!("page.js")),
+    (PAGE_HTML, "text/html; charset=utf-8", include_str!("index.html")),
+    (PAGE_CSS, "text/css; charset=utf-8", include_str!("page.css")),
+    (PAGE_JS, "text/javascript; charset=utf-8", include_str!("page.js")),
 ];
 
 /// What the page may load and send: its own script, style and API, images of its own or inline
@@ -31,11 +32,6 @@ pub fn routes() -> Router<AppState> {
     FILES.iter().fold(Router::new(), |router, &(path, media_type, content)| {
         router.route(path, get(move || async move { serve(media_type, content) }))
     })
-}
-
-/// Whether `path` is one of the page's files, which need no credential (they hold no data).
-pub fn is_page_file(path: &str) -> bool {
-    FILES.iter().any(|(file, _, _)| *file == path)
 }
 
 fn serve(media_type: &'static str, content: &'static str) -> Response {
@@ -78,7 +74,12 @@ mod tests {
             assert_eq!(header(X_CONTENT_TYPE_OPTIONS), "nosniff");
             assert_eq!(header(CONTENT_TYPE), media_type);
         }
-        assert!(is_page_file("/") && is_page_file("/page.js") && !is_page_file("/api/whoami"));
+        let public: Vec<&str> = crate::public::PATHS
+            .iter()
+            .filter(|(_, why)| *why == crate::public::Public::PageFile)
+            .map(|(path, _)| *path)
+            .collect();
+        assert_eq!(FILES.map(|(path, _, _)| path).to_vec(), public, "the page's files are public, and only they");
     }
 
     /// ` on<letters>=` inside the markup: an attribute like `onclick=`.

@@ -65,8 +65,9 @@ class ServerView {
     this.showActions();
   }
 
-  /// The dead record as the API gave it: its reason and detail verbatim, how it is revived,
-  /// and when a retry is allowed (counted down by `tick`).
+  /// The dead record as the API gave it: its reason, and its note (how it ended and how it is
+  /// revived, in the words every surface uses), both verbatim; and when a retry is allowed
+  /// (counted down by `tick`).
   showDead(dead) {
     const box = this.part("dead");
     box.hidden = !dead;
@@ -76,8 +77,7 @@ class ServerView {
       return;
     }
     this.part("dead-reason").textContent = dead.reason;
-    this.part("dead-detail").textContent = dead.detail ? " (" + dead.detail + ")" : "";
-    this.part("revived-by").textContent = "Revived by: " + dead.revived_by.replaceAll("_", " ") + ".";
+    this.part("dead-note").textContent = dead.note;
     if (dead.retry_allowed_at) {
       retry.dataset.at = dead.retry_allowed_at;
     } else {

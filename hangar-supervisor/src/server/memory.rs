@@ -1,8 +1,8 @@
 //! What a server keeps across a restart of the hangar (`journal::Remembered`, the `servers`
 //! table): its lifecycle (dead record and backoff streak, `hangar_core::lifecycle::Memory`) and
 //! its last known catalog (tools as declared, and the last answers to the prompt and resource
-//! list methods), both under the digest of the config they were learned with. A config that
-//! changed since makes the memory stale: it is not used.
+//! list methods), both under the key of the config they were learned with (`memory_key.rs`). A
+//! config that changed since, in what the key covers, makes the memory stale: it is not used.
 //!
 //! Saved on every change (a transition, a new tool list, a new list answer), off the call path
 //! (the journal's writer thread). Nothing of the config is kept but its digest; the catalog is
@@ -11,12 +11,10 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hangar_core::config::{RecoveryPolicy, ServerConfig};
 use hangar_core::lifecycle::{Lifecycle, Memory};
 use hangar_core::record::ToolInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::{Inner, Server, Tools};
 use crate::journal::Remembered;
@@ -56,21 +54,10 @@ pub(super) struct Restored {
     pub lists: BTreeMap<String, ListAnswer>,
 }
 
-/// A stable digest of everything that shapes a server (its config, env values included, and
-/// its resolved recovery policy): equal digests, the same server. Never the values themselves.
-pub(super) fn config_hash(config: &ServerConfig, policy: &RecoveryPolicy) -> String {
-    // `Debug` of these types lists every field in declaration order, maps in insertion order
-    // (no hash maps), so it is stable for one config; a new hangar version that adds a field
-    // makes old memories stale, which only costs one discovery.
-    let text = format!("{config:?}\n{policy:?}");
-    let hash = Sha256::digest(text.as_bytes());
-    hash.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// What to start with, from `memory` if it was saved under `config_hash`.
-pub(super) fn restore(id: &str, config_hash: &str, memory: Option<Remembered>) -> Restored {
+/// What to start with, from `memory` if it was saved under `key` (`memory_key.rs`).
+pub(super) fn restore(id: &str, key: &str, memory: Option<Remembered>) -> Restored {
     let Some(memory) = memory else { return Restored::default() };
-    if memory.config_hash != config_hash {
+    if memory.config_hash != key {
         tracing::info!(mcp_server = %id, "its config changed since the last run; what that run knew of it is not used");
         return Restored::default();
     }
@@ -118,7 +105,7 @@ impl Server {
             SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0));
         self.shared.journal.remember(Remembered {
             mcp_server: self.id.clone(),
-            config_hash: self.config_hash.clone(),
+            config_hash: self.memory_key.clone(),
             lifecycle,
             catalog,
             updated_at_ms,
@@ -179,34 +166,8 @@ pub(super) fn is_first_page(method: &str, params: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hangar_core::config::Config;
     use hangar_core::lifecycle::{Event, State};
     use serde_json::json;
-
-    fn server_config(yaml: &str) -> (ServerConfig, RecoveryPolicy) {
-        let config = Config::parse(yaml).unwrap();
-        let server = config.mcp_servers["a"].clone();
-        let policy = server.recovery.resolve(&config.recovery);
-        (server, policy)
-    }
-
-    #[test]
-    fn the_config_hash_is_stable_and_follows_every_change() {
-        let base = "mcp_servers:\n  a:\n    command: [x]\n    env: {K: secret-value}\n";
-        let (config, policy) = server_config(base);
-        let hash = config_hash(&config, &policy);
-        assert_eq!(hash, config_hash(&server_config(base).0, &server_config(base).1));
-        assert_eq!(hash.len(), 64);
-        assert!(!hash.contains("secret"));
-        for changed in [
-            "mcp_servers:\n  a:\n    command: [y]\n    env: {K: secret-value}\n",
-            "mcp_servers:\n  a:\n    command: [x]\n    env: {K: other-value}\n",
-            "recovery: {max_retries: 9}\nmcp_servers:\n  a:\n    command: [x]\n    env: {K: secret-value}\n",
-        ] {
-            let (config, policy) = server_config(changed);
-            assert_ne!(config_hash(&config, &policy), hash, "{changed}");
-        }
-    }
 
     fn remembered(hash: &str, lifecycle: &Lifecycle, catalog: Option<Value>) -> Remembered {
         Remembered {

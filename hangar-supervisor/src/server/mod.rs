@@ -20,6 +20,7 @@
 mod calls;
 mod health;
 mod memory;
+mod memory_key;
 mod param_headers;
 mod process;
 mod start;
@@ -75,8 +76,8 @@ pub struct Server {
     id: String,
     config: ServerConfig,
     policy: RecoveryPolicy,
-    /// The digest its memory is kept under (`memory.rs`).
-    config_hash: String,
+    /// The key its memory is kept under (`memory_key.rs`).
+    memory_key: String,
     shared: Arc<Shared>,
     log: Arc<LogRing>,
     inner: Mutex<Inner>,
@@ -177,13 +178,13 @@ impl Server {
             ..Meta::default()
         };
         let policy = config.recovery.resolve(recovery_defaults);
-        let config_hash = memory::config_hash(&config, &policy);
-        let restored = memory::restore(&id, &config_hash, shared.journal.recall(&id));
+        let memory_key = memory_key::memory_key(&config, &policy);
+        let restored = memory::restore(&id, &memory_key, shared.journal.recall(&id));
         Arc::new(Server {
             // What an upstream prints may echo its env (API keys, tokens): never show those.
             log: Arc::new(LogRing::with_secrets(&id, config.env.values().cloned().collect())),
             policy,
-            config_hash,
+            memory_key,
             limiter: Limiter::new(Scope::Server(id.clone()), &config.limits, DEFAULT_SERVER_CONCURRENCY),
             id,
             config,

@@ -1,6 +1,7 @@
 //! The status page in a real browser: Debian's Chromium, driven through chromedriver
 //! (WebDriver) with `fantoccini`. An admin signs in with a key, sees every server, starts one
-//! from the page, watches its row turn `dead` (`crashed`) when its process is SIGKILLed, without
+//! from the page, watches its row turn `dead` (`crashed`) when its process is SIGKILLed, told in
+//! the dead record's own note (the words every surface uses), without
 //! reloading the page (and a screen reader is told), restarts it from the page once the countdown
 //! allows, and opens its panel from the keyboard; a profile without `admin` sees the same servers
 //! and no buttons. An OAuth access token signs in the same way as a key. When the API dies under
@@ -170,6 +171,12 @@ async fn story(hangar: &Hangar, browser: &Client) {
     assert!(announced.contains("victim is now dead (crashed)"), "screen readers are told: {announced}");
     let details = api_get(hangar, ADMIN_KEY, "/api/mcp_servers/victim");
     assert_eq!(details["dead"]["reason"], "crashed", "the supervisor agrees: {details}");
+    // How it is revived, in the words every surface uses (the dead object's note), not the page's.
+    let note = eventually("the page to show the dead record's note", || async {
+        text(browser, &row("victim", ".dead-note")).await.filter(|note| !note.is_empty())
+    })
+    .await;
+    assert_eq!(Some(note.as_str()), details["dead"]["note"].as_str(), "the API's words: {details}");
 
     // Restarted from the page once its backoff allows (the page counts it down).
     eventually("the retry countdown to reach now", || async {
