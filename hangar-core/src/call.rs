@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::batch::BatchSpec;
 use crate::custom_headers::ParamHeaders;
-use crate::ipc::{Relay, Target};
 use crate::mcp::{CLIENT_REQUESTS, META_CLIENT_CAPABILITIES};
 use crate::trace::TraceContext;
 
@@ -156,6 +155,45 @@ impl CallSpec {
             param_headers: None,
             extra: None,
         }
+    }
+}
+
+/// What a call names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A server's tool by its own name (`hangar_call`, REST).
+    Tool { mcp_server: String, tool: String },
+    /// A front-door name (`hangar_core::front_door`), which the supervisor resolves against the
+    /// tool lists it holds; [`ErrorKind::UnknownTool`](crate::ipc::ErrorKind::UnknownTool) if it leads nowhere or the front door is off.
+    Exposed { name: String },
+}
+
+impl Target {
+    pub fn tool(mcp_server: impl Into<String>, tool: impl Into<String>) -> Self {
+        Target::Tool { mcp_server: mcp_server.into(), tool: tool.into() }
+    }
+}
+
+/// Which of an upstream's notifications about a call to send back while it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Relay {
+    /// `notifications/progress` (the hangar gives the upstream a progress token of its own).
+    #[serde(default)]
+    pub progress: bool,
+    /// `notifications/message` log lines sent while the call runs.
+    #[serde(default)]
+    pub logs: bool,
+    /// A legacy upstream's own requests to the client (sampling, elicitation, roots) while the
+    /// call runs, each a request-shaped notice (`id`, `method`, `params`, and the `mcp_server`
+    /// asking) that [`Request::AnswerUpstream`](crate::ipc::Request::AnswerUpstream) answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks: bool,
+}
+
+impl Relay {
+    pub fn is_off(&self) -> bool {
+        !self.progress && !self.logs && !self.asks
     }
 }
 

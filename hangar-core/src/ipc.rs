@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
-pub use crate::call::{Asks, CallEra, CallSpec, Called, CancelBy, Stance, TakesTasks};
+pub use crate::call::{Asks, CallEra, CallSpec, Called, CancelBy, Relay, Stance, TakesTasks, Target};
 pub use crate::call_requests::{
     AnswerUpstream, AwaitClientAnswer, CancelClientCall, ClientAnswer, Resolve, TaskCancel, TaskFollow, TaskGet,
     TaskUpdate,
@@ -326,23 +326,6 @@ pub struct SessionState {
     pub subscriptions: Vec<String>,
 }
 
-/// What a call names.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Target {
-    /// A server's tool by its own name (`hangar_call`, REST).
-    Tool { mcp_server: String, tool: String },
-    /// A front-door name (`hangar_core::front_door`), which the supervisor resolves against the
-    /// tool lists it holds; [`ErrorKind::UnknownTool`] if it leads nowhere or the front door is off.
-    Exposed { name: String },
-}
-
-impl Target {
-    pub fn tool(mcp_server: impl Into<String>, tool: impl Into<String>) -> Self {
-        Target::Tool { mcp_server: mcp_server.into(), tool: tool.into() }
-    }
-}
-
 /// What the front door serves: whether it is on, and each server's tools as declared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
@@ -368,28 +351,6 @@ pub struct CatalogServer {
     pub mcp_server: String,
     /// Each tool's declaration as the upstream sent it (name, description, schemas, annotations).
     pub tools: Vec<Value>,
-}
-
-/// Which of an upstream's notifications about a call to send back while it runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Relay {
-    /// `notifications/progress` (the hangar gives the upstream a progress token of its own).
-    #[serde(default)]
-    pub progress: bool,
-    /// `notifications/message` log lines sent while the call runs.
-    #[serde(default)]
-    pub logs: bool,
-    /// A legacy upstream's own requests to the client (sampling, elicitation, roots) while the
-    /// call runs, each a request-shaped notice (`id`, `method`, `params`, and the `mcp_server`
-    /// asking) that [`Request::AnswerUpstream`] answers.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub asks: bool,
-}
-
-impl Relay {
-    pub fn is_off(&self) -> bool {
-        !self.progress && !self.logs && !self.asks
-    }
 }
 
 /// A server the prober should check: every `interval_ms`, the next one `due_in_ms` from now

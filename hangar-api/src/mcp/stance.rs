@@ -6,7 +6,9 @@ use hangar_core::ipc::{Asks, CallEra, CancelBy, Stance, TakesTasks};
 use serde_json::Value;
 
 use super::id::Id;
-use super::tasks::SHORTCUT_MS;
+
+/// How long a call may take and still be answered as it is; a slower one becomes a task.
+pub const SHORTCUT_MS: u64 = 250;
 
 /// A front-door call outside any legacy session (2026-07-28): `params`, the client's params as
 /// passed on (what it can be asked is in their `_meta`); `takes_tasks`, whether it declared the

@@ -9,7 +9,7 @@
 //! refused (-32021, as JSON, before the stream starts) to a client that does not take tasks; a
 //! legacy upstream's own request to the client ends the stream with `input_required` (the call
 //! is held for the retry, whose own stream carries the rest of its notifications); and for a
-//! client that takes tasks, a call still running when the shortcut (`tasks::SHORTCUT_MS`) is
+//! client that takes tasks, a call still running when the shortcut (`stance::SHORTCUT_MS`) is
 //! over ends the stream with its `CreateTaskResult`: its notifications until then came on the
 //! stream, the task runs on unheard, and the client polls `tasks/get`.
 

@@ -19,9 +19,6 @@ use super::params::ToolCall;
 use super::stance;
 use crate::supervisor::AsCaller;
 
-/// How long a call may take and still be answered as it is; a slower one becomes a task.
-pub const SHORTCUT_MS: u64 = 250;
-
 /// What the server declares under `capabilities.extensions`.
 pub fn extensions() -> Value {
     json!({EXTENSION_TASKS: {}})
@@ -149,7 +146,7 @@ mod tests {
         let plain = stance(&sent[0]).expect("a call by front-door name");
         assert_eq!((plain.era, plain.tasks), (CallEra::Modern, None), "a plain call: {:?}", sent[0]);
         let task = stance(&sent[1]).expect("a call by front-door name");
-        assert_eq!(task.tasks, Some(TakesTasks { shortcut_ms: SHORTCUT_MS }), "a task call: {:?}", sent[1]);
+        assert_eq!(task.tasks, Some(TakesTasks { shortcut_ms: stance::SHORTCUT_MS }), "a task call: {:?}", sent[1]);
     }
 
     #[test]

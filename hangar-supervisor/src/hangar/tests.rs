@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use hangar_core::ipc::{Outcome, Reply, Request};
 
 fn hangar(auth: &str) -> Arc<Hangar> {
     let yaml = format!(
