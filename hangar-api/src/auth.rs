@@ -25,6 +25,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hangar_core::access::{AuthConfig, Caller, key_name_problem, parse_key_hash};
+use hangar_core::sync::UnpoisonedRw;
 use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 
 use crate::error::ApiError;
@@ -196,7 +197,7 @@ impl Auth {
 
     /// What authentication is known: the file's keys count at once, the config's once learned.
     fn protection(&self) -> Protection {
-        let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
+        let learned = self.inner.config.reading();
         if self.inner.authenticates(&learned) {
             Protection::Configured
         } else if learned.known {
@@ -214,7 +215,7 @@ impl Auth {
 
     /// The OAuth validator, when the config sets `auth.oauth` (as last learned).
     pub fn oauth(&self) -> Option<OAuth> {
-        self.inner.config.read().unwrap_or_else(|p| p.into_inner()).validator.clone()
+        self.inner.config.reading().validator.clone()
     }
 
     /// The validator for `config`: the current one if nothing it depends on changed (its
@@ -255,7 +256,7 @@ impl Auth {
             })
             .collect();
         let before = self.protection();
-        *self.inner.config.write().unwrap_or_else(|p| p.into_inner()) =
+        *self.inner.config.writing() =
             Learned { known: true, keys: Arc::new(keys), oauth: config.oauth.is_some(), validator };
         self.inner.learned.store(true, Ordering::SeqCst);
         self.log_exposure(before, self.protection());
@@ -294,7 +295,7 @@ impl Auth {
     /// authentication.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
         let (authenticates, config_keys, oauth, validator) = {
-            let learned = self.inner.config.read().unwrap_or_else(|p| p.into_inner());
+            let learned = self.inner.config.reading();
             (self.inner.authenticates(&learned), learned.keys.clone(), learned.oauth, learned.validator.clone())
         };
         if !authenticates {

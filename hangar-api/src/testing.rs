@@ -13,6 +13,7 @@ use hangar_core::ipc::{Called, ErrorKind, IpcError, Reply, Request, Started, Sto
 use hangar_core::lifecycle::{DeadReason, RevivedBy, State, StopReason};
 use hangar_core::metrics::{Histogram, MetricsSnapshot, ServerMetrics};
 use hangar_core::record::{DeadRecord, Health, LogLine, Meta, ServerDetails, ServerSummary, ToolInfo, ToolRecord};
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -271,7 +272,7 @@ fn tool_info(name: &str) -> ToolInfo {
 
 impl Supervisor for FakeSupervisor {
     fn request(&self, caller: &Caller, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
-        self.callers.lock().unwrap_or_else(|p| p.into_inner()).push(caller.clone());
+        self.callers.locked().push(caller.clone());
         Box::pin(self.answer(request))
     }
 

@@ -70,6 +70,7 @@ pub mod reloaded;
 pub mod sandbox;
 pub mod shutdown;
 pub mod small_file;
+pub mod sync;
 pub mod terminal;
 pub mod time;
 pub mod tool_digest;

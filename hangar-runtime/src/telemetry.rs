@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use hangar_core::sync::Unpoisoned;
 use hangar_core::trace::TraceContext;
 use opentelemetry::trace::{
     Span as _, SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer as _,
@@ -201,7 +202,7 @@ impl<E> QuietFailures<E> {
 
     fn failed(&self, spans: usize, error: &dyn fmt::Display) {
         let lost = self.lost.fetch_add(spans as u64, Ordering::Relaxed) + spans as u64;
-        let mut last = self.last_warned.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last_warned.locked();
         if last.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
             *last = Some(Instant::now());
             self.lost.store(0, Ordering::Relaxed);

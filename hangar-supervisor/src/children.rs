@@ -6,6 +6,8 @@
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
 
+use hangar_core::sync::Unpoisoned;
+
 static OWN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
 /// The supervisor's own children; hold it while forking one (see [`own`]).
@@ -24,7 +26,7 @@ impl Own {
 
 /// Locks the registry of the supervisor's own children.
 pub fn own() -> Own {
-    Own(OWN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    Own(OWN.locked())
 }
 
 /// Forgets a child once its owner has reaped it (not before: until then the sweep must leave

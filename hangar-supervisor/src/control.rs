@@ -30,6 +30,7 @@ use hangar_core::ipc::{
     self, ClientFrame, ErrorKind, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, PeerRole, Reply,
     Request, ServerFrame,
 };
+use hangar_core::sync::Unpoisoned;
 use hangar_runtime::control_key::ControlKey;
 use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::StreamCommon as _;
@@ -437,7 +438,7 @@ struct InFlight(Arc<Mutex<HashMap<u64, AbortHandle>>>);
 
 impl InFlight {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, AbortHandle>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.locked()
     }
 
     /// Runs `request` as its own task, known by `id` until it ends.

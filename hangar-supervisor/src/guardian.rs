@@ -55,6 +55,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use hangar_core::sync::Unpoisoned;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
 use nix::sys::socket::{
     AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, sendmsg, socketpair,
@@ -106,7 +107,7 @@ static STATE: Mutex<State> = Mutex::new(State {
 });
 
 fn state() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    STATE.locked()
 }
 
 /// The keeper threads; [`stop`] ends them.

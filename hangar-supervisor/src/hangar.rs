@@ -23,6 +23,7 @@ use hangar_core::journal::Happened;
 use hangar_core::lifecycle::StopReason;
 use hangar_core::limits::DEFAULT_GLOBAL_CONCURRENCY;
 use hangar_core::policy::{Policy, View};
+use hangar_core::sync::UnpoisonedRw;
 use hangar_runtime::telemetry::Telemetry;
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -139,17 +140,17 @@ impl Hangar {
 
     /// How long a question to a client waits for its answer.
     pub(crate) fn client_answer_timeout(&self) -> Duration {
-        *self.client_answer_timeout.read().unwrap_or_else(|p| p.into_inner())
+        *self.client_answer_timeout.reading()
     }
 
     /// A failed request's error as its caller may see it (see `upstream_words`).
     pub(crate) fn upstream_words(&self, err: IpcError, to_front_door: bool) -> IpcError {
-        self.upstream_words.read().unwrap_or_else(|p| p.into_inner()).apply(err, to_front_door)
+        self.upstream_words.reading().apply(err, to_front_door)
     }
 
     /// Every server, in config order.
     pub(crate) fn all(&self) -> Vec<Arc<Server>> {
-        self.servers.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+        self.servers.reading().values().cloned().collect()
     }
 
     /// State changes, tool-list changes and reloads, each as it happens.
@@ -163,21 +164,21 @@ impl Hangar {
 
     /// What `caller` sees, under the current profiles.
     pub fn view(&self, caller: &Caller) -> View {
-        self.access.read().unwrap_or_else(|p| p.into_inner()).policy.view(caller)
+        self.access.reading().policy.view(caller)
     }
 
     pub fn len(&self) -> usize {
-        self.servers.read().unwrap_or_else(|p| p.into_inner()).len()
+        self.servers.reading().len()
     }
 
     /// Admits one request to `server` under the hangar's limits and the server's own.
     pub(crate) fn admit(&self, server: &Server) -> Result<Permit, IpcError> {
-        let hangar = self.limiter.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let hangar = self.limiter.reading().clone();
         Limiter::admit(&[&hangar, server.limiter()])
     }
 
     pub(crate) fn server(&self, id: &str) -> Result<Arc<Server>, IpcError> {
-        self.servers.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned().ok_or_else(|| IpcError::not_found(id))
+        self.servers.reading().get(id).cloned().ok_or_else(|| IpcError::not_found(id))
     }
 
     /// A server `view` sees; one it does not see does not exist for it (the same answer as an
@@ -231,7 +232,7 @@ impl Hangar {
 
     /// The front door's naming settings, as of the last load or reload.
     pub(crate) fn naming(&self) -> Arc<Naming> {
-        self.naming.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.naming.reading().clone()
     }
 
     /// Re-reads the config file: added servers appear (cold), removed ones stop and go, changed
@@ -254,7 +255,7 @@ impl Hangar {
                     format!("the new config is refused, the running one stays: {err}"),
                 )
             })?;
-        let old: IndexMap<String, Arc<Server>> = self.servers.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let old: IndexMap<String, Arc<Server>> = self.servers.reading().clone();
         let mut report = Reloaded::default();
         let mut next = IndexMap::new();
         let mut to_stop = Vec::new();
@@ -289,27 +290,23 @@ impl Hangar {
             }
         }
         // Before the generation moves on, so no index is built at the new one with the old names.
-        *self.naming.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config.naming());
-        *self.servers.write().unwrap_or_else(|p| p.into_inner()) = next;
-        let before = std::mem::replace(
-            &mut *self.access.write().unwrap_or_else(|p| p.into_inner()),
-            Arc::new(Access::of(&config)),
-        );
+        *self.naming.writing() = Arc::new(config.naming());
+        *self.servers.writing() = next;
+        let before = std::mem::replace(&mut *self.access.writing(), Arc::new(Access::of(&config)));
         self.sessions.with(|all, _| all.rekey(&before.auth.api_keys, &config.auth.api_keys));
         self.shared.journal.retain(&config.journal);
         // Servers came and went, profiles may have changed: the front door's names follow
         // before the reload answers.
         self.exposed.clear();
         self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);
-        if &config.limits != self.limiter.read().unwrap_or_else(|p| p.into_inner()).limits() {
-            *self.limiter.write().unwrap_or_else(|p| p.into_inner()) = hangar_limiter(&config);
+        if &config.limits != self.limiter.reading().limits() {
+            *self.limiter.writing() = hangar_limiter(&config);
         }
         self.front_door.store(config.tool_access.mode == ToolAccessMode::FrontDoor, Ordering::SeqCst);
-        *self.upstream_words.write().unwrap_or_else(|p| p.into_inner()) = UpstreamWordsRule::of(&config);
+        *self.upstream_words.writing() = UpstreamWordsRule::of(&config);
         self.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         self.calls.configure(&config.tasks);
-        *self.client_answer_timeout.write().unwrap_or_else(|p| p.into_inner()) =
-            config.tool_access.client_answer_timeout();
+        *self.client_answer_timeout.writing() = config.tool_access.client_answer_timeout();
         for server in to_stop {
             server.stop(StopReason::Reload).await;
         }
@@ -482,7 +479,7 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let Some(hangar) = hangar.upgrade() else { return };
-        let access = hangar.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let access = hangar.access.reading().clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));
     }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::limits::{Limits, TokenBucket};
 use hangar_core::metrics::Refused;
+use hangar_core::sync::Unpoisoned;
 use serde_json::json;
 
 /// Where a limit applies, for the refusal's words.
@@ -128,7 +129,7 @@ impl Limiter {
 
     fn take_token(&self, now: Instant) -> Result<(), IpcError> {
         let Some(bucket) = &self.bucket else { return Ok(()) };
-        let mut bucket = bucket.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bucket = bucket.locked();
         bucket.take(now).map_err(|wait| {
             self.refused_rate.fetch_add(1, Ordering::Relaxed);
             let retry_after_ms = wait.as_millis().max(1) as u64;
@@ -146,7 +147,7 @@ impl Limiter {
 
     fn refund_token(&self) {
         if let Some(bucket) = &self.bucket {
-            bucket.lock().unwrap_or_else(|p| p.into_inner()).refund();
+            bucket.locked().refund();
         }
     }
 }

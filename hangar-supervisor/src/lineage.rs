@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use hangar_core::sync::Unpoisoned;
+
 use crate::{cgroup, cgroup_v1, proctree};
 
 /// A running upstream: its start time (its pid may be reused once it is reaped), its cgroups (its
@@ -30,7 +32,7 @@ pub struct Running {
 static UPSTREAMS: Mutex<BTreeMap<u32, Running>> = Mutex::new(BTreeMap::new());
 
 fn upstreams() -> MutexGuard<'static, BTreeMap<u32, Running>> {
-    UPSTREAMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    UPSTREAMS.locked()
 }
 
 /// The [`proctree::MARKER`] value for the upstream spawned as `instance`.

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use hangar_core::record::LogLine;
+use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
 
 use crate::redactor::Redactor;
@@ -70,7 +71,7 @@ impl LogRing {
     pub fn push(&self, stream: Stream, bytes: &[u8]) {
         let content = cut(self.secrets.redact(bytes), bytes.len());
         let entry = Entry { stream, content, recorded_at: SystemTime::now() };
-        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut entries = self.entries.locked();
         if entries.len() == CAPACITY {
             entries.pop_front();
         }
@@ -84,7 +85,7 @@ impl LogRing {
 
     /// The last `n` lines, oldest first.
     pub fn tail(&self, n: usize) -> Vec<LogLine> {
-        let entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let entries = self.entries.locked();
         let skip = entries.len().saturating_sub(n);
         entries
             .iter()

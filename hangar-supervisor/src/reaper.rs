@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use hangar_core::sync::Unpoisoned;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use tokio::signal::unix::{SignalKind, signal};
@@ -46,7 +47,7 @@ struct Adopted {
 static ADOPTED: Mutex<BTreeMap<u32, Adopted>> = Mutex::new(BTreeMap::new());
 
 fn adopted() -> MutexGuard<'static, BTreeMap<u32, Adopted>> {
-    ADOPTED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    ADOPTED.locked()
 }
 
 /// The adopted orphans of upstream `instance` (pid and start time), to kill with it.

@@ -30,6 +30,7 @@ use hangar_core::config::SessionsConfig;
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
 use hangar_core::mcp::{LEGACY_REVISIONS, log_severity};
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -379,7 +380,7 @@ pub struct Sessions(Mutex<Registry>);
 impl Sessions {
     /// Runs `rule` on the registry at the current time.
     pub fn with<T>(&self, rule: impl FnOnce(&mut Registry, Instant) -> T) -> T {
-        let mut registry = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut registry = self.0.locked();
         rule(&mut registry, Instant::now())
     }
 }

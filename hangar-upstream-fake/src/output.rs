@@ -6,6 +6,7 @@
 use std::io::{self, Write};
 use std::sync::Mutex;
 
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 
 use crate::log::{log, log_fault};
@@ -65,7 +66,7 @@ impl Output {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panicking writer thread must not take the whole fake down.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     /// Writes bytes as-is (for deliberate garbage).

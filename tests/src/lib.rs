@@ -18,6 +18,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hangar_core::sync::Unpoisoned;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -79,7 +80,7 @@ pub fn free_port() -> u16 {
         .unwrap_or(32768);
     const LOWEST: u16 = 15_000;
     let span = ephemeral_low.saturating_sub(LOWEST);
-    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut taken = TAKEN.locked();
     for attempt in 0..400u64 {
         let port = if span >= 1000 {
             // A different start per process and attempt, so test binaries run side by side

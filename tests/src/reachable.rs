@@ -14,6 +14,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
+use hangar_core::sync::Unpoisoned;
+
 use crate::{bin, repo_root};
 
 /// Where the directory is made: not under `/tmp`, and not in the clone.
@@ -33,7 +35,7 @@ impl Reachable {
     /// The directory the stories running now share, made (0755, in `/var/tmp`) if none is.
     pub fn get() -> Reachable {
         static CURRENT: Mutex<Weak<Shared>> = Mutex::new(Weak::new());
-        let mut current = CURRENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut current = CURRENT.locked();
         if let Some(shared) = current.upgrade() {
             return Reachable(shared);
         }
@@ -57,7 +59,7 @@ impl Reachable {
     /// they are placed too.
     pub fn bin(&self, name: &str) -> PathBuf {
         let placed = self.path().join(name);
-        let mut done = self.0.placed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut done = self.0.placed.locked();
         if done.insert(name.to_owned()) {
             place(&bin(name), &placed, 0o755);
         }
@@ -67,7 +69,7 @@ impl Reachable {
     /// `tests/fixtures`, placed here as `fixtures`, every file readable by all.
     pub fn fixtures(&self) -> PathBuf {
         let placed = self.path().join("fixtures");
-        let mut done = self.0.placed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut done = self.0.placed.locked();
         if done.insert("fixtures".to_owned()) {
             std::fs::create_dir(&placed).unwrap();
             std::fs::set_permissions(&placed, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use hangar_core::sync::Unpoisoned;
 use hangar_tests::serde_json::json;
 use hangar_tests::{Hangar, alive, children_named, poll, read_pid, sigkill};
 
@@ -131,7 +132,7 @@ impl Run {
 /// Serializes hangar starts in this file: a start in cgroup mode moves this test process.
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL.locked()
 }
 
 fn assert_all_die(pids: &[u32], what: &str, hangar: &Hangar) {

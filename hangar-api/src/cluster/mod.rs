@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use hangar_core::cluster::{Cluster, ClusterConfig};
+use hangar_core::sync::UnpoisonedRw;
 
 pub use deferred::defer;
 pub use forward::route;
@@ -45,7 +46,7 @@ pub struct Member {
 
 impl Fleet {
     pub fn current(&self) -> Option<Arc<Member>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.reading().clone()
     }
 
     /// Learns the supervisor's `cluster:` block (its `advertise` already expanded). The secret
@@ -65,7 +66,7 @@ impl Fleet {
                 "one hangar of a fleet: forwarding to the owners of ids"
             );
         }
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = member;
+        *self.0.writing() = member;
     }
 }
 

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hangar_core::sync::Unpoisoned;
 use sha2::{Digest, Sha256};
 
 /// The longest a verified JWT is used without checking it again.
@@ -42,7 +43,7 @@ impl<V: Clone> TokenCache<V> {
 
     /// What was stored for the token, while its time lasts.
     pub fn get(&self, digest: &TokenDigest, now: Instant) -> Option<V> {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         match entries.get(digest) {
             Some((value, until)) if now < *until => Some(value.clone()),
             Some(_) => {
@@ -58,7 +59,7 @@ impl<V: Clone> TokenCache<V> {
         if until <= now {
             return;
         }
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.locked();
         if entries.len() >= self.capacity && !entries.contains_key(&digest) {
             entries.retain(|_, (_, until)| now < *until);
             if entries.len() >= self.capacity
@@ -72,7 +73,7 @@ impl<V: Clone> TokenCache<V> {
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.entries.locked().len()
     }
 }
 

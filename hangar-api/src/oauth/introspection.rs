@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::access::{Caller, IntrospectionConfig};
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Map, Value};
 
 use super::cache::{TokenCache, TokenDigest};
@@ -67,7 +68,7 @@ impl Opaque {
 
     /// The lock of `key`'s introspection (made if none is under way).
     fn asking(&self, key: TokenDigest) -> Arc<tokio::sync::Mutex<()>> {
-        self.asking.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone()
+        self.asking.locked().entry(key).or_default().clone()
     }
 
     /// The caller an opaque token names: introspected (or cached), its `iss`, `aud`, `exp` and
@@ -135,7 +136,7 @@ struct Asked<'a> {
 
 impl Drop for Asked<'_> {
     fn drop(&mut self) {
-        let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+        let mut asking = self.asking.locked();
         if asking.get(&self.key).is_some_and(|lock| Arc::ptr_eq(lock, self.lock)) {
             asking.remove(&self.key);
         }

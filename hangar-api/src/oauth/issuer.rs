@@ -15,6 +15,7 @@
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use hangar_core::sync::UnpoisonedRw;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
@@ -258,11 +259,11 @@ impl Issuer {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Known> {
-        self.known.read().unwrap_or_else(|p| p.into_inner())
+        self.known.reading()
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Known> {
-        self.known.write().unwrap_or_else(|p| p.into_inner())
+        self.known.writing()
     }
 }
 

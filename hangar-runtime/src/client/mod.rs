@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use hangar_core::access::Caller;
 use hangar_core::ipc::{self, Called, ClientFrame, ErrorKind, IpcError, Reply, Request};
 use hangar_core::record::StateChange;
+use hangar_core::sync::Unpoisoned;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -275,7 +276,7 @@ impl Drop for PendingGuard<'_> {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, LinkState> {
         // A panic elsewhere must not take every later request down with it.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.locked()
     }
 
     /// Any frame from the supervisor counts as an answer.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Reply};
 use hangar_core::policy::View;
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -50,7 +51,7 @@ impl<T> Default for Registry<T> {
 
 impl<T: Clone> Registry<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vec<Entry<T>>>> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+        self.entries.locked()
     }
 
     /// Registers `key` beside any earlier registration under it; the receiver hears what

@@ -42,6 +42,7 @@ use std::sync::atomic::Ordering;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{CallEra, CallSpec, Called, ErrorKind, IpcError, Outcome, Reply, Stance, Target};
+use hangar_core::sync::UnpoisonedRw;
 use hangar_core::trace::{TraceContext, outcome};
 use hangar_runtime::telemetry::{Kind, names as spans};
 use serde_json::Value;
@@ -95,7 +96,7 @@ impl Hangar {
     /// call held for its client's answer): judged, admitted and recorded as any call, with the
     /// front door's upstream words.
     pub(crate) async fn call_on_its_own(self: Arc<Self>, caller: Caller, call: CallRequest) -> Outcome {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let access = self.access.reading().clone();
         let view = match admit_caller(&access, &caller) {
             Ok(view) => view,
             Err(refused) => return Outcome::Err(refused),
@@ -113,7 +114,7 @@ impl Hangar {
     /// A call the supervisor makes on `caller`'s behalf (a task's run, a batch's call): judged,
     /// admitted and recorded as any call of theirs, and answered in the words its stance says.
     pub(crate) async fn call_as(&self, caller: &Caller, call: CallRequest) -> Result<Value, IpcError> {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let access = self.access.reading().clone();
         let view = admit_caller(&access, caller)?;
         if self.shared.shutting_down.load(Ordering::SeqCst) {
             return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));

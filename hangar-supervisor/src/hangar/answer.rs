@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Reply, Request};
+use hangar_core::sync::UnpoisonedRw;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -41,7 +42,7 @@ impl Hangar {
         request: Request,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Outcome {
-        let access = self.access.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let access = self.access.reading().clone();
         let outcome = match admit_caller(&access, caller) {
             Ok(view) => {
                 let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);

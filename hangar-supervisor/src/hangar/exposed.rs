@@ -14,6 +14,7 @@ use std::sync::{Arc, RwLock};
 
 use hangar_core::front_door::{Index, Naming, Unknown};
 use hangar_core::policy::View;
+use hangar_core::sync::UnpoisonedRw;
 
 use crate::server::{Server, Shared};
 
@@ -28,15 +29,15 @@ impl ByView {
     /// The names as `view` sees them.
     pub fn of(&self, view: &View) -> Arc<ExposedNames> {
         let key = view.profile().map(str::to_owned);
-        if let Some(names) = self.views.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(names) = self.views.reading().get(&key) {
             return names.clone();
         }
-        let mut views = self.views.write().unwrap_or_else(|p| p.into_inner());
+        let mut views = self.views.writing();
         views.entry(key).or_insert_with(|| Arc::new(ExposedNames::new(view.clone()))).clone()
     }
 
     pub fn clear(&self) {
-        self.views.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.views.writing().clear();
     }
 }
 
@@ -80,7 +81,7 @@ impl ExposedNames {
     /// with a reload, which moves the generation on.)
     pub fn current(&self, shared: &Shared, naming: &Naming, servers: impl FnOnce() -> Vec<Arc<Server>>) -> Arc<Built> {
         let generation = shared.tools_generation.load(Ordering::SeqCst);
-        if let Some(built) = self.built.read().unwrap_or_else(|p| p.into_inner()).as_ref()
+        if let Some(built) = self.built.reading().as_ref()
             && built.generation == generation
         {
             return built.clone();
@@ -107,7 +108,7 @@ impl ExposedNames {
         );
         let discovered = servers.iter().all(|s| !s.tools_unknown());
         let built = Arc::new(Built { generation, index, servers, discovered });
-        *self.built.write().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
+        *self.built.writing() = Some(built.clone());
         built
     }
 }

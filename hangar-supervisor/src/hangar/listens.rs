@@ -14,6 +14,7 @@ use std::time::Duration;
 use hangar_core::config::Mode;
 use hangar_core::ipc::ErrorKind;
 use hangar_core::lifecycle::State;
+use hangar_core::sync::Unpoisoned;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -55,7 +56,7 @@ impl Listens {
     /// Holds exactly the listens `wanted` names (server id → what to hold); `server` finds a
     /// server by id (one that is gone gets none). Needs a Tokio runtime.
     pub fn update(&self, wanted: BTreeMap<String, Wanted>, server: impl Fn(&str) -> Option<Arc<Server>>) {
-        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.0.locked();
         held.retain(|id, listen| wanted.get(id) == Some(&listen.wanted));
         for (id, wanted) in wanted {
             if (wanted.uris.is_empty() && !wanted.news) || held.contains_key(&id) {

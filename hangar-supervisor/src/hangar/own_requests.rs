@@ -10,6 +10,7 @@ use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, MAX_LOG_LINES, Reply, Ver
 use hangar_core::lifecycle::StopReason;
 use hangar_core::metrics::MetricsSnapshot;
 use hangar_core::policy::View;
+use hangar_core::sync::UnpoisonedRw;
 use serde_json::Value;
 
 use super::{Decision, Hangar, MAX_CALL_TIMEOUT, hangar_only};
@@ -77,12 +78,12 @@ impl Hangar {
     /// `Auth`: the running `auth:` block, the hangar's own clients only.
     pub(super) fn auth_block(&self, view: &View) -> Result<Reply, IpcError> {
         hangar_only(view)?;
-        Ok(Reply::Auth(self.access.read().unwrap_or_else(|p| p.into_inner()).auth.clone()))
+        Ok(Reply::Auth(self.access.reading().auth.clone()))
     }
 
     /// `Metrics`: every server's counters the view sees.
     pub(super) fn metrics(&self, view: &View) -> Reply {
-        let refused = self.limiter.read().unwrap_or_else(|p| p.into_inner()).refused();
+        let refused = self.limiter.reading().refused();
         Reply::Metrics(Box::new(MetricsSnapshot {
             servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
             refused,

@@ -29,6 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::{Happened, JournalConfig, JournalEvent};
 use hangar_core::metrics::JournalCounts;
+use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
 use rusqlite::Connection;
 use tokio::sync::broadcast;
@@ -117,7 +118,7 @@ impl Journal {
         // The id is taken, kept and broadcast under the tail's lock, so the tail and every live
         // follower see ids in order: a `Last-Event-ID` never skips a lower id sent later.
         // It is packed under the lock too, so blocks hold entries in id order and never overlap.
-        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tail = self.tail.locked();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(Recorded { id, at_ms, what });
         let retired = if tail.len() == TAIL { tail.pop_front() } else { None };
@@ -147,7 +148,7 @@ impl Journal {
     /// The recent entries after `since` still held in memory, as recorded (not rendered), and
     /// whether they reach back to it.
     pub(crate) fn recorded_after(&self, since: u64) -> (Vec<Arc<Recorded>>, bool) {
-        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = self.tail.locked();
         let complete = tail.front().is_none_or(|first| first.id <= since + 1);
         (tail.iter().filter(|e| e.id > since).cloned().collect(), complete)
     }
@@ -165,7 +166,7 @@ impl Journal {
     /// What the last run remembered of `mcp_server`, taken once (a server built by a reload
     /// starts from what its predecessor knew, not from the database).
     pub fn recall(&self, mcp_server: &str) -> Option<Remembered> {
-        self.recalled.lock().unwrap_or_else(|p| p.into_inner()).remove(mcp_server)
+        self.recalled.locked().remove(mcp_server)
     }
 
     /// Sets how long entries are kept (`journal:`), at start and on every reload; pruning runs on

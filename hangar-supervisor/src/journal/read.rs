@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::{Happened, JournalEvent, MinuteCount};
+use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
 use rusqlite::{Connection, OpenFlags};
 
@@ -251,7 +252,7 @@ impl Reader {
     /// one state of the database; a failed read drops the connection so the next one starts
     /// afresh. Blocking.
     fn with<T>(&self, read: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, ReadError> {
-        let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let mut connection = self.connection.locked();
         let failed = |source| ReadError { path: self.path.clone(), source };
         let open = match connection.take() {
             Some(open) => open,

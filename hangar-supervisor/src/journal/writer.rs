@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::journal::JournalConfig;
 use hangar_core::metrics::JournalCounts;
+use hangar_core::sync::Unpoisoned;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, params};
 
@@ -111,7 +112,7 @@ impl Writer {
     /// Packs an entry for the next batch. Called in id order (under the journal's tail lock).
     pub fn queue(&self, entry: &Recorded) {
         let (kept, first) = {
-            let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+            let mut unwritten = self.unwritten.locked();
             let first = unwritten.is_empty();
             (unwritten.push(entry), first)
         };
@@ -230,7 +231,7 @@ impl Thread {
     /// Writes what waits, with `memories`, in one transaction.
     fn write_batch(&mut self, memories: &[Remembered]) {
         {
-            let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
+            let mut unwritten = self.unwritten.locked();
             std::mem::swap(&mut *unwritten, &mut self.taken);
         }
         let entries = self.taken.entries;

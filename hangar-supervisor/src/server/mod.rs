@@ -40,6 +40,7 @@ use hangar_core::metrics::{Histogram, ServerMetrics};
 use hangar_core::record::{
     DeadRecord, Health, LastChange, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord, ToolsSource,
 };
+use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
 use hangar_core::tool_digest;
 use tokio::sync::broadcast;
@@ -243,7 +244,7 @@ impl Server {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.locked()
     }
 
     /// Applies a lifecycle event; on success counts it, logs it and tells subscribers.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hangar_core::ipc::{ErrorKind, IpcError, Started};
 use hangar_core::lifecycle::{Event, RevivedBy, State, StopReason};
 use hangar_core::record::{DeadRecord, ToolDrift, ToolInfo};
+use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -88,7 +89,7 @@ impl Server {
     }
 
     fn starting(&self) -> std::sync::MutexGuard<'_, Option<StartOutcome>> {
-        self.starting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.starting.locked()
     }
 
     /// Moves the server to `initializing` for a new start (the new generation, and the process

@@ -16,6 +16,7 @@ use hangar_core::jsonrpc::{Message, classify_value};
 use hangar_core::mcp::{
     CLIENT_REQUESTS, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, MODERN_REVISION,
 };
+use hangar_core::sync::Unpoisoned;
 use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
@@ -47,7 +48,7 @@ pub struct HttpUpstream {
 
 impl Drop for HttpUpstream {
     fn drop(&mut self) {
-        if let Some(stream) = self.standalone.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(stream) = self.standalone.locked().take() {
             stream.abort();
         }
     }
@@ -78,7 +79,7 @@ impl HttpUpstream {
     /// Answers the upstream's request relayed as `ask_id` with the client's response message
     /// (`result` or `error`), POSTed as a client would; whether it was still waiting.
     pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
-        let Some(id) = self.asks.lock().unwrap_or_else(|p| p.into_inner()).remove(ask_id) else { return false };
+        let Some(id) = self.asks.locked().remove(ask_id) else { return false };
         let answer = super::ask_answer(id, response);
         let post = self.post(Era::Legacy, "", &Value::Null, serde_json::to_vec(&answer).unwrap_or_default());
         tokio::spawn(async move {
@@ -95,7 +96,7 @@ impl HttpUpstream {
         }
         let Some((_, asker)) = relays.iter().find(|(_, relay)| relay.asks) else { return false };
         let ask_id = format!("upstream-ask-{}", self.next_ask.fetch_add(1, Ordering::Relaxed));
-        let mut asks = self.asks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut asks = self.asks.locked();
         let mut ask = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "mcp_server": self.log.server_id()});
         // Absent stays absent (`roots/list` has no params): never `"params": null`.
         if let Some(params) = params {
@@ -109,7 +110,7 @@ impl HttpUpstream {
     }
 
     pub(super) fn set_legacy_version(&self, version: &str) {
-        *self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_owned());
+        *self.legacy_version.locked() = Some(version.to_owned());
     }
 
     pub(super) async fn request(
@@ -138,7 +139,7 @@ impl HttpUpstream {
         let exchange = async {
             let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
             if let Some(session) = response.headers().get(HEADER_SESSION_ID) {
-                *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
+                *self.session.locked() = Some(session.clone());
             }
             self.read_answer(method, id, response, &relays).await
         };
@@ -190,10 +191,10 @@ impl HttpUpstream {
                 }
             }
             Era::Legacy => {
-                if let Some(version) = self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+                if let Some(version) = self.legacy_version.locked().as_deref() {
                     request = request.header(HEADER_PROTOCOL_VERSION, version);
                 }
-                if let Some(session) = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                if let Some(session) = self.session.locked().clone() {
                     request = request.header(HEADER_SESSION_ID, session);
                 }
             }
@@ -302,10 +303,10 @@ impl HttpUpstream {
     /// notifications acted on as any other. A server that offers none (405) is left alone.
     pub(super) fn open_standalone_stream(&self) {
         let mut request = self.client.get(&self.endpoint).header(ACCEPT, "text/event-stream");
-        if let Some(version) = self.legacy_version.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+        if let Some(version) = self.legacy_version.locked().as_deref() {
             request = request.header(HEADER_PROTOCOL_VERSION, version);
         }
-        if let Some(session) = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        if let Some(session) = self.session.locked().clone() {
             request = request.header(HEADER_SESSION_ID, session);
         }
         let (notices, log) = (self.notices.clone(), self.log.clone());
@@ -339,7 +340,7 @@ impl HttpUpstream {
                 }
             }
         });
-        if let Some(previous) = self.standalone.lock().unwrap_or_else(|p| p.into_inner()).replace(stream) {
+        if let Some(previous) = self.standalone.locked().replace(stream) {
             previous.abort();
         }
     }

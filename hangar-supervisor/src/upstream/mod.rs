@@ -18,6 +18,7 @@ use hangar_core::mcp::{
     CLIENT_REQUESTS, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PREFIX,
     META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS,
 };
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -214,11 +215,11 @@ impl Upstream {
     }
 
     fn era(&self) -> Era {
-        *self.era.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        *self.era.locked()
     }
 
     fn set_era(&self, era: Era) {
-        *self.era.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = era;
+        *self.era.locked() = era;
     }
 
     /// Whether a closed link means the process is gone or going: a stdio child's stdout closes

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use hangar_core::jsonrpc::{Message, PendingMap, RpcError, classify_value};
 use hangar_core::mcp::CLIENT_REQUESTS;
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 use tokio::io::BufReader;
 use tokio::process::{ChildStdin, ChildStdout};
@@ -179,7 +180,7 @@ impl Drop for InFlight<'_> {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex.locked()
 }
 
 async fn read_loop(stdout: ChildStdout, routes: &Routes, answers: &mpsc::WeakUnboundedSender<Vec<u8>>) {

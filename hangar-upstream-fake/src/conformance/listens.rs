@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::mpsc::Sender;
 
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 
 use super::peer::Peer;
@@ -47,7 +48,7 @@ pub struct Listens(Mutex<HashMap<String, Listen>>);
 
 impl Listens {
     fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Listen>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.locked()
     }
 
     /// Opens the listen `id`: acknowledges the resource subscriptions it honours (all of them).

@@ -27,6 +27,7 @@ mod tools;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Map, Value, json};
 
 use self::peer::Peer;
@@ -52,7 +53,7 @@ pub struct Server {
 impl Server {
     fn legacy(&self) -> MutexGuard<'_, LegacySetup> {
         // The setup is plain data: a panicked writer leaves nothing half-done.
-        self.legacy.lock().unwrap_or_else(|p| p.into_inner())
+        self.legacy.locked()
     }
 
     fn dynamic_tool(&self) -> bool {

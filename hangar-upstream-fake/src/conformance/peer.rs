@@ -9,6 +9,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use hangar_core::sync::Unpoisoned;
 use serde_json::Value;
 
 use crate::output::Output;
@@ -51,7 +52,7 @@ impl StdioPeer {
 
     fn pending(&self) -> MutexGuard<'_, HashMap<String, Sender<Value>>> {
         // A panicked asker must not wedge every later one.
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+        self.pending.locked()
     }
 
     /// Routes a response from the client to the request of ours it answers;
@@ -111,13 +112,13 @@ pub struct CollectingPeer {
 
 impl CollectingPeer {
     pub fn take(&self) -> Vec<Value> {
-        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.notes.locked())
     }
 }
 
 impl Peer for CollectingPeer {
     fn notify(&self, msg: Value) {
-        self.notes.lock().unwrap_or_else(|p| p.into_inner()).push(msg);
+        self.notes.locked().push(msg);
     }
 
     fn ask(&self, _method: &str, _params: Value) -> Result<Value, AskError> {

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Map, Value, json};
 
 use super::content::{self, tool_result};
@@ -45,7 +46,7 @@ pub struct NativeTasks(Mutex<HashMap<String, (Instant, bool)>>);
 
 impl NativeTasks {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, bool)>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.locked()
     }
 
     fn create(&self, args: &Map<String, Value>) -> Value {

@@ -19,6 +19,7 @@ use hangar_core::ipc::{ErrorKind, IpcError, Reply};
 use hangar_core::mcp::{
     HELD_BATCH_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
 };
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
@@ -47,7 +48,7 @@ pub struct HeldBatches {
 
 impl HeldBatches {
     fn held(&self) -> MutexGuard<'_, HashMap<String, HeldBatch>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
+        self.held.locked()
     }
 
     /// Forgets held batch `token`; the batch's state (which names its held calls).

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX};
+use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 
 use super::running::Ids;
@@ -33,7 +34,7 @@ pub struct Holds {
 
 impl Holds {
     fn calls(&self) -> MutexGuard<'_, HashMap<String, call::Held>> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+        self.calls.locked()
     }
 }
 

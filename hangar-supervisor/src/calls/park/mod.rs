@@ -18,6 +18,7 @@ use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Relay, Reply, Stance, Targe
 use hangar_core::jsonrpc::INTERNAL_ERROR;
 use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES, TaskSupport};
 use hangar_core::policy::View;
+use hangar_core::sync::Unpoisoned;
 use hangar_core::trace::TraceContext;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -102,19 +103,19 @@ fn now_ms() -> u64 {
 impl Tasks {
     /// The book; the status changes made through it are told as the guard goes.
     fn book(&self) -> news::Telling<'_> {
-        news::Telling::new(self.book.lock().unwrap_or_else(|p| p.into_inner()), &self.news)
+        news::Telling::new(self.book.locked(), &self.news)
     }
 
     fn runs(&self) -> MutexGuard<'_, HashMap<String, AbortHandle>> {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+        self.runs.locked()
     }
 
     fn calls(&self) -> MutexGuard<'_, HashMap<String, TaskCall>> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+        self.calls.locked()
     }
 
     fn followed(&self) -> MutexGuard<'_, HashMap<String, Followed>> {
-        self.followed.lock().unwrap_or_else(|p| p.into_inner())
+        self.followed.locked()
     }
 
     /// Takes `tasks:` (at start and on every reload).
@@ -123,7 +124,7 @@ impl Tasks {
     }
 
     fn reach(&self) -> MutexGuard<'_, HashMap<String, Reach>> {
-        self.reach.lock().unwrap_or_else(|p| p.into_inner())
+        self.reach.locked()
     }
 
     /// Task `id` reached `tools` (server, tool); kept as long as the task can be asked about.
