@@ -38,7 +38,7 @@ mod sessions;
 mod shutdown;
 mod spawn;
 mod subtree;
-mod tasks;
+mod task_book;
 mod upstream;
 
 use std::process::ExitCode;

@@ -150,7 +150,7 @@ async fn tools_call(
             stream::front_door_call(supervisor, id, &call, wanted, era, takes_tasks).await?
         }
         Way::StreamedBatch(spec, wanted, runs) => stream::hangar_call(supervisor, id, &call, spec, wanted, era, runs),
-        Way::FrontDoor => return tasks::front_door_call(supervisor, call, opted_in).await.map(Answer::Result),
+        Way::FrontDoor => return front_door::call(supervisor, call, opted_in).await.map(Answer::Result),
         Way::BatchTask => {
             return tools::hangar_call_task(supervisor, call.arguments, &call.extra).await.map(Answer::Result);
         }

@@ -8,13 +8,19 @@
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::echo::bounded;
 use hangar_core::front_door::{self, Exposed, Index, Naming};
-use hangar_core::ipc::{ErrorKind, FrontDoor, IpcError, Stance, Target, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
+use hangar_core::ipc::{
+    CallSpec, Called, ErrorKind, FrontDoor, IpcError, Relay, Stance, Target, UPSTREAM_DATA_DETAIL,
+    UPSTREAM_MESSAGE_DETAIL,
+};
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
-use hangar_core::mcp::{LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use hangar_core::mcp::{
+    HELD_CALL_STATE_PREFIX, LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION, REQUEST_STATE,
+};
 use serde_json::{Map, Value, json};
 
 use super::errors::{header_mismatch, missing_capability};
-use super::tools;
+use super::params::ToolCall;
+use super::{stance, tools};
 use crate::supervisor::AsCaller;
 
 /// Whether the front door is on (asks the supervisor; cheap once servers are discovered).
@@ -375,4 +381,77 @@ pub fn refused_call(err: IpcError) -> Result<Value, RpcError> {
 pub async fn resource_owner_of(supervisor: &AsCaller, uri: &str) -> Option<(String, String)> {
     let front_door = front_door_servers(supervisor, "resources/subscribe").await.ok()?;
     resource_owner(supervisor, &front_door, uri).await
+}
+
+/// A front-door `tools/call` of an upstream tool: for a client that takes tasks, one the
+/// supervisor answers as it is or turns into a task; for any other, a plain call.
+pub async fn call(supervisor: &AsCaller, call: ToolCall, opted_in: bool) -> Result<Value, RpcError> {
+    let ToolCall { name, arguments, extra, param_headers } = call;
+    let arguments = match upstream_arguments(arguments) {
+        Ok(arguments) => arguments,
+        Err(bad) => {
+            resolve(supervisor, &name, None, None).await?;
+            return Err(bad);
+        }
+    };
+    let resumes = resumes_held_call(&extra);
+    let extra = pass_on(extra);
+    let stance = stance::modern(extra.as_ref(), opted_in);
+    let called = Called::One { target: Target::Exposed { name }, arguments, timeout_ms: None };
+    let param_headers = param_headers.map(Box::new);
+    let spec = CallSpec { called, stance, relay: Relay::default(), trace: None, param_headers, extra };
+    let answer = supervisor.call(spec).1.await;
+    call_answer(answer, resumes)
+}
+
+/// Whether a call's params retry a call the hangar holds (its `requestState` is the hangar's).
+pub fn resumes_held_call(params: &Map<String, Value>) -> bool {
+    params.get(REQUEST_STATE).and_then(Value::as_str).is_some_and(|state| state.starts_with(HELD_CALL_STATE_PREFIX))
+}
+
+/// A front-door call's answer as its client sees it (`resumes`: it retried a held call).
+pub fn call_answer(answer: Result<Value, IpcError>, resumes: bool) -> Result<Value, RpcError> {
+    match answer {
+        // A retry naming no call the hangar holds (unknown, expired, spent or another's).
+        Err(err) if err.kind == ErrorKind::InvalidArgument && resumes => Err(RpcError::invalid_params(err.message)),
+        Err(err) => refused_call(err),
+        Ok(result) => Ok(result),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::ipc::Request;
+    use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES};
+
+    #[tokio::test]
+    async fn only_a_client_that_takes_tasks_has_its_call_sent_as_a_task_call() {
+        use hangar_core::access::Caller;
+        use hangar_core::ipc::{CallEra, TakesTasks};
+        use std::sync::Arc;
+
+        let fake = crate::testing::FakeSupervisor::new();
+        let supervisor = AsCaller::new(fake.clone() as Arc<dyn crate::supervisor::Supervisor>, Caller::anonymous());
+        let tool_call = |extensions: Value| {
+            let meta = json!({META_CLIENT_CAPABILITIES: {"extensions": extensions}});
+            ToolCall::from_params(Some(json!({"name": "echo", "arguments": {"x": 1}, "_meta": meta}))).unwrap()
+        };
+        // The fake knows no front-door name: each answer is a refusal; what was sent counts.
+        let _ = call(&supervisor, tool_call(json!({})), false).await;
+        let _ = call(&supervisor, tool_call(json!({EXTENSION_TASKS: {}})), true).await;
+        let sent = fake.requests.lock().unwrap().clone();
+        assert_eq!(sent.len(), 2, "one request a call, no resolve before it: {sent:?}");
+        let stance = |request: &Request| match request {
+            Request::Call(spec) => match &spec.called {
+                Called::One { target: Target::Exposed { name }, .. } if name == "echo" => Some(spec.stance.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let plain = stance(&sent[0]).expect("a call by front-door name");
+        assert_eq!((plain.era, plain.tasks), (CallEra::Modern, None), "a plain call: {:?}", sent[0]);
+        let task = stance(&sent[1]).expect("a call by front-door name");
+        assert_eq!(task.tasks, Some(TakesTasks { shortcut_ms: stance::SHORTCUT_MS }), "a task call: {:?}", sent[1]);
+    }
 }

@@ -29,7 +29,7 @@ use super::front_door;
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
 use super::reply::{Answer, McpReply, sse_event};
-use super::{stance, tasks, tools};
+use super::{stance, tools};
 use crate::supervisor::{AsCaller, BoxFuture};
 
 /// One upstream tool call: which tool, its arguments, the client's other params to pass on,
@@ -104,7 +104,7 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
     let (events, stream) = mpsc::channel(64);
     tokio::spawn(async move {
         let UpstreamCall { target, arguments, extra, opted_in } = call;
-        let resumes = extra.as_ref().and_then(Value::as_object).is_some_and(tasks::resumes_held_call);
+        let resumes = extra.as_ref().and_then(Value::as_object).is_some_and(front_door::resumes_held_call);
         // The call's headers (and its tool's task support) were checked when its name was resolved.
         let stance = stance::modern(extra.as_ref(), opted_in);
         let called = Called::One { target, arguments, timeout_ms: None };
@@ -130,7 +130,7 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
                 let _ = events.send(notice).await;
             }
         }
-        let outcome = tasks::call_answer(outcome, resumes).map(|result| (era.finish)("tools/call", result));
+        let outcome = front_door::call_answer(outcome, resumes).map(|result| (era.finish)("tools/call", result));
         let _ = events.send(sse_event(&Answer { id, outcome })).await;
     });
     McpReply::events(stream)

@@ -1,8 +1,8 @@
 //! The pipeline's "park": a call of a client that takes tasks ([`Stance::tasks`]) that outlasts
 //! its shortcut becomes a task the supervisor owns
-//! (state, result, TTL in [`crate::tasks::Book`]), so any API instance answers `tasks/get` and
+//! (state, result, TTL in [`crate::task_book::Book`]), so any API instance answers `tasks/get` and
 //! an API instance's death loses nothing: the call runs on here. The rules are in
-//! `crate::tasks`; this file runs the calls and answers the task requests.
+//! `crate::task_book`; this file runs the calls and answers the task requests.
 //!
 //! A task is its owner's only while the owner's view still reaches what its call reached: every
 //! read (`tasks/get`, `tasks/update`, `tasks/cancel`, following) checks the caller's current view
@@ -28,7 +28,7 @@ use super::CallRequest;
 use super::running::{AbortOnDrop, Ids};
 use crate::hangar::Hangar;
 use crate::server::Server;
-use crate::tasks::{Book, Refusal, Update};
+use crate::task_book::{Book, Refusal, Update};
 
 mod batch;
 mod news;
@@ -132,7 +132,7 @@ impl Tasks {
         let now = now_ms();
         let mut reach = self.reach();
         reach.retain(|_, reach| now < reach.until_ms);
-        reach.insert(id.to_owned(), Reach { tools, until_ms: now.saturating_add(crate::tasks::TTL_MS) });
+        reach.insert(id.to_owned(), Reach { tools, until_ms: now.saturating_add(crate::task_book::TTL_MS) });
     }
 
     /// Whether `view` sees task `id` (that is, everything its call reached); the owner is the
@@ -237,7 +237,7 @@ impl Hangar {
         // Past its quota the caller is refused before anything runs for it: the identity is told
         // why, and nobody else's room is spent.
         self.calls.tasks.book().admits(&caller.identity, now_ms()).map_err(|refusal| refused(&refusal, ""))?;
-        call.timeout_ms = Some(crate::tasks::TTL_MS);
+        call.timeout_ms = Some(crate::task_book::TTL_MS);
         // A streamed call's notices reach its caller until it is answered; the task runs on
         // unheard (its client polls `tasks/get`).
         let (heard_to, heard) = relay_channel(!relay.is_off()).unzip();
@@ -360,7 +360,7 @@ impl Hangar {
         let followed = Followed { server, task_id: upstream_id.to_owned() };
         self.calls.tasks.followed().insert(id.to_owned(), followed.clone());
         self.calls.tasks.book().mirrored(id, created, now_ms());
-        let every = created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(crate::tasks::POLL_INTERVAL_MS);
+        let every = created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(crate::task_book::POLL_INTERVAL_MS);
         let every = Duration::from_millis(every.clamp(FOLLOW_EVERY.0, FOLLOW_EVERY.1));
         let id = id.to_owned();
         tokio::spawn(async move {

@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::now_ms;
 use crate::hangar::Hangar;
-use crate::tasks::{Book, Change};
+use crate::task_book::{Book, Change};
 
 /// The broadcast of the book's status changes.
 pub struct TaskNews(broadcast::Sender<Change>);

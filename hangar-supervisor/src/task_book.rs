@@ -412,5 +412,5 @@ fn rfc3339(ms: u64) -> String {
 }
 
 #[cfg(test)]
-#[path = "tasks_tests.rs"]
+#[path = "task_book_tests.rs"]
 mod tests;
