@@ -398,11 +398,13 @@ impl Server {
         let _ = self.shared.tool_changes.send(self.id.clone());
     }
 
-    /// Whether its tools are unknown: it was never started in this run and nothing was
-    /// remembered of it (the front door starts it to learn them).
+    /// Whether its tools are unknown: nothing was remembered of it, and it was never started in
+    /// this run or its first start is still under way (the front door starts it to learn them;
+    /// a start under way is joined, so a call arriving mid-discovery waits for the tools too). A
+    /// server whose starts all failed is not started again for that: it has no tools to show.
     pub fn tools_unknown(&self) -> bool {
         let inner = self.lock();
-        inner.counters.starts == 0 && !inner.catalog_known
+        !inner.catalog_known && (inner.counters.starts == 0 || inner.lifecycle.state() == State::Initializing)
     }
 
     /// What the prober should check and when, if this server is serving.

@@ -100,3 +100,39 @@ fn thirty_concurrent_starts_of_a_cold_server_spawn_once_and_all_answer_ready() {
     let details = hangar.details("cold");
     assert_eq!((&details["state"], &details["meta"]["restarts"]), (&json!("ready"), &Value::from(0)));
 }
+
+/// In front-door mode the first calls by a tool's name start its cold server to learn its tools.
+/// Calls that arrive while that discovery still runs wait for it too: each finds the tool,
+/// none is told it is unknown. (A call arriving mid-discovery used to resolve against the still
+/// empty catalog and get "Unknown tool".)
+#[test]
+fn front_door_calls_arriving_while_their_cold_server_is_discovered_all_find_the_tool() {
+    let hangar = Hangar::start(
+        r#"
+tool_access: {mode: front_door}
+mcp_servers:
+  slowstart:
+    command: ["{fake}", "--tools", "echo", "--handshake-delay-ms", "400"]
+"#,
+    );
+    let barrier = Barrier::new(CONCURRENT);
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..CONCURRENT)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    hangar.mcp("tools/call", json!({"name": "echo", "arguments": {"text": "hi"}})).body
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let refused: Vec<&Value> = answers.iter().filter(|a| a.get("result").is_none()).collect();
+    assert!(refused.is_empty(), "{} of {CONCURRENT} calls refused, e.g. {}", refused.len(), refused[0]);
+    assert_eq!(spawns_of(&hangar, "slowstart"), 1, "one discovery");
+}
+
+/// How many times `id` has been spawned, from `/metrics`.
+fn spawns_of(hangar: &Hangar, id: &str) -> u64 {
+    hangar.metric(&format!("hangar_mcp_server_starts_total{{mcp_server=\"{id}\"}}")).unwrap_or(0.0) as u64
+}
