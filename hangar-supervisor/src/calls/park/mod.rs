@@ -46,7 +46,7 @@ pub struct Tasks {
     book: Mutex<Book>,
     runs: Mutex<HashMap<String, AbortHandle>>,
     /// What a task was made of, to run it again after `tasks/update`.
-    calls: Mutex<HashMap<String, TaskCall>>,
+    calls: Mutex<HashMap<String, ParkedCall>>,
     /// Tasks that follow an upstream's own task (pass-through): ours to the upstream's.
     followed: Mutex<HashMap<String, Followed>>,
     ids: Ids,
@@ -77,8 +77,9 @@ struct Followed {
     task_id: String,
 }
 
+/// A parked call as it was made: run again, the same way, after `tasks/update`.
 #[derive(Clone)]
-struct TaskCall {
+struct ParkedCall {
     caller: Caller,
     target: Target,
     arguments: Value,
@@ -110,7 +111,7 @@ impl Tasks {
         self.runs.locked()
     }
 
-    fn calls(&self) -> MutexGuard<'_, HashMap<String, TaskCall>> {
+    fn calls(&self) -> MutexGuard<'_, HashMap<String, ParkedCall>> {
         self.calls.locked()
     }
 
@@ -216,7 +217,7 @@ impl Hangar {
             }
             None => (None, target),
         };
-        let mut call = TaskCall {
+        let mut call = ParkedCall {
             caller: caller.clone(),
             target,
             arguments,
@@ -299,7 +300,7 @@ impl Hangar {
     /// task's call is a call of its own ([`Hangar::call_as`]).
     fn run_call(
         self: Arc<Self>,
-        call: TaskCall,
+        call: ParkedCall,
         resume: Option<Map<String, Value>>,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> RunningCall {
