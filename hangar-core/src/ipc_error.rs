@@ -39,6 +39,11 @@ impl IpcError {
         IpcError::new(ErrorKind::Forbidden, message)
     }
 
+    /// Work refused because the hangar is stopping (it takes no new calls or starts).
+    pub fn shutting_down() -> Self {
+        IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down")
+    }
+
     pub fn not_found(mcp_server: &str) -> Self {
         IpcError::new(
             ErrorKind::NotFound,

@@ -111,13 +111,19 @@ impl Hangar {
         }
     }
 
+    /// The hangar itself, for work that outlives the request (a task's run, a held call's
+    /// expiry); gone only once the hangar is being dropped at shutdown.
+    pub(crate) fn owned(&self) -> Result<Arc<Hangar>, IpcError> {
+        self.me.upgrade().ok_or_else(IpcError::shutting_down)
+    }
+
     /// A call the supervisor makes on `caller`'s behalf (a task's run, a batch's call): judged,
     /// admitted and recorded as any call of theirs, and answered in the words its stance says.
     pub(crate) async fn call_as(&self, caller: &Caller, call: CallRequest) -> Result<Value, IpcError> {
         let access = self.access.reading().clone();
         let view = admit_caller(&access, caller)?;
         if self.shared.shutting_down.load(Ordering::SeqCst) {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
+            return Err(IpcError::shutting_down());
         }
         let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
         let answer = self.one_call(&decide, call).await.map(Reply::Called);

@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Reply, Request};
+use hangar_core::ipc::{IpcError, Outcome, Reply, Request};
 use hangar_core::sync::UnpoisonedRw;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -68,7 +68,7 @@ impl Hangar {
         if self.shared.shutting_down.load(Ordering::SeqCst)
             && matches!(request, Request::Start { .. } | Request::Call(_))
         {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
+            return Err(IpcError::shutting_down());
         }
         Ok(match request {
             Request::List => Reply::Servers(self.all_visible(view).iter().map(|s| view.summary(s)).collect()),

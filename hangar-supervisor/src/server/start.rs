@@ -100,7 +100,7 @@ impl Server {
             return Err(answer);
         }
         if self.shared.shutting_down.load(Ordering::SeqCst) {
-            return Err(Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down")));
+            return Err(Err(IpcError::shutting_down()));
         }
         let old = inner.process.take();
         if !self.transition(&mut inner, Event::Start) {

@@ -23,7 +23,7 @@ use hangar_core::sync::Unpoisoned;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::HOLD;
+use super::{HOLD, state_token, unknown_state};
 use crate::calls::park::BatchRequest;
 use crate::hangar::Hangar;
 
@@ -65,11 +65,7 @@ enum Retry {
 
 /// The token of a `requestState` that names a held batch, if it is one.
 fn held_batch_token(extra: Option<&Value>) -> Option<&str> {
-    extra?.get(REQUEST_STATE)?.as_str()?.strip_prefix(HELD_BATCH_STATE_PREFIX)
-}
-
-fn unknown_state() -> IpcError {
-    IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
+    state_token(extra, HELD_BATCH_STATE_PREFIX)
 }
 
 fn refused(message: String) -> IpcError {
@@ -95,9 +91,7 @@ impl Hangar {
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
         let BatchRequest { batch, trace, extra, relay, asks } = request;
-        let Some(me) = self.me.upgrade() else {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
-        };
+        let me = self.owned()?;
         let relayed = notices.filter(|_| !relay.is_off()).map(|to| (relay, to));
         let result = match held_batch_token(extra.as_ref()) {
             Some(token) => match self.retried_batch(caller, token, extra.as_ref())? {

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::HOLD;
+use super::{HOLD, state_token, unknown_state};
 use crate::calls::CallRequest;
 use crate::calls::running::AbortOnDrop;
 use crate::hangar::{Decision, Hangar};
@@ -51,11 +51,7 @@ pub(super) struct Held {
 
 /// The token of a `requestState` that names a held call, if it is one.
 pub fn held_token(extra: Option<&Value>) -> Option<&str> {
-    extra?.get(REQUEST_STATE)?.as_str()?.strip_prefix(HELD_CALL_STATE_PREFIX)
-}
-
-fn unknown_state() -> IpcError {
-    IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
+    state_token(extra, HELD_CALL_STATE_PREFIX)
 }
 
 impl Hangar {
@@ -71,9 +67,7 @@ impl Hangar {
         if !may_ask.any() {
             return self.pipeline(decide, CallRequest { notices, ..call }).await;
         }
-        let Some(me) = self.me.upgrade() else {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
-        };
+        let me = self.owned()?;
         // The upstream's requests come back here, beside the notices the caller asked for.
         let (asks_to, asks) = mpsc::unbounded_channel();
         let call = CallRequest { relay: Relay { asks: true, ..call.relay }, notices: Some(asks_to), ..call };

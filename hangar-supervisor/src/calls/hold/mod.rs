@@ -11,8 +11,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
-use hangar_core::mcp::{HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX};
+use hangar_core::mcp::{HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, REQUEST_STATE};
 use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 
@@ -21,6 +22,17 @@ use crate::hangar::Hangar;
 
 /// How long a held call or batch waits for the client's retry.
 pub const HOLD: Duration = Duration::from_secs(60);
+
+/// The token of the held call or batch a retry's `requestState` names, if it is one of the
+/// hangar's with `prefix` (a call's or a batch's).
+fn state_token<'a>(extra: Option<&'a Value>, prefix: &str) -> Option<&'a str> {
+    extra?.get(REQUEST_STATE)?.as_str()?.strip_prefix(prefix)
+}
+
+/// A retry naming nothing held: unknown, expired, already answered or another caller's.
+fn unknown_state() -> IpcError {
+    IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
+}
 
 /// Every held call and batch.
 #[derive(Default)]

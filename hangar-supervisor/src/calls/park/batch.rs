@@ -53,9 +53,7 @@ impl Hangar {
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
         let BatchRequest { batch, trace, extra, relay, asks } = request;
-        let Some(me) = self.me.upgrade() else {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
-        };
+        let me = self.owned()?;
         // The hangar owns the task: the upstreams are not invited to make their own.
         let extra = without_tasks_extension(extra);
         // The calls' notices are heard until the batch is answered, then dropped.

@@ -229,9 +229,7 @@ impl Hangar {
             relay,
             stance,
         };
-        let Some(me) = self.me.upgrade() else {
-            return Err(IpcError::new(ErrorKind::ShuttingDown, "the hangar is shutting down"));
-        };
+        let me = self.owned()?;
         if support == Some(TaskSupport::Forbidden) {
             return me.run_call(call, None, notices).await.map(Reply::Called);
         }
