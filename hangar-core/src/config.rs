@@ -331,6 +331,9 @@ pub struct ServerConfig {
     /// `http://127.0.0.1:8931/mcp`. Required by `http` and `remote`, refused by `subprocess`.
     #[schemars(regex(pattern = r"^https?://"), length(min = 10))]
     pub endpoint: Option<String>,
+    /// The credential the hangar presents to an `http` or `remote` server. Default: none.
+    #[serde(default)]
+    pub auth: crate::upstream_auth::UpstreamAuth,
     /// Free text for operators; shown in the server's details (`meta`).
     pub description: Option<String>,
     /// Failed health checks in a row that degrade a ready server (then `recovery` restarts
@@ -672,6 +675,13 @@ impl Config {
                     }
                 }
             }
+            if server.auth != crate::upstream_auth::UpstreamAuth::default() && server.mode == Mode::Subprocess {
+                return Err(KeyError {
+                    key: at("auth"),
+                    message: "`auth` is for what the hangar sends to an `http` or `remote` server".into(),
+                });
+            }
+            crate::upstream_auth::validate(&server.auth, &at("auth"))?;
             for key in server.env.keys() {
                 if key.is_empty() || key.contains('=') || key.contains('\0') {
                     return Err(KeyError {

@@ -75,5 +75,6 @@ pub mod terminal;
 pub mod time;
 pub mod tool_digest;
 pub mod trace;
+pub mod upstream_auth;
 pub mod wire_name;
 pub mod yaml_keys;

@@ -12,6 +12,7 @@ mod config_watch;
 mod containment;
 mod control;
 mod control_key;
+mod credentials;
 #[cfg(test)]
 mod docs_page;
 mod guardian;

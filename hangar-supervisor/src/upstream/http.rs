@@ -5,6 +5,10 @@
 //! `Mcp-Name` headers; the legacy wire needs the session id the server minted at `initialize`.
 //! Whatever the upstream says beyond the JSON-RPC answer (error texts, odd bodies) goes to the
 //! server's log only.
+//!
+//! A server with `auth.oauth` gets `Authorization: Bearer` on every request, the token from its
+//! [`SharedToken`]; when the upstream answers 401 `invalid_token`, that token is dropped and the
+//! request sent once more with a new one.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,12 +22,15 @@ use hangar_core::mcp::{
 };
 use hangar_core::sync::Unpoisoned;
 use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
+use hangar_core::upstream_auth::UpstreamOAuth;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::sse::{SseEvent, SseReader};
 use super::{Era, Notice, Relay, RequestError};
+use crate::credentials::discovery::challenge_param;
+use crate::credentials::shared_token::SharedToken;
 use crate::logs::{LogRing, Stream};
 
 /// The largest answer read from an upstream; a bigger one is refused, not buffered.
@@ -44,6 +51,8 @@ pub struct HttpUpstream {
     /// with: the upstream's id for each.
     asks: Mutex<HashMap<String, Value>>,
     next_ask: AtomicU64,
+    /// The access token every request carries, for a server with `auth.oauth`.
+    bearer: Option<Arc<SharedToken>>,
 }
 
 impl Drop for HttpUpstream {
@@ -55,7 +64,13 @@ impl Drop for HttpUpstream {
 }
 
 impl HttpUpstream {
-    pub fn new(endpoint: &str, log: Arc<LogRing>, notices: mpsc::UnboundedSender<Notice>) -> Result<Self, String> {
+    /// The link to `endpoint`; with `oauth`, its requests carry that configuration's token.
+    pub fn new(
+        endpoint: &str,
+        oauth: Option<&UpstreamOAuth>,
+        log: Arc<LogRing>,
+        notices: mpsc::UnboundedSender<Notice>,
+    ) -> Result<Self, String> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // Never follow a redirect to somewhere the config did not name.
@@ -63,7 +78,6 @@ impl HttpUpstream {
             .build()
             .map_err(|err| format!("cannot set up an HTTP client: {err}"))?;
         Ok(HttpUpstream {
-            client,
             endpoint: endpoint.to_owned(),
             next_id: AtomicU64::new(1),
             session: Arc::default(),
@@ -73,6 +87,8 @@ impl HttpUpstream {
             standalone: Mutex::default(),
             asks: Mutex::default(),
             next_ask: AtomicU64::new(1),
+            bearer: oauth.map(|oauth| Arc::new(SharedToken::new(client.clone(), endpoint, oauth))),
+            client,
         })
     }
 
@@ -130,14 +146,32 @@ impl HttpUpstream {
             meta.insert("progressToken".into(), json!(id));
         }
         let relays: Vec<(u64, Relay)> = relay.into_iter().map(|r| (id, r)).collect();
-        let mut request = self.post(era, method, &params, super::message(Some(id), method, &params));
-        if era == Era::Modern {
-            for (name, value) in headers {
-                request = request.header(name.as_str(), header_value(value));
-            }
-        }
         let exchange = async {
-            let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
+            let mut retried = false;
+            let response = loop {
+                let token = match &self.bearer {
+                    Some(bearer) => Some(bearer.get().await.map_err(|err| self.no_token(method, &err))?),
+                    None => None,
+                };
+                let body = super::message(Some(id), method, &params);
+                let mut request = self.post_as(era, method, &params, body, token.as_deref());
+                if era == Era::Modern {
+                    for (name, value) in headers {
+                        request = request.header(name.as_str(), header_value(value));
+                    }
+                }
+                let response = request.send().await.map_err(|err| self.transport_error(method, timeout, &err))?;
+                // The upstream refused the token: a new one, once.
+                if let (Some(bearer), Some(token)) = (&self.bearer, &token)
+                    && !retried
+                    && refuses_token(&response)
+                {
+                    bearer.refused(token);
+                    retried = true;
+                    continue;
+                }
+                break response;
+            };
             if let Some(session) = response.headers().get(HEADER_SESSION_ID) {
                 *self.session.locked() = Some(session.clone());
             }
@@ -163,13 +197,30 @@ impl HttpUpstream {
         let _ = request.timeout(Duration::from_secs(10)).send().await;
     }
 
+    /// A POST with the token held now, if any (for what does not wait for one).
     fn post(&self, era: Era, method: &str, params: &Value, body: Vec<u8>) -> reqwest::RequestBuilder {
+        let token = self.bearer.as_ref().and_then(|bearer| bearer.current());
+        self.post_as(era, method, params, body, token.as_deref())
+    }
+
+    /// A POST of `body`, with `token` as its bearer token if given.
+    fn post_as(
+        &self,
+        era: Era,
+        method: &str,
+        params: &Value,
+        body: Vec<u8>,
+        token: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         let mut request = self
             .client
             .post(&self.endpoint)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
         // The trace context the request carries in `_meta` goes in the W3C headers too, for
         // HTTP servers and proxies that read only those.
         if let Some(trace) = params.get("_meta").and_then(Value::as_object).and_then(TraceContext::from_meta) {
@@ -200,6 +251,14 @@ impl HttpUpstream {
             }
         }
         request
+    }
+
+    /// No token could be had for `method`: why goes to the server's log (never a secret), and
+    /// the request fails as the upstream would have refused it, 401.
+    fn no_token(&self, method: &str, err: &crate::credentials::shared_token::TokenError) -> RequestError {
+        tracing::warn!(server = %self.log.server_id(), "no access token for an upstream: {err}");
+        self.log.push(Stream::Stdout, format!("[hangar] no access token for `{method}`: {err}").as_bytes());
+        RequestError::Status { method: method.into(), status: 401 }
     }
 
     fn transport_error(&self, method: &str, timeout: Duration, err: &reqwest::Error) -> RequestError {
@@ -303,6 +362,9 @@ impl HttpUpstream {
     /// notifications acted on as any other. A server that offers none (405) is left alone.
     pub(super) fn open_standalone_stream(&self) {
         let mut request = self.client.get(&self.endpoint).header(ACCEPT, "text/event-stream");
+        if let Some(token) = self.bearer.as_ref().and_then(|bearer| bearer.current()) {
+            request = request.bearer_auth(token);
+        }
         if let Some(version) = self.legacy_version.locked().as_deref() {
             request = request.header(HEADER_PROTOCOL_VERSION, version);
         }
@@ -401,6 +463,18 @@ fn header_value(name: &str) -> HeaderValue {
         format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(name))
     };
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// Whether an answer is the upstream refusing the token it was sent: 401 with an
+/// `invalid_token` challenge (RFC 6750 §3.1).
+fn refuses_token(response: &reqwest::Response) -> bool {
+    response.status() == reqwest::StatusCode::UNAUTHORIZED
+        && response
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .any(|challenge| challenge_param(challenge, "error").as_deref() == Some("invalid_token"))
 }
 
 #[cfg(test)]

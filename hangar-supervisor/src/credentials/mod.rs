@@ -1,0 +1,11 @@
+//! Credentials the hangar presents to upstreams that want them.
+//!
+//! [`discovery`] finds an upstream's authorization server the way the MCP authorization spec
+//! asks of a client (RFC 9728 protected-resource metadata, then RFC 8414 / OpenID Connect
+//! authorization-server metadata); [`shared_token`] holds the one access token a `per: shared`
+//! server's calls carry, got with the client-credentials grant and renewed ahead of expiry in a
+//! single flight. Secrets and tokens are never logged, and never leave this module but as the
+//! `Authorization` header of a request to the upstream they were issued for.
+
+pub mod discovery;
+pub mod shared_token;

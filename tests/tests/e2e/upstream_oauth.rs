@@ -1,0 +1,245 @@
+//! The hangar as an OAuth client of a protected upstream, machine to machine: a `mode: remote`
+//! server with `auth.oauth` (`per: shared`, `grant: client_credentials`) in front of a real SDK
+//! resource server (the Python `mcp` package, tests/fixtures/py_protected_server.py) whose
+//! tokens come from a real authorization server (`oidc-provider`,
+//! tests/fixtures/upstream_idp.mjs). The hangar discovers the authorization server from the
+//! upstream's 401, gets an audience-bound token, sends it, renews it once however many calls
+//! wait, gets a new one when the upstream refuses it, and never shows the client secret or a
+//! token on any surface.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hangar_tests::{Background, Hangar, free_port, node, poll, python, repo_root, supervisor_exit};
+use serde_json::{Value, json};
+
+use crate::oauth::agent;
+
+const SECRET: &str = "hangar-m2m-secret";
+
+/// The upstream's authorization server and the protected server it issues tokens for, killed
+/// when dropped.
+struct Upstream {
+    _idp: Background,
+    _server: Background,
+    /// The authorization server's issuer, `http://127.0.0.1:PORT`.
+    idp: String,
+    /// The protected server's MCP endpoint (its canonical resource URI).
+    endpoint: String,
+    /// The JSON lines the protected server writes, one per `whoami` call.
+    record: tempfile::NamedTempFile,
+    /// The client-secret file (outside the hangar's directory, as an operator's would be).
+    secret: tempfile::NamedTempFile,
+}
+
+impl Upstream {
+    /// Both servers, access tokens living `ttl_s` seconds.
+    fn start(ttl_s: u32) -> Upstream {
+        let package = repo_root().join(".tools/oidc-provider/node_modules/oidc-provider/package.json");
+        assert!(package.exists(), "{} is missing; run scripts/setup-clients", package.display());
+        let (idp_port, server_port) = (free_port(), free_port());
+        let script = repo_root().join("tests/fixtures/upstream_idp.mjs").display().to_string();
+        let idp =
+            Background::start(&node(), &[&script, &idp_port.to_string(), &ttl_s.to_string()], "upstream idp listening");
+        let issuer = format!("http://127.0.0.1:{idp_port}");
+        let record = tempfile::NamedTempFile::new().expect("record file");
+        let script = repo_root().join("tests/fixtures/py_protected_server.py").display().to_string();
+        let record_path = record.path().display().to_string();
+        let server = Background::spawn(&python(), &[&script, &server_port.to_string(), &issuer, &record_path]);
+        let metadata = format!("http://127.0.0.1:{server_port}/.well-known/oauth-protected-resource/mcp");
+        poll("the protected server serves its metadata", Duration::from_secs(30), || {
+            agent().get(&metadata).call().ok().filter(|r| r.status().as_u16() == 200)
+        });
+        let secret = tempfile::NamedTempFile::new().expect("secret file");
+        std::fs::write(secret.path(), format!("{SECRET}\n")).expect("write the secret");
+        Upstream {
+            _idp: idp,
+            _server: server,
+            idp: issuer,
+            endpoint: format!("http://127.0.0.1:{server_port}/mcp"),
+            record,
+            secret,
+        }
+    }
+
+    /// A hangar config with the protected server as `prot`, its `auth.oauth` as `oauth`
+    /// (`{secret}` standing for the secret file's path).
+    fn config(&self, oauth: &str) -> String {
+        let oauth = oauth.replace("{secret}", &self.secret.path().display().to_string());
+        format!(
+            "mcp_servers:\n  prot:\n    mode: remote\n    endpoint: {}\n    auth:\n      oauth: {oauth}\n",
+            self.endpoint
+        )
+    }
+
+    /// How many tokens the authorization server granted by `grant` so far.
+    fn grants(&self, grant: &str) -> u64 {
+        let stats: Value =
+            agent().get(&format!("{}/_stats", self.idp)).call().unwrap().into_body().read_json().unwrap();
+        stats["grants"][grant].as_u64().unwrap_or(0)
+    }
+
+    /// What reached the protected server, one record per `whoami` call: `{sub, client_id, token}`.
+    fn calls(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.record.path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// From now on the protected server refuses every token it has accepted so far.
+    fn refuse_seen(&self) {
+        let url = self.endpoint.replace("/mcp", "/_refuse_seen");
+        assert_eq!(agent().post(&url).send_empty().unwrap().status().as_u16(), 200);
+    }
+}
+
+const MACHINE: &str =
+    "{per: shared, grant: client_credentials, client: {id: hangar-m2m, secret_file: \"{secret}\"}, scopes: [read]}";
+
+/// `whoami` through the hangar, which must succeed: the protected server's answer.
+fn whoami(hangar: &Hangar) -> Value {
+    let result = hangar.call("prot", "whoami", json!({})).expect("whoami through the hangar succeeds");
+    serde_json::from_str(result["result"].as_str().expect("whoami answers text")).expect("whoami answers JSON")
+}
+
+/// Every byte the hangar wrote or showed: its log, each file under its directory (the journal
+/// as its entries too, as they are compressed there), and what its surfaces answer now.
+fn every_surface(hangar: &Hangar) -> Vec<String> {
+    let mut seen = vec![hangar.log()];
+    fn files(dir: &Path, into: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files(&path, into);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                into.push(String::from_utf8_lossy(&bytes).into_owned());
+            }
+        }
+    }
+    files(hangar.dir.path(), &mut seen);
+    let journal = crate::journal_audit::journal_of(hangar);
+    seen.extend(crate::journal_audit::entries(&journal).iter().map(Value::to_string));
+    for path in ["/api/mcp_servers", "/api/mcp_servers/prot", "/api/mcp_servers/prot/logs", "/metrics", "/"] {
+        seen.push(hangar.get(path).text);
+    }
+    seen.extend(hangar.bodies());
+    seen
+}
+
+fn assert_nowhere(hangar: &Hangar, needles: &[String]) {
+    let surfaces = every_surface(hangar);
+    for needle in needles {
+        for surface in &surfaces {
+            assert!(!surface.contains(needle.as_str()), "a surface shows a secret or token {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn a_shared_client_credentials_token_reaches_the_upstream_and_no_surface() {
+    let upstream = Upstream::start(300);
+    let hangar = Hangar::start(&upstream.config(MACHINE));
+    // The token is the hangar's own (the client-credentials grant's subject is its client).
+    let who = whoami(&hangar);
+    assert_eq!(who, json!({"sub": "hangar-m2m", "client_id": "hangar-m2m"}));
+    assert_eq!(whoami(&hangar)["sub"], "hangar-m2m");
+    // One token served both calls.
+    assert_eq!(upstream.grants("client_credentials"), 1);
+    let tokens: Vec<String> =
+        upstream.calls().iter().map(|call| call["token"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(tokens.len(), 2);
+    assert_eq!(tokens[0], tokens[1]);
+    let mut needles = tokens;
+    needles.push(SECRET.to_owned());
+    assert_nowhere(&hangar, &needles);
+}
+
+#[test]
+fn a_one_second_token_under_twenty_concurrent_calls_is_renewed_exactly_once() {
+    let upstream = Upstream::start(1);
+    let hangar = Hangar::start(&upstream.config(MACHINE));
+    whoami(&hangar);
+    assert_eq!(upstream.grants("client_credentials"), 1);
+    // Wait (bounded) until the first token has expired.
+    let first = upstream.calls()[0]["token"].as_str().unwrap().to_owned();
+    let expiry = jwt_exp(&first);
+    poll("the first token expires", Duration::from_secs(10), || {
+        (SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() > expiry).then_some(())
+    });
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami(&hangar))).collect();
+        for call in calls {
+            assert_eq!(call.join().expect("a call thread")["sub"], "hangar-m2m");
+        }
+    });
+    assert_eq!(upstream.grants("client_credentials"), 2, "one new token for the twenty waiting calls");
+    let later: Vec<String> =
+        upstream.calls()[1..].iter().map(|call| call["token"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(later.len(), 20);
+    assert!(later.iter().all(|token| *token == later[0] && *token != first));
+}
+
+#[test]
+fn a_token_the_upstream_refuses_is_replaced_once_and_the_call_retried() {
+    let upstream = Upstream::start(300);
+    let hangar = Hangar::start(&upstream.config(MACHINE));
+    whoami(&hangar);
+    upstream.refuse_seen();
+    // The held token is refused with 401 `invalid_token`: the call still succeeds, on a new one.
+    assert_eq!(whoami(&hangar)["sub"], "hangar-m2m");
+    assert_eq!(upstream.grants("client_credentials"), 2);
+    let calls = upstream.calls();
+    assert_eq!(calls.len(), 2);
+    assert_ne!(calls[0]["token"], calls[1]["token"]);
+}
+
+#[test]
+fn oauth_modes_not_yet_supported_are_refused_at_load_with_their_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cases = [
+        ("per: user", "per: shared", "mcp_servers.prot.auth.oauth.per"),
+        ("grant: authorization_code", "grant: client_credentials", "mcp_servers.prot.auth.oauth.grant"),
+        ("secret_file: relative", "secret_file: \"{secret}\"", "mcp_servers.prot.auth.oauth.client.secret_file"),
+    ];
+    for (with, instead_of, key) in cases {
+        let oauth = MACHINE.replace(instead_of, with).replace("{secret}", "/etc/secret");
+        let yaml = format!(
+            "mcp_servers:\n  prot:\n    mode: remote\n    endpoint: http://127.0.0.1:9/mcp\n    auth:\n      oauth: {oauth}\n"
+        );
+        let config = dir.path().join("hangar.yaml");
+        std::fs::write(&config, yaml).expect("write the config");
+        let socket = dir.path().join("s.sock");
+        let (code, stderr) = supervisor_exit(
+            &[OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()],
+            &[],
+        );
+        assert_eq!(code, Some(78), "{with}: {stderr}");
+        assert!(stderr.contains(key), "{with}: the refusal names {key}: {stderr}");
+    }
+}
+
+/// The `exp` claim of a JWT (the test reads its own upstream's tokens, to wait for expiry).
+fn jwt_exp(token: &str) -> u64 {
+    let payload = token.split('.').nth(1).expect("a JWT has a payload");
+    let bytes = decode_base64url(payload);
+    let claims: Value = serde_json::from_slice(&bytes).expect("the payload is JSON");
+    claims["exp"].as_u64().expect("the token has `exp`")
+}
+
+fn decode_base64url(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let (mut out, mut bits, mut acc) = (Vec::new(), 0u32, 0u32);
+    for c in text.bytes() {
+        let Some(v) = ALPHABET.iter().position(|a| *a == c) else { continue };
+        acc = (acc << 6) | v as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
