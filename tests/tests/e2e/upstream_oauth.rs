@@ -36,6 +36,12 @@ struct Upstream {
 impl Upstream {
     /// Both servers, access tokens living `ttl_s` seconds.
     fn start(ttl_s: u32) -> Upstream {
+        Upstream::start_naming(ttl_s, "127.0.0.1")
+    }
+
+    /// Both servers, the protected one naming its authorization server by `host` (the
+    /// authorization server's own issuer says `127.0.0.1`).
+    fn start_naming(ttl_s: u32, host: &str) -> Upstream {
         let package = repo_root().join(".tools/oidc-provider/node_modules/oidc-provider/package.json");
         assert!(package.exists(), "{} is missing; run scripts/setup-clients", package.display());
         let (idp_port, server_port) = (free_port(), free_port());
@@ -43,10 +49,11 @@ impl Upstream {
         let idp =
             Background::start(&node(), &[&script, &idp_port.to_string(), &ttl_s.to_string()], "upstream idp listening");
         let issuer = format!("http://127.0.0.1:{idp_port}");
+        let named = format!("http://{host}:{idp_port}");
         let record = tempfile::NamedTempFile::new().expect("record file");
         let script = repo_root().join("tests/fixtures/py_protected_server.py").display().to_string();
         let record_path = record.path().display().to_string();
-        let server = Background::spawn(&python(), &[&script, &server_port.to_string(), &issuer, &record_path]);
+        let server = Background::spawn(&python(), &[&script, &server_port.to_string(), &named, &record_path]);
         let metadata = format!("http://127.0.0.1:{server_port}/.well-known/oauth-protected-resource/mcp");
         poll("the protected server serves its metadata", Duration::from_secs(30), || {
             agent().get(&metadata).call().ok().filter(|r| r.status().as_u16() == 200)
@@ -194,6 +201,23 @@ fn a_token_the_upstream_refuses_is_replaced_once_and_the_call_retried() {
     let calls = upstream.calls();
     assert_eq!(calls.len(), 2);
     assert_ne!(calls[0]["token"], calls[1]["token"]);
+}
+
+#[test]
+fn an_authorization_server_whose_metadata_names_another_issuer_is_refused() {
+    // The upstream names `http://localhost:PORT`; the metadata found there says its issuer is
+    // `http://127.0.0.1:PORT`: the hangar asks it for no token.
+    let upstream = Upstream::start_naming(300, "localhost");
+    let hangar = Hangar::start(&upstream.config(MACHINE));
+    let (_, error) = hangar.call_error("prot", "whoami", json!({}));
+    assert!(!error.is_empty());
+    let logs = poll("the refusal is in the server's log", Duration::from_secs(10), || {
+        let logs = hangar.get("/api/mcp_servers/prot/logs").text;
+        logs.contains("says its issuer is").then_some(logs)
+    });
+    assert!(logs.contains(&format!("`{}`", upstream.idp)), "{logs}");
+    assert_eq!(upstream.grants("client_credentials"), 0);
+    assert!(upstream.calls().is_empty());
 }
 
 #[test]
