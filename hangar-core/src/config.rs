@@ -383,7 +383,7 @@ pub struct ServerConfig {
 }
 
 /// What each `mode` needs and refuses (checked by [`Config::validate`]), for the schema:
-/// `subprocess` (also when `mode` is absent) a `command` and no `endpoint`; `http` both;
+/// `subprocess` (also when `mode` is absent) a `command` and no `endpoint` or `auth`; `http` both;
 /// `remote` an `endpoint`, and no `command`, `args` or `sandbox`.
 fn mode_rules(schema: &mut schemars::Schema) {
     // `mode` absent passes every `properties` test: only `subprocess`, the default, tests so.
@@ -394,7 +394,8 @@ fn mode_rules(schema: &mut schemars::Schema) {
     let rules = serde_json::json!([
         {"if": mode("subprocess"), "then": {
             "required": ["command"],
-            "properties": {"command": command, "endpoint": {"type": "null"}}
+            "properties": {"command": command, "endpoint": {"type": "null"}},
+            "not": {"required": ["auth"]}
         }},
         {"if": written("http"), "then": {
             "required": ["command", "endpoint"],
@@ -1108,6 +1109,18 @@ mcp_servers:
     fn subprocess_needs_a_command() {
         let err = Config::parse("mcp_servers:\n  math:\n    mode: subprocess\n").unwrap_err();
         assert_eq!(err.key, "mcp_servers.math.command");
+    }
+
+    #[test]
+    fn auth_is_for_what_the_hangar_sends_to_an_http_or_remote_server() {
+        let oauth = "oauth: {per: shared, grant: client_credentials, client: {id: m, secret_file: /s}}";
+        let remote =
+            format!("mcp_servers:\n  far: {{mode: remote, endpoint: \"https://x.example/mcp\", auth: {{{oauth}}}}}\n");
+        assert!(Config::parse(&remote).is_ok());
+        let local = format!("mcp_servers:\n  near: {{command: [x], auth: {{{oauth}}}}}\n");
+        assert_eq!(Config::parse(&local).unwrap_err().key, "mcp_servers.near.auth");
+        let user = remote.replace("shared", "user");
+        assert_eq!(Config::parse(&user).unwrap_err().key, "mcp_servers.far.auth.oauth.per");
     }
 
     #[test]
