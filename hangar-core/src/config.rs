@@ -54,6 +54,10 @@ pub struct Config {
     /// How long the journal keeps its entries, and how large it may grow.
     #[serde(default)]
     pub journal: JournalConfig,
+    /// Where the key sealing stored upstream tokens is. Default: none (tokens are kept in
+    /// memory only).
+    #[serde(default)]
+    pub credentials: Option<crate::credential_store::CredentialsConfig>,
     /// What the audit trail keeps of each call.
     #[serde(default)]
     pub audit: AuditConfig,
@@ -542,6 +546,7 @@ impl Config {
                 limits: Limits::default(),
                 state_dir: None,
                 journal: JournalConfig::default(),
+                credentials: None,
                 audit: AuditConfig::default(),
                 tasks: TasksConfig::default(),
                 telemetry: TelemetryConfig::default(),
@@ -616,6 +621,9 @@ impl Config {
 
     fn validate(&self) -> Result<(), KeyError> {
         self.check_keys_and_profiles()?;
+        if let Some(credentials) = &self.credentials {
+            crate::credential_store::validate(credentials)?;
+        }
         if let Some(oauth) = &self.auth.oauth {
             crate::access::validate_oauth(oauth, &self.profiles)
                 .map_err(|invalid| KeyError { key: invalid.key, message: invalid.message })?;

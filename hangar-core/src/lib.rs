@@ -48,6 +48,7 @@ pub mod call_requests;
 pub mod cluster;
 pub mod config;
 pub mod config_reference;
+pub mod credential_store;
 pub mod custom_headers;
 pub mod echo;
 pub mod front_door;

@@ -88,7 +88,12 @@ struct Fleet {
 }
 
 impl Hangar {
-    pub fn new(config: &Config, config_path: Option<PathBuf>, journal: Arc<Journal>) -> Arc<Hangar> {
+    pub fn new(
+        config: &Config,
+        config_path: Option<PathBuf>,
+        journal: Arc<Journal>,
+        token_store: Option<Arc<crate::credentials::store::TokenStore>>,
+    ) -> Arc<Hangar> {
         journal.retain(&config.journal);
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
@@ -101,6 +106,7 @@ impl Hangar {
             journal,
             telemetry: config.telemetry.otlp_endpoint.as_deref().and_then(start_telemetry),
             upstream_news: broadcast::channel(256).0,
+            token_store,
         });
         let servers = config
             .mcp_servers

@@ -7,9 +7,14 @@
 //! answer (one flight, however many calls wait). An upstream's 401 `invalid_token` drops the
 //! token it refused, so the retried call gets a new one. The client secret is read from its
 //! file at each token request and dropped after it; neither it nor a token is ever logged.
+//!
+//! With a token store ([`super::store`]), a new token is kept there too, under the identity
+//! [`SHARED_IDENTITY`], and a supervisor that starts again uses the kept one until it is due
+//! for renewal, instead of asking for another.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hangar_core::sync::Unpoisoned;
@@ -18,6 +23,11 @@ use oauth2::basic::BasicClient;
 use oauth2::{ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
 
 use super::discovery::{self, AuthServer};
+use super::store::{StoredToken, TokenKey, TokenStore, now_ms};
+
+/// The identity a `per: shared` server's token is kept under: the hangar's own (reserved, so
+/// no caller can be it).
+pub const SHARED_IDENTITY: &str = "hangar";
 
 /// The most read of the client-secret file.
 const MAX_SECRET_BYTES: u64 = 64 * 1024;
@@ -60,11 +70,21 @@ pub struct SharedToken {
     held: Mutex<Option<Held>>,
     /// Held by the one call renewing the token; the others wait on it, then read `held`.
     flight: tokio::sync::Mutex<()>,
+    /// Where tokens are kept, and this server's id there.
+    store: Option<(Arc<TokenStore>, String)>,
+    /// The kept token was refused by the upstream: the next one is asked for, not loaded.
+    kept_refused: AtomicBool,
 }
 
 impl SharedToken {
-    /// The shared token of the server at `endpoint`, as `oauth` configures it.
-    pub fn new(http: reqwest::Client, endpoint: &str, oauth: &UpstreamOAuth) -> SharedToken {
+    /// The shared token of the server at `endpoint`, as `oauth` configures it, kept in `store`
+    /// (with the server's id) if given.
+    pub fn new(
+        http: reqwest::Client,
+        endpoint: &str,
+        oauth: &UpstreamOAuth,
+        store: Option<(Arc<TokenStore>, String)>,
+    ) -> SharedToken {
         SharedToken {
             http,
             endpoint: endpoint.to_owned(),
@@ -74,6 +94,8 @@ impl SharedToken {
             server: Mutex::default(),
             held: Mutex::default(),
             flight: tokio::sync::Mutex::new(()),
+            store,
+            kept_refused: AtomicBool::new(false),
         }
     }
 
@@ -92,8 +114,34 @@ impl SharedToken {
         if let Some(token) = self.current() {
             return Ok(token);
         }
-        let held = self.request().await?;
+        let server = self.server().await?;
+        let kept = self.store.as_ref().map(|(store, id)| {
+            let key = TokenKey {
+                identity: SHARED_IDENTITY.into(),
+                server: id.clone(),
+                issuer: server.issuer.clone(),
+                resource: server.resource.clone(),
+            };
+            (store, key)
+        });
+        if let Some((store, key)) = &kept
+            && !self.kept_refused.load(Ordering::Relaxed)
+            && let Some(stored) = store.load(key)
+        {
+            let left = stored.renew_at_ms.saturating_sub(now_ms());
+            if left > 0 {
+                let token = stored.access_token.clone();
+                let renew_at = Instant::now() + Duration::from_millis(left);
+                *self.held.locked() = Some(Held { secret: stored.access_token, renew_at });
+                return Ok(token);
+            }
+        }
+        let (held, renew_at_ms) = self.request(&server).await?;
         let token = held.secret.clone();
+        if let Some((store, key)) = &kept {
+            store.save(key, &StoredToken { access_token: token.clone(), renew_at_ms });
+            self.kept_refused.store(false, Ordering::Relaxed);
+        }
         *self.held.locked() = Some(held);
         Ok(token)
     }
@@ -103,21 +151,23 @@ impl SharedToken {
         let mut held = self.held.locked();
         if held.as_ref().is_some_and(|held| held.secret == token) {
             *held = None;
+            self.kept_refused.store(true, Ordering::Relaxed);
         }
     }
 
-    /// Asks the authorization server for a new token (discovering it first, once).
-    async fn request(&self) -> Result<Held, TokenError> {
-        let known = self.server.locked().clone();
-        let server = match known {
-            Some(server) => server,
-            None => {
-                let server = discovery::discover(&self.http, &self.endpoint).await?;
-                tracing::info!(endpoint = %self.endpoint, issuer = %server.issuer, "found the upstream's authorization server");
-                *self.server.locked() = Some(server.clone());
-                server
-            }
-        };
+    /// The upstream's authorization server (discovered once).
+    async fn server(&self) -> Result<AuthServer, TokenError> {
+        if let Some(server) = self.server.locked().clone() {
+            return Ok(server);
+        }
+        let server = discovery::discover(&self.http, &self.endpoint).await?;
+        tracing::info!(endpoint = %self.endpoint, issuer = %server.issuer, "found the upstream's authorization server");
+        *self.server.locked() = Some(server.clone());
+        Ok(server)
+    }
+
+    /// Asks `server` for a new token: it, and when to renew it (ms since the epoch).
+    async fn request(&self, server: &AuthServer) -> Result<(Held, u64), TokenError> {
         let secret = hangar_core::small_file::read_regular(&self.secret_file, MAX_SECRET_BYTES)
             .map_err(|err| TokenError::Secret { path: self.secret_file.display().to_string(), why: err.to_string() })?;
         let token_url = TokenUrl::new(server.token_endpoint.clone())
@@ -125,7 +175,7 @@ impl SharedToken {
         let client = BasicClient::new(ClientId::new(self.client_id.clone()))
             .set_client_secret(ClientSecret::new(secret.trim().to_owned()))
             .set_token_uri(token_url);
-        let asked = Instant::now();
+        let (asked, asked_ms) = (Instant::now(), now_ms());
         let answer = tokio::time::timeout(
             TOKEN_TIMEOUT,
             client
@@ -139,7 +189,9 @@ impl SharedToken {
         .map_err(|err| TokenError::Request { endpoint: server.token_endpoint.clone(), why: describe(&err) })?;
         let lifetime = answer.expires_in().unwrap_or(UNSTATED_LIFETIME);
         let ahead = (lifetime / 10).min(MAX_RENEW_AHEAD);
-        Ok(Held { secret: answer.access_token().secret().clone(), renew_at: asked + lifetime - ahead })
+        let good_for = lifetime - ahead;
+        let renew_at_ms = asked_ms + good_for.as_millis() as u64;
+        Ok((Held { secret: answer.access_token().secret().clone(), renew_at: asked + good_for }, renew_at_ms))
     }
 }
 

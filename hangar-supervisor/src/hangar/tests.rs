@@ -9,7 +9,7 @@ fn hangar(auth: &str) -> Arc<Hangar> {
     let yaml = format!(
         "{auth}profiles:\n  ci: {{servers: [math], tools: {{allow: [add]}}}}\nmcp_servers:\n  math: {{command: [\"true\"]}}\n  secret: {{command: [\"true\"]}}\n"
     );
-    Hangar::new(&Config::parse(&yaml).unwrap(), None, crate::journal::Journal::in_memory())
+    Hangar::new(&Config::parse(&yaml).unwrap(), None, crate::journal::Journal::in_memory(), None)
 }
 
 fn listed(outcome: Outcome) -> Vec<String> {

@@ -9,6 +9,9 @@
 //! - `minutes`: audited calls and failures per minute, server and identity (the chart);
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
+//! - `upstream_tokens`: tokens the hangar got for upstreams, sealed, written and read by
+//!   `credentials/store.rs` on a connection of its own (never through the writer thread: a
+//!   token is needed at once, and never belongs in a block).
 
 mod block;
 mod integrity;

@@ -71,6 +71,18 @@ const MIGRATIONS: &[&str] = &[
     // TEXT and are read as they are. The version is what changes, so that a release from before
     // refuses a journal it could not read (`Newer`) instead of misreading its blocks.
     "SELECT 1;",
+    // 5: upstream tokens the hangar got (`credentials/store.rs`), each sealed with the key of
+    // `credentials.key_file`, by whose they are, for which server, from which issuer, for
+    // which resource.
+    "CREATE TABLE upstream_tokens (
+        identity TEXT NOT NULL,
+        mcp_server TEXT NOT NULL,
+        issuer TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        sealed BLOB NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (identity, mcp_server, issuer, resource)
+    ) WITHOUT ROWID;",
 ];
 
 #[derive(Debug, thiserror::Error)]

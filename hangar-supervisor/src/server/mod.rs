@@ -71,6 +71,8 @@ pub struct Shared {
     /// An upstream's notifications outside any request (log lines, resource updates), with the
     /// server's id, for the legacy sessions that want them.
     pub upstream_news: broadcast::Sender<(String, serde_json::Value)>,
+    /// Where upstream tokens are kept sealed (`credentials.key_file`); `None`: in memory only.
+    pub token_store: Option<Arc<crate::credentials::store::TokenStore>>,
 }
 
 pub struct Server {

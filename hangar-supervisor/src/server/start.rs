@@ -330,8 +330,14 @@ impl Server {
     fn http_upstream(self: &Arc<Self>, generation: u64) -> Result<Arc<Upstream>, StartFailure> {
         let endpoint = self.config.endpoint.as_deref().ok_or(StartFailure::Spawn("no endpoint".into()))?;
         let (notices_tx, notices_rx) = mpsc::unbounded_channel();
-        let link = HttpUpstream::new(endpoint, self.config.auth.oauth.as_ref(), self.log.clone(), notices_tx)
-            .map_err(StartFailure::Spawn)?;
+        let link = HttpUpstream::new(
+            endpoint,
+            self.config.auth.oauth.as_ref(),
+            self.shared.token_store.clone(),
+            self.log.clone(),
+            notices_tx,
+        )
+        .map_err(StartFailure::Spawn)?;
         tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
         Ok(Arc::new(Upstream::http(link)))
     }

@@ -31,6 +31,7 @@ use super::sse::{SseEvent, SseReader};
 use super::{Era, Notice, Relay, RequestError};
 use crate::credentials::discovery::challenge_param;
 use crate::credentials::shared_token::SharedToken;
+use crate::credentials::store::TokenStore;
 use crate::logs::{LogRing, Stream};
 
 /// The largest answer read from an upstream; a bigger one is refused, not buffered.
@@ -68,6 +69,7 @@ impl HttpUpstream {
     pub fn new(
         endpoint: &str,
         oauth: Option<&UpstreamOAuth>,
+        store: Option<Arc<TokenStore>>,
         log: Arc<LogRing>,
         notices: mpsc::UnboundedSender<Notice>,
     ) -> Result<Self, String> {
@@ -77,6 +79,10 @@ impl HttpUpstream {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|err| format!("cannot set up an HTTP client: {err}"))?;
+        let bearer = oauth.map(|oauth| {
+            let store = store.map(|store| (store, log.server_id().to_owned()));
+            Arc::new(SharedToken::new(client.clone(), endpoint, oauth, store))
+        });
         Ok(HttpUpstream {
             endpoint: endpoint.to_owned(),
             next_id: AtomicU64::new(1),
@@ -87,7 +93,7 @@ impl HttpUpstream {
             standalone: Mutex::default(),
             asks: Mutex::default(),
             next_ask: AtomicU64::new(1),
-            bearer: oauth.map(|oauth| Arc::new(SharedToken::new(client.clone(), endpoint, oauth))),
+            bearer,
             client,
         })
     }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_tests::{Background, Hangar, free_port, node, poll, python, repo_root, supervisor_exit};
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
 use crate::oauth::agent;
@@ -221,7 +222,7 @@ fn an_authorization_server_whose_metadata_names_another_issuer_is_refused() {
 }
 
 #[test]
-fn oauth_modes_not_yet_supported_are_refused_at_load_with_their_key() {
+fn unsupported_oauth_modes_and_a_bad_key_file_are_refused_at_load_with_their_key() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cases = [
         ("per: user", "per: shared", "mcp_servers.prot.auth.oauth.per"),
@@ -243,6 +244,16 @@ fn oauth_modes_not_yet_supported_are_refused_at_load_with_their_key() {
         assert_eq!(code, Some(78), "{with}: {stderr}");
         assert!(stderr.contains(key), "{with}: the refusal names {key}: {stderr}");
     }
+    // A key file that holds no key (here: too short) is a bad config too.
+    let key = dir.path().join("short.key");
+    std::fs::write(&key, "5a5a\n").expect("write the key");
+    let config = dir.path().join("hangar.yaml");
+    std::fs::write(&config, format!("credentials: {{key_file: \"{}\"}}\n", key.display())).expect("write the config");
+    let socket = dir.path().join("s.sock");
+    let (code, stderr) =
+        supervisor_exit(&[OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()], &[]);
+    assert_eq!(code, Some(78), "{stderr}");
+    assert!(stderr.contains("credentials.key_file"), "{stderr}");
 }
 
 /// The `exp` claim of a JWT (the test reads its own upstream's tokens, to wait for expiry).
@@ -266,4 +277,39 @@ fn decode_base64url(text: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+#[test]
+fn a_stored_token_is_sealed_in_the_journal_and_outlives_a_restart() {
+    let upstream = Upstream::start(300);
+    let key = tempfile::NamedTempFile::new().expect("key file");
+    std::fs::write(key.path(), format!("{}\n", "5a".repeat(32))).expect("write the key");
+    let yaml = format!("credentials: {{key_file: \"{}\"}}\n{}", key.path().display(), upstream.config(MACHINE));
+    let hangar = Hangar::start(&yaml);
+    whoami(&hangar);
+    assert_eq!(upstream.grants("client_credentials"), 1);
+    let token = upstream.calls()[0]["token"].as_str().unwrap().to_owned();
+    // Not in clear in the journal's files (nor anywhere else the hangar wrote or shows).
+    assert_nowhere(&hangar, &[token.clone(), SECRET.to_owned()]);
+    let state = hangar.path("state");
+    let stored = poll("the token is stored", Duration::from_secs(10), || {
+        let db = rusqlite::Connection::open_with_flags(
+            state.join("journal.sqlite"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .ok()?;
+        db.query_row("SELECT identity, mcp_server, length(sealed) FROM upstream_tokens", [], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?))
+        })
+        .ok()
+    });
+    assert_eq!((stored.0.as_str(), stored.1.as_str()), ("hangar", "prot"));
+    assert!(stored.2 > token.len() as i64, "the sealed value holds the token");
+
+    // After a restart the kept token is used: no new grant, the same token upstream.
+    let hangar = hangar.restart(Signal::SIGTERM, &[]);
+    assert_eq!(whoami(&hangar)["sub"], "hangar-m2m");
+    assert_eq!(upstream.grants("client_credentials"), 1);
+    assert_eq!(upstream.calls()[1]["token"], token.as_str());
+    assert_nowhere(&hangar, &[token, SECRET.to_owned()]);
 }
