@@ -97,6 +97,18 @@ impl Upstream {
             .collect()
     }
 
+    /// Access tokens issued from now on live `ttl_s` seconds.
+    fn set_ttl(&self, ttl_s: u32) {
+        let response = agent().post(&format!("{}/_ttl?s={ttl_s}", self.idp)).send_empty().unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+    }
+
+    /// Each token-endpoint request waits `ms` milliseconds from now on.
+    fn set_token_delay_ms(&self, ms: u32) {
+        let response = agent().post(&format!("{}/_slow?ms={ms}", self.idp)).send_empty().unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+    }
+
     /// From now on the protected server refuses every token it has accepted so far.
     fn refuse_seen(&self) {
         let url = self.endpoint.replace("/mcp", "/_refuse_seen");
@@ -170,24 +182,32 @@ fn a_one_second_token_under_twenty_concurrent_calls_is_renewed_exactly_once() {
     let upstream = Upstream::start(1);
     let hangar = Hangar::start(&upstream.config(MACHINE));
     whoami(&hangar);
-    assert_eq!(upstream.grants("client_credentials"), 1);
-    // Wait (bounded) until the first token has expired.
-    let first = upstream.calls()[0]["token"].as_str().unwrap().to_owned();
-    let expiry = jwt_exp(&first);
-    poll("the first token expires", Duration::from_secs(10), || {
-        (SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() > expiry).then_some(())
-    });
+    // Wait (bounded) until the token the hangar holds (the last one it sent) has expired.
+    let held = upstream.calls().last().expect("a call")["token"].as_str().unwrap().to_owned();
+    let expiry = jwt_exp(&held);
+    poll("the held token expires", Duration::from_secs(10), || (unix_now() > expiry).then_some(()));
+    // The next token is slow to come, so that all twenty calls wait for it together, and lives
+    // long, so that however slowly the calls go none outlives it.
+    upstream.set_ttl(300);
+    upstream.set_token_delay_ms(500);
+    let before = upstream.grants("client_credentials");
+    let called = upstream.calls().len();
     std::thread::scope(|scope| {
         let calls: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami(&hangar))).collect();
         for call in calls {
             assert_eq!(call.join().expect("a call thread")["sub"], "hangar-m2m");
         }
     });
-    assert_eq!(upstream.grants("client_credentials"), 2, "one new token for the twenty waiting calls");
+    assert_eq!(upstream.grants("client_credentials"), before + 1, "one new token for the twenty waiting calls");
     let later: Vec<String> =
-        upstream.calls()[1..].iter().map(|call| call["token"].as_str().unwrap_or_default().to_owned()).collect();
+        upstream.calls()[called..].iter().map(|call| call["token"].as_str().unwrap_or_default().to_owned()).collect();
     assert_eq!(later.len(), 20);
-    assert!(later.iter().all(|token| *token == later[0] && *token != first));
+    assert!(later.iter().all(|token| *token == later[0] && *token != held));
+    assert!(jwt_exp(&later[0]) > unix_now() + 60, "the renewed token is a long one");
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs()
 }
 
 #[test]
