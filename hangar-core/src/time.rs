@@ -1,10 +1,16 @@
-//! Timestamps as every surface prints them: RFC 3339, UTC, milliseconds.
+//! Timestamps as every surface prints them: RFC 3339, UTC, milliseconds; and as they are
+//! stored, milliseconds since the Unix epoch.
 
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `2026-11-29T23:20:23.427Z`.
 pub fn rfc3339_millis(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// Now, in milliseconds since the Unix epoch (0 on a clock set before it).
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

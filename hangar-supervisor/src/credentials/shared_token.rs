@@ -18,12 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hangar_core::sync::Unpoisoned;
+use hangar_core::time::now_ms;
 use hangar_core::upstream_auth::UpstreamOAuth;
 use oauth2::basic::BasicClient;
 use oauth2::{ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
 
 use super::discovery::{self, AuthServer};
-use super::store::{StoredToken, TokenKey, TokenStore, now_ms};
+use super::store::{StoredToken, TokenKey, TokenStore};
 
 /// The identity a `per: shared` server's token is kept under: the hangar's own (reserved, so
 /// no caller can be it).

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Relay, Reply, Stance, Target};
@@ -19,6 +19,7 @@ use hangar_core::jsonrpc::INTERNAL_ERROR;
 use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES, TaskSupport};
 use hangar_core::policy::View;
 use hangar_core::sync::Unpoisoned;
+use hangar_core::time::now_ms;
 use hangar_core::trace::TraceContext;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -95,10 +96,6 @@ struct ParkedCall {
     relay: Relay,
     /// Its client's stance (it takes tasks), for every run of the call.
     stance: Stance,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Tasks {
