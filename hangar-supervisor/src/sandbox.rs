@@ -30,7 +30,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_core::sandbox::{Network, Sandbox, SandboxInEffect, Syscalls};
-use indexmap::IndexMap;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort, RestrictSelf,
     Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
@@ -73,15 +72,11 @@ pub struct Prepared {
     pub private_dir: Option<PrivateDir>,
 }
 
-/// Prepares `command` to run in `sandbox`, or says in the hangar's words why it cannot.
-pub fn prepare(
-    id: &str,
-    sandbox: &Sandbox,
-    command: &[String],
-    env: &IndexMap<String, String>,
-) -> Result<Prepared, String> {
+/// Prepares `command` to run in `sandbox`, or says in the hangar's words why it cannot; `path`
+/// is the `PATH` the config gives the child, if it gives one.
+pub fn prepare(id: &str, sandbox: &Sandbox, command: &[String], path: Option<&str>) -> Result<Prepared, String> {
     let (program, args) = command.split_first().ok_or("no command")?;
-    let path_var = env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    let path_var = path.map(str::to_owned).or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
     let resolved = resolve(program, &path_var).ok_or_else(|| format!("`{program}` was not found in PATH"))?;
     let mut in_effect = SandboxInEffect::default();
     let mut confinement = Confinement::default();

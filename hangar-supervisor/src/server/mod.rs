@@ -183,7 +183,7 @@ impl Server {
         let restored = memory::restore(&id, &memory_key, shared.journal.recall(&id));
         Arc::new(Server {
             // What an upstream prints may echo its env (API keys, tokens): never show those.
-            log: Arc::new(LogRing::with_secrets(&id, config.env.values().cloned().collect())),
+            log: Arc::new(LogRing::with_secrets(&id, config.secrets())),
             policy,
             memory_key,
             limiter: Limiter::new(Scope::Server(id.clone()), &config.limits, DEFAULT_SERVER_CONCURRENCY),
