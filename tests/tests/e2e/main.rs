@@ -93,4 +93,5 @@ mod task_news;
 mod tasks;
 mod terminal_text;
 mod traces;
+mod upstream_credentials;
 mod view_lists;
