@@ -49,7 +49,7 @@ impl std::fmt::Debug for Secret {
 /// Inline text is refused.
 #[derive(Debug, Clone, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("oneOf" = [{"required": ["file"]}, {"required": ["env"]}]))]
+#[schemars(extend("anyOf" = [{"required": ["file"]}, {"required": ["env"]}], "not" = {"required": ["file", "env"]}))]
 pub struct Credential {
     /// A file holding the credential: an absolute path, or one relative to
     /// `$CREDENTIALS_DIRECTORY` (systemd's `LoadCredential=`). Read at start and on each reload;
@@ -232,13 +232,25 @@ fn read_file(file: &Path, sources: &Sources<'_>) -> Result<String, Unreadable> {
 }
 
 /// A value of a server's `env:`: plain text, as it always was, or a [`Credential`].
-#[derive(Clone, PartialEq, JsonSchema)]
-#[serde(untagged)]
+#[derive(Clone, PartialEq)]
 pub enum EnvValue {
     /// The value itself (a number or boolean is written as text).
     Text(String),
     /// A credential read from a file or the hangar's environment.
     Credential(Credential),
+}
+
+impl JsonSchema for EnvValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EnvValue".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let credential = generator.subschema_for::<Credential>();
+        schemars::json_schema!({
+            "description": "The value itself (text; a number or boolean is taken as its text), or a credential: `{file: PATH}` or `{env: NAME}`, with an optional `prefix`.",
+            "anyOf": [{"type": ["string", "number", "boolean"]}, credential]
+        })
+    }
 }
 
 impl EnvValue {
