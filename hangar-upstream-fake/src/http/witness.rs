@@ -3,7 +3,7 @@
 //! file, one JSON object per line, so a test sees exactly what reached the upstream; and a
 //! request whose `Authorization` is not the file's text (re-read at every request, so a rotation
 //! is seen at once) is answered 401 with a `WWW-Authenticate` challenge, as a resource server
-//! does (RFC 6750, RFC 9728).
+//! does (RFC 6750, RFC 9728), and a body quoting the `Authorization` it got.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -50,9 +50,13 @@ impl Witness {
             return None;
         }
         log("refusing a request without the expected Authorization (401)");
-        Some(
-            Response::json(401, &serde_json::json!({"error": "invalid_token", "note": "FAKE-FREE-TEXT in the body"}))
-                .header("WWW-Authenticate", CHALLENGE),
-        )
+        // As some servers do, the refusal quotes what it got: a gateway logging the body must
+        // clean its own credential out of it.
+        let body = serde_json::json!({
+            "error": "invalid_token",
+            "note": "FAKE-FREE-TEXT in the body",
+            "got": head.header("authorization"),
+        });
+        Some(Response::json(401, &body).header("WWW-Authenticate", CHALLENGE))
     }
 }
