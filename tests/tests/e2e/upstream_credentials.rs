@@ -250,6 +250,22 @@ fn a_refused_credential_is_upstream_unauthorized_then_a_rotated_file_takes_effec
     assert_eq!(reloaded.body["changed"], json!(["far"]), "{}", reloaded.text);
     assert_eq!(hangar.call("far", "add", json!({"a": 20, "b": 22})), Some(json!({"result": 42})));
     assert_eq!(hangar.details("near")["meta"]["pid"], near_pid, "the other server was left running");
+
+    // The upstream revokes the token while `far` runs: the call says so in its own type, and
+    // the health checks' recovery ends at `upstream_unauthorized`, not in a loop of restarts.
+    std::fs::write(secrets.path().join("expected-authorization"), "Bearer revoked-elsewhere").unwrap();
+    let (kind, message) = hangar.call_error("far", "add", json!({"a": 1, "b": 2}));
+    assert_eq!(kind, "upstream_unauthorized", "{message}");
+    assert!(message.contains("mcp_servers.far.auth.headers"), "{message}");
+    let dead = poll("far dead for its credential", Duration::from_secs(20), || {
+        let details = hangar.details("far");
+        (details["dead"]["reason"] == "upstream_unauthorized").then(|| details["dead"].clone())
+    });
+    assert_eq!(dead["retry_allowed_at"], Value::Null, "{dead}");
+    let asked = protected.requests().len();
+    let (kind, _) = hangar.call_error("far", "add", json!({"a": 1, "b": 2}));
+    assert_eq!(kind, "upstream_unauthorized");
+    assert_eq!(protected.requests().len(), asked, "the dead server asked the upstream again");
     assert_on_no_surface(&hangar, None, &[TOKEN, ROTATED, TENANT]);
 }
 
