@@ -484,6 +484,16 @@ impl ServerConfig {
         secrets
     }
 
+    /// The files its credentials are read from, as written (`env:` and `auth.headers`).
+    pub fn credential_files(&self) -> impl Iterator<Item = &Path> {
+        let env = self.env.values().filter_map(|value| match value {
+            EnvValue::Credential(credential) => Some(credential),
+            EnvValue::Text(_) => None,
+        });
+        let headers = self.auth.iter().flat_map(UpstreamAuth::headers).map(|(_, credential)| credential);
+        env.chain(headers).filter_map(|credential| credential.file.as_deref())
+    }
+
     /// Each credential it names, with its key under the server (`env.TOKEN`,
     /// `auth.headers.Authorization`).
     fn credentials_mut(&mut self) -> Vec<(String, &mut Credential)> {

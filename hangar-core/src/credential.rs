@@ -205,6 +205,12 @@ impl Credential {
     }
 }
 
+/// Where the file `file` names is: itself when absolute, else under `credentials_directory`
+/// (`None` without it).
+pub fn file_path(file: &Path, credentials_directory: Option<&Path>) -> Option<PathBuf> {
+    if file.is_absolute() { Some(file.to_path_buf()) } else { credentials_directory.map(|dir| dir.join(file)) }
+}
+
 /// The text of a credential file, one final line break dropped.
 fn read_file(file: &Path, sources: &Sources<'_>) -> Result<String, Unreadable> {
     let unreadable = |message: String| Unreadable { key: "file", message };

@@ -12,7 +12,7 @@
 //!   Unix socket's `connect`, nor `stat`); every box of a root hangar gets a mount namespace,
 //!   without root where user namespaces are allowed. A config whose `filesystem` grants cover
 //!   either, or lie inside the state directory, is refused at start and at reload
-//!   ([`check_grants`]);
+//!   ([`check_grants`]); so is one covering a credential file or `$CREDENTIALS_DIRECTORY`;
 //! - the seccomp filter answers EPERM to `prlimit64`, `get/setpriority`, `sched_set*` and
 //!   `ioprio_*` aimed at any process but itself ([`OWN_PROCESS_ONLY`]), and Landlock's scopes
 //!   (ABI 6) keep its signals inside its sandbox; without them its details say what is left;
@@ -324,10 +324,30 @@ fn protected(state_dir: Option<&Path>) -> Vec<(&'static str, PathBuf, bool)> {
     places
 }
 
-/// Refuses a config whose sandboxes' grants would open the control socket's directory or the
-/// state directory to a box (at start: exit 78; on reload: the reload is refused).
+/// Refuses a config whose sandboxes' grants would open the control socket's directory, the
+/// state directory or a credential file to a box (at start: exit 78; on reload: the reload is
+/// refused).
 pub fn check_grants(config: &hangar_core::config::Config) -> Result<(), hangar_core::config::KeyError> {
-    config.check_grants(&protected(config.state_dir.as_deref()), resolve_path)
+    let mut places = protected(config.state_dir.as_deref());
+    places.extend(credential_places(config));
+    config.check_grants(&places, resolve_path)
+}
+
+/// Where the config's credentials are read from: each credential file, and the whole of
+/// `$CREDENTIALS_DIRECTORY`. A box reaches none of them (a server gets its own credential in its
+/// environment, never by reading the file), so no grant may cover them.
+fn credential_places(config: &hangar_core::config::Config) -> Vec<(&'static str, PathBuf, bool)> {
+    use hangar_core::credential::{CREDENTIALS_DIRECTORY, file_path};
+    let directory = std::env::var_os(CREDENTIALS_DIRECTORY).filter(|dir| !dir.is_empty()).map(PathBuf::from);
+    let mut places: Vec<(&'static str, PathBuf, bool)> = config
+        .mcp_servers
+        .values()
+        .flat_map(|server| server.credential_files())
+        .filter_map(|file| file_path(file, directory.as_deref()))
+        .map(|path| ("a credential file", resolve_path(&path), false))
+        .collect();
+    places.extend(directory.map(|dir| ("$CREDENTIALS_DIRECTORY", resolve_path(&dir), true)));
+    places
 }
 
 /// A path as the kernel reaches it: made absolute, its symbolic links followed as far as it

@@ -324,9 +324,23 @@ fn a_credential_that_cannot_be_read_stops_the_start_and_is_a_refused_reload() {
         }
     }
 
-    // Running, a file gone missing refuses the reload; the running config stays.
-    let token_file = dir.path().join("token");
+    // A box may not be granted a credential file, nor a directory above one: it would read
+    // another upstream's credential (its own reaches it in its environment).
+    let credentials = tempfile::tempdir().unwrap();
+    let token_file = credentials.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
+    let boxed = format!(
+        "mcp_servers:\n  far:\n    mode: remote\n    endpoint: http://127.0.0.1:9/mcp\n    auth: {{headers: {{Authorization: {{file: \"{}\"}}}}}}\n  \
+         boxed:\n    command: [x]\n    sandbox: {{preset: strict, filesystem: {{read: [/usr, \"{}\"]}}}}\n",
+        token_file.display(),
+        credentials.path().display()
+    );
+    let (code, stderr) = exit(&boxed, &no_credentials_dir);
+    assert_eq!(code, Some(78), "{stderr}");
+    assert!(stderr.contains("mcp_servers.boxed.sandbox.filesystem.read[1]: "), "{stderr}");
+    assert!(stderr.contains("a credential file"), "{stderr}");
+
+    // Running, a file gone missing refuses the reload; the running config stays.
     let port = free_port();
     let hangar = Hangar::start_with_env(&config("", port, &token_file), &[], &[("TENANT_ID", TENANT)]);
     std::fs::remove_file(&token_file).unwrap();
