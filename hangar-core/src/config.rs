@@ -469,12 +469,7 @@ impl ServerConfig {
     /// each credential both as sent and as read (without its prefix).
     pub fn secrets(&self) -> Vec<String> {
         let mut secrets: Vec<String> = self.env.values().map(|value| value.value().to_owned()).collect();
-        let credentials = self.env.values().filter_map(|value| match value {
-            EnvValue::Credential(credential) => Some(credential),
-            EnvValue::Text(_) => None,
-        });
-        let headers = self.auth.iter().flat_map(UpstreamAuth::headers).map(|(_, credential)| credential);
-        for credential in credentials.chain(headers) {
+        for credential in self.credentials() {
             secrets.push(credential.value().expose().to_owned());
             secrets.push(credential.bare().expose().to_owned());
         }
@@ -486,12 +481,21 @@ impl ServerConfig {
 
     /// The files its credentials are read from, as written (`env:` and `auth.headers`).
     pub fn credential_files(&self) -> impl Iterator<Item = &Path> {
+        self.credentials().filter_map(|credential| credential.file.as_deref())
+    }
+
+    /// The variables of the hangar's environment its credentials are read from.
+    pub fn credential_variables(&self) -> impl Iterator<Item = &str> {
+        self.credentials().filter_map(|credential| credential.env.as_deref())
+    }
+
+    /// Each credential it names (`env:` and `auth.headers`).
+    fn credentials(&self) -> impl Iterator<Item = &Credential> {
         let env = self.env.values().filter_map(|value| match value {
             EnvValue::Credential(credential) => Some(credential),
             EnvValue::Text(_) => None,
         });
-        let headers = self.auth.iter().flat_map(UpstreamAuth::headers).map(|(_, credential)| credential);
-        env.chain(headers).filter_map(|credential| credential.file.as_deref())
+        env.chain(self.auth.iter().flat_map(UpstreamAuth::headers).map(|(_, credential)| credential))
     }
 
     /// Each credential it names, with its key under the server (`env.TOKEN`,

@@ -400,6 +400,20 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_credential_has_no_backoff_needs_a_start_and_is_not_restored() {
+        let mut l = Lifecycle::default();
+        l.apply(Event::Start, t(1)).unwrap();
+        l.apply(Event::Unauthorized, t(2)).unwrap();
+        let dead = l.dead().unwrap().clone();
+        assert_eq!((dead.reason, dead.retry_allowed_at), (DeadReason::UpstreamUnauthorized, None));
+        assert!(!dead.call_may_revive(t(1000)));
+        // The next load reads the credentials anew: what refused the old ones is not kept.
+        assert_eq!(Lifecycle::restore(&l.memory(1)).state(), State::Cold);
+        l.apply(Event::Start, t(3)).unwrap();
+        assert_eq!(l.state(), State::Initializing);
+    }
+
+    #[test]
     fn capability_blocked_has_no_backoff_and_needs_a_start() {
         let mut l = ready();
         l.apply(Event::CapabilityBlocked, t(4)).unwrap();

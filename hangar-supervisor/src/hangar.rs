@@ -255,6 +255,7 @@ impl Hangar {
                     format!("the new config is refused, the running one stays: {err}"),
                 )
             })?;
+        crate::withheld::set(&config);
         let old: IndexMap<String, Arc<Server>> = self.servers.reading().clone();
         let mut report = Reloaded::default();
         let mut next = IndexMap::new();

@@ -40,6 +40,7 @@ mod spawn;
 mod subtree;
 mod task_book;
 mod upstream;
+mod withheld;
 
 use std::process::ExitCode;
 
@@ -57,6 +58,8 @@ fn main() -> ExitCode {
         let args: Args = hangar_runtime::args::parse()?;
         logging::init(args.log_format);
         let config = Config::load(&args.config).map_err(|err| Exit::new(EX_CONFIG, err))?;
+        // Before any child: none inherits a variable a credential is read from.
+        withheld::set(&config);
         // No box may reach the control socket's directory or the state directory: known now, so
         // every sandbox is checked against them (and kept out of them at each spawn).
         let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);

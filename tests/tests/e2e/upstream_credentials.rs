@@ -75,7 +75,7 @@ mcp_servers:
         Authorization: {{file: "{}", prefix: "Bearer "}}
         X-Tenant: {{env: TENANT_ID}}
   near:
-    command: ["{{fake}}", "--tools", "add"]
+    command: ["sh", "-c", "printf '%s|%s' \"${{TENANT_ID-withheld}}\" \"${{CREDENTIALS_DIRECTORY-withheld}}\" > {{dir}}/near-env; exec {{fake}} --tools add"]
 "#,
         token_file.display()
     )
@@ -205,9 +205,19 @@ fn a_refused_credential_is_upstream_unauthorized_then_a_rotated_file_takes_effec
     let protected = Protected::start(secrets.path());
     let token_file = secrets.path().join("github-token");
     std::fs::write(&token_file, format!("{ROTATED}\n")).unwrap();
-    let hangar = Hangar::start_with_env(&config("", protected.port, &token_file), &[], &[("TENANT_ID", TENANT)]);
+    let unused = tempfile::tempdir().unwrap();
+    let hangar = Hangar::start_with_env(
+        &config("", protected.port, &token_file),
+        &[],
+        &[("TENANT_ID", TENANT), ("CREDENTIALS_DIRECTORY", unused.path().to_str().unwrap())],
+    );
     assert_eq!(hangar.call("near", "add", json!({"a": 1, "b": 1})), Some(json!({"result": 2})));
     let near_pid = hangar.details("near")["meta"]["pid"].clone();
+    // Another server's child does not inherit the variable `far`'s credential is read from.
+    let inherited = poll("near's environment", Duration::from_secs(10), || {
+        std::fs::read_to_string(hangar.path("near-env")).ok().filter(|s| !s.is_empty())
+    });
+    assert_eq!(inherited, "withheld|withheld");
 
     // The upstream refuses the configured token: the call's own error type, the challenge's
     // parameters and the key to fix, never the upstream's free text.
@@ -375,4 +385,38 @@ mcp_servers:
     assert_eq!(seen, "tok:notes-secret-4412|as-before");
     std::fs::remove_file(hangar.path("seen-env")).unwrap();
     assert_on_no_surface(&hangar, None, &["notes-secret-4412"]);
+}
+
+#[test]
+fn a_managed_http_server_gets_its_headers_from_the_hangars_environment() {
+    let secrets = tempfile::tempdir().unwrap();
+    let (expected, recorded) = (secrets.path().join("expected"), secrets.path().join("recorded.jsonl"));
+    std::fs::write(&expected, format!("Bearer {TOKEN}")).unwrap();
+    let port = free_port();
+    let hangar = Hangar::start_with_env(
+        &format!(
+            r#"
+mcp_servers:
+  web:
+    mode: http
+    command: ["{{fake}}", "--http", "127.0.0.1:{port}", "--tools", "add", "--require-auth-file", "{}", "--record-headers", "{}"]
+    endpoint: http://127.0.0.1:{port}/mcp
+    auth:
+      headers:
+        Authorization: {{env: WEB_TOKEN, prefix: "Bearer "}}
+"#,
+            expected.display(),
+            recorded.display()
+        ),
+        &[],
+        &[("WEB_TOKEN", TOKEN)],
+    );
+    assert_eq!(hangar.call("web", "add", json!({"a": 2, "b": 3})), Some(json!({"result": 5})));
+    let requests = std::fs::read_to_string(&recorded).unwrap();
+    assert!(!requests.is_empty());
+    for line in requests.lines() {
+        let request: Value = hangar_tests::serde_json::from_str(line).unwrap();
+        assert_eq!(request["authorization"], format!("Bearer {TOKEN}"), "{request}");
+    }
+    assert_on_no_surface(&hangar, None, &[TOKEN]);
 }
