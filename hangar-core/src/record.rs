@@ -23,7 +23,9 @@ pub struct DeadRecord {
     pub revived_by: RevivedBy,
     /// How its process ended, in the hangar's words, when known: `its process exited with code
     /// 101`, `its process was killed by SIGSEGV`, or what the hangar did and why: `its process
-    /// closed its stdout, so the hangar killed it (SIGKILL)`. Absent when unknown.
+    /// closed its stdout, so the hangar killed it (SIGKILL)`; for `upstream_unauthorized`, what
+    /// the upstream refused and asked for (its challenge's parsed parameters) and the key to fix.
+    /// Absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
