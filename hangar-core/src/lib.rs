@@ -73,6 +73,8 @@ pub mod preflight;
 pub mod record;
 pub mod reloaded;
 pub mod sandbox;
+pub mod server_requests;
+pub mod session_requests;
 pub mod shutdown;
 pub mod small_file;
 pub mod sync;

@@ -32,6 +32,7 @@ mod proctree;
 mod reaper;
 mod redactor;
 mod refusals;
+mod requests;
 mod sandbox;
 mod server;
 mod sessions;

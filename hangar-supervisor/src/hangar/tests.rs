@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use hangar_core::ipc::{Outcome, Reply, Request};
+use hangar_core::ipc::{Get, Outcome, Reply, Request, Stop};
 
 fn hangar(auth: &str) -> Arc<Hangar> {
     let yaml = format!(
@@ -40,10 +40,10 @@ async fn a_profile_lists_its_servers_and_is_refused_admin_and_internal_requests(
     let hangar = hangar("");
     let ci = Caller { identity: "ci-bot".into(), profile: Some("ci".into()) };
     assert_eq!(listed(hangar.handle(&ci, Request::List, None).await), ["math"]);
-    let get = |id: &str| Request::Get { mcp_server: id.into() };
+    let get = |id: &str| Request::Get(Get { mcp_server: id.into() });
     assert_eq!(refused(hangar.handle(&ci, get("secret"), None).await), ErrorKind::NotFound);
     assert_eq!(refused(hangar.handle(&ci, get("nosuch"), None).await), ErrorKind::NotFound);
-    let stop = Request::Stop { mcp_server: "math".into() };
+    let stop = Request::Stop(Stop { mcp_server: "math".into() });
     assert_eq!(refused(hangar.handle(&ci, stop, None).await), ErrorKind::Forbidden);
     for internal in [Request::Auth, Request::Targets, Request::Cluster] {
         assert_eq!(refused(hangar.handle(&ci, internal, None).await), ErrorKind::Forbidden);
