@@ -12,10 +12,10 @@ use std::sync::Arc;
 use hangar_core::access::Caller;
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{
-    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, ErrorKind, Events,
-    Forward, FrontDoor, Get, IpcError, Logs, Rates, Relay, Reloaded, Reply, Request, Resolve, SessionChange,
-    SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionState, SessionUse, Stance, Start, Started, Stop,
-    Stopped, Target, TaskFollow, Tools, WhoAmI,
+    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, Connection,
+    ErrorKind, Events, ForgetCredentials, Forward, FrontDoor, Get, IpcError, Logs, Rates, Relay, Reloaded, Reply,
+    Request, Resolve, SessionChange, SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionState, SessionUse,
+    Stance, Start, Started, Stop, Stopped, Target, TaskFollow, Tools, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -254,6 +254,22 @@ impl AsCaller {
         match self.request(Request::Reload).await? {
             Reply::Reloaded(reloaded) => Ok(reloaded),
             _ => Err(unexpected("reload")),
+        }
+    }
+
+    /// The caller's own upstream connections, without a token.
+    pub async fn credentials(&self) -> Result<Vec<Connection>, IpcError> {
+        match self.request(Request::Credentials).await? {
+            Reply::Credentials(listed) => Ok(listed),
+            _ => Err(unexpected("credentials")),
+        }
+    }
+
+    /// Forgets the caller's own connections to `mcp_server`.
+    pub async fn forget_credentials(&self, mcp_server: &str) -> Result<usize, IpcError> {
+        match self.request(Request::ForgetCredentials(ForgetCredentials { mcp_server: mcp_server.into() })).await? {
+            Reply::CredentialsForgotten { forgotten } => Ok(forgotten),
+            _ => Err(unexpected("forget credentials")),
         }
     }
 

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::{AuthConfig, Profiles};
 use crate::credential::{Credential, EnvValue, Sources};
+use crate::credentials_config::CredentialsConfig;
 use crate::front_door::{Names, Naming};
 use crate::journal::{AuditConfig, JournalConfig, TelemetryConfig};
 use crate::limits::Limits;
@@ -63,6 +64,9 @@ pub struct Config {
     /// may hold.
     #[serde(default)]
     pub tasks: TasksConfig,
+    /// The key that seals the upstream credentials the hangar stores.
+    #[serde(default)]
+    pub credentials: CredentialsConfig,
     /// Span export (OTLP over HTTP); off unless an endpoint is set.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
@@ -633,6 +637,7 @@ impl Config {
                 journal: JournalConfig::default(),
                 audit: AuditConfig::default(),
                 tasks: TasksConfig::default(),
+                credentials: CredentialsConfig::default(),
                 telemetry: TelemetryConfig::default(),
                 sandbox_defaults: None,
                 shutdown: crate::shutdown::ShutdownConfig::default(),
@@ -713,6 +718,7 @@ impl Config {
         check_limits("limits", &self.limits)?;
         self.tool_access.check()?;
         self.tasks.check()?;
+        self.credentials.check()?;
         self.journal.check()?;
         self.audit.check()?;
         for (name, server) in &self.mcp_servers {

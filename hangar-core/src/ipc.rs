@@ -26,6 +26,7 @@ use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 pub use crate::server_requests::{Check, Forward, Get, Logs, Start, Stop, Tools};
 pub use crate::session_requests::{SessionChange, SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionUse};
+pub use crate::upstream_tokens::{Connection, ForgetCredentials};
 
 // The error types the protocol carries, defined in modules of their own below this one.
 pub use crate::ipc_error::{ErrorKind, IpcError, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
@@ -245,6 +246,11 @@ pub enum Request {
     /// or `None` for a hangar on its own: asked by each API instance on every connection. Only
     /// for the all-seeing caller. Answers [`Reply::Cluster`].
     Cluster,
+    /// The caller's own upstream connections (tokens the hangar stores for it), never a token.
+    /// Answers [`Reply::Credentials`].
+    Credentials,
+    /// Forgets the caller's own connections to one server. See [`ForgetCredentials`].
+    ForgetCredentials(ForgetCredentials),
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -408,6 +414,10 @@ pub enum Reply {
     },
     /// The answer to [`Request::Cluster`]: the block names the secret's file, never the secret.
     Cluster(Option<crate::cluster::ClusterConfig>),
+    Credentials(Vec<Connection>),
+    CredentialsForgotten {
+        forgotten: usize,
+    },
 }
 
 /// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's

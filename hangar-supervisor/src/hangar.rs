@@ -75,6 +75,10 @@ pub struct Hangar {
     /// This hangar's place in a fleet (`cluster:`), set once at start: the tag of the task ids
     /// minted here, and the block each API instance asks for.
     fleet: std::sync::OnceLock<Fleet>,
+    /// The upstream credentials stored for each identity, set once at start (`vault.rs`).
+    vault: std::sync::OnceLock<Arc<crate::vault::Vault>>,
+    /// The state directory, where the default key of the stored credentials lives.
+    state_dir: Option<PathBuf>,
 }
 
 /// `cluster:` as the supervisor started with it.
@@ -124,6 +128,8 @@ impl Hangar {
             listens: Default::default(),
             client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
             fleet: std::sync::OnceLock::new(),
+            vault: std::sync::OnceLock::new(),
+            state_dir: config.state_dir.clone(),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         hangar.calls.configure(&config.tasks);
@@ -252,6 +258,21 @@ impl Hangar {
                     format!("the new config is refused, the running one stays: {err}"),
                 )
             })?;
+        // The key file read again (a rotation), before anything changes: a bad one refuses the
+        // reload.
+        if let Some(vault) = self.vault.get() {
+            let state_dir = config
+                .state_dir
+                .clone()
+                .or_else(|| self.state_dir.clone())
+                .unwrap_or_else(|| hangar_core::journal::default_state_dir(|name| std::env::var(name).ok()));
+            vault.rekey(&config.credentials, &state_dir).map_err(|err| {
+                IpcError::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the new config is refused, the running one stays: {err}"),
+                )
+            })?;
+        }
         crate::withheld::set(&config);
         let old: IndexMap<String, Arc<Server>> = self.servers.reading().clone();
         let mut report = Reloaded::default();
@@ -523,6 +544,16 @@ impl Hangar {
     pub fn join_fleet(&self, block: hangar_core::cluster::ClusterConfig, cluster: hangar_core::cluster::Cluster) {
         let block = hangar_core::cluster::ClusterConfig { advertise: cluster.advertise().to_owned(), ..block };
         let _ = self.fleet.set(Fleet { block, cluster });
+    }
+
+    /// Keeps the stored credentials (opened at start); a reload reads their key file again.
+    pub fn keep_vault(&self, vault: Arc<crate::vault::Vault>) {
+        let _ = self.vault.set(vault);
+    }
+
+    /// The stored credentials, once opened.
+    pub(crate) fn vault(&self) -> Option<&crate::vault::Vault> {
+        self.vault.get().map(|vault| &**vault)
     }
 
     /// The `cluster:` block this hangar joined with, if any.

@@ -36,6 +36,10 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     let journal = Journal::open(&state_dir)?;
     tracing::info!(journal = %journal.path().display(), "journal open");
     let hangar = hangar::Hangar::new(&config, Some(args.config.clone()), journal.clone());
+    let vault = crate::vault::Vault::open(&config.credentials, &state_dir, journal.path())
+        .map_err(|err| Exit::new(hangar_runtime::exit::Sysexit::exit_code(&err), err))?;
+    tracing::info!(key_file = %vault.key_file().display(), "stored credentials open");
+    hangar.keep_vault(std::sync::Arc::new(vault));
     if let Some((block, cluster)) = fleet {
         tracing::info!(advertise = cluster.advertise(), "one hangar of a fleet");
         hangar.join_fleet(block, cluster);

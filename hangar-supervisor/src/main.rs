@@ -41,6 +41,7 @@ mod spawn;
 mod subtree;
 mod task_book;
 mod upstream;
+mod vault;
 mod withheld;
 
 use std::process::ExitCode;
@@ -68,7 +69,7 @@ fn main() -> ExitCode {
             .state_dir
             .clone()
             .unwrap_or_else(|| hangar_core::journal::default_state_dir(|name| std::env::var(name).ok()));
-        sandbox::protect(&socket, &state_dir);
+        sandbox::protect(&socket, &state_dir, config.credentials.key_file.as_deref());
         sandbox::check_grants(&config)
             .map_err(|err| Exit::new(EX_CONFIG, format!("{}: {err}", args.config.display())))?;
         // Resolved once at start: an unknown group is a configuration mistake, not a runtime one.

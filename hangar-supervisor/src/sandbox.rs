@@ -263,15 +263,15 @@ fn namespaces(
             if !to_cover.is_empty() {
                 confinement.namespaces |= libc::CLONE_NEWNS;
                 confinement.hidden = to_cover.iter().filter_map(|place| c_path(place).ok()).collect();
-                needing.push("hiding the hangar's control socket and state_dir");
+                needing.push("hiding the hangar's control socket, state_dir and credentials key");
             }
             in_effect.enforced.push(
-                "the control socket's directory and state_dir: out of its reach (an empty read-only mount over each in its mount namespace, or its private /tmp)"
+                "the control socket's directory, state_dir and the stored credentials' key: out of its reach (an empty read-only mount over each in its mount namespace, or its private /tmp)"
                     .into(),
             );
         }
         Some(why) => in_effect.fallbacks.push(format!(
-            "the control socket's directory and state_dir: not hidden (it would take a mount namespace, and {why}); Landlock still keeps their contents from it"
+            "the control socket's directory, state_dir and the stored credentials' key: not hidden (it would take a mount namespace, and {why}); Landlock still keeps their contents from it"
         )),
     }
     if needing.is_empty() {
@@ -298,18 +298,22 @@ fn namespaces(
 
 /// The hangar's own places no box may reach, each with what it is and whether a grant inside
 /// it is refused too: the control socket's directory (a grant beside the socket is harmless:
-/// a box is kept out of the directory anyway) and the state directory (everything in it is the
-/// hangar's), as given at start (`main.rs`).
+/// a box is kept out of the directory anyway), the state directory (everything in it is the
+/// hangar's) and the directory of `credentials.key_file` (the key of every stored credential),
+/// as given at start (`main.rs`).
 static PROTECTED: OnceLock<Vec<(&'static str, PathBuf, bool)>> = OnceLock::new();
 
 /// Records the control socket's path and the state directory (at start, before any spawn):
 /// every box's `filesystem` grants are checked against them, and each box is kept out of them.
-pub fn protect(socket: &Path, state_dir: &Path) {
+pub fn protect(socket: &Path, state_dir: &Path, key_file: Option<&Path>) {
     let socket_dir = socket.parent().unwrap_or(Path::new("/"));
-    let places = vec![
+    let mut places = vec![
         ("the control socket's directory", resolve_path(socket_dir), false),
         ("state_dir", resolve_path(state_dir), true),
     ];
+    if let Some(key_dir) = key_file.and_then(Path::parent) {
+        places.push(("credentials.key_file's directory", resolve_path(key_dir), true));
+    }
     let _ = PROTECTED.set(places);
 }
 

@@ -9,6 +9,8 @@
 //! - `minutes`: audited calls and failures per minute, server and identity (the chart);
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
+//! - `credentials`: upstream credentials the hangar obtained, sealed (`crate::vault` reads and
+//!   writes them on a connection of its own; the journal only makes the table).
 
 mod block;
 mod integrity;

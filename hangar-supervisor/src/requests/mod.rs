@@ -20,7 +20,9 @@ mod catalog;
 mod check;
 mod client_answer;
 mod cluster;
+mod credentials;
 mod events;
+mod forget_credentials;
 mod forward;
 mod front_door;
 mod get;
@@ -146,6 +148,8 @@ impl Hangar {
             Request::ClientAnswer(request) => request.apply(self, decide, notices).await,
             Request::AnswerUpstream(request) => request.apply(self, decide, notices).await,
             Request::Cluster => cluster::Cluster.apply(self, decide, notices).await,
+            Request::Credentials => credentials::Credentials.apply(self, decide, notices).await,
+            Request::ForgetCredentials(request) => request.apply(self, decide, notices).await,
         }
     }
 }

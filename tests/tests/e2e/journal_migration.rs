@@ -56,8 +56,8 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
     let (version, names) = schema_of(&journal);
     assert_eq!(
         (version, table_names(&names)),
-        (4, vec!["blocks", "minutes", "servers"]),
-        "a new journal is at schema 4"
+        (5, vec!["blocks", "credentials", "minutes", "servers"]),
+        "a new journal is at schema 5"
     );
 
     // Stopped, and its journal rewritten as the release before blocks would have left it.
@@ -95,7 +95,11 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
         assert_eq!((version, table_names(&names)), (1, vec!["entries", "entries_at", "servers"]));
     });
     let (version, names) = schema_of(&journal);
-    assert_eq!((version, table_names(&names)), (4, vec!["blocks", "minutes", "servers"]), "migrated at start");
+    assert_eq!(
+        (version, table_names(&names)),
+        (5, vec!["blocks", "credentials", "minutes", "servers"]),
+        "migrated at start"
+    );
 
     assert_eq!(hangar.tool("echo", json!({"text": "after"}))["isError"], false);
     let audit = poll("the four calls on /api/audit", std::time::Duration::from_secs(10), || {

@@ -87,6 +87,7 @@ mod socket_boundary;
 mod stable_names;
 mod starts;
 mod status_page;
+mod stored_credentials;
 mod streamed_calls;
 mod systemd;
 mod task_news;
