@@ -116,6 +116,7 @@ impl FakeSupervisor {
                     meta: Meta { program: "fake".into(), ..Meta::default() },
                     dead: s.dead.clone(),
                     sandbox: None,
+                    auth: None,
                 })))
             }
             Request::Start(Start { mcp_server }) => {

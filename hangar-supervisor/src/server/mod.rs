@@ -337,6 +337,7 @@ impl Server {
                 configured: configured.clone(),
                 in_effect: inner.sandbox_in_effect.clone(),
             }),
+            auth: self.config.auth.as_ref().map(auth_details),
         }
     }
 
@@ -471,5 +472,14 @@ impl Server {
     /// Tool calls now running at the upstream (a task's included): what a drain waits for.
     pub fn calls_in_flight(&self) -> u32 {
         self.lock().calls_in_flight
+    }
+}
+
+/// The server's `auth:`, as its details show it: never a value.
+fn auth_details(auth: &hangar_core::upstream_auth::UpstreamAuth) -> hangar_core::record::AuthDetails {
+    hangar_core::record::AuthDetails {
+        kind: "headers".into(),
+        headers: auth.headers.iter().flat_map(|headers| headers.keys().cloned()).collect(),
+        checks: "its credential".into(),
     }
 }

@@ -196,6 +196,10 @@ fn static_headers_reach_the_upstream_and_never_the_callers_own_credentials_nor_a
         &[("X-API-Key", CALLER_KEY)],
     );
     assert_eq!(status.status, 200, "{}", status.text);
+    // Its details say how it proves itself, by header name only.
+    let (_, _, details) = get(&hangar, "/api/mcp_servers/far", Some(CALLER_KEY));
+    let auth = hangar_tests::serde_json::from_str::<Value>(&details).unwrap()["auth"].clone();
+    assert_eq!(auth, json!({"kind": "headers", "headers": ["Authorization", "X-Tenant"], "checks": "its credential"}));
     assert_on_no_surface(&hangar, Some(CALLER_KEY), &[TOKEN, TENANT]);
 }
 
