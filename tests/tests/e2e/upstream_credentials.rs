@@ -132,6 +132,31 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// A loopback OTLP/HTTP collector keeping each export's raw bytes, to grep.
+struct Collector {
+    endpoint: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        let server = tiny_http::Server::http("127.0.0.1:0").expect("bind the collector");
+        let port = server.server_addr().to_ip().expect("an IP listener").port();
+        let bodies = std::sync::Arc::<std::sync::Mutex<Vec<Vec<u8>>>>::default();
+        let into = bodies.clone();
+        // Serves until the test process ends; each test has its own port.
+        std::thread::spawn(move || {
+            for mut request in server.incoming_requests() {
+                let mut body = Vec::new();
+                let _ = std::io::Read::read_to_end(request.as_reader(), &mut body);
+                into.lock().unwrap().push(body);
+                let _ = request.respond(tiny_http::Response::empty(200));
+            }
+        });
+        Collector { endpoint: format!("http://127.0.0.1:{port}"), bodies }
+    }
+}
+
 /// A GET with the caller's key, if any: (status, `WWW-Authenticate`, body text).
 fn get(hangar: &Hangar, path: &str, key: Option<&str>) -> (u16, String, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -156,9 +181,11 @@ fn static_headers_reach_the_upstream_and_never_the_callers_own_credentials_nor_a
     let protected = Protected::start(secrets.path());
     let token_file = secrets.path().join("github-token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let collector = Collector::start();
     let extra = format!(
-        "auth:\n  api_keys:\n    - {{name: ops, hash: \"{}\"}}\naudit: {{arguments: full}}\n",
-        key_hash(CALLER_KEY)
+        "auth:\n  api_keys:\n    - {{name: ops, hash: \"{}\"}}\naudit: {{arguments: full}}\ntelemetry: {{otlp_endpoint: \"{}\"}}\n",
+        key_hash(CALLER_KEY),
+        collector.endpoint
     );
     let hangar = Hangar::start_with_env(
         &config(&extra, protected.port, &token_file),
@@ -196,6 +223,25 @@ fn static_headers_reach_the_upstream_and_never_the_callers_own_credentials_nor_a
         &[("X-API-Key", CALLER_KEY)],
     );
     assert_eq!(status.status, 200, "{}", status.text);
+    // The traces the call exported, and the event stream from its start: neither holds them.
+    let exported = poll("the call's spans at the collector", Duration::from_secs(20), || {
+        let bodies = collector.bodies.lock().unwrap().clone();
+        bodies.iter().any(|body| body.windows(26).any(|w| w == b"hangar.upstream.round_trip")).then_some(bodies)
+    });
+    for body in &exported {
+        for secret in [TOKEN, TENANT] {
+            assert!(!body.windows(secret.len()).any(|w| w == secret.as_bytes()), "a span holds {secret:?}");
+        }
+    }
+    let stream = crate::events::EventStream::open(&hangar, "?since=0", &[("X-API-Key", CALLER_KEY)]);
+    let events = stream.until("the call's audit event", |event| event.kind == "audit");
+    stream.close();
+    for event in &events {
+        let text = event.data.to_string();
+        for secret in [TOKEN, TENANT] {
+            assert!(!text.contains(secret), "an event holds {secret:?}: {text}");
+        }
+    }
     // Its details say how it proves itself, by header name only.
     let (_, _, details) = get(&hangar, "/api/mcp_servers/far", Some(CALLER_KEY));
     let auth = hangar_tests::serde_json::from_str::<Value>(&details).unwrap()["auth"].clone();
