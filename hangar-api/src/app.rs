@@ -20,6 +20,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(rest::routes())
         .merge(journal::routes())
+        .merge(crate::credentials::routes())
         .merge(metrics::routes())
         .merge(mcp::routes())
         .merge(oauth::routes())

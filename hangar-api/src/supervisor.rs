@@ -12,9 +12,10 @@ use std::sync::Arc;
 use hangar_core::access::Caller;
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{
-    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, ErrorKind,
-    FrontDoor, IpcError, Relay, Reloaded, Reply, Request, Resolve, SessionChange, SessionState, Stance, Started,
-    Stopped, Target, TaskFollow, WhoAmI,
+    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, Connection,
+    ErrorKind, Events, ForgetCredentials, Forward, FrontDoor, Get, IpcError, Logs, Rates, Relay, Reloaded, Reply,
+    Request, Resolve, SessionChange, SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionState, SessionUse,
+    Stance, Start, Started, Stop, Stopped, Target, TaskFollow, Tools, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -124,35 +125,35 @@ impl AsCaller {
     }
 
     pub async fn get(&self, mcp_server: &str) -> Result<Box<ServerDetails>, IpcError> {
-        match self.request(Request::Get { mcp_server: mcp_server.into() }).await? {
+        match self.request(Request::Get(Get { mcp_server: mcp_server.into() })).await? {
             Reply::Server(details) => Ok(details),
             _ => Err(unexpected("get")),
         }
     }
 
     pub async fn start(&self, mcp_server: &str) -> Result<Started, IpcError> {
-        match self.request(Request::Start { mcp_server: mcp_server.into() }).await? {
+        match self.request(Request::Start(Start { mcp_server: mcp_server.into() })).await? {
             Reply::Started(started) => Ok(started),
             _ => Err(unexpected("start")),
         }
     }
 
     pub async fn stop(&self, mcp_server: &str) -> Result<Stopped, IpcError> {
-        match self.request(Request::Stop { mcp_server: mcp_server.into() }).await? {
+        match self.request(Request::Stop(Stop { mcp_server: mcp_server.into() })).await? {
             Reply::Stopped(stopped) => Ok(stopped),
             _ => Err(unexpected("stop")),
         }
     }
 
     pub async fn tools(&self, mcp_server: &str) -> Result<Vec<ToolRecord>, IpcError> {
-        match self.request(Request::Tools { mcp_server: mcp_server.into() }).await? {
+        match self.request(Request::Tools(Tools { mcp_server: mcp_server.into() })).await? {
             Reply::Tools(tools) => Ok(tools),
             _ => Err(unexpected("tools")),
         }
     }
 
     pub async fn logs(&self, mcp_server: &str, lines: usize) -> Result<Vec<LogLine>, IpcError> {
-        match self.request(Request::Logs { mcp_server: mcp_server.into(), lines }).await? {
+        match self.request(Request::Logs(Logs { mcp_server: mcp_server.into(), lines })).await? {
             Reply::Logs(logs) => Ok(logs),
             _ => Err(unexpected("logs")),
         }
@@ -237,8 +238,12 @@ impl AsCaller {
 
     /// Any other MCP request, passed to one upstream; its result verbatim.
     pub async fn forward(&self, mcp_server: &str, method: &str, params: Value) -> Result<Value, IpcError> {
-        let request =
-            Request::Forward { mcp_server: mcp_server.into(), method: method.into(), params, timeout_ms: None };
+        let request = Request::Forward(Forward {
+            mcp_server: mcp_server.into(),
+            method: method.into(),
+            params,
+            timeout_ms: None,
+        });
         match self.request(request).await? {
             Reply::Forwarded(result) => Ok(result),
             _ => Err(unexpected("forward")),
@@ -249,6 +254,22 @@ impl AsCaller {
         match self.request(Request::Reload).await? {
             Reply::Reloaded(reloaded) => Ok(reloaded),
             _ => Err(unexpected("reload")),
+        }
+    }
+
+    /// The caller's own upstream connections, without a token.
+    pub async fn credentials(&self) -> Result<Vec<Connection>, IpcError> {
+        match self.request(Request::Credentials).await? {
+            Reply::Credentials(listed) => Ok(listed),
+            _ => Err(unexpected("credentials")),
+        }
+    }
+
+    /// Forgets the caller's own connections to `mcp_server`.
+    pub async fn forget_credentials(&self, mcp_server: &str) -> Result<usize, IpcError> {
+        match self.request(Request::ForgetCredentials(ForgetCredentials { mcp_server: mcp_server.into() })).await? {
+            Reply::CredentialsForgotten { forgotten } => Ok(forgotten),
+            _ => Err(unexpected("forget credentials")),
         }
     }
 
@@ -270,7 +291,7 @@ impl AsCaller {
 
     /// Audited calls and failures per minute over the last `minutes`.
     pub async fn rates(&self, minutes: u32) -> Result<Vec<MinuteCount>, IpcError> {
-        match self.request(Request::Rates { minutes }).await? {
+        match self.request(Request::Rates(Rates { minutes })).await? {
             Reply::Rates(rates) => Ok(rates),
             _ => Err(unexpected("rates")),
         }
@@ -282,7 +303,7 @@ impl AsCaller {
         &self,
         since: Option<u64>,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
-        self.request_relayed(Request::Events { since, limit: None, follow: true })
+        self.request_relayed(Request::Events(Events { since, limit: None, follow: true }))
     }
 
     pub async fn metrics(&self) -> Result<Box<MetricsSnapshot>, IpcError> {
@@ -299,7 +320,8 @@ impl AsCaller {
         version: &str,
         capabilities: Value,
     ) -> Result<SessionState, IpcError> {
-        let request = Request::SessionOpen { session_id: session_id.into(), version: version.into(), capabilities };
+        let request =
+            Request::SessionOpen(SessionOpen { session_id: session_id.into(), version: version.into(), capabilities });
         match self.request(request).await? {
             Reply::Session(state) => Ok(state),
             _ => Err(unexpected("session_open")),
@@ -308,14 +330,14 @@ impl AsCaller {
 
     /// A request in a session (with what it changes): the session's state, or `NotFound`.
     pub async fn session_use(&self, session_id: &str, change: Option<SessionChange>) -> Result<SessionState, IpcError> {
-        match self.request(Request::SessionUse { session_id: session_id.into(), change }).await? {
+        match self.request(Request::SessionUse(SessionUse { session_id: session_id.into(), change })).await? {
             Reply::Session(state) => Ok(state),
             _ => Err(unexpected("session_use")),
         }
     }
 
     pub async fn session_end(&self, session_id: &str) -> Result<(), IpcError> {
-        match self.request(Request::SessionEnd { session_id: session_id.into() }).await? {
+        match self.request(Request::SessionEnd(SessionEnd { session_id: session_id.into() })).await? {
             Reply::SessionEnded => Ok(()),
             _ => Err(unexpected("session_end")),
         }
@@ -323,7 +345,7 @@ impl AsCaller {
 
     /// A message for the session's stream, wherever it is held.
     pub async fn session_post(&self, session_id: &str, message: Value) -> Result<(), IpcError> {
-        match self.request(Request::SessionPost { session_id: session_id.into(), message }).await? {
+        match self.request(Request::SessionPost(SessionPost { session_id: session_id.into(), message })).await? {
             Reply::Posted => Ok(()),
             _ => Err(unexpected("session_post")),
         }
@@ -335,7 +357,7 @@ impl AsCaller {
         &self,
         session_id: &str,
     ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'_, Result<Reply, IpcError>>) {
-        self.request_relayed(Request::SessionFollow { session_id: session_id.into() })
+        self.request_relayed(Request::SessionFollow(SessionFollow { session_id: session_id.into() }))
     }
 
     /// Follows the caller's own tasks among `task_ids`: first `{"taskIds": [...]}` (the ones it

@@ -17,10 +17,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{AuthConfig, Profiles};
+use crate::credential::{Credential, EnvValue, Sources};
+use crate::credentials_config::CredentialsConfig;
 use crate::front_door::{Names, Naming};
 use crate::journal::{AuditConfig, JournalConfig, TelemetryConfig};
 use crate::limits::Limits;
 use crate::sandbox::SandboxSetting;
+use crate::upstream_auth::UpstreamAuth;
 
 // A problem at one key, defined below the config so that the blocks it checks can name it.
 pub use crate::key_error::KeyError;
@@ -54,10 +57,6 @@ pub struct Config {
     /// How long the journal keeps its entries, and how large it may grow.
     #[serde(default)]
     pub journal: JournalConfig,
-    /// Where the key sealing stored upstream tokens is. Default: none (tokens are kept in
-    /// memory only).
-    #[serde(default)]
-    pub credentials: Option<crate::credential_store::CredentialsConfig>,
     /// What the audit trail keeps of each call.
     #[serde(default)]
     pub audit: AuditConfig,
@@ -65,6 +64,9 @@ pub struct Config {
     /// may hold.
     #[serde(default)]
     pub tasks: TasksConfig,
+    /// The key that seals the upstream credentials the hangar stores.
+    #[serde(default)]
+    pub credentials: CredentialsConfig,
     /// Span export (OTLP over HTTP); off unless an endpoint is set.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
@@ -326,18 +328,23 @@ pub struct ServerConfig {
     /// `mcp-hangar` writes `command: [program]` and `args: [...]`). Always empty after loading.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment for the child: variable name (not empty, without `=`) to value.
-    /// Values are secrets as far as logs are concerned. Default: none.
+    /// Extra environment for the child: variable name (not empty, without `=`) to value, the
+    /// text itself or a credential, `{file: PATH}` or `{env: NAME}` with an optional `prefix`
+    /// (read at start and on each reload). Values are secrets as far as logs are concerned.
+    /// Refused by `remote`, which is not spawned (give its credentials in `auth.headers`).
+    /// Default: none.
     #[serde(default)]
     #[schemars(extend("propertyNames" = {"minLength": 1, "pattern": "^[^=\\u0000]*$"}))]
-    pub env: IndexMap<String, String>,
+    pub env: IndexMap<String, EnvValue>,
     /// The server's MCP endpoint, an `http://` or `https://` URL such as
     /// `http://127.0.0.1:8931/mcp`. Required by `http` and `remote`, refused by `subprocess`.
     #[schemars(regex(pattern = r"^https?://"), length(min = 10))]
     pub endpoint: Option<String>,
-    /// The credential the hangar presents to an `http` or `remote` server. Default: none.
-    #[serde(default)]
-    pub auth: crate::upstream_auth::UpstreamAuth,
+    /// How the hangar proves itself to the upstream: exactly one of `headers` (static
+    /// credentials sent on every request), `oauth` or `token_exchange` (the last two not yet
+    /// supported). Only for `http` and `remote`. The caller's own `Authorization`, API key or
+    /// cookie never reaches an upstream.
+    pub auth: Option<UpstreamAuth>,
     /// Free text for operators; shown in the server's details (`meta`).
     pub description: Option<String>,
     /// Failed health checks in a row that degrade a ready server (then `recovery` restarts
@@ -387,8 +394,8 @@ pub struct ServerConfig {
 }
 
 /// What each `mode` needs and refuses (checked by [`Config::validate`]), for the schema:
-/// `subprocess` (also when `mode` is absent) a `command` and no `endpoint` or `auth`; `http` both;
-/// `remote` an `endpoint`, and no `command`, `args` or `sandbox`.
+/// `subprocess` (also when `mode` is absent) a `command` and no `endpoint` or `auth`; `http`
+/// both; `remote` an `endpoint`, and no `command`, `args`, `env` or `sandbox`.
 fn mode_rules(schema: &mut schemars::Schema) {
     // `mode` absent passes every `properties` test: only `subprocess`, the default, tests so.
     let mode = |mode: &str| serde_json::json!({"properties": {"mode": {"const": mode}}});
@@ -398,8 +405,7 @@ fn mode_rules(schema: &mut schemars::Schema) {
     let rules = serde_json::json!([
         {"if": mode("subprocess"), "then": {
             "required": ["command"],
-            "properties": {"command": command, "endpoint": {"type": "null"}},
-            "not": {"required": ["auth"]}
+            "properties": {"command": command, "endpoint": {"type": "null"}, "auth": {"type": "null"}}
         }},
         {"if": written("http"), "then": {
             "required": ["command", "endpoint"],
@@ -407,7 +413,9 @@ fn mode_rules(schema: &mut schemars::Schema) {
         }},
         {"if": written("remote"), "then": {
             "required": ["endpoint"],
-            "properties": {"command": {"maxItems": 0}, "args": {"maxItems": 0}, "endpoint": endpoint},
+            "properties": {
+                "command": {"maxItems": 0}, "args": {"maxItems": 0}, "env": {"maxProperties": 0}, "endpoint": endpoint
+            },
             "not": {"required": ["sandbox"]}
         }},
     ]);
@@ -449,6 +457,64 @@ impl ServerConfig {
     /// The sandbox its process runs in, if any.
     pub fn sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
         self.sandbox.sandbox()
+    }
+
+    /// The environment its process gets from the config, credentials read.
+    pub fn env_values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.env.iter().map(|(name, value)| (name.as_str(), value.value()))
+    }
+
+    /// The headers sent with every request to it (`auth.headers`), credentials read.
+    pub fn auth_headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.auth.iter().flat_map(UpstreamAuth::headers).map(|(name, credential)| (name, credential.value().expose()))
+    }
+
+    /// Every value of its config that logs and audit entries are cleaned of: env values, and
+    /// each credential both as sent and as read (without its prefix).
+    pub fn secrets(&self) -> Vec<String> {
+        let mut secrets: Vec<String> = self.env.values().map(|value| value.value().to_owned()).collect();
+        for credential in self.credentials() {
+            secrets.push(credential.value().expose().to_owned());
+            secrets.push(credential.bare().expose().to_owned());
+        }
+        secrets.retain(|secret| !secret.is_empty());
+        secrets.sort();
+        secrets.dedup();
+        secrets
+    }
+
+    /// The files its credentials are read from, as written (`env:` and `auth.headers`).
+    pub fn credential_files(&self) -> impl Iterator<Item = &Path> {
+        self.credentials().filter_map(|credential| credential.file.as_deref())
+    }
+
+    /// The variables of the hangar's environment its credentials are read from.
+    pub fn credential_variables(&self) -> impl Iterator<Item = &str> {
+        self.credentials().filter_map(|credential| credential.env.as_deref())
+    }
+
+    /// Each credential it names (`env:` and `auth.headers`).
+    fn credentials(&self) -> impl Iterator<Item = &Credential> {
+        let env = self.env.values().filter_map(|value| match value {
+            EnvValue::Credential(credential) => Some(credential),
+            EnvValue::Text(_) => None,
+        });
+        env.chain(self.auth.iter().flat_map(UpstreamAuth::headers).map(|(_, credential)| credential))
+    }
+
+    /// Each credential it names, with its key under the server (`env.TOKEN`,
+    /// `auth.headers.Authorization`).
+    fn credentials_mut(&mut self) -> Vec<(String, &mut Credential)> {
+        let env = self.env.iter_mut().filter_map(|(name, value)| match value {
+            EnvValue::Credential(credential) => Some((format!("env.{name}"), credential)),
+            EnvValue::Text(_) => None,
+        });
+        let headers = self
+            .auth
+            .iter_mut()
+            .flat_map(|auth| auth.headers.iter_mut().flatten())
+            .map(|(name, credential)| (format!("auth.headers.{name}"), credential));
+        env.chain(headers).collect()
     }
 }
 
@@ -516,9 +582,32 @@ impl Config {
     /// Reads, parses and validates the config at `path`: a regular file (a symlink to one is
     /// fine) of at most [`MAX_CONFIG_BYTES`], read within [`CONFIG_READ_TIMEOUT`]. It blocks
     /// the calling thread for at most that long (async callers run it on a blocking thread).
+    /// Then every credential it names is read ([`Config::resolve_credentials`]): one that cannot
+    /// be read is an invalid config, named by its key.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = read_config_text(path)?;
-        Config::parse(&text).map_err(|e| ConfigError::Invalid { path: path.to_owned(), key: e.key, message: e.message })
+        let invalid = |e: KeyError| ConfigError::Invalid { path: path.to_owned(), key: e.key, message: e.message };
+        let mut config = Config::parse(&text).map_err(invalid)?;
+        config.resolve_credentials(&Sources::of_process()).map_err(invalid)?;
+        Ok(config)
+    }
+
+    /// Reads every credential the servers name (`env:` values and `auth.headers`) from
+    /// `sources`; the first that cannot be read, or cannot go in a header, is refused at its key
+    /// (`mcp_servers.gh.auth.headers.Authorization.file`), in words that never hold it.
+    pub fn resolve_credentials(&mut self, sources: &Sources<'_>) -> Result<(), KeyError> {
+        for (id, server) in &mut self.mcp_servers {
+            for (key, credential) in server.credentials_mut() {
+                credential.resolve(sources).map_err(|unreadable| KeyError {
+                    key: format!("mcp_servers.{id}.{key}.{}", unreadable.key),
+                    message: unreadable.message,
+                })?;
+            }
+            if let Some(auth) = &server.auth {
+                auth.check_values(&format!("mcp_servers.{id}.auth"))?;
+            }
+        }
+        Ok(())
     }
 
     /// Parses and validates YAML text. An error quotes the file within bounds: a value or key
@@ -546,9 +635,9 @@ impl Config {
                 limits: Limits::default(),
                 state_dir: None,
                 journal: JournalConfig::default(),
-                credentials: None,
                 audit: AuditConfig::default(),
                 tasks: TasksConfig::default(),
+                credentials: CredentialsConfig::default(),
                 telemetry: TelemetryConfig::default(),
                 sandbox_defaults: None,
                 shutdown: crate::shutdown::ShutdownConfig::default(),
@@ -621,9 +710,6 @@ impl Config {
 
     fn validate(&self) -> Result<(), KeyError> {
         self.check_keys_and_profiles()?;
-        if let Some(credentials) = &self.credentials {
-            crate::credential_store::validate(credentials)?;
-        }
         if let Some(oauth) = &self.auth.oauth {
             crate::access::validate_oauth(oauth, &self.profiles)
                 .map_err(|invalid| KeyError { key: invalid.key, message: invalid.message })?;
@@ -632,6 +718,7 @@ impl Config {
         check_limits("limits", &self.limits)?;
         self.tool_access.check()?;
         self.tasks.check()?;
+        self.credentials.check()?;
         self.journal.check()?;
         self.audit.check()?;
         for (name, server) in &self.mcp_servers {
@@ -684,13 +771,30 @@ impl Config {
                     }
                 }
             }
-            if server.auth != crate::upstream_auth::UpstreamAuth::default() && server.mode == Mode::Subprocess {
+            if server.mode == Mode::Remote && !server.env.is_empty() {
                 return Err(KeyError {
-                    key: at("auth"),
-                    message: "`auth` is for what the hangar sends to an `http` or `remote` server".into(),
+                    key: at("env"),
+                    message: "`mode: remote` is not spawned, so `env` would reach nothing: give its credentials in `auth.headers`".into(),
                 });
             }
-            crate::upstream_auth::validate(&server.auth, &at("auth"))?;
+            if let Some(auth) = &server.auth {
+                if server.mode == Mode::Subprocess {
+                    return Err(KeyError {
+                        key: at("auth"),
+                        message: "`auth` is for `mode: http` and `mode: remote` servers, reached over HTTP; give a subprocess server its credentials in `env`".into(),
+                    });
+                }
+                auth.check(&at("auth"))?;
+            }
+            if let Some(endpoint) = &server.endpoint
+                && url::Url::parse(endpoint).is_ok_and(|url| !url.username().is_empty() || url.password().is_some())
+            {
+                // The URL is not repeated: it holds the password.
+                return Err(KeyError {
+                    key: at("endpoint"),
+                    message: "put no user or password in the URL: give the credential as a header in `auth.headers` (e.g. `Authorization: {file: PATH, prefix: \"Basic \"}`)".into(),
+                });
+            }
             for key in server.env.keys() {
                 if key.is_empty() || key.contains('=') || key.contains('\0') {
                     return Err(KeyError {
@@ -1050,6 +1154,45 @@ mcp_servers:
         let policy = echo.recovery.resolve(&config.recovery);
         assert_eq!(policy.max_retries, 1);
         assert_eq!(policy.initial_backoff, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn upstream_credentials_go_where_they_can_be_used_and_are_never_inline() {
+        let key = |yaml: &str| Config::parse(&format!("mcp_servers:\n{yaml}")).unwrap_err().key;
+        let remote = "  far:\n    mode: remote\n    endpoint: 'https://mcp.example.com/mcp'\n";
+        assert_eq!(key(&format!("{remote}    env: {{T: {{env: X}}}}\n")), "mcp_servers.far.env");
+        assert_eq!(key("  m:\n    command: [x]\n    auth: {headers: {A: {env: X}}}\n"), "mcp_servers.m.auth");
+        let inline = Config::parse(&format!(
+            "mcp_servers:\n{remote}    auth: {{headers: {{Authorization: 'Bearer ghp_inline'}}}}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(inline.key, "mcp_servers.far.auth.headers.Authorization");
+        assert!(!inline.message.contains("ghp_inline"), "{inline:?}");
+        let userinfo =
+            Config::parse("mcp_servers:\n  far: {mode: remote, endpoint: 'https://u:hunter2@mcp.example.com/mcp'}\n")
+                .unwrap_err();
+        assert_eq!(userinfo.key, "mcp_servers.far.endpoint");
+        assert!(userinfo.message.contains("auth.headers") && !userinfo.message.contains("hunter2"), "{userinfo:?}");
+        let mut config = Config::parse(&format!(
+            "mcp_servers:\n{remote}    auth: {{headers: {{Authorization: {{env: TOKEN, prefix: 'Bearer '}}}}}}\n  \
+             n:\n    command: [x]\n    env: {{PLAIN: text, SECRET: {{env: TOKEN}}}}\n"
+        ))
+        .unwrap();
+        let sources = |value: &'static str| Sources {
+            var: Box::leak(Box::new(move |_: &str| Some(value.to_owned()))),
+            credentials_directory: None,
+        };
+        config.resolve_credentials(&sources("tok-123")).unwrap();
+        let far = &config.mcp_servers["far"];
+        assert_eq!(far.auth_headers().collect::<Vec<_>>(), [("Authorization", "Bearer tok-123")]);
+        assert_eq!(
+            config.mcp_servers["n"].env_values().collect::<Vec<_>>(),
+            [("PLAIN", "text"), ("SECRET", "tok-123")]
+        );
+        assert!(!format!("{config:?}").contains("tok-123"));
+        assert!(far.secrets().contains(&"tok-123".to_owned()));
+        let refused = config.resolve_credentials(&sources("two\r\nlines")).unwrap_err();
+        assert_eq!(refused.key, "mcp_servers.far.auth.headers.Authorization");
     }
 
     #[test]

@@ -21,8 +21,12 @@ pub use crate::call_requests::{
 };
 use crate::front_door::Naming;
 use crate::journal::{AuditPage, AuditQuery, EventPage, MinuteCount};
+pub use crate::journal::{Events, Rates};
 use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
+pub use crate::server_requests::{Check, Forward, Get, Logs, Start, Stop, Tools};
+pub use crate::session_requests::{SessionChange, SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionUse};
+pub use crate::upstream_tokens::{Connection, ForgetCredentials};
 
 // The error types the protocol carries, defined in modules of their own below this one.
 pub use crate::ipc_error::{ErrorKind, IpcError, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
@@ -116,9 +120,11 @@ impl PeerRole {
             ));
         }
         match op {
-            Request::Ping | Request::Subscribe | Request::Targets | Request::Check { .. } | Request::Verdict(_) => {
-                Ok(())
-            }
+            Request::Ping
+            | Request::Subscribe
+            | Request::Targets
+            | Request::Check(Check { .. })
+            | Request::Verdict(_) => Ok(()),
             _ => Err(IpcError::forbidden(
                 "the prober may send only ping, subscribe, targets, check and verdict requests",
             )),
@@ -154,23 +160,18 @@ pub enum ClientFrame {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Request {
+    /// Every server the caller's view sees. Answers [`Reply::Servers`].
     List,
-    Get {
-        mcp_server: String,
-    },
-    Start {
-        mcp_server: String,
-    },
-    Stop {
-        mcp_server: String,
-    },
-    Tools {
-        mcp_server: String,
-    },
-    Logs {
-        mcp_server: String,
-        lines: usize,
-    },
+    /// One server's record. See [`Get`].
+    Get(Get),
+    /// Starts a server. See [`Start`].
+    Start(Start),
+    /// Stops a server. See [`Stop`].
+    Stop(Stop),
+    /// A server's tools. See [`Tools`].
+    Tools(Tools),
+    /// A server's last log lines. See [`Logs`].
+    Logs(Logs),
     /// A tool call, or a `hangar_call` batch, with the stance of the client that makes it (see
     /// [`CallSpec`]); starts a cold server first. Answers [`Reply::Called`] (the upstream's
     /// `tools/call` result, or the batch's), or [`Reply::Task`] (a `CreateTaskResult`) when a
@@ -183,12 +184,8 @@ pub enum Request {
     Ping,
     /// What the prober should check, and when (see [`ProbeTarget`]).
     Targets,
-    /// Sends the upstream a `tools/list` with a timeout; answers [`CheckOutcome`]. Changes
-    /// nothing but the server's tool list (and what capability enforcement makes of it).
-    Check {
-        mcp_server: String,
-        timeout_ms: u64,
-    },
+    /// A health check of one server, for the prober. See [`Check`].
+    Check(Check),
     /// The prober's judgement of a check, which the supervisor applies to the server's state.
     Verdict(Verdict),
     /// A snapshot of every server's counters for `/metrics`.
@@ -210,65 +207,25 @@ pub enum Request {
     /// The audit trail, as the caller's view sees it (admins: everything; others: their own
     /// servers). Answers [`Reply::Audit`].
     Audit(AuditQuery),
-    /// Journal events after `since` (or the newest page without it), as the caller's view sees
-    /// them (audit entries only for admins). With `follow`, the request stays open: each event
-    /// from `since` on comes as a [`ServerFrame::Notice`] (a [`JournalEvent`](crate::journal::JournalEvent)), replayed from the
-    /// journal first, then live, until the caller cancels.
-    Events {
-        since: Option<u64>,
-        limit: Option<usize>,
-        #[serde(default)]
-        follow: bool,
-    },
-    /// Audited calls and failures per minute over the last `minutes` (at most a day), as the
-    /// caller's view sees them. Answers [`Reply::Rates`].
-    Rates {
-        minutes: u32,
-    },
+    /// Journal events, as the caller's view sees them. See [`Events`].
+    Events(Events),
+    /// Audited calls and failures per minute. See [`Rates`].
+    Rates(Rates),
     /// Who the caller is, as the supervisor judges it: identity, profile, and whether its view
     /// may act (start, stop, logs, reload). Answers [`Reply::WhoAmI`].
     WhoAmI,
-    /// Any other MCP request (`prompts/list`, `resources/read`, ...) passed to one upstream, which
-    /// is started first if it is cold. Answers the upstream's result. Never a `tools/call`
-    /// ([`ErrorKind::InvalidArgument`]): a tool call is a [`Request::Call`].
-    Forward {
-        mcp_server: String,
-        method: String,
-        params: Value,
-        timeout_ms: Option<u64>,
-    },
-    /// A legacy (2025-11-25 and older) session begins: kept by the supervisor so every API
-    /// instance sees it, owned by the caller's identity. Answers [`Reply::Session`].
-    SessionOpen {
-        session_id: String,
-        version: String,
-        /// The client's `initialize` capabilities.
-        capabilities: Value,
-    },
-    /// A request in a session: answers its state ([`Reply::Session`]) and counts as use;
-    /// [`ErrorKind::NotFound`] when it ended, expired, never was, or is another identity's.
-    SessionUse {
-        session_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        change: Option<SessionChange>,
-    },
-    /// `DELETE /mcp`: the session ends (its stream with it). Answers [`Reply::SessionEnded`].
-    SessionEnd {
-        session_id: String,
-    },
-    /// A message for the session's stream (its GET stream, or the old transport's `/sse`),
-    /// whichever API instance holds it. Answers [`Reply::Posted`].
-    SessionPost {
-        session_id: String,
-        message: Value,
-    },
-    /// Holds the session's stream: each message for it (posted answers, unsolicited upstream
-    /// log lines at its level, updates of resources it subscribed to) comes as a
-    /// [`ServerFrame::Notice`], until the caller cancels, the session ends, or another stream
-    /// takes it over. Answers [`Reply::SessionEnded`] then.
-    SessionFollow {
-        session_id: String,
-    },
+    /// Any other MCP request to one upstream, never a `tools/call`. See [`Forward`].
+    Forward(Forward),
+    /// A legacy (2025-11-25 and older) session begins. See [`SessionOpen`].
+    SessionOpen(SessionOpen),
+    /// A request in a session. See [`SessionUse`].
+    SessionUse(SessionUse),
+    /// A session ends. See [`SessionEnd`].
+    SessionEnd(SessionEnd),
+    /// A message for a session's stream. See [`SessionPost`].
+    SessionPost(SessionPost),
+    /// Holds a session's stream. See [`SessionFollow`].
+    SessionFollow(SessionFollow),
     /// `tasks/get`: the task as its creator sees it. See [`TaskGet`].
     TaskGet(TaskGet),
     /// `tasks/update`: answers to a task's `inputRequests`. See [`TaskUpdate`].
@@ -289,29 +246,15 @@ pub enum Request {
     /// or `None` for a hangar on its own: asked by each API instance on every connection. Only
     /// for the all-seeing caller. Answers [`Reply::Cluster`].
     Cluster,
+    /// The caller's own upstream connections (tokens the hangar stores for it), never a token.
+    /// Answers [`Reply::Credentials`].
+    Credentials,
+    /// Forgets the caller's own connections to one server. See [`ForgetCredentials`].
+    ForgetCredentials(ForgetCredentials),
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
 pub const MAX_FOLLOWED_TASKS: usize = 64;
-
-/// What a request in a session changes in it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionChange {
-    /// `logging/setLevel`.
-    LogLevel(String),
-    /// `resources/subscribe`.
-    Subscribe(String),
-    /// `resources/unsubscribe`.
-    Unsubscribe(String),
-    /// `initialize` inside a session that exists before it (the 2024-11-05 HTTP+SSE transport).
-    Initialize { version: String, capabilities: Value },
-    /// Where the session's subscription to `uri` (as the client wrote it) lives upstream: the
-    /// server that has it and the URI that server knows it by, so the supervisor holds that
-    /// server's `subscriptions/listen` for it (2026-07-28) and names its updates as the client
-    /// wrote the URI. Subscribes to `uri` too if the session had not.
-    SubscribeUpstream { uri: String, mcp_server: String, upstream_uri: String },
-}
 
 /// A legacy session as the supervisor keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -471,6 +414,10 @@ pub enum Reply {
     },
     /// The answer to [`Request::Cluster`]: the block names the secret's file, never the secret.
     Cluster(Option<crate::cluster::ClusterConfig>),
+    Credentials(Vec<Connection>),
+    CredentialsForgotten {
+        forgotten: usize,
+    },
 }
 
 /// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's
@@ -545,7 +492,7 @@ mod tests {
             Request::Ping,
             Request::Subscribe,
             Request::Targets,
-            Request::Check { mcp_server: "m".into(), timeout_ms: 5 },
+            Request::Check(Check { mcp_server: "m".into(), timeout_ms: 5 }),
             Request::Verdict(verdict),
         ];
         for op in &probing {
@@ -628,7 +575,7 @@ mod tests {
     fn wire_shape_is_stable() {
         let line = encode(&ClientFrame::Request {
             id: 1,
-            op: Request::Get { mcp_server: "m".into() },
+            op: Request::Get(Get { mcp_server: "m".into() }),
             caller: Caller { identity: "alice".into(), profile: Some("dev".into()) },
         });
         assert_eq!(
@@ -638,6 +585,30 @@ mod tests {
         let reply = encode(&ServerFrame::Reply { id: 1, outcome: Outcome::Err(IpcError::not_found("m")) });
         let value: Value = serde_json::from_slice(&reply).unwrap();
         assert_eq!(value["reply"]["outcome"]["err"]["kind"], "not_found");
+    }
+
+    #[test]
+    fn a_variants_body_reads_as_the_fields_it_had_inline() {
+        let read = |text: &str| serde_json::from_str::<Request>(text).unwrap();
+        assert_eq!(
+            read(r#"{"events":{"since":3}}"#),
+            Request::Events(Events { since: Some(3), limit: None, follow: false })
+        );
+        assert_eq!(
+            read(r#"{"session_use":{"session_id":"s"}}"#),
+            Request::SessionUse(SessionUse { session_id: "s".into(), change: None })
+        );
+        assert_eq!(read(r#""list""#), Request::List);
+        let forward = Request::Forward(Forward {
+            mcp_server: "m".into(),
+            method: "prompts/list".into(),
+            params: Value::Null,
+            timeout_ms: None,
+        });
+        assert_eq!(
+            serde_json::to_value(&forward).unwrap(),
+            serde_json::json!({"forward": {"mcp_server": "m", "method": "prompts/list", "params": null, "timeout_ms": null}})
+        );
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub enum ErrorKind {
     MissingCapability,
     /// The caller's client cancelled the request (a legacy `notifications/cancelled`).
     Cancelled,
+    /// An HTTP upstream refused the hangar's credentials (its 401 or 403); the message names
+    /// what it asked for (its `WWW-Authenticate` challenge, summarised) and the key to fix.
+    UpstreamUnauthorized,
 }
 
 impl ErrorKind {
@@ -123,6 +126,7 @@ impl ErrorKind {
             ErrorKind::HeaderMismatch => "HeaderMismatch",
             ErrorKind::MissingCapability => "MissingCapability",
             ErrorKind::Cancelled => "Cancelled",
+            ErrorKind::UpstreamUnauthorized => "UpstreamUnauthorized",
         }
     }
 
@@ -133,7 +137,10 @@ impl ErrorKind {
             ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch | ErrorKind::MissingCapability => 400,
             ErrorKind::Forbidden => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
-            ErrorKind::StartFailed | ErrorKind::UpstreamError | ErrorKind::UpstreamDied => 502,
+            ErrorKind::StartFailed
+            | ErrorKind::UpstreamError
+            | ErrorKind::UpstreamDied
+            | ErrorKind::UpstreamUnauthorized => 502,
             ErrorKind::RateLimited | ErrorKind::ConcurrencyLimited => 429,
             ErrorKind::Timeout => 504,
             ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,

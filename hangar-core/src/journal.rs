@@ -319,6 +319,25 @@ pub struct AuditQuery {
     pub outcome: Option<String>,
 }
 
+/// Journal events after `since` (or the newest page without it), as the caller's view sees
+/// them (audit entries only for admins). With `follow`, the request stays open: each event from
+/// `since` on comes as a [`ServerFrame::Notice`](crate::ipc::ServerFrame::Notice) (a
+/// [`JournalEvent`]), replayed from the journal first, then live, until the caller cancels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Events {
+    pub since: Option<u64>,
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub follow: bool,
+}
+
+/// Audited calls and failures per minute over the last `minutes` (at most a day), as the
+/// caller's view sees them. Answers [`Reply::Rates`](crate::ipc::Reply::Rates).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    pub minutes: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,

@@ -2,9 +2,11 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
+//! - [`credential`]: `{file: PATH}` / `{env: NAME}` credentials, read at load, never shown.
 //! - [`audit_page`]: the page `GET /api/audit` answers, written by the API, read by the CLI.
 //! - [`backoff`]: exponential backoff with jitter.
 //! - [`call`]: a tool call as it crosses the control socket, and its client's stance.
+//! - [`challenge`]: an upstream's `WWW-Authenticate` challenge, summarised from parsed parameters.
 //! - [`call_requests`]: the other requests about calls (resolve, tasks, a legacy client's cancels).
 //! - [`batch`]: `hangar_call`'s batch as data: its calls, its report, and the result carrying it.
 //! - [`echo`]: bounding the client input an error message quotes back.
@@ -29,13 +31,14 @@
 //! - [`terminal`]: client and upstream text shown on a terminal, its control characters visible.
 //! - [`tool_digest`]: the canonical digest of a tool declaration, which pins compare.
 //! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`), read strictly and written back.
+//! - [`upstream_auth`]: a remote or managed HTTP upstream's `auth:` block (static headers).
 //! - [`wire_name`]: the serde name of an enum variant, for logs, labels and messages.
 //! - [`yaml_keys`]: finding a key given twice in the YAML, with both lines.
 //!
 //! Architecture invariant: this crate does no I/O beyond reading the config file (a regular file
-//! only, size-capped, on a thread of its own with a timeout), reading the API keys file (a
-//! regular file only, size-capped) and the port preflight (blocking connects with short
-//! timeouts), spawns no process and knows nothing of tokio;
+//! only, size-capped, on a thread of its own with a timeout), reading the API keys file and the
+//! credential files the config names (regular files only, size-capped) and the port preflight
+//! (blocking connects with short timeouts), spawns no process and knows nothing of tokio;
 //! everything in it is testable without processes.
 #![forbid(unsafe_code)]
 
@@ -45,10 +48,12 @@ pub mod backoff;
 pub mod batch;
 pub mod call;
 pub mod call_requests;
+pub mod challenge;
 pub mod cluster;
 pub mod config;
 pub mod config_reference;
-pub mod credential_store;
+pub mod credential;
+pub mod credentials_config;
 pub mod custom_headers;
 pub mod echo;
 pub mod front_door;
@@ -58,6 +63,7 @@ pub mod journal;
 pub mod json_size;
 pub mod jsonrpc;
 pub mod key_error;
+pub mod keyring;
 pub mod lifecycle;
 pub mod limits;
 pub mod mcp;
@@ -69,6 +75,8 @@ pub mod preflight;
 pub mod record;
 pub mod reloaded;
 pub mod sandbox;
+pub mod server_requests;
+pub mod session_requests;
 pub mod shutdown;
 pub mod small_file;
 pub mod sync;
@@ -77,5 +85,6 @@ pub mod time;
 pub mod tool_digest;
 pub mod trace;
 pub mod upstream_auth;
+pub mod upstream_tokens;
 pub mod wire_name;
 pub mod yaml_keys;

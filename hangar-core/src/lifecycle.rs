@@ -49,6 +49,10 @@ pub enum DeadReason {
     StartFailed,
     /// It serves a tool outside `expected_tools` in block mode.
     CapabilityBlocked,
+    /// Its HTTP endpoint refused the hangar's credentials (401 or 403) during a start: it waits
+    /// for an explicit start or a reload with new credentials, not a backoff (which would ask
+    /// again with the same ones).
+    UpstreamUnauthorized,
 }
 
 impl std::fmt::Display for DeadReason {
@@ -65,7 +69,7 @@ impl DeadReason {
     /// How a server dead for this reason comes back.
     pub fn revived_by(self) -> RevivedBy {
         match self {
-            DeadReason::CapabilityBlocked => RevivedBy::Start,
+            DeadReason::CapabilityBlocked | DeadReason::UpstreamUnauthorized => RevivedBy::Start,
             _ => RevivedBy::CallOrStart,
         }
     }
@@ -148,6 +152,8 @@ pub enum Event {
     },
     /// It serves a tool outside its expected tools, in block mode.
     CapabilityBlocked,
+    /// Its endpoint refused the hangar's credentials during a start.
+    Unauthorized,
     Stop(StopReason),
 }
 
@@ -194,6 +200,7 @@ impl Lifecycle {
             (State::Initializing | State::Ready, Event::CapabilityBlocked) => {
                 (State::Dead, Some((DeadReason::CapabilityBlocked, None)))
             }
+            (State::Initializing, Event::Unauthorized) => (State::Dead, Some((DeadReason::UpstreamUnauthorized, None))),
             (State::Initializing | State::Ready, Event::ThresholdReached) => (State::Degraded, None),
             (State::Ready, Event::Exited { retry_allowed_at }) => {
                 (State::Dead, Some((DeadReason::Crashed, *retry_allowed_at)))
@@ -213,8 +220,8 @@ impl Lifecycle {
         self.dead = dead.map(|(reason, retry_allowed_at)| Dead {
             reason,
             since: now,
-            // capability_blocked is revived only by an explicit start: no backoff applies.
-            retry_allowed_at: if reason == DeadReason::CapabilityBlocked { None } else { retry_allowed_at },
+            // What only an explicit start revives has no backoff.
+            retry_allowed_at: if reason.revived_by() == RevivedBy::Start { None } else { retry_allowed_at },
             detail: None,
         });
         Ok(from)
@@ -273,7 +280,7 @@ impl From<&DeadMemory> for Dead {
             // The rule of `apply` holds for what is read back too: no backoff for a blocked server.
             retry_allowed_at: saved
                 .retry_allowed_at_ms
-                .filter(|_| saved.reason != DeadReason::CapabilityBlocked)
+                .filter(|_| saved.reason.revived_by() != RevivedBy::Start)
                 .map(at),
             detail: saved.detail.clone(),
         }
@@ -294,10 +301,14 @@ impl Lifecycle {
     /// the same record (`since`, reason, detail, `retry_allowed_at`: a `given_up` or
     /// `capability_blocked` server waits for an explicit start, a backoff runs out when it would
     /// have); any other comes back `cold` (nothing is running any more, and nothing is started
-    /// by a restart).
+    /// by a restart). An `upstream_unauthorized` one comes back `cold` too: its credentials are
+    /// read anew at each load (a reload that replaces it included), and what refused the old
+    /// ones says nothing of the new.
     pub fn restore(memory: &Memory) -> Lifecycle {
         match (memory.state, &memory.dead) {
-            (State::Dead, Some(dead)) => Lifecycle { state: State::Dead, dead: Some(Dead::from(dead)) },
+            (State::Dead, Some(dead)) if dead.reason != DeadReason::UpstreamUnauthorized => {
+                Lifecycle { state: State::Dead, dead: Some(Dead::from(dead)) }
+            }
             _ => Lifecycle::default(),
         }
     }
@@ -313,6 +324,7 @@ impl Event {
             Event::ThresholdReached => "threshold_reached",
             Event::GaveUp { .. } => "gave_up",
             Event::CapabilityBlocked => "capability_blocked",
+            Event::Unauthorized => "unauthorized",
             Event::Stop(_) => "stop",
         }
     }
@@ -385,6 +397,20 @@ mod tests {
         l.apply(Event::Start, t(6)).unwrap();
         l.apply(Event::HandshakeDone, t(7)).unwrap();
         assert_eq!(l.state(), State::Ready);
+    }
+
+    #[test]
+    fn a_refused_credential_has_no_backoff_needs_a_start_and_is_not_restored() {
+        let mut l = Lifecycle::default();
+        l.apply(Event::Start, t(1)).unwrap();
+        l.apply(Event::Unauthorized, t(2)).unwrap();
+        let dead = l.dead().unwrap().clone();
+        assert_eq!((dead.reason, dead.retry_allowed_at), (DeadReason::UpstreamUnauthorized, None));
+        assert!(!dead.call_may_revive(t(1000)));
+        // The next load reads the credentials anew: what refused the old ones is not kept.
+        assert_eq!(Lifecycle::restore(&l.memory(1)).state(), State::Cold);
+        l.apply(Event::Start, t(3)).unwrap();
+        assert_eq!(l.state(), State::Initializing);
     }
 
     #[test]

@@ -23,7 +23,9 @@ pub struct DeadRecord {
     pub revived_by: RevivedBy,
     /// How its process ended, in the hangar's words, when known: `its process exited with code
     /// 101`, `its process was killed by SIGSEGV`, or what the hangar did and why: `its process
-    /// closed its stdout, so the hangar killed it (SIGKILL)`. Absent when unknown.
+    /// closed its stdout, so the hangar killed it (SIGKILL)`; for `upstream_unauthorized`, what
+    /// the upstream refused and asked for (its challenge's parsed parameters) and the key to fix.
+    /// Absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -260,6 +262,25 @@ pub struct ServerDetails {
     /// Its sandbox (`hangar_core::sandbox`): configured and in effect; `None`: not sandboxed.
     #[serde(default)]
     pub sandbox: Option<crate::sandbox::SandboxDetails>,
+    /// How the hangar proves itself to the upstream (`mcp_servers.<id>.auth`), never a secret;
+    /// `None`: it sends no credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthDetails>,
+}
+
+/// A server's `auth:` as every surface shows it: the kind, the names of the headers it sends
+/// (never their values), and what its health checks use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthDetails {
+    /// `headers`, or `oauth`.
+    pub kind: String,
+    /// The header names `auth.headers` sends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
+    /// What the health checks and the tool pinning call the upstream with: `its credential` (the
+    /// one every call carries), or `reachability only` (a server whose credentials are each
+    /// caller's own).
+    pub checks: String,
 }
 
 /// Where a server's tool list comes from.

@@ -133,6 +133,8 @@ fn the_schema_and_the_loader_accept_the_same_forms() {
         "tool_access: {mode: front_door, names: always_qualified, sessions: {idle_ttl_s: 0.5}}",
         "auth: {api_keys: [{name: ci, hash: 'sha256:0000000000000000000000000000000000000000000000000000000000000000'}]}",
         "limits: {max_concurrent_calls: 0, rate_limit: {calls_per_s: 0.5}}",
+        "mcp_servers: {a: {mode: remote, endpoint: 'https://x.example/mcp', auth: {headers: {A: {file: /t, prefix: 'B '}}}}}",
+        "mcp_servers: {a: {command: [x], env: {P: text, N: 3, T: {env: TOKEN}}}}",
     ];
     for text in accepted {
         let (schema, loader) = judged(&validator, text);
@@ -171,6 +173,12 @@ fn the_schema_and_the_loader_refuse_the_same_mistakes() {
         // What a server's mode needs, or refuses.
         "mcp_servers: {a: {}}",
         "mcp_servers: {a: {args: [y]}}",
+        // Credentials: never inline, only where they can be used.
+        "mcp_servers: {a: {mode: remote, endpoint: 'https://x.example/mcp', auth: {headers: {A: inline}}}}",
+        "mcp_servers: {a: {mode: remote, endpoint: 'https://x.example/mcp', auth: {headers: {A: {file: /t, env: T}}}}}",
+        "mcp_servers: {a: {mode: remote, endpoint: 'https://x.example/mcp', env: {T: {env: T}}}}",
+        "mcp_servers: {a: {command: [x], auth: {headers: {A: {env: T}}}}}",
+        "mcp_servers: {a: {command: [x], env: {T: {path: /t}}}}",
         "mcp_servers: {a: {command: [x], endpoint: 'http://127.0.0.1:1/mcp'}}",
         "mcp_servers: {a: {mode: http, endpoint: 'http://127.0.0.1:1/mcp'}}",
         "mcp_servers: {a: {mode: remote}}",

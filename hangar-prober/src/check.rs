@@ -1,7 +1,7 @@
 //! One health check: ask the supervisor to check a server, judge the outcome, send the verdict.
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{CheckOutcome, ErrorKind, IpcError, Reply, Request, Verdict};
+use hangar_core::ipc::{Check, CheckOutcome, ErrorKind, IpcError, Reply, Request, Verdict};
 use hangar_runtime::client::Client;
 
 /// Whether a check's outcome counts as healthy. The one place the judgement is made, so it can
@@ -13,18 +13,20 @@ pub fn judge(outcome: &CheckOutcome) -> bool {
 /// Runs one check of `mcp_server` to its end. A check the supervisor could not run (the link is
 /// down, the server is gone) yields no verdict: only a real outcome may count as a failure.
 pub async fn run(client: Client, mcp_server: String, timeout_ms: u64) {
-    let outcome =
-        match client.request(&Caller::hangar(), Request::Check { mcp_server: mcp_server.clone(), timeout_ms }).await {
-            Ok(Reply::Checked(outcome)) => outcome,
-            Ok(_) => {
-                tracing::warn!(mcp_server, "the supervisor answered a health check with an unexpected reply");
-                return;
-            }
-            Err(err) => {
-                log_not_run(&mcp_server, "health check not run", &err);
-                return;
-            }
-        };
+    let outcome = match client
+        .request(&Caller::hangar(), Request::Check(Check { mcp_server: mcp_server.clone(), timeout_ms }))
+        .await
+    {
+        Ok(Reply::Checked(outcome)) => outcome,
+        Ok(_) => {
+            tracing::warn!(mcp_server, "the supervisor answered a health check with an unexpected reply");
+            return;
+        }
+        Err(err) => {
+            log_not_run(&mcp_server, "health check not run", &err);
+            return;
+        }
+    };
     let healthy = judge(&outcome);
     let verdict = Verdict {
         mcp_server: mcp_server.clone(),

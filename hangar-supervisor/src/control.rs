@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::ipc::{
-    self, ClientFrame, ErrorKind, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, PeerRole, Reply,
-    Request, ServerFrame,
+    self, ClientFrame, ErrorKind, Events, Hello, IpcError, MAX_FRAME_BYTES, Outcome, PROTOCOL_VERSION, PeerRole, Reply,
+    Request, ServerFrame, SessionFollow,
 };
 use hangar_core::sync::Unpoisoned;
 use hangar_runtime::control_key::ControlKey;
@@ -586,8 +586,8 @@ fn relay_notices(
     let relayed = matches!(op, Request::Call(call) if !call.relay.is_off())
         || matches!(
             op,
-            Request::Events { follow: true, .. }
-                | Request::SessionFollow { .. }
+            Request::Events(Events { follow: true, .. })
+                | Request::SessionFollow(SessionFollow { .. })
                 | Request::AwaitClientAnswer(_)
                 | Request::TaskFollow(_)
         );

@@ -1,13 +1,10 @@
 //! The set of configured servers, and the answer to every control-socket request.
 
-mod answer;
 mod audit;
 mod audit_arguments;
 mod exposed;
-mod journal_view;
+pub(crate) mod journal_view;
 mod listens;
-mod own_requests;
-mod session_requests;
 mod upstream_words;
 
 use std::path::PathBuf;
@@ -29,7 +26,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use self::audit::Shown;
+pub(crate) use self::audit::Shown;
 pub(crate) use self::audit::{Decision, tool_forbidden};
 use self::exposed::ByView;
 use self::upstream_words::UpstreamWordsRule;
@@ -63,7 +60,7 @@ pub struct Hangar {
     /// The journal's read side (its own connection).
     journal_reader: Arc<crate::journal::read::Reader>,
     /// The legacy sessions every API instance shares.
-    sessions: Sessions,
+    pub(crate) sessions: Sessions,
     /// Whether the front door passes an upstream's error words on; replaced by a reload.
     upstream_words: RwLock<UpstreamWordsRule>,
     /// What the calls keep beyond their requests (tasks, held calls, cancels): `crate::calls`.
@@ -78,6 +75,8 @@ pub struct Hangar {
     /// This hangar's place in a fleet (`cluster:`), set once at start: the tag of the task ids
     /// minted here, and the block each API instance asks for.
     fleet: std::sync::OnceLock<Fleet>,
+    /// The state directory, where the default key of the stored credentials lives.
+    state_dir: Option<PathBuf>,
 }
 
 /// `cluster:` as the supervisor started with it.
@@ -88,12 +87,7 @@ struct Fleet {
 }
 
 impl Hangar {
-    pub fn new(
-        config: &Config,
-        config_path: Option<PathBuf>,
-        journal: Arc<Journal>,
-        token_store: Option<Arc<crate::credentials::store::TokenStore>>,
-    ) -> Arc<Hangar> {
+    pub fn new(config: &Config, config_path: Option<PathBuf>, journal: Arc<Journal>) -> Arc<Hangar> {
         journal.retain(&config.journal);
         let (events, _) = broadcast::channel(1024);
         let (tool_changes, _) = broadcast::channel(256);
@@ -106,7 +100,7 @@ impl Hangar {
             journal,
             telemetry: config.telemetry.otlp_endpoint.as_deref().and_then(start_telemetry),
             upstream_news: broadcast::channel(256).0,
-            token_store,
+            vault: Default::default(),
         });
         let servers = config
             .mcp_servers
@@ -133,6 +127,7 @@ impl Hangar {
             listens: Default::default(),
             client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
             fleet: std::sync::OnceLock::new(),
+            state_dir: config.state_dir.clone(),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         hangar.calls.configure(&config.tasks);
@@ -223,7 +218,7 @@ impl Hangar {
 
     /// The declared tools of every server `view` sees, as far as it allows them, after
     /// [`Hangar::discover`].
-    async fn catalog(&self, view: &View) -> Catalog {
+    pub(crate) async fn catalog(&self, view: &View) -> Catalog {
         let front_door = self.discover(view).await;
         Catalog {
             front_door,
@@ -261,6 +256,22 @@ impl Hangar {
                     format!("the new config is refused, the running one stays: {err}"),
                 )
             })?;
+        // The key file read again (a rotation), before anything changes: a bad one refuses the
+        // reload.
+        if let Some(vault) = self.shared.vault.get() {
+            let state_dir = config
+                .state_dir
+                .clone()
+                .or_else(|| self.state_dir.clone())
+                .unwrap_or_else(|| hangar_core::journal::default_state_dir(|name| std::env::var(name).ok()));
+            vault.rekey(&config.credentials, &state_dir).map_err(|err| {
+                IpcError::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the new config is refused, the running one stays: {err}"),
+                )
+            })?;
+        }
+        crate::withheld::set(&config);
         let old: IndexMap<String, Arc<Server>> = self.servers.reading().clone();
         let mut report = Reloaded::default();
         let mut next = IndexMap::new();
@@ -328,7 +339,7 @@ impl Hangar {
     }
 
     /// Records who started or stopped a server (the action's audit entry is the decision's).
-    fn record_action(&self, caller: &Caller, view: &View, mcp_server: &str, action: &str) {
+    pub(crate) fn record_action(&self, caller: &Caller, view: &View, mcp_server: &str, action: &str) {
         self.shared.journal.record(Happened::Action {
             mcp_server: mcp_server.to_owned(),
             action: action.to_owned(),
@@ -363,7 +374,7 @@ impl Hangar {
 
     /// Holds the upstream listens the sessions' subscriptions now need, and one for the list
     /// changes of every running 2026-07-28 HTTP upstream.
-    fn hold_listens(&self) {
+    pub(crate) fn hold_listens(&self) {
         let subscribed = self.sessions.with(|all, now| all.upstream_subscriptions(now));
         let mut wanted: std::collections::BTreeMap<String, listens::Wanted> =
             subscribed.into_iter().map(|(id, uris)| (id, listens::Wanted { uris, news: false })).collect();
@@ -414,7 +425,7 @@ pub struct Subscription {
 
 /// The `auth:` block and the compiled profiles of one config.
 pub(crate) struct Access {
-    auth: AuthConfig,
+    pub(crate) auth: AuthConfig,
     policy: Policy,
     /// What the journal keeps of each call (`audit:`), and the secrets it never keeps.
     pub(crate) audit: audit::AuditRules,
@@ -443,7 +454,7 @@ pub(crate) fn admit_caller(access: &Access, caller: &Caller) -> Result<View, Ipc
 }
 
 /// Requests only the hangar's own clients (the all-seeing view) make.
-fn hangar_only(view: &View) -> Result<(), IpcError> {
+pub(crate) fn hangar_only(view: &View) -> Result<(), IpcError> {
     match view {
         View::All => Ok(()),
         View::Profile { .. } => Err(IpcError::forbidden("this request is for the hangar's own clients")),
@@ -531,6 +542,31 @@ impl Hangar {
     pub fn join_fleet(&self, block: hangar_core::cluster::ClusterConfig, cluster: hangar_core::cluster::Cluster) {
         let block = hangar_core::cluster::ClusterConfig { advertise: cluster.advertise().to_owned(), ..block };
         let _ = self.fleet.set(Fleet { block, cluster });
+    }
+
+    /// Keeps the stored credentials (opened at start); a reload reads their key file again.
+    pub fn keep_vault(&self, vault: Arc<crate::vault::Vault>) {
+        let _ = self.shared.vault.set(vault);
+    }
+
+    /// The stored credentials, once opened.
+    pub(crate) fn vault(&self) -> Option<&crate::vault::Vault> {
+        self.shared.vault.get().map(|vault| &**vault)
+    }
+
+    /// The `cluster:` block this hangar joined with, if any.
+    pub(crate) fn fleet_block(&self) -> Option<hangar_core::cluster::ClusterConfig> {
+        self.fleet.get().map(|fleet| fleet.block.clone())
+    }
+
+    /// Every server's counters the view sees, for `/metrics`.
+    pub(crate) fn metrics(&self, view: &View) -> hangar_core::metrics::MetricsSnapshot {
+        hangar_core::metrics::MetricsSnapshot {
+            servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
+            refused: self.limiter.reading().refused(),
+            journal: self.shared.journal.counts(),
+            calls_in_flight: self.calls_in_flight(),
+        }
     }
 
     /// `bare` as an id other hangars of the fleet can trace back here (itself outside a fleet).

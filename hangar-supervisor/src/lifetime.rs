@@ -35,11 +35,11 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     let state_dir = config.state_dir.clone().unwrap_or_else(|| default_state_dir(|name| std::env::var(name).ok()));
     let journal = Journal::open(&state_dir)?;
     tracing::info!(journal = %journal.path().display(), "journal open");
-    let token_store = match &config.credentials {
-        Some(credentials) => Some(open_token_store(&credentials.key_file, journal.path())?),
-        None => None,
-    };
-    let hangar = hangar::Hangar::new(&config, Some(args.config.clone()), journal.clone(), token_store);
+    let hangar = hangar::Hangar::new(&config, Some(args.config.clone()), journal.clone());
+    let vault = crate::vault::Vault::open(&config.credentials, &state_dir, journal.path())
+        .map_err(|err| Exit::new(hangar_runtime::exit::Sysexit::exit_code(&err), err))?;
+    tracing::info!(key_file = %vault.key_file().display(), "stored credentials open");
+    hangar.keep_vault(std::sync::Arc::new(vault));
     if let Some((block, cluster)) = fleet {
         tracing::info!(advertise = cluster.advertise(), "one hangar of a fleet");
         hangar.join_fleet(block, cluster);
@@ -112,21 +112,4 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     socket_file.remove();
     tracing::info!("supervisor stopped");
     Ok(())
-}
-
-/// The store of sealed upstream tokens in the journal at `journal`, with the key read from
-/// `key_file` (a missing or malformed key is a bad config: exit 78, the key's path named).
-fn open_token_store(
-    key_file: &std::path::Path,
-    journal: &std::path::Path,
-) -> Result<std::sync::Arc<crate::credentials::store::TokenStore>, Exit> {
-    let bad_key = |why: String| {
-        Exit::new(hangar_runtime::exit::EX_CONFIG, format!("credentials.key_file: {}: {why}", key_file.display()))
-    };
-    let text = hangar_core::small_file::read_regular(key_file, 4096).map_err(|err| bad_key(err.to_string()))?;
-    let key = hangar_core::credential_store::parse_key(&text)
-        .ok_or_else(|| bad_key("expected 64 hex digits (make one with `openssl rand -hex 32`)".into()))?;
-    let store = crate::credentials::store::TokenStore::open(journal, &key)
-        .map_err(|err| Exit::new(hangar_runtime::exit::EX_CANTCREAT, format!("cannot open the token store: {err}")))?;
-    Ok(std::sync::Arc::new(store))
 }

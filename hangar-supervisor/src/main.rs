@@ -33,6 +33,7 @@ mod proctree;
 mod reaper;
 mod redactor;
 mod refusals;
+mod requests;
 mod sandbox;
 mod server;
 mod sessions;
@@ -41,6 +42,8 @@ mod spawn;
 mod subtree;
 mod task_book;
 mod upstream;
+mod vault;
+mod withheld;
 
 use std::process::ExitCode;
 
@@ -58,6 +61,8 @@ fn main() -> ExitCode {
         let args: Args = hangar_runtime::args::parse()?;
         logging::init(args.log_format);
         let config = Config::load(&args.config).map_err(|err| Exit::new(EX_CONFIG, err))?;
+        // Before any child: none inherits a variable a credential is read from.
+        withheld::set(&config);
         // No box may reach the control socket's directory or the state directory: known now, so
         // every sandbox is checked against them (and kept out of them at each spawn).
         let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);
@@ -65,7 +70,7 @@ fn main() -> ExitCode {
             .state_dir
             .clone()
             .unwrap_or_else(|| hangar_core::journal::default_state_dir(|name| std::env::var(name).ok()));
-        sandbox::protect(&socket, &state_dir);
+        sandbox::protect(&socket, &state_dir, config.credentials.key_file.as_deref());
         sandbox::check_grants(&config)
             .map_err(|err| Exit::new(EX_CONFIG, format!("{}: {err}", args.config.display())))?;
         // Resolved once at start: an unknown group is a configuration mistake, not a runtime one.

@@ -12,7 +12,7 @@
 //!   Unix socket's `connect`, nor `stat`); every box of a root hangar gets a mount namespace,
 //!   without root where user namespaces are allowed. A config whose `filesystem` grants cover
 //!   either, or lie inside the state directory, is refused at start and at reload
-//!   ([`check_grants`]);
+//!   ([`check_grants`]); so is one covering a credential file or `$CREDENTIALS_DIRECTORY`;
 //! - the seccomp filter answers EPERM to `prlimit64`, `get/setpriority`, `sched_set*` and
 //!   `ioprio_*` aimed at any process but itself ([`OWN_PROCESS_ONLY`]), and Landlock's scopes
 //!   (ABI 6) keep its signals inside its sandbox; without them its details say what is left;
@@ -30,7 +30,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_core::sandbox::{Network, Sandbox, SandboxInEffect, Syscalls};
-use indexmap::IndexMap;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort, RestrictSelf,
     Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules,
@@ -73,15 +72,11 @@ pub struct Prepared {
     pub private_dir: Option<PrivateDir>,
 }
 
-/// Prepares `command` to run in `sandbox`, or says in the hangar's words why it cannot.
-pub fn prepare(
-    id: &str,
-    sandbox: &Sandbox,
-    command: &[String],
-    env: &IndexMap<String, String>,
-) -> Result<Prepared, String> {
+/// Prepares `command` to run in `sandbox`, or says in the hangar's words why it cannot; `path`
+/// is the `PATH` the config gives the child, if it gives one.
+pub fn prepare(id: &str, sandbox: &Sandbox, command: &[String], path: Option<&str>) -> Result<Prepared, String> {
     let (program, args) = command.split_first().ok_or("no command")?;
-    let path_var = env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    let path_var = path.map(str::to_owned).or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
     let resolved = resolve(program, &path_var).ok_or_else(|| format!("`{program}` was not found in PATH"))?;
     let mut in_effect = SandboxInEffect::default();
     let mut confinement = Confinement::default();
@@ -268,15 +263,15 @@ fn namespaces(
             if !to_cover.is_empty() {
                 confinement.namespaces |= libc::CLONE_NEWNS;
                 confinement.hidden = to_cover.iter().filter_map(|place| c_path(place).ok()).collect();
-                needing.push("hiding the hangar's control socket and state_dir");
+                needing.push("hiding the hangar's control socket, state_dir and credentials key");
             }
             in_effect.enforced.push(
-                "the control socket's directory and state_dir: out of its reach (an empty read-only mount over each in its mount namespace, or its private /tmp)"
+                "the control socket's directory, state_dir and the stored credentials' key: out of its reach (an empty read-only mount over each in its mount namespace, or its private /tmp)"
                     .into(),
             );
         }
         Some(why) => in_effect.fallbacks.push(format!(
-            "the control socket's directory and state_dir: not hidden (it would take a mount namespace, and {why}); Landlock still keeps their contents from it"
+            "the control socket's directory, state_dir and the stored credentials' key: not hidden (it would take a mount namespace, and {why}); Landlock still keeps their contents from it"
         )),
     }
     if needing.is_empty() {
@@ -303,18 +298,22 @@ fn namespaces(
 
 /// The hangar's own places no box may reach, each with what it is and whether a grant inside
 /// it is refused too: the control socket's directory (a grant beside the socket is harmless:
-/// a box is kept out of the directory anyway) and the state directory (everything in it is the
-/// hangar's), as given at start (`main.rs`).
+/// a box is kept out of the directory anyway), the state directory (everything in it is the
+/// hangar's) and the directory of `credentials.key_file` (the key of every stored credential),
+/// as given at start (`main.rs`).
 static PROTECTED: OnceLock<Vec<(&'static str, PathBuf, bool)>> = OnceLock::new();
 
 /// Records the control socket's path and the state directory (at start, before any spawn):
 /// every box's `filesystem` grants are checked against them, and each box is kept out of them.
-pub fn protect(socket: &Path, state_dir: &Path) {
+pub fn protect(socket: &Path, state_dir: &Path, key_file: Option<&Path>) {
     let socket_dir = socket.parent().unwrap_or(Path::new("/"));
-    let places = vec![
+    let mut places = vec![
         ("the control socket's directory", resolve_path(socket_dir), false),
         ("state_dir", resolve_path(state_dir), true),
     ];
+    if let Some(key_dir) = key_file.and_then(Path::parent) {
+        places.push(("credentials.key_file's directory", resolve_path(key_dir), true));
+    }
     let _ = PROTECTED.set(places);
 }
 
@@ -329,10 +328,30 @@ fn protected(state_dir: Option<&Path>) -> Vec<(&'static str, PathBuf, bool)> {
     places
 }
 
-/// Refuses a config whose sandboxes' grants would open the control socket's directory or the
-/// state directory to a box (at start: exit 78; on reload: the reload is refused).
+/// Refuses a config whose sandboxes' grants would open the control socket's directory, the
+/// state directory or a credential file to a box (at start: exit 78; on reload: the reload is
+/// refused).
 pub fn check_grants(config: &hangar_core::config::Config) -> Result<(), hangar_core::config::KeyError> {
-    config.check_grants(&protected(config.state_dir.as_deref()), resolve_path)
+    let mut places = protected(config.state_dir.as_deref());
+    places.extend(credential_places(config));
+    config.check_grants(&places, resolve_path)
+}
+
+/// Where the config's credentials are read from: each credential file, and the whole of
+/// `$CREDENTIALS_DIRECTORY`. A box reaches none of them (a server gets its own credential in its
+/// environment, never by reading the file), so no grant may cover them.
+fn credential_places(config: &hangar_core::config::Config) -> Vec<(&'static str, PathBuf, bool)> {
+    use hangar_core::credential::{CREDENTIALS_DIRECTORY, file_path};
+    let directory = std::env::var_os(CREDENTIALS_DIRECTORY).filter(|dir| !dir.is_empty()).map(PathBuf::from);
+    let mut places: Vec<(&'static str, PathBuf, bool)> = config
+        .mcp_servers
+        .values()
+        .flat_map(|server| server.credential_files())
+        .filter_map(|file| file_path(file, directory.as_deref()))
+        .map(|path| ("a credential file", resolve_path(&path), false))
+        .collect();
+    places.extend(directory.map(|dir| ("$CREDENTIALS_DIRECTORY", resolve_path(&dir), true)));
+    places
 }
 
 /// A path as the kernel reaches it: made absolute, its symbolic links followed as far as it

@@ -200,6 +200,10 @@ where
     S: AsRef<OsStr>,
 {
     let mut command = Command::new(program);
+    // Before the configured `env`, which may set such a name on purpose.
+    for withheld in crate::withheld::names() {
+        command.env_remove(withheld);
+    }
     command.args(args).envs(env.iter().map(|(k, v)| (k, v))).process_group(0).kill_on_drop(false);
     // systemd's handshakes are the supervisor's own: no child may answer them in its name.
     for inherited in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] {

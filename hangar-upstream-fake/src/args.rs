@@ -103,6 +103,13 @@ pub struct Args {
     /// With --http, wait N milliseconds before binding.
     #[arg(long, value_name = "N", requires = "http")]
     pub bind_delay_ms: Option<u64>,
+    /// With --http, answer 401 with a WWW-Authenticate challenge unless `Authorization` is this
+    /// file's text (re-read at each request).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub require_auth_file: Option<std::path::PathBuf>,
+    /// With --http, append each request's headers to FILE, one JSON object per line.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub record_headers: Option<std::path::PathBuf>,
 }
 
 /// Drops empty names and duplicates, keeping the first occurrence's order.

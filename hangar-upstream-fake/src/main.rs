@@ -103,6 +103,7 @@ fn main() -> ExitCode {
             bind_delay: args.bind_delay_ms.map(Duration::from_millis),
             garbage_line_bytes: args.garbage_stdout.then_some(args.garbage_line_bytes),
             conformance,
+            witness: http::Witness { require_auth_file: args.require_auth_file, record_headers: args.record_headers },
         };
         return http::run(config, state, out);
     }

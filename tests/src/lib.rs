@@ -512,6 +512,10 @@ impl Hangar {
         self.record(self.agent.get(&format!("{}{path}", self.base)).call())
     }
 
+    pub fn delete(&self, path: &str) -> Response {
+        self.record(self.agent.delete(&format!("{}{path}", self.base)).call())
+    }
+
     pub fn post(&self, path: &str, body: Option<&Value>) -> Response {
         let request = self.agent.post(&format!("{}{path}", self.base));
         self.record(match body {

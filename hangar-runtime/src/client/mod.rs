@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{self, Called, ClientFrame, ErrorKind, IpcError, Reply, Request};
+use hangar_core::ipc::{self, Called, Check, ClientFrame, ErrorKind, Events, IpcError, Reply, Request};
 use hangar_core::record::StateChange;
 use hangar_core::sync::Unpoisoned;
 use tokio::sync::{mpsc, oneshot};
@@ -240,9 +240,9 @@ fn budget_for(request: &Request) -> Duration {
             }
             Called::Batch(_) => DEFAULT_BUDGET,
         },
-        Request::Check { timeout_ms, .. } => Duration::from_millis(*timeout_ms).saturating_add(CALL_SLACK),
+        Request::Check(Check { timeout_ms, .. }) => Duration::from_millis(*timeout_ms).saturating_add(CALL_SLACK),
         // Followed events stream until the caller cancels (drops the request).
-        Request::Events { follow: true, .. } => Duration::MAX,
+        Request::Events(Events { follow: true, .. }) => Duration::MAX,
         // A client's answer may wait for a person; the caller bounds it, and drops it if its
         // client leaves.
         Request::AwaitClientAnswer(_) => Duration::MAX,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{self, ClientFrame, ErrorKind, Hello, Outcome, Reply, Request, ServerFrame};
+use hangar_core::ipc::{self, ClientFrame, ErrorKind, Hello, Logs, Outcome, Reply, Request, ServerFrame};
 use hangar_core::record::LogLine;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -111,15 +111,13 @@ async fn multiplexes_out_of_order_replies_fails_pending_on_drop_and_reconnects()
 
     // Two requests in flight; answered in reverse order, each reaches its own caller.
     let (a, b) = (client.clone(), client.clone());
-    let first =
-        tokio::spawn(
-            async move { a.request(&Caller::hangar(), Request::Logs { mcp_server: "m".into(), lines: 1 }).await },
-        );
+    let first = tokio::spawn(async move {
+        a.request(&Caller::hangar(), Request::Logs(Logs { mcp_server: "m".into(), lines: 1 })).await
+    });
     let (id1, _) = peer.read_request().await;
-    let second =
-        tokio::spawn(
-            async move { b.request(&Caller::hangar(), Request::Logs { mcp_server: "m".into(), lines: 2 }).await },
-        );
+    let second = tokio::spawn(async move {
+        b.request(&Caller::hangar(), Request::Logs(Logs { mcp_server: "m".into(), lines: 2 })).await
+    });
     let (id2, _) = peer.read_request().await;
     assert_ne!(id1, id2);
     peer.reply(id2, logs_reply(2)).await;

@@ -15,7 +15,7 @@
 //!
 //! The client's stance ([`hangar_core::ipc::Stance`]) is read once, in [`Hangar::call_spec`]:
 //! a batch, or a call that takes tasks, is parked; a 2026-07-28 call may hold; a legacy
-//! session's call may be cancelled by its request id (`cancel.rs`, from any API instance).
+//! session's call may be cancelled by its request id (`kept/client_relay.rs`, from any API instance).
 //!
 //! Where later stages slot in, each in one place:
 //! - credentials for the upstream: `run.rs`, beside the trace it carries on;
@@ -28,11 +28,10 @@
 //! [`Calls`]'s, not `Hangar`'s.
 
 mod admit;
-mod cancel;
 mod hold;
 mod judge;
+mod kept;
 mod park;
-mod requests;
 mod resolve;
 mod run;
 mod running;
@@ -48,28 +47,8 @@ use hangar_runtime::telemetry::{Kind, names as spans};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-pub(crate) use self::cancel::ClientRelay;
-pub(crate) use self::requests::Apply;
+pub(crate) use self::kept::{Calls, client_answer_late};
 use crate::hangar::{Decision, Hangar, admit_caller};
-
-/// What the calls keep beyond their requests: tasks, calls and batches held for their clients'
-/// answers, and legacy clients' cancels and answers.
-#[derive(Default)]
-pub struct Calls {
-    /// Gateway-side tasks (SEP-2663), owned here so every API instance sees them.
-    pub(crate) tasks: park::Tasks,
-    /// 2026-07-28 clients' calls and batches waiting for their answers.
-    pub(crate) held: hold::Holds,
-    /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
-    pub(crate) client_relay: ClientRelay,
-}
-
-impl Calls {
-    /// Takes `tasks:` (at start and on every reload).
-    pub fn configure(&self, config: &hangar_core::config::TasksConfig) {
-        self.tasks.configure(config);
-    }
-}
 
 /// One call of a [`CallSpec`] (or of a batch), as the supervisor makes it.
 pub(crate) struct CallRequest {

@@ -4,10 +4,9 @@
 //! asks of a client (RFC 9728 protected-resource metadata, then RFC 8414 / OpenID Connect
 //! authorization-server metadata); [`shared_token`] holds the one access token a `per: shared`
 //! server's calls carry, got with the client-credentials grant and renewed ahead of expiry in a
-//! single flight; [`store`] keeps tokens sealed in the journal's file when `credentials.key_file`
-//! is set, so they outlive a restart. Secrets and tokens are never logged, and never leave this module but as the
+//! single flight, and kept sealed in the stored credentials (`crate::vault`), so it outlives a
+//! restart. Secrets and tokens are never logged, and never leave this module but as the
 //! `Authorization` header of a request to the upstream they were issued for.
 
 pub mod discovery;
 pub mod shared_token;
-pub mod store;

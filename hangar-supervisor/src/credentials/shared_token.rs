@@ -8,9 +8,9 @@
 //! token it refused, so the retried call gets a new one. The client secret is read from its
 //! file at each token request and dropped after it; neither it nor a token is ever logged.
 //!
-//! With a token store ([`super::store`]), a new token is kept there too, under the identity
-//! [`SHARED_IDENTITY`], and a supervisor that starts again uses the kept one until it is due
-//! for renewal, instead of asking for another.
+//! A new token is kept in the stored credentials too ([`crate::vault`], sealed), under the
+//! identity [`SHARED_IDENTITY`], and a supervisor that starts again uses the kept one until it is
+//! due for renewal, instead of asking for another.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +24,8 @@ use oauth2::basic::BasicClient;
 use oauth2::{ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
 
 use super::discovery::{self, AuthServer};
-use super::store::{StoredToken, TokenKey, TokenStore};
+use crate::vault::{Place, Vault};
+use hangar_core::upstream_tokens::StoredToken;
 
 /// The identity a `per: shared` server's token is kept under: the hangar's own (reserved, so
 /// no caller can be it).
@@ -72,7 +73,7 @@ pub struct SharedToken {
     /// Held by the one call renewing the token; the others wait on it, then read `held`.
     flight: tokio::sync::Mutex<()>,
     /// Where tokens are kept, and this server's id there.
-    store: Option<(Arc<TokenStore>, String)>,
+    store: Option<(Arc<Vault>, String)>,
     /// The kept token was refused by the upstream: the next one is asked for, not loaded.
     kept_refused: AtomicBool,
 }
@@ -84,7 +85,7 @@ impl SharedToken {
         http: reqwest::Client,
         endpoint: &str,
         oauth: &UpstreamOAuth,
-        store: Option<(Arc<TokenStore>, String)>,
+        store: Option<(Arc<Vault>, String)>,
     ) -> SharedToken {
         SharedToken {
             http,
@@ -117,9 +118,9 @@ impl SharedToken {
         }
         let server = self.server().await?;
         let kept = self.store.as_ref().map(|(store, id)| {
-            let key = TokenKey {
+            let key = Place {
                 identity: SHARED_IDENTITY.into(),
-                server: id.clone(),
+                mcp_server: id.clone(),
                 issuer: server.issuer.clone(),
                 resource: server.resource.clone(),
             };
@@ -127,9 +128,9 @@ impl SharedToken {
         });
         if let Some((store, key)) = &kept
             && !self.kept_refused.load(Ordering::Relaxed)
-            && let Some(stored) = store.load(key)
+            && let Some(stored) = store.get(key).and_then(|bytes| serde_json::from_slice::<StoredToken>(&bytes).ok())
         {
-            let left = stored.renew_at_ms.saturating_sub(now_ms());
+            let left = renew_at_ms(stored.expires_at_ms.unwrap_or(0)).saturating_sub(now_ms());
             if left > 0 {
                 let token = stored.access_token.clone();
                 let renew_at = Instant::now() + Duration::from_millis(left);
@@ -137,10 +138,21 @@ impl SharedToken {
                 return Ok(token);
             }
         }
-        let (held, renew_at_ms) = self.request(&server).await?;
+        let (held, expires_at_ms) = self.request(&server).await?;
         let token = held.secret.clone();
         if let Some((store, key)) = &kept {
-            store.save(key, &StoredToken { access_token: token.clone(), renew_at_ms });
+            let stored = StoredToken {
+                access_token: token.clone(),
+                refresh_token: None,
+                expires_at_ms: Some(expires_at_ms),
+                scopes: self.scopes.clone(),
+            };
+            let kept = serde_json::to_vec(&stored)
+                .map_err(|err| err.to_string())
+                .and_then(|bytes| store.put(key, &bytes).map_err(|err| err.to_string()));
+            if let Err(err) = kept {
+                tracing::warn!(%err, "the new token could not be kept: the next start asks for another");
+            }
             self.kept_refused.store(false, Ordering::Relaxed);
         }
         *self.held.locked() = Some(held);
@@ -167,7 +179,7 @@ impl SharedToken {
         Ok(server)
     }
 
-    /// Asks `server` for a new token: it, and when to renew it (ms since the epoch).
+    /// Asks `server` for a new token: it, and when it expires (ms since the epoch).
     async fn request(&self, server: &AuthServer) -> Result<(Held, u64), TokenError> {
         let secret = hangar_core::small_file::read_regular(&self.secret_file, MAX_SECRET_BYTES)
             .map_err(|err| TokenError::Secret { path: self.secret_file.display().to_string(), why: err.to_string() })?;
@@ -191,9 +203,16 @@ impl SharedToken {
         let lifetime = answer.expires_in().unwrap_or(UNSTATED_LIFETIME);
         let ahead = (lifetime / 10).min(MAX_RENEW_AHEAD);
         let good_for = lifetime - ahead;
-        let renew_at_ms = asked_ms + good_for.as_millis() as u64;
-        Ok((Held { secret: answer.access_token().secret().clone(), renew_at: asked + good_for }, renew_at_ms))
+        let expires_at_ms = asked_ms + lifetime.as_millis() as u64;
+        Ok((Held { secret: answer.access_token().secret().clone(), renew_at: asked + good_for }, expires_at_ms))
     }
+}
+
+/// When a kept token expiring at `expires_at_ms` is renewed: a tenth of what is left of it
+/// ahead, at most [`MAX_RENEW_AHEAD`].
+fn renew_at_ms(expires_at_ms: u64) -> u64 {
+    let left = expires_at_ms.saturating_sub(now_ms());
+    expires_at_ms.saturating_sub((left / 10).min(MAX_RENEW_AHEAD.as_millis() as u64))
 }
 
 /// A failed token request in words that carry no secret: the server's OAuth error code and

@@ -24,16 +24,17 @@ pub const MIN_SECRET_BYTES: usize = 4;
 /// What a member's name contains, lower-cased without `-` and `_`, when its value is a secret.
 const SECRET_NAMES: [&str; 6] = ["password", "passwd", "secret", "token", "apikey", "authorization"];
 
-/// The secrets every audit entry's arguments are cleaned of: the configured env values.
+/// The secrets every audit entry's arguments are cleaned of: the configured env values and
+/// credentials.
 #[derive(Debug, Default, Clone)]
 pub struct Secrets {
     values: Redactor,
 }
 
 impl Secrets {
-    /// The env values of every server in `config`.
+    /// The env values and credentials of every server in `config`.
     pub fn of(config: &hangar_core::config::Config) -> Secrets {
-        let values: Vec<&String> = config.mcp_servers.values().flat_map(|server| server.env.values()).collect();
+        let values: Vec<String> = config.mcp_servers.values().flat_map(|server| server.secrets()).collect();
         Secrets::from_values(values)
     }
 

@@ -130,7 +130,7 @@ mod tests {
             journal: crate::journal::Journal::in_memory(),
             telemetry: None,
             upstream_news: broadcast::channel(8).0,
-            token_store: None,
+            vault: Default::default(),
         });
         let servers = config
             .mcp_servers

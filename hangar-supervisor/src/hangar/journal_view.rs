@@ -336,7 +336,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open(dir.path()).unwrap();
         let config = Config::parse("mcp_servers:\n  math: {command: [\"true\"]}\n").unwrap();
-        let hangar = Hangar::new(&config, None, journal.clone(), None);
+        let hangar = Hangar::new(&config, None, journal.clone());
         let (notices, mut heard) = mpsc::unbounded_channel();
         let following = tokio::spawn({
             let hangar = hangar.clone();

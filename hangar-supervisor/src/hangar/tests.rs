@@ -3,13 +3,13 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use hangar_core::ipc::{Outcome, Reply, Request};
+use hangar_core::ipc::{Get, Outcome, Reply, Request, Stop};
 
 fn hangar(auth: &str) -> Arc<Hangar> {
     let yaml = format!(
         "{auth}profiles:\n  ci: {{servers: [math], tools: {{allow: [add]}}}}\nmcp_servers:\n  math: {{command: [\"true\"]}}\n  secret: {{command: [\"true\"]}}\n"
     );
-    Hangar::new(&Config::parse(&yaml).unwrap(), None, crate::journal::Journal::in_memory(), None)
+    Hangar::new(&Config::parse(&yaml).unwrap(), None, crate::journal::Journal::in_memory())
 }
 
 fn listed(outcome: Outcome) -> Vec<String> {
@@ -40,10 +40,10 @@ async fn a_profile_lists_its_servers_and_is_refused_admin_and_internal_requests(
     let hangar = hangar("");
     let ci = Caller { identity: "ci-bot".into(), profile: Some("ci".into()) };
     assert_eq!(listed(hangar.handle(&ci, Request::List, None).await), ["math"]);
-    let get = |id: &str| Request::Get { mcp_server: id.into() };
+    let get = |id: &str| Request::Get(Get { mcp_server: id.into() });
     assert_eq!(refused(hangar.handle(&ci, get("secret"), None).await), ErrorKind::NotFound);
     assert_eq!(refused(hangar.handle(&ci, get("nosuch"), None).await), ErrorKind::NotFound);
-    let stop = Request::Stop { mcp_server: "math".into() };
+    let stop = Request::Stop(Stop { mcp_server: "math".into() });
     assert_eq!(refused(hangar.handle(&ci, stop, None).await), ErrorKind::Forbidden);
     for internal in [Request::Auth, Request::Targets, Request::Cluster] {
         assert_eq!(refused(hangar.handle(&ci, internal, None).await), ErrorKind::Forbidden);

@@ -9,9 +9,8 @@
 //! - `minutes`: audited calls and failures per minute, server and identity (the chart);
 //! - `servers`: what a server's next life should remember (its last lifecycle and catalog),
 //!   keyed by server id and the hash of its config.
-//! - `upstream_tokens`: tokens the hangar got for upstreams, sealed, written and read by
-//!   `credentials/store.rs` on a connection of its own (never through the writer thread: a
-//!   token is needed at once, and never belongs in a block).
+//! - `credentials`: upstream credentials the hangar obtained, sealed (`crate::vault` reads and
+//!   writes them on a connection of its own; the journal only makes the table).
 
 mod block;
 mod integrity;

@@ -71,14 +71,16 @@ const MIGRATIONS: &[&str] = &[
     // TEXT and are read as they are. The version is what changes, so that a release from before
     // refuses a journal it could not read (`Newer`) instead of misreading its blocks.
     "SELECT 1;",
-    // 5: upstream tokens the hangar got (`credentials/store.rs`), each sealed with the key of
-    // `credentials.key_file`, by whose they are, for which server, from which issuer, for
-    // which resource.
-    "CREATE TABLE upstream_tokens (
+    // 5: upstream credentials the hangar obtained (OAuth tokens), one row per identity, server,
+    // issuer and resource, each sealed under `credentials.key_file` (`crate::vault`): `key_id`
+    // names the key (never the key), `sealed` is nonce and ciphertext. Never pruned by
+    // retention: a row goes when its owner forgets it or the flow replaces it.
+    "CREATE TABLE credentials (
         identity TEXT NOT NULL,
         mcp_server TEXT NOT NULL,
         issuer TEXT NOT NULL,
         resource TEXT NOT NULL,
+        key_id TEXT NOT NULL,
         sealed BLOB NOT NULL,
         updated_at_ms INTEGER NOT NULL,
         PRIMARY KEY (identity, mcp_server, issuer, resource)

@@ -170,6 +170,9 @@ impl Server {
     /// under [`UPSTREAM_MESSAGE_DETAIL`] and [`UPSTREAM_DATA_DETAIL`], which the hangar strips
     /// from every answer but the front door's (`Hangar::upstream_words`).
     pub(super) fn request_failure(&self, what: &str, err: RequestError) -> IpcError {
+        if let RequestError::Unauthorized { .. } = err {
+            return IpcError::new(err.kind(), format!("`{}` {what}: {}", self.id, self.unauthorized(&err)));
+        }
         let error = IpcError::new(err.kind(), format!("`{}` {what}: {err}", self.id));
         match err {
             RequestError::Rpc { code, data, upstream, .. } => {
@@ -184,6 +187,13 @@ impl Server {
             }
             _ => error,
         }
+    }
+
+    /// An upstream's 401 or 403 in the hangar's words: what it refused, what it asked for (its
+    /// challenge's parsed parameters) and the config key to fix.
+    pub(super) fn unauthorized(&self, err: &RequestError) -> String {
+        let key = hangar_core::upstream_auth::key_to_fix(&self.id, self.config.auth.as_ref());
+        format!("{err}; fix the credentials at {key}, then reload (or start it)")
     }
 
     /// `Unknown tool` (in the front door's one wording) unless the upstream declares `tool`.

@@ -4,10 +4,10 @@
 //! still hold. A different key makes the memory stale, which costs one discovery.
 //!
 //! In the key: what the server is (its mode, command, endpoint, the names of the variables its
-//! environment sets, its sandbox), what judges it (the expected and pinned tools and their
+//! environment sets and of the headers its `auth.headers` sends, its sandbox), what judges it (the expected and pinned tools and their
 //! enforcement, which make it `capability_blocked`; the handshake timeout, which makes it
 //! `start_failed`) and how it backs off (its resolved recovery policy). Not in the key: the
-//! environment's values, which are secrets (a rotated token is the same server), and what only
+//! environment's and the headers' values, which are secrets (a rotated token is the same server), and what only
 //! tunes a running server (descriptions, health checks, idle stop, limits, names). The text is
 //! built from these fields alone, maps sorted, never from a type's `Debug`, so neither a secret
 //! nor a redacting `Debug` can move it.
@@ -31,6 +31,10 @@ struct Keyed<'a> {
     endpoint: Option<&'a str>,
     /// The names of the variables set, sorted; never their values.
     env: BTreeSet<&'a str>,
+    /// The names of the headers `auth.headers` sends, sorted; never their values (absent when
+    /// none, so the keys of servers without them are as they were).
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    auth_headers: BTreeSet<&'a str>,
     sandbox: Option<&'a Sandbox>,
     enforcement_mode: EnforcementMode,
     expected_tools: Option<BTreeSet<&'a str>>,
@@ -57,6 +61,7 @@ fn canonical(config: &ServerConfig, policy: &RecoveryPolicy) -> String {
         command: &config.command,
         endpoint: config.endpoint.as_deref(),
         env: config.env.keys().map(String::as_str).collect(),
+        auth_headers: config.auth_headers().map(|(name, _)| name).collect(),
         sandbox: config.sandbox(),
         enforcement_mode: config.capabilities.enforcement_mode,
         expected_tools: tools.expected_tools.as_ref().map(|names| names.iter().map(String::as_str).collect()),
@@ -131,5 +136,23 @@ mod tests {
             assert_ne!(key(changed), base, "{changed}");
         }
         assert_eq!(base.len(), 64);
+    }
+
+    #[test]
+    fn a_credentials_bytes_never_move_the_key_but_its_header_name_does() {
+        let remote = |header: &str, token: &'static str| {
+            let yaml = format!(
+                "mcp_servers:\n  a:\n    mode: remote\n    endpoint: 'https://x.example/mcp'\n    auth: {{headers: {{{header}: {{env: T}}}}}}\n"
+            );
+            let mut config = Config::parse(&yaml).unwrap();
+            let var: &'static dyn Fn(&str) -> Option<String> = Box::leak(Box::new(move |_: &str| Some(token.into())));
+            config.resolve_credentials(&hangar_core::credential::Sources { var, credentials_directory: None }).unwrap();
+            let server = config.mcp_servers["a"].clone();
+            let text = canonical(&server, &server.recovery.resolve(&config.recovery));
+            assert!(!text.contains(token), "{text}");
+            memory_key(&server, &server.recovery.resolve(&config.recovery))
+        };
+        assert_eq!(remote("Authorization", "token-one"), remote("Authorization", "token-two"));
+        assert_ne!(remote("Authorization", "token-one"), remote("X-Api-Key", "token-one"));
     }
 }

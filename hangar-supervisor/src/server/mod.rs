@@ -71,8 +71,9 @@ pub struct Shared {
     /// An upstream's notifications outside any request (log lines, resource updates), with the
     /// server's id, for the legacy sessions that want them.
     pub upstream_news: broadcast::Sender<(String, serde_json::Value)>,
-    /// Where upstream tokens are kept sealed (`credentials.key_file`); `None`: in memory only.
-    pub token_store: Option<Arc<crate::credentials::store::TokenStore>>,
+    /// The stored credentials (`crate::vault`), set once at start: where a server's tokens are
+    /// kept, sealed.
+    pub vault: std::sync::OnceLock<Arc<crate::vault::Vault>>,
 }
 
 pub struct Server {
@@ -185,7 +186,7 @@ impl Server {
         let restored = memory::restore(&id, &memory_key, shared.journal.recall(&id));
         Arc::new(Server {
             // What an upstream prints may echo its env (API keys, tokens): never show those.
-            log: Arc::new(LogRing::with_secrets(&id, config.env.values().cloned().collect())),
+            log: Arc::new(LogRing::with_secrets(&id, config.secrets())),
             policy,
             memory_key,
             limiter: Limiter::new(Scope::Server(id.clone()), &config.limits, DEFAULT_SERVER_CONCURRENCY),
@@ -339,6 +340,7 @@ impl Server {
                 configured: configured.clone(),
                 in_effect: inner.sandbox_in_effect.clone(),
             }),
+            auth: self.config.auth.as_ref().map(auth_details),
         }
     }
 
@@ -473,5 +475,18 @@ impl Server {
     /// Tool calls now running at the upstream (a task's included): what a drain waits for.
     pub fn calls_in_flight(&self) -> u32 {
         self.lock().calls_in_flight
+    }
+}
+
+/// The server's `auth:`, as its details show it: never a value.
+fn auth_details(auth: &hangar_core::upstream_auth::UpstreamAuth) -> hangar_core::record::AuthDetails {
+    use hangar_core::upstream_auth::OAuthPer;
+    let kind = if auth.oauth.is_some() { "oauth" } else { "headers" };
+    // A token of each caller's own is none the hangar's checks may use.
+    let per_user = auth.oauth.as_ref().is_some_and(|oauth| oauth.per == OAuthPer::User);
+    hangar_core::record::AuthDetails {
+        kind: kind.into(),
+        headers: auth.headers.iter().flat_map(|headers| headers.keys().cloned()).collect(),
+        checks: if per_user { "reachability only" } else { "its credential" }.into(),
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use hangar_core::ipc::{ErrorKind, IpcError, Started};
-use hangar_core::lifecycle::{Event, RevivedBy, State, StopReason};
+use hangar_core::lifecycle::{DeadReason, Event, RevivedBy, State, StopReason};
 use hangar_core::record::{DeadRecord, ToolDrift, ToolInfo};
 use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
@@ -36,6 +36,8 @@ pub(super) enum StartFailure {
     Blocked(Vec<String>),
     /// Pinned tools drifted, in block mode.
     Drifted(ToolDrift),
+    /// The endpoint refused the hangar's credentials (401 or 403), in the hangar's words.
+    Unauthorized(String),
     Stopped,
 }
 
@@ -185,9 +187,10 @@ impl Server {
         }
         let record = DeadRecord::from(dead);
         let wait_ms = dead.retry_allowed_at.map(|at| millis(at.duration_since(SystemTime::now()).unwrap_or_default()));
-        let kind = match record.revived_by {
-            RevivedBy::Start => ErrorKind::CapabilityBlocked,
-            RevivedBy::CallOrStart => ErrorKind::RetryLater,
+        let kind = match (record.revived_by, record.reason) {
+            (RevivedBy::Start, DeadReason::UpstreamUnauthorized) => ErrorKind::UpstreamUnauthorized,
+            (RevivedBy::Start, _) => ErrorKind::CapabilityBlocked,
+            (RevivedBy::CallOrStart, _) => ErrorKind::RetryLater,
         };
         let error = IpcError::new(kind, record.call_refusal(&self.id));
         let details = match wait_ms {
@@ -226,6 +229,9 @@ impl Server {
                 // is the whole handshake's, so that is the one to name.
                 Ok(Err(RequestError::Timeout { method, .. })) => {
                     return Err(StartFailure::Handshake(self.handshake_timed_out(&format!("`{method}` went unanswered"))));
+                }
+                Ok(Err(err @ RequestError::Unauthorized { .. })) => {
+                    return Err(StartFailure::Unauthorized(self.unauthorized(&err)));
                 }
                 Ok(Err(err)) => return Err(StartFailure::Handshake(err.to_string())),
                 Err(_) => return Err(StartFailure::Handshake(self.handshake_timed_out("it was still under way"))),
@@ -330,14 +336,11 @@ impl Server {
     fn http_upstream(self: &Arc<Self>, generation: u64) -> Result<Arc<Upstream>, StartFailure> {
         let endpoint = self.config.endpoint.as_deref().ok_or(StartFailure::Spawn("no endpoint".into()))?;
         let (notices_tx, notices_rx) = mpsc::unbounded_channel();
-        let link = HttpUpstream::new(
-            endpoint,
-            self.config.auth.oauth.as_ref(),
-            self.shared.token_store.clone(),
-            self.log.clone(),
-            notices_tx,
-        )
-        .map_err(StartFailure::Spawn)?;
+        let headers: Vec<(&str, &str)> = self.config.auth_headers().collect();
+        let oauth = self.config.auth.as_ref().and_then(|auth| auth.oauth.as_ref());
+        let vault = self.shared.vault.get().cloned();
+        let link = HttpUpstream::new(endpoint, &headers, oauth, vault, self.log.clone(), notices_tx)
+            .map_err(StartFailure::Spawn)?;
         tokio::spawn(follow_notices(self.clone(), generation, notices_rx));
         Ok(Arc::new(Upstream::http(link)))
     }
@@ -346,7 +349,8 @@ impl Server {
     /// directory, which lives as long as the process's record.
     fn spawn_child(&self, pipes: Pipes) -> Result<(tokio::process::Child, Option<Arc<PrivateDir>>), StartFailure> {
         let (program, args) = self.config.command.split_first().ok_or(StartFailure::Spawn("no command".into()))?;
-        let mut env: Vec<(String, String)> = self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut env: Vec<(String, String)> =
+            self.config.env_values().map(|(name, value)| (name.to_owned(), value.to_owned())).collect();
         let Some(sandbox) = self.config.sandbox() else {
             self.lock().sandbox_in_effect = None;
             let child = spawn::spawn(program.as_ref(), args, &env, pipes)
@@ -354,8 +358,9 @@ impl Server {
             return Ok((child, None));
         };
         let began = Instant::now();
-        let prepared = crate::sandbox::prepare(&self.id, sandbox, &self.config.command, &self.config.env)
-            .map_err(StartFailure::Spawn)?;
+        let path = self.config.env_values().find(|(name, _)| *name == "PATH").map(|(_, value)| value);
+        let prepared =
+            crate::sandbox::prepare(&self.id, sandbox, &self.config.command, path).map_err(StartFailure::Spawn)?;
         let prepare_us = began.elapsed().as_micros();
         env.extend(prepared.env);
         let (need, landlock) = (prepared.namespaces_need, prepared.landlock_refusal);
@@ -460,6 +465,11 @@ impl Server {
                 inner.blocked_because = Some(drift.detail());
                 (ErrorKind::CapabilityBlocked, drift.detail())
             }
+            StartFailure::Unauthorized(why) => {
+                // The same words as the dead record's detail.
+                inner.blocked_because = Some(why.clone());
+                (ErrorKind::UpstreamUnauthorized, why.clone())
+            }
             StartFailure::Stopped => (ErrorKind::Stopped, stopped_while_starting(inner.last_stop)),
             StartFailure::Spawn(why) | StartFailure::Handshake(why) => (ErrorKind::StartFailed, why.clone()),
             StartFailure::PortHeld(why) => (ErrorKind::PortHeld, why.clone()),
@@ -470,6 +480,8 @@ impl Server {
         if current && inner.lifecycle.state() == State::Initializing {
             let event = match (&failure, cause) {
                 (StartFailure::Blocked(_) | StartFailure::Drifted(_), _) => Event::CapabilityBlocked,
+                // Not a backoff, nor a recovery's next try: each would ask with the same credentials.
+                (StartFailure::Unauthorized(_), _) => Event::Unauthorized,
                 (_, Cause::Recovery { last: false }) => Event::ThresholdReached,
                 (_, Cause::Recovery { last: true }) => {
                     Event::GaveUp { retry_allowed_at: Some(self.next_retry(&mut inner)) }

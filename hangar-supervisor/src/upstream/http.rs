@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
+use hangar_core::challenge::Challenge;
 use hangar_core::jsonrpc::{Message, classify_value};
 use hangar_core::mcp::{
     CLIENT_REQUESTS, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, MODERN_REVISION,
@@ -23,7 +24,7 @@ use hangar_core::mcp::{
 use hangar_core::sync::Unpoisoned;
 use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use hangar_core::upstream_auth::UpstreamOAuth;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -31,11 +32,13 @@ use super::sse::{SseEvent, SseReader};
 use super::{Era, Notice, Relay, RequestError};
 use crate::credentials::discovery::challenge_param;
 use crate::credentials::shared_token::SharedToken;
-use crate::credentials::store::TokenStore;
 use crate::logs::{LogRing, Stream};
+use crate::vault::Vault;
 
 /// The largest answer read from an upstream; a bigger one is refused, not buffered.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// The most of a 401 or 403 answer's body the server's log keeps.
+const MAX_LOGGED_REFUSAL: usize = 4096;
 
 pub struct HttpUpstream {
     client: reqwest::Client,
@@ -65,22 +68,36 @@ impl Drop for HttpUpstream {
 }
 
 impl HttpUpstream {
-    /// The link to `endpoint`; with `oauth`, its requests carry that configuration's token.
+    /// A connection to `endpoint` sending `headers` (the server's `auth.headers`, credentials
+    /// read) with every request, marked sensitive so no debug output of the client shows them;
+    /// with `oauth`, its requests carry that configuration's token, kept in `vault` if given.
     pub fn new(
         endpoint: &str,
+        headers: &[(&str, &str)],
         oauth: Option<&UpstreamOAuth>,
-        store: Option<Arc<TokenStore>>,
+        vault: Option<Arc<Vault>>,
         log: Arc<LogRing>,
         notices: mpsc::UnboundedSender<Notice>,
     ) -> Result<Self, String> {
+        let mut default_headers = HeaderMap::new();
+        for (name, value) in headers {
+            // The config checked both when it was loaded; the message names the header only.
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("`{name}` cannot be an HTTP header name"))?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| format!("the credential of header `{name}` cannot be an HTTP header value"))?;
+            value.set_sensitive(true);
+            default_headers.insert(name, value);
+        }
         let client = reqwest::Client::builder()
+            .default_headers(default_headers)
             .connect_timeout(Duration::from_secs(5))
             // Never follow a redirect to somewhere the config did not name.
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|err| format!("cannot set up an HTTP client: {err}"))?;
         let bearer = oauth.map(|oauth| {
-            let store = store.map(|store| (store, log.server_id().to_owned()));
+            let store = vault.map(|vault| (vault, log.server_id().to_owned()));
             Arc::new(SharedToken::new(client.clone(), endpoint, oauth, store))
         });
         Ok(HttpUpstream {
@@ -284,6 +301,20 @@ impl HttpUpstream {
         relays: &[(u64, Relay)],
     ) -> Result<Value, RequestError> {
         let status = response.status().as_u16();
+        if status == 401 || status == 403 {
+            // The challenge's parsed parameters only; the rest of what it said goes to the log.
+            let challenge = response
+                .headers()
+                .get(WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok())
+                .and_then(Challenge::parse);
+            if let Ok(body) = response.bytes().await
+                && !body.is_empty()
+            {
+                self.log.push(Stream::Stdout, &body[..body.len().min(MAX_LOGGED_REFUSAL)]);
+            }
+            return Err(RequestError::Unauthorized { method: method.into(), status, challenge });
+        }
         let is_sse = response
             .headers()
             .get(CONTENT_TYPE)

@@ -12,6 +12,7 @@ mod stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use hangar_core::challenge::Challenge;
 use hangar_core::ipc::ErrorKind;
 use hangar_core::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError};
 use hangar_core::mcp::{
@@ -58,6 +59,15 @@ pub enum RequestError {
     /// An HTTP upstream answered with a status that carries no JSON-RPC answer.
     #[error("the upstream answered `{method}` with HTTP {status}")]
     Status { method: String, status: u16 },
+    /// An HTTP upstream refused the hangar's credentials (401) or their rights (403), with
+    /// its `WWW-Authenticate` challenge's parsed parameters when it sent one.
+    #[error("the upstream refused `{method}` with HTTP {status}{}", challenge_words(.challenge.as_ref()))]
+    Unauthorized { method: String, status: u16, challenge: Option<Challenge> },
+}
+
+/// `` (it asked for: Bearer realm="x", ...)`` when there is a challenge.
+fn challenge_words(challenge: Option<&Challenge>) -> String {
+    challenge.map(|c| format!(" (it asked for: {})", c.summary())).unwrap_or_default()
 }
 
 /// What an upstream's JSON-RPC error said in its own words.
@@ -76,6 +86,7 @@ impl RequestError {
             RequestError::Rpc { .. } | RequestError::Status { .. } | RequestError::Oversized { .. } => {
                 ErrorKind::UpstreamError
             }
+            RequestError::Unauthorized { .. } => ErrorKind::UpstreamUnauthorized,
         }
     }
 }
@@ -305,7 +316,7 @@ impl Upstream {
         self.set_era(Era::Modern);
         match self.request("server/discover", json!({}), remaining() / 2).await {
             Ok(_) => return Ok(modern()),
-            Err(closed @ RequestError::Closed { .. }) => return Err(closed),
+            Err(refused @ (RequestError::Closed { .. } | RequestError::Unauthorized { .. })) => return Err(refused),
             // Any other error, or silence, means legacy: never key the fallback to one code.
             Err(_) => {}
         }

@@ -6,6 +6,9 @@ mod request;
 mod response;
 mod route;
 mod server;
+mod witness;
+
+pub use witness::Witness;
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -32,6 +35,8 @@ pub struct Config {
     pub garbage_line_bytes: Option<usize>,
     /// Set by --conformance: serve its fixtures instead of the fake's tools.
     pub conformance: Option<Arc<conformance::Server>>,
+    /// Set by --require-auth-file and --record-headers.
+    pub witness: Witness,
 }
 
 pub fn run(config: Config, state: Arc<State>, out: Arc<Output>) -> ExitCode {
@@ -68,6 +73,7 @@ pub fn run(config: Config, state: Arc<State>, out: Arc<Output>) -> ExitCode {
     let mut app = route::App::new(state, config.sse, config.leftover);
     app.conformance = config.conformance;
     app.sse_line_end = config.sse_line_end;
+    app.witness = config.witness;
     let app = Arc::new(app);
     server::accept_loop(&listener, &app, &out)
 }

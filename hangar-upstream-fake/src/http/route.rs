@@ -24,6 +24,8 @@ pub struct App {
     pub leftover: bool,
     /// With --conformance, requests go to its fixtures instead.
     pub conformance: Option<Arc<conformance::Server>>,
+    /// With --require-auth-file or --record-headers: what is checked and recorded first.
+    pub witness: super::Witness,
     sessions: AtomicU64,
 }
 
@@ -47,7 +49,15 @@ fn send(resp: Response) -> Reply {
 
 impl App {
     pub fn new(state: Arc<State>, sse: bool, leftover: bool) -> Self {
-        Self { state, sse, sse_line_end: "\n", leftover, conformance: None, sessions: AtomicU64::new(0) }
+        Self {
+            state,
+            sse,
+            sse_line_end: "\n",
+            leftover,
+            conformance: None,
+            witness: super::Witness::default(),
+            sessions: AtomicU64::new(0),
+        }
     }
 
     pub fn route(&self, head: &Head, body: &[u8]) -> Reply {
@@ -56,6 +66,9 @@ impl App {
         }
         if head.path != MCP_PATH {
             return send(Response::empty(404));
+        }
+        if let Some(refused) = self.witness.check(head) {
+            return send(refused);
         }
         match head.method.as_str() {
             "POST" => self.post(head, body),

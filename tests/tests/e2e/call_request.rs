@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{
-    CallSpec, ClientFrame, ErrorKind, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Target,
+    CallSpec, ClientFrame, ErrorKind, Forward, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Target,
 };
 use hangar_tests::Hangar;
 use hangar_tests::serde_json::{self, json};
@@ -59,12 +59,12 @@ fn ask_as_the_api(hangar: &Hangar, ops: Vec<Request>) -> Vec<Outcome> {
 fn a_tool_call_forwarded_around_the_call_pipeline_is_refused_and_a_call_is_made() {
     let hangar = Hangar::start(CONFIG);
     let arguments = json!({"a": 1, "b": 2});
-    let forward = Request::Forward {
+    let forward = Request::Forward(Forward {
         mcp_server: "math".into(),
         method: "tools/call".into(),
         params: json!({"name": "add", "arguments": arguments}),
         timeout_ms: Some(10_000),
-    };
+    });
     let call = Request::Call(Box::new(CallSpec::one(Target::tool("math", "add"), arguments, Some(10_000))));
     let outcomes = ask_as_the_api(&hangar, vec![forward, call]);
     match &outcomes[0] {

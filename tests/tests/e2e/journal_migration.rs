@@ -56,7 +56,7 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
     let (version, names) = schema_of(&journal);
     assert_eq!(
         (version, table_names(&names)),
-        (5, vec!["blocks", "minutes", "servers", "upstream_tokens"]),
+        (5, vec!["blocks", "credentials", "minutes", "servers"]),
         "a new journal is at schema 5"
     );
 
@@ -97,7 +97,7 @@ fn a_version_1_journal_becomes_blocks_and_keeps_every_entry_readable_and_charted
     let (version, names) = schema_of(&journal);
     assert_eq!(
         (version, table_names(&names)),
-        (5, vec!["blocks", "minutes", "servers", "upstream_tokens"]),
+        (5, vec!["blocks", "credentials", "minutes", "servers"]),
         "migrated at start"
     );
 

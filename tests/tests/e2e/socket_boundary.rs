@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{
-    CallSpec, ClientFrame, ErrorKind, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Target,
+    CallSpec, ClientFrame, ErrorKind, Logs, Outcome, PROTOCOL_VERSION, Reply, Request, ServerFrame, Start, Target,
 };
 use hangar_core::journal::AuditQuery;
 use hangar_tests::serde_json::{self, Value, json};
@@ -70,7 +70,7 @@ fn attack_frames() -> Vec<Value> {
     let call = Request::Call(Box::new(call));
     let ops = [
         Request::Auth,
-        Request::Logs { mcp_server: "victim".into(), lines: 100 },
+        Request::Logs(Logs { mcp_server: "victim".into(), lines: 100 }),
         Request::Audit(AuditQuery::default()),
         call,
         Request::List,
@@ -308,10 +308,13 @@ fn a_prober_with_the_key_may_send_only_what_probing_needs() {
     forbidden(&prober.ask(&Caller::hangar(), Request::Auth), "a prober asking for the API keys");
     forbidden(&prober.ask(&Caller::hangar(), Request::Audit(AuditQuery::default())), "a prober reading the audit");
     forbidden(
-        &prober.ask(&Caller::hangar(), Request::Logs { mcp_server: "victim".into(), lines: 10 }),
+        &prober.ask(&Caller::hangar(), Request::Logs(Logs { mcp_server: "victim".into(), lines: 10 })),
         "a prober reading logs",
     );
-    forbidden(&prober.ask(&Caller::hangar(), Request::Start { mcp_server: "victim".into() }), "a prober starting");
+    forbidden(
+        &prober.ask(&Caller::hangar(), Request::Start(Start { mcp_server: "victim".into() })),
+        "a prober starting",
+    );
     assert_victim_untouched(&hangar);
 
     // The same key as `api` may speak for a caller.

@@ -175,6 +175,9 @@ fn a_shared_client_credentials_token_reaches_the_upstream_and_no_surface() {
     let mut needles = tokens;
     needles.push(SECRET.to_owned());
     assert_nowhere(&hangar, &needles);
+    // Its details say it is OAuth, checked with the shared token.
+    let auth = hangar.details("prot")["auth"].clone();
+    assert_eq!(auth, json!({"kind": "oauth", "checks": "its credential"}));
 }
 
 #[test]
@@ -267,13 +270,14 @@ fn unsupported_oauth_modes_and_a_bad_key_file_are_refused_at_load_with_their_key
     // A key file that holds no key (here: too short) is a bad config too.
     let key = dir.path().join("short.key");
     std::fs::write(&key, "5a5a\n").expect("write the key");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod the key");
     let config = dir.path().join("hangar.yaml");
     std::fs::write(&config, format!("credentials: {{key_file: \"{}\"}}\n", key.display())).expect("write the config");
     let socket = dir.path().join("s.sock");
     let (code, stderr) =
         supervisor_exit(&[OsStr::new("--config"), config.as_os_str(), OsStr::new("--socket"), socket.as_os_str()], &[]);
     assert_eq!(code, Some(78), "{stderr}");
-    assert!(stderr.contains("credentials.key_file"), "{stderr}");
+    assert!(stderr.contains("credentials.key_file") && stderr.contains("not 32"), "{stderr}");
 }
 
 /// The `exp` claim of a JWT (the test reads its own upstream's tokens, to wait for expiry).
@@ -302,10 +306,8 @@ fn decode_base64url(text: &str) -> Vec<u8> {
 #[test]
 fn a_stored_token_is_sealed_in_the_journal_and_outlives_a_restart() {
     let upstream = Upstream::start(300);
-    let key = tempfile::NamedTempFile::new().expect("key file");
-    std::fs::write(key.path(), format!("{}\n", "5a".repeat(32))).expect("write the key");
-    let yaml = format!("credentials: {{key_file: \"{}\"}}\n{}", key.path().display(), upstream.config(MACHINE));
-    let hangar = Hangar::start(&yaml);
+    // No `credentials:`: the key is the one the hangar makes in its state directory.
+    let hangar = Hangar::start(&upstream.config(MACHINE));
     whoami(&hangar);
     assert_eq!(upstream.grants("client_credentials"), 1);
     let token = upstream.calls()[0]["token"].as_str().unwrap().to_owned();
@@ -318,7 +320,7 @@ fn a_stored_token_is_sealed_in_the_journal_and_outlives_a_restart() {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
         )
         .ok()?;
-        db.query_row("SELECT identity, mcp_server, length(sealed) FROM upstream_tokens", [], |row| {
+        db.query_row("SELECT identity, mcp_server, length(sealed) FROM credentials", [], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?))
         })
         .ok()

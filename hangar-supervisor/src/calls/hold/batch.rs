@@ -10,52 +10,22 @@
 //! An unanswered batch is forgotten after [`HOLD`] (or `tool_access.client_answer_timeout_s`, if
 //! shorter), as its held calls are.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
-
 use hangar_core::access::Caller;
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{ErrorKind, IpcError, Reply};
 use hangar_core::mcp::{
     HELD_BATCH_STATE_PREFIX, INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE, RESULT_TYPE_INPUT_REQUIRED,
 };
-use hangar_core::sync::Unpoisoned;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::{HOLD, state_token, unknown_state};
+use crate::calls::kept::HeldBatch;
 use crate::calls::park::BatchRequest;
 use crate::hangar::Hangar;
 
 /// The most batches held at once: each keeps its report so far.
 pub const MAX_HELD_BATCHES: usize = 1024;
-
-/// A batch waiting for its client's answers.
-struct HeldBatch {
-    identity: String,
-    /// The open questions, by `<index>/<key>`.
-    questions: Map<String, Value>,
-    /// The answers given so far (a retry may answer some of the questions).
-    answers: Map<String, Value>,
-    /// The batch's state, as the runner left it in its result's `requestState`.
-    state: Value,
-}
-
-#[derive(Default)]
-pub struct HeldBatches {
-    held: Mutex<HashMap<String, HeldBatch>>,
-}
-
-impl HeldBatches {
-    fn held(&self) -> MutexGuard<'_, HashMap<String, HeldBatch>> {
-        self.held.locked()
-    }
-
-    /// Forgets held batch `token`; the batch's state (which names its held calls).
-    pub(crate) fn take_state(&self, token: &str) -> Option<Value> {
-        self.held().remove(token).map(|held| held.state)
-    }
-}
 
 /// What a retry found: the rest of the questions to ask, or every answer and the batch's state.
 enum Retry {

@@ -14,7 +14,6 @@
 //! then the retry that resumed it (from any API instance).
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::Asks;
 use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Relay, Reply};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{
@@ -22,32 +21,15 @@ use hangar_core::mcp::{
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use super::{HOLD, state_token, unknown_state};
 use crate::calls::CallRequest;
+use crate::calls::kept::{Held, Running};
 use crate::calls::running::AbortOnDrop;
 use crate::hangar::{Decision, Hangar};
 
 /// The key of the one question in `inputRequests`.
 const ASK_KEY: &str = "upstream";
-
-/// A front-door call running on its own, and the upstream's requests about it (with its
-/// progress and log notices, if it relays them).
-pub struct Running {
-    pub call: JoinHandle<Outcome>,
-    pub asks: mpsc::UnboundedReceiver<Value>,
-    /// What the client may be asked (its stance).
-    pub may_ask: Asks,
-}
-
-/// A call waiting for its client's answer to the upstream's request `ask_id`.
-pub(super) struct Held {
-    identity: String,
-    pub(super) server: String,
-    pub(super) ask_id: String,
-    pub(super) running: Running,
-}
 
 /// The token of a `requestState` that names a held call, if it is one.
 pub fn held_token(extra: Option<&Value>) -> Option<&str> {

@@ -7,17 +7,13 @@
 mod batch;
 mod call;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use hangar_core::ipc::{ErrorKind, IpcError};
 use hangar_core::jsonrpc::{INTERNAL_ERROR, RpcError};
 use hangar_core::mcp::{HELD_BATCH_STATE_PREFIX, HELD_CALL_STATE_PREFIX, REQUEST_STATE};
-use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 
-use super::running::Ids;
 use crate::hangar::Hangar;
 
 /// How long a held call or batch waits for the client's retry.
@@ -32,22 +28,6 @@ fn state_token<'a>(extra: Option<&'a Value>, prefix: &str) -> Option<&'a str> {
 /// A retry naming nothing held: unknown, expired, already answered or another caller's.
 fn unknown_state() -> IpcError {
     IpcError::new(ErrorKind::InvalidArgument, "Invalid params: unknown or expired `requestState`")
-}
-
-/// Every held call and batch.
-#[derive(Default)]
-pub struct Holds {
-    calls: Mutex<HashMap<String, call::Held>>,
-    /// Unguessable, like task ids.
-    pub(crate) ids: Ids,
-    /// `hangar_call` batches whose calls' questions wait for their client's answers.
-    batches: batch::HeldBatches,
-}
-
-impl Holds {
-    fn calls(&self) -> MutexGuard<'_, HashMap<String, call::Held>> {
-        self.calls.locked()
-    }
 }
 
 impl Hangar {

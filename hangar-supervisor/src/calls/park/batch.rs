@@ -23,10 +23,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::{
-    AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, now_ms, relay_channel, within_shortcut,
-    without_tasks_extension,
+    AbortOnDrop, Hangar, MAX_SHORTCUT, Refusal, RunningCall, relay_channel, within_shortcut, without_tasks_extension,
 };
 use crate::calls::CallRequest;
+use crate::calls::kept::now_ms;
 
 /// A `hangar_call` batch the supervisor runs ([`Called::Batch`]), with what its client sent for
 /// every call of it.

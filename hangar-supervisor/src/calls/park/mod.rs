@@ -9,27 +9,24 @@
 //! against the servers and tools the call went to ([`Reach`]), so a caller whose profile changed
 //! or lost a server meets its task there as an unknown one.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::access::Caller;
-use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Relay, Reply, Stance, Target};
+use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Reply, Target};
 use hangar_core::jsonrpc::INTERNAL_ERROR;
 use hangar_core::mcp::{EXTENSION_TASKS, META_CLIENT_CAPABILITIES, TaskSupport};
 use hangar_core::policy::View;
-use hangar_core::sync::Unpoisoned;
-use hangar_core::time::now_ms;
-use hangar_core::trace::TraceContext;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinError, JoinHandle};
+use tokio::task::{JoinError, JoinHandle};
 
 use super::CallRequest;
-use super::running::{AbortOnDrop, Ids};
+use super::kept::{Followed, ParkedCall, Tasks, now_ms};
+use super::running::AbortOnDrop;
 use crate::hangar::Hangar;
 use crate::server::Server;
-use crate::task_book::{Book, Refusal, Update};
+use crate::task_book::{Refusal, Update};
 
 mod batch;
 mod news;
@@ -40,115 +37,6 @@ type RunningCall = std::pin::Pin<Box<dyn Future<Output = Result<Value, IpcError>
 
 /// The most a shortcut may wait before the call becomes a task.
 const MAX_SHORTCUT: Duration = Duration::from_secs(10);
-
-/// The supervisor's tasks: the book, and the running call of each working task.
-#[derive(Default)]
-pub struct Tasks {
-    book: Mutex<Book>,
-    runs: Mutex<HashMap<String, AbortHandle>>,
-    /// What a task was made of, to run it again after `tasks/update`.
-    calls: Mutex<HashMap<String, ParkedCall>>,
-    /// Tasks that follow an upstream's own task (pass-through): ours to the upstream's.
-    followed: Mutex<HashMap<String, Followed>>,
-    ids: Ids,
-    /// Every status change the book makes, told to the owners' listens (`news.rs`).
-    news: news::TaskNews,
-    /// What each task's call reached, checked against its owner's view on every read.
-    reach: Mutex<HashMap<String, Reach>>,
-}
-
-/// The servers and tools a task's call went to (a batch's every call), and until when the
-/// task can be asked about.
-struct Reach {
-    tools: Vec<(String, String)>,
-    until_ms: u64,
-}
-
-impl Reach {
-    /// Whether `view` still sees every server and tool the task reached.
-    fn seen_by(&self, view: &View) -> bool {
-        self.tools.iter().all(|(server, tool)| view.sees_server(server) && view.allows_tool(tool))
-    }
-}
-
-/// An upstream's own task that one of ours follows.
-#[derive(Clone)]
-struct Followed {
-    server: Arc<Server>,
-    task_id: String,
-}
-
-/// A parked call as it was made: run again, the same way, after `tasks/update`.
-#[derive(Clone)]
-struct ParkedCall {
-    caller: Caller,
-    target: Target,
-    arguments: Value,
-    extra: Option<Value>,
-    trace: Option<TraceContext>,
-    /// The client's `Mcp-Param-*` headers (SEP-2243), checked by every run of the call.
-    param_headers: Option<Box<hangar_core::custom_headers::ParamHeaders>>,
-    /// A task's call may take as long as the task lives; a plain call has the usual bound.
-    timeout_ms: Option<u64>,
-    /// The server the call goes to, once resolved (for following its own task).
-    server: Option<Arc<Server>>,
-    /// The notices a streamed call relays (until it is answered).
-    relay: Relay,
-    /// Its client's stance (it takes tasks), for every run of the call.
-    stance: Stance,
-}
-
-impl Tasks {
-    /// The book; the status changes made through it are told as the guard goes.
-    fn book(&self) -> news::Telling<'_> {
-        news::Telling::new(self.book.locked(), &self.news)
-    }
-
-    fn runs(&self) -> MutexGuard<'_, HashMap<String, AbortHandle>> {
-        self.runs.locked()
-    }
-
-    fn calls(&self) -> MutexGuard<'_, HashMap<String, ParkedCall>> {
-        self.calls.locked()
-    }
-
-    fn followed(&self) -> MutexGuard<'_, HashMap<String, Followed>> {
-        self.followed.locked()
-    }
-
-    /// Takes `tasks:` (at start and on every reload).
-    pub(crate) fn configure(&self, config: &hangar_core::config::TasksConfig) {
-        self.book().configure(config);
-    }
-
-    fn reach(&self) -> MutexGuard<'_, HashMap<String, Reach>> {
-        self.reach.locked()
-    }
-
-    /// Task `id` reached `tools` (server, tool); kept as long as the task can be asked about.
-    fn reached(&self, id: &str, tools: Vec<(String, String)>) {
-        let now = now_ms();
-        let mut reach = self.reach();
-        reach.retain(|_, reach| now < reach.until_ms);
-        reach.insert(id.to_owned(), Reach { tools, until_ms: now.saturating_add(crate::task_book::TTL_MS) });
-    }
-
-    /// Whether `view` sees task `id` (that is, everything its call reached); the owner is the
-    /// book's to check.
-    pub(crate) fn seen_by(&self, id: &str, view: &View) -> bool {
-        self.reach().get(id).is_none_or(|reach| reach.seen_by(view))
-    }
-
-    /// Drops what is kept to run finished or expired tasks again: only a task waiting for
-    /// answers (or working) needs its call.
-    fn forget_gone(&self) {
-        let mut book = self.book();
-        book.expire(now_ms());
-        self.calls().retain(|id, _| book.is_open(id));
-        self.runs().retain(|id, run| book.is_open(id) && !run.is_finished());
-        self.followed().retain(|id, _| book.is_open(id));
-    }
-}
 
 /// Refuses a call of a tool that runs only as a task (`taskSupport: required`) from a client that
 /// does not take tasks; a client that does costs no lookup.

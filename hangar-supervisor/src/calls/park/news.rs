@@ -7,63 +7,14 @@
 //! [`Request::TaskFollow`]: hangar_core::ipc::Request::TaskFollow
 
 use std::collections::HashSet;
-use std::ops::{Deref, DerefMut};
-use std::sync::MutexGuard;
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{ErrorKind, IpcError, MAX_FOLLOWED_TASKS, Reply};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::now_ms;
+use crate::calls::kept::now_ms;
 use crate::hangar::Hangar;
-use crate::task_book::{Book, Change};
-
-/// The broadcast of the book's status changes.
-pub struct TaskNews(broadcast::Sender<Change>);
-
-impl Default for TaskNews {
-    fn default() -> Self {
-        TaskNews(broadcast::channel(1024).0)
-    }
-}
-
-/// The locked book; the status changes made through it are broadcast when it is let go.
-pub struct Telling<'a> {
-    book: MutexGuard<'a, Book>,
-    news: &'a TaskNews,
-}
-
-impl<'a> Telling<'a> {
-    pub fn new(mut book: MutexGuard<'a, Book>, news: &'a TaskNews) -> Telling<'a> {
-        // Nobody follows: no change is worth its copy of the task.
-        book.record_changes(news.0.receiver_count() > 0);
-        Telling { book, news }
-    }
-}
-
-impl Deref for Telling<'_> {
-    type Target = Book;
-
-    fn deref(&self) -> &Book {
-        &self.book
-    }
-}
-
-impl DerefMut for Telling<'_> {
-    fn deref_mut(&mut self) -> &mut Book {
-        &mut self.book
-    }
-}
-
-impl Drop for Telling<'_> {
-    fn drop(&mut self) {
-        for change in self.book.take_changes() {
-            // Nobody listening is no error.
-            let _ = self.news.0.send(change);
-        }
-    }
-}
 
 impl Hangar {
     /// [`Request::TaskFollow`]: the caller's own live tasks among `task_ids`, as they stand and

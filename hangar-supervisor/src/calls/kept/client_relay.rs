@@ -9,13 +9,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use hangar_core::ipc::{ErrorKind, IpcError, Outcome, Reply};
-use hangar_core::policy::View;
+use hangar_core::ipc::{ErrorKind, IpcError, Outcome};
 use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
-
-use crate::hangar::{Decision, Hangar};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
@@ -143,58 +140,9 @@ impl ClientRelay {
     }
 }
 
-impl Hangar {
-    /// `Request::CancelClientCall`: the caller's call cancelled, if it still runs.
-    pub(crate) fn cancel_client_call(&self, decide: &Decision<'_>, session: &str, request_id: &Value) -> Reply {
-        let found = self.calls.client_relay.cancel(&decide.caller().identity, session, request_id);
-        Reply::ClientCancelled { found }
-    }
-
-    /// `Request::AwaitClientAnswer`: the client's answer, within `tool_access.client_answer_timeout_s`.
-    pub(crate) async fn await_client_answer(
-        &self,
-        decide: &Decision<'_>,
-        session: &str,
-        request_id: &str,
-        registered: Option<mpsc::UnboundedSender<Value>>,
-    ) -> Result<Reply, IpcError> {
-        let identity = &decide.caller().identity;
-        let wait = self.calls.client_relay.await_answer(identity, session, request_id, registered);
-        let limit = self.client_answer_timeout();
-        match tokio::time::timeout(limit, wait).await {
-            Ok(answer) => Ok(Reply::ClientAnswered(answer?)),
-            Err(_) => Err(client_answer_late(limit)),
-        }
-    }
-
-    /// `Request::ClientAnswer`: the client's answer, to whoever waits for it.
-    pub(crate) fn client_answer(
-        &self,
-        decide: &Decision<'_>,
-        session: &str,
-        request_id: &str,
-        response: Value,
-    ) -> Reply {
-        let found = self.calls.client_relay.deliver(&decide.caller().identity, session, request_id, response);
-        Reply::ClientAnswerDelivered { found }
-    }
-
-    /// `Request::AnswerUpstream`: the client's answer to an upstream's own request a call relayed.
-    pub(crate) fn answer_upstream(
-        &self,
-        view: &View,
-        mcp_server: &str,
-        ask_id: &str,
-        response: &Value,
-    ) -> Result<Reply, IpcError> {
-        let server = self.visible(view, mcp_server)?;
-        Ok(Reply::UpstreamAnswered { found: server.answer_ask(ask_id, response) })
-    }
-}
-
 /// A question to a client that found no answer within `limit` (the upstream that asked gets
 /// this, as a JSON-RPC error, and its call goes on).
-fn client_answer_late(limit: Duration) -> IpcError {
+pub(crate) fn client_answer_late(limit: Duration) -> IpcError {
     IpcError::new(
         ErrorKind::Timeout,
         format!("the client did not answer within {} s (tool_access.client_answer_timeout_s)", limit.as_secs_f64()),
@@ -203,6 +151,8 @@ fn client_answer_late(limit: Duration) -> IpcError {
 
 #[cfg(test)]
 mod tests {
+    use hangar_core::ipc::Reply;
+
     use super::*;
 
     #[tokio::test]

@@ -1,0 +1,33 @@
+//! What the calls keep beyond their requests: tasks, calls and batches held for their clients'
+//! answers, and legacy clients' cancels and answers. `Hangar` holds one [`Calls`]; the pipeline
+//! (`crate::calls`) reads and changes it.
+//!
+//! Architecture invariant: these are stores, beneath the pipeline. Nothing here names `Hangar`
+//! or runs a call, so `Hangar` can hold them without depending on the pipeline that uses it.
+
+mod client_relay;
+mod holds;
+mod task_news;
+mod tasks;
+
+pub(crate) use self::client_relay::{ClientRelay, client_answer_late};
+pub(crate) use self::holds::{Held, HeldBatch, Holds, Running};
+pub(crate) use self::tasks::{Followed, ParkedCall, Tasks, now_ms};
+
+/// What the calls keep beyond their requests.
+#[derive(Default)]
+pub struct Calls {
+    /// Gateway-side tasks (SEP-2663), owned here so every API instance sees them.
+    pub(crate) tasks: Tasks,
+    /// 2026-07-28 clients' calls and batches waiting for their answers.
+    pub(crate) held: Holds,
+    /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
+    pub(crate) client_relay: ClientRelay,
+}
+
+impl Calls {
+    /// Takes `tasks:` (at start and on every reload).
+    pub fn configure(&self, config: &hangar_core::config::TasksConfig) {
+        self.tasks.configure(config);
+    }
+}

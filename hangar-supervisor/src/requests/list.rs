@@ -1,0 +1,16 @@
+//! `Request::List`: every server the caller's view sees.
+
+use hangar_core::ipc::Reply;
+
+use super::{Answered, Apply, Notices};
+use crate::hangar::{Decision, Hangar, Shown};
+
+/// The handler of the unit variant `Request::List`.
+pub(crate) struct List;
+
+impl Apply for List {
+    async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
+        let view = decide.view();
+        Ok(Reply::Servers(hangar.all_visible(view).iter().map(|s| view.summary(s)).collect()))
+    }
+}

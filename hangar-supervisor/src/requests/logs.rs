@@ -1,0 +1,20 @@
+//! `Request::Logs`: a server's last log lines, for a view that may read them.
+
+use hangar_core::ipc::{ErrorKind, IpcError, Logs, MAX_LOG_LINES, Reply};
+
+use super::{Answered, Apply, Notices};
+use crate::hangar::{Decision, Hangar};
+
+impl Apply for Logs {
+    async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
+        let Logs { mcp_server, lines } = self;
+        let server = decide.admin_read("logs", &mcp_server, hangar.visible(decide.view(), &mcp_server))?;
+        if !(1..=MAX_LOG_LINES).contains(&lines) {
+            return Err(IpcError::new(
+                ErrorKind::InvalidArgument,
+                format!("lines must be from 1 to {MAX_LOG_LINES}, got {lines}"),
+            ));
+        }
+        Ok(Reply::Logs(server.log().tail(lines)))
+    }
+}

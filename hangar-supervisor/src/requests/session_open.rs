@@ -1,0 +1,16 @@
+//! `Request::SessionOpen`: a legacy session begins, owned by the caller.
+
+use hangar_core::ipc::{Reply, SessionOpen};
+
+use super::{Answered, Apply, Notices};
+use crate::hangar::{Decision, Hangar};
+
+impl Apply for SessionOpen {
+    async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
+        let SessionOpen { session_id, version, capabilities } = self;
+        let caller = decide.caller();
+        let opened = hangar.sessions.with(|all, now| all.open(&session_id, caller, &version, capabilities, now));
+        hangar.hold_listens();
+        Ok(Reply::Session(opened?))
+    }
+}
