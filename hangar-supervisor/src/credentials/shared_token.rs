@@ -40,6 +40,9 @@ const TOKEN_TIMEOUT: Duration = Duration::from_secs(15);
 const MAX_RENEW_AHEAD: Duration = Duration::from_secs(60);
 /// A token that says nothing of its expiry is renewed after this long.
 const UNSTATED_LIFETIME: Duration = Duration::from_secs(3600);
+/// After a failed discovery or token request, calls fail at once with its reason for this long,
+/// so an authorization server that is down is not asked again by every waiting call in turn.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// Why no token could be had, in words for the server's log (never the secret or a token).
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +55,8 @@ pub enum TokenError {
     TokenUrl(String),
     #[error("the token request to {endpoint} failed: {why}")]
     Request { endpoint: String, why: String },
+    #[error("{why} (less than {} s ago; asked again after that)", RETRY_AFTER.as_secs())]
+    Recent { why: String },
 }
 
 /// A token and when to stop using it.
@@ -76,6 +81,9 @@ pub struct SharedToken {
     store: Option<(Arc<Vault>, String)>,
     /// The kept token was refused by the upstream: the next one is asked for, not loaded.
     kept_refused: AtomicBool,
+    /// The last failure to get a token, and when: repeated, without asking, for
+    /// [`RETRY_AFTER`].
+    failed: Mutex<Option<(Instant, String)>>,
 }
 
 impl SharedToken {
@@ -98,6 +106,7 @@ impl SharedToken {
             flight: tokio::sync::Mutex::new(()),
             store,
             kept_refused: AtomicBool::new(false),
+            failed: Mutex::default(),
         }
     }
 
@@ -112,10 +121,22 @@ impl SharedToken {
             return Ok(token);
         }
         let _flight = self.flight.lock().await;
-        // Whoever held the flight before may have renewed it meanwhile.
+        // Whoever held the flight before may have renewed it meanwhile, or just failed to.
         if let Some(token) = self.current() {
             return Ok(token);
         }
+        if let Some((at, why)) = self.failed.locked().clone()
+            && at.elapsed() < RETRY_AFTER
+        {
+            return Err(TokenError::Recent { why });
+        }
+        let got = self.renew().await;
+        *self.failed.locked() = got.as_ref().err().map(|err| (Instant::now(), err.to_string()));
+        got
+    }
+
+    /// A token kept in the vault, if still good, else a new one; the flight is held.
+    async fn renew(&self) -> Result<String, TokenError> {
         let server = self.server().await?;
         let kept = self.store.as_ref().map(|(store, id)| {
             let key = Place {
@@ -225,5 +246,75 @@ fn describe<RE: std::error::Error + 'static>(
         oauth2::RequestTokenError::Request(_) => "the request did not complete".into(),
         oauth2::RequestTokenError::Parse(_, _) => "the answer was not a token response".into(),
         oauth2::RequestTokenError::Other(what) => what.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A token endpoint on loopback that refuses every client (400 `invalid_client`), counting
+    /// the requests it gets.
+    async fn refusing_token_endpoint() -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counted = asked.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut buffer = vec![0u8; 8192];
+                let _ = socket.read(&mut buffer).await;
+                let body = r#"{"error":"invalid_client"}"#;
+                let answer = format!(
+                    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (url, asked)
+    }
+
+    #[tokio::test]
+    async fn a_refusing_authorization_server_is_asked_once_by_twenty_waiting_calls() {
+        let (token_endpoint, asked) = refusing_token_endpoint().await;
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "s3cret").unwrap();
+        let oauth: UpstreamOAuth = serde_json::from_value(serde_json::json!({
+            "per": "shared", "grant": "client_credentials",
+            "client": {"id": "m2m", "secret_file": secret},
+        }))
+        .unwrap();
+        let shared = Arc::new(SharedToken::new(reqwest::Client::new(), "http://127.0.0.1:9/mcp", &oauth, None));
+        *shared.server.locked() = Some(AuthServer {
+            issuer: "http://127.0.0.1:9".into(),
+            token_endpoint,
+            revocation_endpoint: None,
+            resource: "http://127.0.0.1:9/mcp".into(),
+            scopes_supported: Vec::new(),
+        });
+        let calls: Vec<_> = (0..20)
+            .map(|_| {
+                tokio::spawn({
+                    let shared = shared.clone();
+                    async move { shared.get().await }
+                })
+            })
+            .collect();
+        let mut recent = 0;
+        for call in calls {
+            let refused = call.await.unwrap().expect_err("no token is had");
+            assert!(refused.to_string().contains("invalid_client"), "{refused}");
+            recent += usize::from(matches!(refused, TokenError::Recent { .. }));
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "the authorization server was asked once");
+        assert_eq!(recent, 19, "the others were told its answer");
+        assert!(!format!("{:?}", shared.failed.locked()).contains("s3cret"));
     }
 }
