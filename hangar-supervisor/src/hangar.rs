@@ -272,6 +272,7 @@ impl Hangar {
             })?;
         }
         crate::withheld::set(&config);
+        crate::loose_credentials::warn(&config);
         let old: IndexMap<String, Arc<Server>> = self.servers.reading().clone();
         let mut report = Reloaded::default();
         let mut next = IndexMap::new();

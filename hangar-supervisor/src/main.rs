@@ -26,6 +26,7 @@ mod limits;
 mod lineage;
 mod listeners;
 mod logs;
+mod loose_credentials;
 mod notify;
 mod owned_file;
 mod peer;
@@ -63,6 +64,7 @@ fn main() -> ExitCode {
         let config = Config::load(&args.config).map_err(|err| Exit::new(EX_CONFIG, err))?;
         // Before any child: none inherits a variable a credential is read from.
         withheld::set(&config);
+        loose_credentials::warn(&config);
         // No box may reach the control socket's directory or the state directory: known now, so
         // every sandbox is checked against them (and kept out of them at each spawn).
         let socket = args.socket.clone().unwrap_or_else(hangar_core::paths::default_socket_path);

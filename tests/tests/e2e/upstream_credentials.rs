@@ -242,6 +242,10 @@ fn static_headers_reach_the_upstream_and_never_the_callers_own_credentials_nor_a
             assert!(!text.contains(secret), "an event holds {secret:?}: {text}");
         }
     }
+    // The token file was written with the usual umask (0644): said aloud, by path and mode.
+    let warned = hangar.log();
+    let warning = warned.lines().find(|line| line.contains("a credential file others may read")).unwrap_or_default();
+    assert!(warning.contains(&token_file.display().to_string()) && warning.contains("0644"), "{warned}");
     // Its details say how it proves itself, by header name only.
     let (_, _, details) = get(&hangar, "/api/mcp_servers/far", Some(CALLER_KEY));
     let auth = hangar_tests::serde_json::from_str::<Value>(&details).unwrap()["auth"].clone();
@@ -255,6 +259,7 @@ fn a_refused_credential_is_upstream_unauthorized_then_a_rotated_file_takes_effec
     let protected = Protected::start(secrets.path());
     let token_file = secrets.path().join("github-token");
     std::fs::write(&token_file, format!("{ROTATED}\n")).unwrap();
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let unused = tempfile::tempdir().unwrap();
     let hangar = Hangar::start_with_env(
         &config("", protected.port, &token_file),
@@ -262,6 +267,7 @@ fn a_refused_credential_is_upstream_unauthorized_then_a_rotated_file_takes_effec
         &[("TENANT_ID", TENANT), ("CREDENTIALS_DIRECTORY", unused.path().to_str().unwrap())],
     );
     assert_eq!(hangar.call("near", "add", json!({"a": 1, "b": 1})), Some(json!({"result": 2})));
+    assert!(!hangar.log().contains("a credential file others may read"), "a 0600 file is not warned of");
     let near_pid = hangar.details("near")["meta"]["pid"].clone();
     // Another server's child does not inherit the variable `far`'s credential is read from.
     let inherited = poll("near's environment", Duration::from_secs(10), || {
