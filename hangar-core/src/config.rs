@@ -488,6 +488,15 @@ impl ServerConfig {
         self.credentials().filter_map(|credential| credential.file.as_deref())
     }
 
+    /// Every file holding a secret of this server, where it is: its credentials' files (a
+    /// relative one under `credentials_directory`) and its OAuth client's `secret_file`.
+    pub fn secret_paths(&self, credentials_directory: Option<&Path>) -> impl Iterator<Item = PathBuf> {
+        let files =
+            self.credential_files().filter_map(move |file| crate::credential::file_path(file, credentials_directory));
+        let client = self.auth.iter().flat_map(|auth| &auth.oauth).map(|oauth| oauth.client.secret_file.clone());
+        files.chain(client)
+    }
+
     /// The variables of the hangar's environment its credentials are read from.
     pub fn credential_variables(&self) -> impl Iterator<Item = &str> {
         self.credentials().filter_map(|credential| credential.env.as_deref())

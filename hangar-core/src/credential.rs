@@ -145,12 +145,7 @@ pub struct Sources<'a> {
 impl Sources<'_> {
     /// The running process's environment.
     pub fn of_process() -> Sources<'static> {
-        Sources {
-            var: &|name| std::env::var(name).ok(),
-            credentials_directory: std::env::var_os(CREDENTIALS_DIRECTORY)
-                .filter(|dir| !dir.is_empty())
-                .map(PathBuf::from),
-        }
+        Sources { var: &|name| std::env::var(name).ok(), credentials_directory: credentials_directory() }
     }
 }
 
@@ -203,6 +198,11 @@ impl Credential {
             (None, None) => "nothing".into(),
         }
     }
+}
+
+/// `$CREDENTIALS_DIRECTORY` of this process, if set and not empty.
+pub fn credentials_directory() -> Option<PathBuf> {
+    std::env::var_os(CREDENTIALS_DIRECTORY).filter(|dir| !dir.is_empty()).map(PathBuf::from)
 }
 
 /// Where the file `file` names is: itself when absolute, else under `credentials_directory`

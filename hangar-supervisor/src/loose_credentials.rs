@@ -6,17 +6,14 @@
 use std::os::unix::fs::PermissionsExt;
 
 use hangar_core::config::Config;
-use hangar_core::credential::{CREDENTIALS_DIRECTORY, file_path};
 
 /// Warns, once per file, of each credential file (`env:`, `auth.headers`, an OAuth client's
 /// `secret_file`) whose mode lets its group or others read or write it.
 pub fn warn(config: &Config) {
-    let directory = std::env::var_os(CREDENTIALS_DIRECTORY).filter(|dir| !dir.is_empty()).map(std::path::PathBuf::from);
+    let directory = hangar_core::credential::credentials_directory();
     let mut seen = Vec::new();
     for (id, server) in &config.mcp_servers {
-        let files = server.credential_files().filter_map(|file| file_path(file, directory.as_deref()));
-        let secrets = server.auth.iter().flat_map(|auth| &auth.oauth).map(|oauth| oauth.client.secret_file.clone());
-        for path in files.chain(secrets) {
+        for path in server.secret_paths(directory.as_deref()) {
             if seen.contains(&path) {
                 continue;
             }

@@ -337,17 +337,16 @@ pub fn check_grants(config: &hangar_core::config::Config) -> Result<(), hangar_c
     config.check_grants(&places, resolve_path)
 }
 
-/// Where the config's credentials are read from: each credential file, and the whole of
-/// `$CREDENTIALS_DIRECTORY`. A box reaches none of them (a server gets its own credential in its
-/// environment, never by reading the file), so no grant may cover them.
+/// Where the config's secrets are read from: each credential file, each OAuth client's
+/// `secret_file`, and the whole of `$CREDENTIALS_DIRECTORY`. A box reaches none of them (a server
+/// gets its own credential in its environment, never by reading the file), so no grant may cover
+/// them.
 fn credential_places(config: &hangar_core::config::Config) -> Vec<(&'static str, PathBuf, bool)> {
-    use hangar_core::credential::{CREDENTIALS_DIRECTORY, file_path};
-    let directory = std::env::var_os(CREDENTIALS_DIRECTORY).filter(|dir| !dir.is_empty()).map(PathBuf::from);
+    let directory = hangar_core::credential::credentials_directory();
     let mut places: Vec<(&'static str, PathBuf, bool)> = config
         .mcp_servers
         .values()
-        .flat_map(|server| server.credential_files())
-        .filter_map(|file| file_path(file, directory.as_deref()))
+        .flat_map(|server| server.secret_paths(directory.as_deref()))
         .map(|path| ("a credential file", resolve_path(&path), false))
         .collect();
     places.extend(directory.map(|dir| ("$CREDENTIALS_DIRECTORY", resolve_path(&dir), true)));

@@ -410,6 +410,19 @@ fn a_credential_that_cannot_be_read_stops_the_start_and_is_a_refused_reload() {
     assert_eq!(code, Some(78), "{stderr}");
     assert!(stderr.contains("mcp_servers.boxed.sandbox.filesystem.read[1]: "), "{stderr}");
     assert!(stderr.contains("a credential file"), "{stderr}");
+    // Nor an OAuth client's secret.
+    let client_secret = credentials.path().join("client-secret");
+    std::fs::write(&client_secret, "client-secret").unwrap();
+    let boxed = format!(
+        "mcp_servers:\n  far:\n    mode: remote\n    endpoint: http://127.0.0.1:9/mcp\n    auth: {{oauth: {{per: shared, grant: client_credentials, client: {{id: h, secret_file: \"{}\"}}}}}}\n  \
+         boxed:\n    command: [x]\n    sandbox: {{preset: strict, filesystem: {{read: [/usr, \"{}\"]}}}}\n",
+        client_secret.display(),
+        credentials.path().display()
+    );
+    let (code, stderr) = exit(&boxed, &no_credentials_dir);
+    assert_eq!(code, Some(78), "{stderr}");
+    assert!(stderr.contains("mcp_servers.boxed.sandbox.filesystem.read[1]: "), "{stderr}");
+    assert!(stderr.contains("a credential file"), "{stderr}");
 
     // Running, a file gone missing refuses the reload; the running config stays.
     let port = free_port();
