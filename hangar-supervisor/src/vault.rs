@@ -95,13 +95,23 @@ impl std::fmt::Debug for Vault {
     }
 }
 
-/// A stored credential's owner-visible facts, without the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A stored credential as its owner lists it: its place, when it was stored, and its value
+/// opened, if the key file still opens it. Its `Debug` shows no value.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Entry {
     pub place: Place,
     pub updated_at_ms: i64,
-    /// Whether the key file still opens it.
-    pub readable: bool,
+    pub value: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("place", &self.place)
+            .field("updated_at_ms", &self.updated_at_ms)
+            .field("readable", &self.value.is_some())
+            .finish()
+    }
 }
 
 impl Vault {
@@ -195,7 +205,7 @@ impl Vault {
             .map_err(|source| self.failed(source))
     }
 
-    /// What `identity` holds, without the values, in server order.
+    /// What `identity` holds, each value opened (once), in server order.
     pub fn list(&self, identity: &str) -> Result<Vec<Entry>, VaultError> {
         let keyring = self.keyring.reading().clone();
         let db = self.db.locked();
@@ -214,8 +224,8 @@ impl Vault {
                     resource: row.get(2)?,
                 };
                 let sealed = Sealed { key_id: row.get(3)?, bytes: row.get(4)? };
-                let readable = keyring.open(&place.bound(), &sealed).is_ok();
-                Ok(Entry { place, updated_at_ms: row.get(5)?, readable })
+                let value = keyring.open(&place.bound(), &sealed).ok();
+                Ok(Entry { place, updated_at_ms: row.get(5)?, value })
             })
             .map_err(|source| self.failed(source))?;
         rows.collect::<Result<_, _>>().map_err(|source| self.failed(source))
@@ -380,7 +390,7 @@ mod tests {
         std::fs::write(&key, Keyring::generate()).unwrap();
         vault.rekey(&config, dir.path()).unwrap();
         assert_eq!(vault.get(&place("alice", "linear")), None);
-        assert!(!vault.list("alice").unwrap()[0].readable);
+        assert_eq!(vault.list("alice").unwrap()[0].value, None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::RwLock;
 
 use hangar_core::config::Config;
 use hangar_core::credential::CREDENTIALS_DIRECTORY;
+use hangar_core::sync::UnpoisonedRw;
 
 static NAMES: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
@@ -23,10 +24,10 @@ pub fn set(config: &Config) {
     names.push(CREDENTIALS_DIRECTORY.to_owned());
     names.sort();
     names.dedup();
-    *NAMES.write().unwrap_or_else(std::sync::PoisonError::into_inner) = names;
+    *NAMES.writing() = names;
 }
 
 /// The variables withheld now.
 pub fn names() -> Vec<String> {
-    NAMES.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    NAMES.reading().clone()
 }

@@ -24,8 +24,7 @@ impl Apply for Credentials {
             .into_iter()
             .filter(|entry| decide.view().sees_server(&entry.place.mcp_server))
             .map(|entry| {
-                let token =
-                    vault.get(&entry.place).and_then(|bytes| serde_json::from_slice::<StoredToken>(&bytes).ok());
+                let token = entry.value.and_then(|bytes| serde_json::from_slice::<StoredToken>(&bytes).ok());
                 connection(entry.place, entry.updated_at_ms, token)
             })
             .collect();
