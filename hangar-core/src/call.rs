@@ -39,6 +39,11 @@ pub struct CallSpec {
     /// `requestState`, `inputResponses`...), passed on to the upstream as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Value>,
+    /// The caller's own OAuth access token, as the API validated it: sent only for a caller
+    /// that came with one, and only read to exchange it (RFC 8693) for a token of a server with
+    /// `auth.token_exchange`. Never sent upstream as it is, never logged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_token: Option<crate::credential::Secret>,
 }
 
 /// What a call names.
@@ -154,6 +159,7 @@ impl CallSpec {
             trace: None,
             param_headers: None,
             extra: None,
+            subject_token: None,
         }
     }
 }

@@ -493,8 +493,12 @@ impl ServerConfig {
     pub fn secret_paths(&self, credentials_directory: Option<&Path>) -> impl Iterator<Item = PathBuf> {
         let files =
             self.credential_files().filter_map(move |file| crate::credential::file_path(file, credentials_directory));
-        let client = self.auth.iter().flat_map(|auth| &auth.oauth).map(|oauth| oauth.client.secret_file.clone());
-        files.chain(client)
+        let clients = self.auth.iter().flat_map(|auth| {
+            let oauth = auth.oauth.as_ref().and_then(|oauth| oauth.registered());
+            let exchange = auth.token_exchange.as_ref().map(|exchange| &exchange.client);
+            oauth.into_iter().chain(exchange)
+        });
+        files.chain(clients.map(|client| client.secret_file.clone()))
     }
 
     /// The variables of the hangar's environment its credentials are read from.
@@ -794,6 +798,14 @@ impl Config {
                     });
                 }
                 auth.check(&at("auth"))?;
+                if auth.per_user() && self.credentials.public_url.is_none() {
+                    return Err(KeyError {
+                        key: "credentials.public_url".into(),
+                        message: format!(
+                            "server `{name}` has `auth.oauth.per: user`: its users connect in a browser, so the hangar needs its address as the browser reaches it (such as https://hangar.example.com)"
+                        ),
+                    });
+                }
             }
             if let Some(endpoint) = &server.endpoint
                 && url::Url::parse(endpoint).is_ok_and(|url| !url.username().is_empty() || url.password().is_some())
@@ -1280,7 +1292,14 @@ mcp_servers:
         let local = format!("mcp_servers:\n  near: {{command: [x], auth: {{{oauth}}}}}\n");
         assert_eq!(Config::parse(&local).unwrap_err().key, "mcp_servers.near.auth");
         let user = remote.replace("shared", "user");
-        assert_eq!(Config::parse(&user).unwrap_err().key, "mcp_servers.far.auth.oauth.per");
+        assert_eq!(Config::parse(&user).unwrap_err().key, "mcp_servers.far.auth.oauth.grant");
+        // A person connects in a browser: the hangar must know the address it reaches.
+        let user = user.replace("client_credentials", "authorization_code");
+        assert_eq!(Config::parse(&user).unwrap_err().key, "credentials.public_url");
+        let placed = format!("credentials: {{public_url: \"https://hangar.example.com\"}}\n{user}");
+        assert!(Config::parse(&placed).is_ok());
+        let pathed = placed.replace("example.com", "example.com/x");
+        assert_eq!(Config::parse(&pathed).unwrap_err().key, "credentials.public_url");
     }
 
     #[test]

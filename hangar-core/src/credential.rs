@@ -33,6 +33,11 @@ const INLINE: &str =
 pub struct Secret(String);
 
 impl Secret {
+    /// A secret of `text` (an inbound token the API validated, a token got for an upstream).
+    pub fn new(text: impl Into<String>) -> Secret {
+        Secret(text.into())
+    }
+
     /// The secret's text, for the one place that sends it (a header, a child's environment).
     pub fn expose(&self) -> &str {
         &self.0
@@ -42,6 +47,20 @@ impl Secret {
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// A secret crosses the control socket as its text (the socket is the supervisor's own, 0600);
+/// it is never logged, since its `Debug` shows nothing.
+impl serde::Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Secret, D::Error> {
+        String::deserialize(deserializer).map(Secret)
     }
 }
 

@@ -21,10 +21,24 @@ pub struct CredentialsConfig {
     /// least two levels deep (such as `/etc/hangar/`), which no sandboxed upstream sees.
     /// Default: `credentials.key` in `state_dir`, made (0600) at the first start.
     pub key_file: Option<PathBuf>,
+    /// The hangar's address as a person's browser reaches it (`https://hangar.example.com`, no
+    /// path): the base of the connect and callback URLs of `per: user` servers
+    /// (`/oauth/connect/{server}`, `/oauth/callback`), and of the Client ID Metadata Document's
+    /// URL (`/oauth/client.json`). Needed when any server has `auth.oauth.per: user`.
+    pub public_url: Option<String>,
 }
 
 impl CredentialsConfig {
     pub(crate) fn check(&self) -> Result<(), KeyError> {
+        if let Some(url) = &self.public_url {
+            let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+            if rest.is_none_or(|rest| rest.is_empty() || rest.contains(['/', '?', '#', ' '])) {
+                return Err(KeyError {
+                    key: "credentials.public_url".into(),
+                    message: "expected the hangar's address as a browser reaches it: an http or https URL with no path, such as https://hangar.example.com".into(),
+                });
+            }
+        }
         let refused = |message: String| Err(KeyError { key: "credentials.key_file".into(), message });
         match &self.key_file {
             Some(path) if !path.is_absolute() => refused(format!("must be an absolute path, got {}", path.display())),

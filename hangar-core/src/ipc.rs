@@ -26,7 +26,7 @@ use crate::lifecycle::{State, StopReason};
 use crate::record::{LogLine, ServerDetails, ServerSummary, StateChange, ToolRecord};
 pub use crate::server_requests::{Check, Forward, Get, Logs, Start, Stop, Tools};
 pub use crate::session_requests::{SessionChange, SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionUse};
-pub use crate::upstream_tokens::{Connection, ForgetCredentials};
+pub use crate::upstream_tokens::{ConnectBegin, ConnectFinish, ConnectOpen, Connection, ForgetCredentials};
 
 // The error types the protocol carries, defined in modules of their own below this one.
 pub use crate::ipc_error::{ErrorKind, IpcError, UPSTREAM_DATA_DETAIL, UPSTREAM_MESSAGE_DETAIL};
@@ -251,6 +251,12 @@ pub enum Request {
     Credentials,
     /// Forgets the caller's own connections to one server. See [`ForgetCredentials`].
     ForgetCredentials(ForgetCredentials),
+    /// Mints a connect flow for the caller on one server. See [`ConnectBegin`].
+    ConnectBegin(ConnectBegin),
+    /// A browser opened a connect URL. See [`ConnectOpen`]. Public: no caller needed.
+    ConnectOpen(ConnectOpen),
+    /// The authorization server's answer came back. See [`ConnectFinish`]. Public.
+    ConnectFinish(ConnectFinish),
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -418,6 +424,21 @@ pub enum Reply {
     CredentialsForgotten {
         forgotten: usize,
     },
+    /// The answer to [`Request::ConnectBegin`]: the URL the caller opens in a browser, and when
+    /// it stops working (RFC 3339).
+    ConnectUrl {
+        url: String,
+        expires_at: String,
+    },
+    /// The answer to [`Request::ConnectOpen`]: where the browser goes to sign in.
+    ConnectRedirect {
+        authorize_url: String,
+    },
+    /// The answer to [`Request::ConnectFinish`]: the server now connected for the flow's
+    /// identity.
+    Connected {
+        mcp_server: String,
+    },
 }
 
 /// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's
@@ -535,6 +556,7 @@ mod tests {
                         Some("a=b"),
                     ),
                     param_headers: Some(Box::new([("region".to_owned(), "eu".to_owned())].into())),
+                    subject_token: Some(crate::credential::Secret::new("eyJ.subject")),
                 })),
             },
             ClientFrame::Request {

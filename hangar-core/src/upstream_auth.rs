@@ -1,10 +1,12 @@
 //! `mcp_servers.<id>.auth`: how the hangar proves itself to a `remote` or `http` upstream.
 //! Exactly one of `headers` (static credentials, sent on every request), `oauth` (the hangar is
 //! an OAuth client of the upstream's authorization server, found by discovery, RFC 9728 then RFC
-//! 8414, and sends the token it gets as `Authorization: Bearer`) or `token_exchange`. Of OAuth's
-//! modes, machine to machine (`grant: client_credentials` with `per: shared`) runs today;
-//! `per: user`, `authorization_code` and `token_exchange` are refused as not yet supported, so a
-//! config asking for them fails at load instead of at the first call.
+//! 8414, and sends the token it gets as `Authorization: Bearer`) or `token_exchange` (RFC 8693:
+//! the caller's own validated token is exchanged for one meant for the upstream). OAuth has two
+//! modes: machine to machine (`per: shared`, `grant: client_credentials`), one token for every
+//! caller; and per user (`per: user`, `grant: authorization_code`), where each caller connects
+//! their own account in a browser. Other pairings are refused at load, so a config asking for
+//! them fails there instead of at the first call.
 //!
 //! A header's name is an HTTP token, and not one the hangar or the HTTP connection sets itself
 //! (`Host`, hop-by-hop headers, `Content-Type`, MCP's own `Mcp-*`, trace context). Its value is
@@ -29,27 +31,80 @@ pub struct UpstreamAuth {
     pub headers: Option<IndexMap<String, Credential>>,
     /// OAuth 2.1 to the upstream, as the MCP authorization spec asks of a client.
     pub oauth: Option<UpstreamOAuth>,
-    /// Token exchange on behalf of the caller: not yet supported by this hangar (refused).
-    #[schemars(skip)]
-    pub token_exchange: Option<serde_json::Value>,
+    /// Token exchange on behalf of the caller (RFC 8693): the caller's validated OAuth token is
+    /// exchanged for one meant for this upstream. Only callers that came with an OAuth token
+    /// can call such a server.
+    pub token_exchange: Option<TokenExchange>,
+}
+
+/// `mcp_servers.<id>.auth.token_exchange`: where and how the caller's token is exchanged.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenExchange {
+    /// The token endpoint of the authorization server that exchanges tokens (an `http` or
+    /// `https` URL).
+    pub token_endpoint: String,
+    /// The hangar's registration with that authorization server.
+    pub client: OAuthClient,
+    /// The `audience` asked for: the upstream, as the authorization server names it.
+    pub audience: String,
+    /// The scopes asked for. Default: none named.
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 /// `mcp_servers.<id>.auth.oauth`: which tokens the hangar gets, from whom, for whom.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamOAuth {
-    /// Whose token a call carries: `shared`, one for every caller; `user`, each caller's own
-    /// (not yet supported).
+    /// Whose token a call carries: `shared`, one for every caller; `user`, each caller's own,
+    /// got when they connect their account (`GET /oauth/connect/{server}`).
     pub per: OAuthPer,
     /// How the token is got: `client_credentials` (machine to machine, with `per: shared`);
-    /// `authorization_code` (a person signs in; not yet supported).
+    /// `authorization_code` (a person signs in, with `per: user`).
     pub grant: OAuthGrant,
     /// The hangar's registration with the upstream's authorization server: pre-registered,
-    /// `{id, secret_file}`.
-    pub client: OAuthClient,
-    /// The scopes asked for. Default: none named (the authorization server's default).
+    /// `{id, secret_file}`; or `cimd` (the Client ID Metadata Document the hangar serves at
+    /// `/oauth/client.json`); or `dcr` (dynamic registration). Default: with `per: user`, `cimd`
+    /// where the authorization server supports it, else `dcr`. `client_credentials` needs a
+    /// pre-registered client.
+    #[serde(default)]
+    pub client: Option<OAuthClientChoice>,
+    /// The scopes asked for. Default: those the upstream's challenge or metadata asks for, else
+    /// none named (the authorization server's default).
     #[serde(default)]
     pub scopes: Vec<String>,
+}
+
+impl UpstreamOAuth {
+    /// The pre-registered client, if that is how the hangar is registered.
+    pub fn registered(&self) -> Option<&OAuthClient> {
+        match &self.client {
+            Some(OAuthClientChoice::Registered(client)) => Some(client),
+            _ => None,
+        }
+    }
+}
+
+/// `auth.oauth.client`: a pre-registered client, or how the hangar registers itself.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OAuthClientChoice {
+    /// Pre-registered: `{id, secret_file}`.
+    Registered(OAuthClient),
+    /// `cimd` or `dcr`.
+    Way(ClientRegistration),
+}
+
+/// How the hangar registers itself with an authorization server that does not know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientRegistration {
+    /// Its client id is the URL of the Client ID Metadata Document it serves
+    /// (`<credentials.public_url>/oauth/client.json`).
+    Cimd,
+    /// Dynamic client registration (RFC 7591), once per authorization server, kept sealed.
+    Dcr,
 }
 
 /// `auth.oauth.per`: one token for all callers, or one per caller.
@@ -68,7 +123,7 @@ pub enum OAuthGrant {
     ClientCredentials,
 }
 
-/// `auth.oauth.client`: a client pre-registered with the upstream's authorization server.
+/// A client pre-registered with an authorization server.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthClient {
@@ -106,6 +161,16 @@ impl UpstreamAuth {
         self.headers.iter().flatten().map(|(name, credential)| (name.as_str(), credential))
     }
 
+    /// Whether each caller brings their own token: `oauth.per: user`, or `token_exchange`.
+    pub fn per_caller(&self) -> bool {
+        self.per_user() || self.token_exchange.is_some()
+    }
+
+    /// Whether each caller connects their own account (`oauth.per: user`).
+    pub fn per_user(&self) -> bool {
+        self.oauth.as_ref().is_some_and(|oauth| oauth.per == OAuthPer::User)
+    }
+
     /// Checks the block of server `at` (`mcp_servers.<id>.auth`) as written.
     pub fn check(&self, at: &str) -> Result<(), KeyError> {
         let given = [self.headers.is_some(), self.oauth.is_some(), self.token_exchange.is_some()];
@@ -115,11 +180,8 @@ impl UpstreamAuth {
                 message: "give exactly one of `headers`, `oauth` or `token_exchange`".into(),
             });
         }
-        if self.token_exchange.is_some() {
-            return Err(KeyError {
-                key: format!("{at}.token_exchange"),
-                message: "`token_exchange` is not yet supported by this hangar; give static credentials in `headers`, or `oauth`".into(),
-            });
+        if let Some(exchange) = &self.token_exchange {
+            check_exchange(exchange, &format!("{at}.token_exchange"))?;
         }
         if let Some(oauth) = &self.oauth {
             check_oauth(oauth, at)?;
@@ -163,44 +225,82 @@ pub fn key_to_fix(id: &str, auth: Option<&UpstreamAuth>) -> String {
     match auth {
         Some(auth) if auth.headers.is_some() => format!("mcp_servers.{id}.auth.headers"),
         Some(auth) if auth.oauth.is_some() => format!("mcp_servers.{id}.auth.oauth"),
+        Some(auth) if auth.token_exchange.is_some() => format!("mcp_servers.{id}.auth.token_exchange"),
         _ => format!("mcp_servers.{id}.auth"),
     }
 }
 
-/// Refuses what the hangar cannot do yet, and a client that cannot work: `at` names
-/// `mcp_servers.<id>.auth`.
+/// Refuses pairings that cannot work: `at` names `mcp_servers.<id>.auth`.
 fn check_oauth(oauth: &UpstreamOAuth, at: &str) -> Result<(), KeyError> {
-    if oauth.per == OAuthPer::User {
+    let refused =
+        |key: &str, message: &str| Err(KeyError { key: format!("{at}.oauth.{key}"), message: message.into() });
+    match (oauth.per, oauth.grant) {
+        (OAuthPer::Shared, OAuthGrant::ClientCredentials) | (OAuthPer::User, OAuthGrant::AuthorizationCode) => {}
+        (OAuthPer::User, OAuthGrant::ClientCredentials) => {
+            return refused(
+                "grant",
+                "`client_credentials` gets a token for the hangar, not for a user: with `per: user` use `grant: authorization_code`",
+            );
+        }
+        (OAuthPer::Shared, OAuthGrant::AuthorizationCode) => {
+            return refused(
+                "per",
+                "one person's sign-in serving every caller is not supported: use `per: user`, or `grant: client_credentials`",
+            );
+        }
+    }
+    match &oauth.client {
+        Some(OAuthClientChoice::Registered(client)) => check_client(client, &format!("{at}.oauth.client"))?,
+        _ if oauth.grant == OAuthGrant::ClientCredentials => {
+            return refused("client", "`client_credentials` needs a pre-registered client: `{id, secret_file}`");
+        }
+        _ => {}
+    }
+    check_scopes(&oauth.scopes, &format!("{at}.oauth.scopes"))
+}
+
+/// Checks a `token_exchange` block at `at`.
+fn check_exchange(exchange: &TokenExchange, at: &str) -> Result<(), KeyError> {
+    let url = exchange.token_endpoint.as_str();
+    if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(char::is_whitespace) {
         return Err(KeyError {
-            key: format!("{at}.oauth.per"),
-            message: "`per: user` is not supported yet: use `per: shared` with `grant: client_credentials`".into(),
+            key: format!("{at}.token_endpoint"),
+            message: "expected the authorization server's token endpoint, an http or https URL".into(),
         });
     }
-    if oauth.grant == OAuthGrant::AuthorizationCode {
+    if exchange.audience.is_empty() {
         return Err(KeyError {
-            key: format!("{at}.oauth.grant"),
-            message: "`grant: authorization_code` is not supported yet: use `grant: client_credentials`".into(),
+            key: format!("{at}.audience"),
+            message: "expected the upstream's audience, not empty".into(),
         });
     }
-    if oauth.client.id.is_empty() {
-        return Err(KeyError {
-            key: format!("{at}.oauth.client.id"),
-            message: "expected the client id, not empty".into(),
-        });
+    check_client(&exchange.client, &format!("{at}.client"))?;
+    check_scopes(&exchange.scopes, &format!("{at}.scopes"))
+}
+
+/// Checks a pre-registered client at `at`.
+fn check_client(client: &OAuthClient, at: &str) -> Result<(), KeyError> {
+    if client.id.is_empty() {
+        return Err(KeyError { key: format!("{at}.id"), message: "expected the client id, not empty".into() });
     }
-    if !oauth.client.secret_file.is_absolute() {
+    if !client.secret_file.is_absolute() {
         return Err(KeyError {
-            key: format!("{at}.oauth.client.secret_file"),
+            key: format!("{at}.secret_file"),
             message: "expected an absolute path to the file holding the client secret".into(),
         });
     }
-    if let Some(n) = oauth.scopes.iter().position(|scope| scope.is_empty() || scope.contains([' ', '"', '\\'])) {
-        return Err(KeyError {
-            key: format!("{at}.oauth.scopes[{n}]"),
-            message: "a scope is a non-empty word without spaces, quotes or backslashes".into(),
-        });
-    }
     Ok(())
+}
+
+/// Checks the scopes listed at `at`.
+fn check_scopes(scopes: &[String], at: &str) -> Result<(), KeyError> {
+    match scopes.iter().position(|scope| scope.is_empty() || scope.contains([' ', '"', '\\'])) {
+        Some(n) => Err(KeyError {
+            key: format!("{at}[{n}]"),
+            message: "a scope is a non-empty word without spaces, quotes or backslashes".into(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// What is wrong with `name` as a header the hangar sends, if anything.
@@ -227,10 +327,21 @@ mod tests {
     }
 
     #[test]
-    fn exactly_one_kind_and_no_token_exchange_yet() {
+    fn exactly_one_kind() {
         check("{headers: {Authorization: {env: T}}}").unwrap();
         assert_eq!(check("{}").unwrap_err().key, "mcp_servers.s.auth");
-        assert_eq!(check("{token_exchange: {audience: x}}").unwrap_err().key, "mcp_servers.s.auth.token_exchange");
+        let exchange = "{token_endpoint: http://idp/token, client: {id: h, secret_file: /s}, audience: https://up}";
+        check(&format!("{{token_exchange: {exchange}}}")).unwrap();
+        let bad = exchange.replace("http://idp/token", "idp/token");
+        assert_eq!(
+            check(&format!("{{token_exchange: {bad}}}")).unwrap_err().key,
+            "mcp_servers.s.auth.token_exchange.token_endpoint"
+        );
+        let bad = exchange.replace("/s}", "s}");
+        assert_eq!(
+            check(&format!("{{token_exchange: {bad}}}")).unwrap_err().key,
+            "mcp_servers.s.auth.token_exchange.client.secret_file"
+        );
         let oauth = "{per: shared, grant: client_credentials, client: {id: m, secret_file: /s}}";
         let both = format!("{{headers: {{A: {{env: T}}}}, oauth: {oauth}}}");
         assert_eq!(check(&both).unwrap_err().key, "mcp_servers.s.auth");
@@ -251,13 +362,26 @@ mod tests {
     }
 
     #[test]
-    fn machine_to_machine_is_accepted_and_the_rest_refused_with_its_key() {
+    fn machine_to_machine_and_per_user_are_accepted_and_the_rest_refused_with_its_key() {
         let ok = r#"{"oauth": {"per": "shared", "grant": "client_credentials",
             "client": {"id": "m2m", "secret_file": "/s"}, "scopes": ["read"]}}"#;
         assert_eq!(parsed(ok).check("a"), Ok(()));
         let refused = |json: &str| parsed(json).check("a").expect_err("refused").key;
-        assert_eq!(refused(&ok.replace("shared", "user")), "a.oauth.per");
-        assert_eq!(refused(&ok.replace("client_credentials", "authorization_code")), "a.oauth.grant");
+        assert_eq!(refused(&ok.replace("shared", "user")), "a.oauth.grant");
+        assert_eq!(refused(&ok.replace("client_credentials", "authorization_code")), "a.oauth.per");
+        let user = ok.replace("shared", "user").replace("client_credentials", "authorization_code");
+        assert_eq!(parsed(&user).check("a"), Ok(()));
+        for way in ["\"cimd\"", "\"dcr\""] {
+            let choice = user.replace(r#"{"id": "m2m", "secret_file": "/s"}"#, way);
+            assert_eq!(parsed(&choice).check("a"), Ok(()), "{choice}");
+            assert_eq!(
+                refused(&choice.replace("user", "shared").replace("authorization_code", "client_credentials")),
+                "a.oauth.client"
+            );
+        }
+        let omitted = r#"{"oauth": {"per": "user", "grant": "authorization_code"}}"#;
+        assert_eq!(parsed(omitted).check("a"), Ok(()));
+        assert!(parsed(omitted).oauth.unwrap().registered().is_none());
         assert_eq!(refused(&ok.replace("\"/s\"", "\"s\"")), "a.oauth.client.secret_file");
         assert_eq!(refused(&ok.replace("\"m2m\"", "\"\"")), "a.oauth.client.id");
         assert_eq!(refused(&ok.replace("[\"read\"]", "[\"a b\"]")), "a.oauth.scopes[0]");

@@ -101,6 +101,7 @@ impl Hangar {
             telemetry: config.telemetry.otlp_endpoint.as_deref().and_then(start_telemetry),
             upstream_news: broadcast::channel(256).0,
             vault: Default::default(),
+            subjects: Default::default(),
         });
         let servers = config
             .mcp_servers

@@ -59,7 +59,7 @@ impl LegacyCall {
         let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
         let stance = stance::legacy(extra.as_ref(), &self.session, &self.id);
         let called = Called::One { target: self.target.clone(), arguments: self.arguments.clone(), timeout_ms: None };
-        let spec = CallSpec { called, stance, relay, trace: None, param_headers: None, extra };
+        let spec = CallSpec { called, stance, relay, trace: None, param_headers: None, extra, subject_token: None };
         let (mut notices, reply) = self.supervisor.call(spec);
         tokio::pin!(reply);
         let outcome = loop {

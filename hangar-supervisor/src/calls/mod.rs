@@ -121,7 +121,12 @@ impl Hangar {
         spec: CallSpec,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let CallSpec { called, stance, relay, trace, param_headers, extra } = spec;
+        let CallSpec { called, stance, relay, trace, param_headers, extra, subject_token } = spec;
+        // The token the caller came with, for the servers that exchange it: this call's runs
+        // (a task's included) and no one else's.
+        if let Some(subject) = subject_token {
+            self.shared.subjects.offer(&decide.caller().identity, subject);
+        }
         let (target, arguments, timeout_ms) = match called {
             Called::Batch(batch) => {
                 let batch = park::BatchRequest { batch, trace, extra, relay, asks: stance.asks };

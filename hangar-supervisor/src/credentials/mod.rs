@@ -8,5 +8,9 @@
 //! restart. Secrets and tokens are never logged, and never leave this module but as the
 //! `Authorization` header of a request to the upstream they were issued for.
 
+pub mod bearer;
 pub mod discovery;
+pub mod exchange;
 pub mod shared_token;
+pub mod subjects;
+pub mod user_tokens;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use hangar_core::sync::Unpoisoned;
 use hangar_core::time::now_ms;
-use hangar_core::upstream_auth::UpstreamOAuth;
+use hangar_core::upstream_auth::{OAuthClient, UpstreamOAuth};
 use oauth2::basic::BasicClient;
 use oauth2::{ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
 
@@ -57,6 +57,12 @@ pub enum TokenError {
     Request { endpoint: String, why: String },
     #[error("{why} (less than {} s ago; asked again after that)", RETRY_AFTER.as_secs())]
     Recent { why: String },
+    /// A `per: user` server's caller holds no token for it: they must connect their account.
+    #[error("this caller has not connected an account to this server")]
+    NotConnected,
+    /// A `token_exchange` server's caller came with no OAuth token to exchange (a key caller).
+    #[error("this caller came with no OAuth token to exchange")]
+    NoSubject,
 }
 
 /// A token and when to stop using it.
@@ -87,19 +93,20 @@ pub struct SharedToken {
 }
 
 impl SharedToken {
-    /// The shared token of the server at `endpoint`, as `oauth` configures it, kept in `store`
-    /// (with the server's id) if given.
+    /// The shared token of the server at `endpoint`, as `oauth` configures it with its
+    /// pre-registered `client`, kept in `store` (with the server's id) if given.
     pub fn new(
         http: reqwest::Client,
         endpoint: &str,
         oauth: &UpstreamOAuth,
+        client: &OAuthClient,
         store: Option<(Arc<Vault>, String)>,
     ) -> SharedToken {
         SharedToken {
             http,
             endpoint: endpoint.to_owned(),
-            client_id: oauth.client.id.clone(),
-            secret_file: oauth.client.secret_file.clone(),
+            client_id: client.id.clone(),
+            secret_file: client.secret_file.clone(),
             scopes: oauth.scopes.clone(),
             server: Mutex::default(),
             held: Mutex::default(),

@@ -131,6 +131,7 @@ mod tests {
             telemetry: None,
             upstream_news: broadcast::channel(8).0,
             vault: Default::default(),
+            subjects: Default::default(),
         });
         let servers = config
             .mcp_servers

@@ -20,6 +20,9 @@ mod catalog;
 mod check;
 mod client_answer;
 mod cluster;
+mod connect_begin;
+mod connect_finish;
+mod connect_open;
 mod credentials;
 mod events;
 mod forget_credentials;
@@ -150,6 +153,9 @@ impl Hangar {
             Request::Cluster => cluster::Cluster.apply(self, decide, notices).await,
             Request::Credentials => credentials::Credentials.apply(self, decide, notices).await,
             Request::ForgetCredentials(request) => request.apply(self, decide, notices).await,
+            Request::ConnectBegin(request) => request.apply(self, decide, notices).await,
+            Request::ConnectOpen(request) => request.apply(self, decide, notices).await,
+            Request::ConnectFinish(request) => request.apply(self, decide, notices).await,
         }
     }
 }

@@ -74,6 +74,8 @@ pub struct Shared {
     /// The stored credentials (`crate::vault`), set once at start: where a server's tokens are
     /// kept, sealed.
     pub vault: std::sync::OnceLock<Arc<crate::vault::Vault>>,
+    /// The OAuth tokens callers came with, for `token_exchange` servers.
+    pub subjects: Arc<crate::credentials::subjects::Subjects>,
 }
 
 pub struct Server {
@@ -480,13 +482,15 @@ impl Server {
 
 /// The server's `auth:`, as its details show it: never a value.
 fn auth_details(auth: &hangar_core::upstream_auth::UpstreamAuth) -> hangar_core::record::AuthDetails {
-    use hangar_core::upstream_auth::OAuthPer;
-    let kind = if auth.oauth.is_some() { "oauth" } else { "headers" };
+    let kind = match () {
+        _ if auth.oauth.is_some() => "oauth",
+        _ if auth.token_exchange.is_some() => "token_exchange",
+        _ => "headers",
+    };
     // A token of each caller's own is none the hangar's checks may use.
-    let per_user = auth.oauth.as_ref().is_some_and(|oauth| oauth.per == OAuthPer::User);
     hangar_core::record::AuthDetails {
         kind: kind.into(),
         headers: auth.headers.iter().flat_map(|headers| headers.keys().cloned()).collect(),
-        checks: if per_user { "reachability only" } else { "its credential" }.into(),
+        checks: if auth.per_caller() { "reachability only" } else { "its credential" }.into(),
     }
 }

@@ -23,13 +23,14 @@ use hangar_core::mcp::{
 };
 use hangar_core::sync::Unpoisoned;
 use hangar_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
-use hangar_core::upstream_auth::UpstreamOAuth;
+use hangar_core::upstream_auth::{OAuthPer, UpstreamOAuth};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::sse::{SseEvent, SseReader};
 use super::{Era, Notice, Relay, RequestError};
+use crate::credentials::bearer::Bearer;
 use crate::credentials::discovery::challenge_param;
 use crate::credentials::shared_token::SharedToken;
 use crate::logs::{LogRing, Stream};
@@ -55,8 +56,9 @@ pub struct HttpUpstream {
     /// with: the upstream's id for each.
     asks: Mutex<HashMap<String, Value>>,
     next_ask: AtomicU64,
-    /// The access token every request carries, for a server with `auth.oauth`.
-    bearer: Option<Arc<SharedToken>>,
+    /// Where the access token every request carries comes from, for a server with
+    /// `auth.oauth` or `auth.token_exchange`.
+    bearer: Option<Bearer>,
 }
 
 impl Drop for HttpUpstream {
@@ -96,9 +98,11 @@ impl HttpUpstream {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|err| format!("cannot set up an HTTP client: {err}"))?;
-        let bearer = oauth.map(|oauth| {
+        // A `per: user` server's connections get their caller's bearer (`with_bearer`).
+        let shared = oauth.filter(|oauth| oauth.per == OAuthPer::Shared);
+        let bearer = shared.and_then(|oauth| Some((oauth, oauth.registered()?))).map(|(oauth, registered)| {
             let store = vault.map(|vault| (vault, log.server_id().to_owned()));
-            Arc::new(SharedToken::new(client.clone(), endpoint, oauth, store))
+            Bearer::Shared(Arc::new(SharedToken::new(client.clone(), endpoint, oauth, registered, store)))
         });
         Ok(HttpUpstream {
             endpoint: endpoint.to_owned(),
@@ -113,6 +117,17 @@ impl HttpUpstream {
             bearer,
             client,
         })
+    }
+
+    /// This connection's requests carry `bearer`'s token (one caller's own).
+    pub fn with_bearer(mut self, bearer: Bearer) -> Self {
+        self.bearer = Some(bearer);
+        self
+    }
+
+    /// The HTTP client, for the token sources that share its connections.
+    pub fn http_client(&self) -> reqwest::Client {
+        self.client.clone()
     }
 
     /// Answers the upstream's request relayed as `ask_id` with the client's response message
