@@ -2,6 +2,7 @@
 
 mod audit;
 mod audit_arguments;
+mod connect;
 mod exposed;
 pub(crate) mod journal_view;
 mod listens;
