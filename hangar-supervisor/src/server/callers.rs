@@ -159,7 +159,13 @@ impl Server {
         let what = "connection for this caller";
         let handshake = upstream.handshake(deadline).await.map_err(|err| self.caller_failure(what, err))?;
         tracing::debug!(mcp_server = %self.id, era = ?handshake.era, "a caller's connection is open");
-        let unknown = self.lock().tools.infos.is_empty();
+        let unknown = {
+            let mut inner = self.lock();
+            if inner.generation == generation && inner.declared.is_none() {
+                inner.declared = Some(handshake.capabilities);
+            }
+            inner.tools.infos.is_empty()
+        };
         if unknown {
             let tools =
                 list_tools(&upstream, deadline, &self.log).await.map_err(|err| self.caller_failure(what, err))?;

@@ -135,6 +135,9 @@ struct Inner {
     blocked_because: Option<String>,
     /// Why the last stop ran, for the start it overtook to say so.
     last_stop: Option<StopReason>,
+    /// What the running upstream declared at its handshake (`None`: not known yet): the
+    /// optional methods it was not declared for are never sent to it (`calls.rs`).
+    declared: Option<serde_json::Value>,
 }
 
 /// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
@@ -221,6 +224,7 @@ impl Server {
                 sandbox_in_effect: None,
                 blocked_because: None,
                 last_stop: None,
+                declared: None,
             }),
             starting: Mutex::new(None),
             callers: callers::Callers::default(),

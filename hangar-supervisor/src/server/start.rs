@@ -261,6 +261,7 @@ impl Server {
             .into(),
         );
         inner.meta.protocol_version = Some(handshake.protocol_version);
+        inner.declared = Some(handshake.capabilities);
         inner.health.consecutive_failures = 0;
         inner.last_used = Instant::now();
         inner.last_check = None;
@@ -277,6 +278,7 @@ impl Server {
         }
         inner.meta.protocol_era = None;
         inner.meta.protocol_version = None;
+        inner.declared = None;
         inner.health.consecutive_failures = 0;
         inner.last_used = Instant::now();
         inner.last_check = None;
