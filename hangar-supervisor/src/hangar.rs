@@ -499,6 +499,10 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let Some(hangar) = hangar.upgrade() else { return };
+        if message.get("method").and_then(Value::as_str) == Some("notifications/elicitation/complete") {
+            hangar.upstream_elicitation_complete(&mcp_server, &message);
+            continue;
+        }
         let access = hangar.access.reading().clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));

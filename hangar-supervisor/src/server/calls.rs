@@ -234,6 +234,10 @@ impl Server {
         match err {
             RequestError::Rpc { code, data, upstream, .. } => {
                 let mut details = json!({"jsonrpc_code": code, "jsonrpc_data": data});
+                // Its elicitations' completion comes from this server alone (`calls/connect.rs`).
+                if code == hangar_core::mcp::URL_ELICITATION_REQUIRED {
+                    details["mcp_server"] = json!(self.id);
+                }
                 if let Some(words) = upstream {
                     details[UPSTREAM_MESSAGE_DETAIL] = json!(words.message);
                     if let Some(data) = words.data {
