@@ -131,7 +131,7 @@ impl Exchanger {
                 Ok(token)
             }
             Err(err) => {
-                tracing::info!(%identity, audience = %self.exchange.audience, "a token exchange failed: {err}");
+                tracing::debug!(%identity, audience = %self.exchange.audience, "a token exchange failed: {err}");
                 *slot.failed.locked() = Some(Failed { at: Instant::now(), why: err.to_string(), subject: digest });
                 Err(err)
             }
