@@ -71,7 +71,12 @@ impl Server {
         relay: Option<Relay>,
         traced: CallTrace<'_>,
     ) -> Result<Value, IpcError> {
-        let (upstream, exited) = self.ready_upstream().await?;
+        let (mut upstream, exited) = self.ready_upstream().await?;
+        // A caller's own connection, for a server whose callers bring their own credential.
+        let per_caller = self.per_caller();
+        if per_caller {
+            upstream = self.caller_link(traced.identity).await?;
+        }
         self.check_declared(tool)?;
         let _counted = CallInFlight::begin(self);
         let started = Instant::now();
@@ -104,6 +109,20 @@ impl Server {
         }
         let outcome = match outcome {
             Ok(result) => Ok(result),
+            Err(err) if per_caller => {
+                // The caller's connection is theirs alone: a refused token or a lost session
+                // is theirs to redo, and says nothing of the server.
+                if matches!(
+                    err,
+                    RequestError::Unauthorized { .. }
+                        | RequestError::NoCallerToken { .. }
+                        | RequestError::Closed { .. }
+                        | RequestError::Status { status: 404, .. }
+                ) {
+                    self.close_caller_link(traced.identity);
+                }
+                Err(self.caller_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err))
+            }
             Err(err) => {
                 let what = format!("tool `{}`", hangar_core::echo::bounded(tool));
                 Err(self.failed(&what, err, &upstream, exited).await)

@@ -17,6 +17,7 @@
 //! surface, waits for its backoff. A `generation`, bumped by every start and stop, tells news from an
 //! old process apart from news about the current one.
 
+mod callers;
 mod calls;
 mod health;
 mod memory;
@@ -48,6 +49,7 @@ use tokio::sync::broadcast;
 use crate::limits::{Limiter, Scope};
 use crate::logs::LogRing;
 
+pub(crate) use callers::CONNECT_DETAIL;
 pub use calls::{CallTrace, DEFAULT_CALL_TIMEOUT};
 use process::Process;
 
@@ -91,6 +93,8 @@ pub struct Server {
     starting: Mutex<Option<start::StartOutcome>>,
     /// This server's own concurrency and rate limits.
     limiter: Arc<Limiter>,
+    /// Its callers' own connections, when each brings their own credential (`callers.rs`).
+    callers: callers::Callers,
 }
 
 struct Inner {
@@ -219,6 +223,7 @@ impl Server {
                 last_stop: None,
             }),
             starting: Mutex::new(None),
+            callers: callers::Callers::default(),
         })
     }
 

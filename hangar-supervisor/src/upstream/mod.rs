@@ -63,6 +63,29 @@ pub enum RequestError {
     /// its `WWW-Authenticate` challenge's parsed parameters when it sent one.
     #[error("the upstream refused `{method}` with HTTP {status}{}", challenge_words(.challenge.as_ref()))]
     Unauthorized { method: String, status: u16, challenge: Option<Challenge> },
+    /// A connection that serves one caller has no token of theirs to send: they have not
+    /// connected an account (`per: user`), or came with no OAuth token to exchange
+    /// (`token_exchange`). Nothing was sent.
+    #[error("no credential of the caller's for `{method}`: {why}")]
+    NoCallerToken { method: String, why: CallerTokenMissing },
+}
+
+/// Why a caller's own token is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallerTokenMissing {
+    /// A `per: user` server: the caller has not connected an account (or it was forgotten).
+    NotConnected,
+    /// A `token_exchange` server: the caller came with an API key, not an OAuth token.
+    NoSubject,
+}
+
+impl std::fmt::Display for CallerTokenMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CallerTokenMissing::NotConnected => "they have not connected their account",
+            CallerTokenMissing::NoSubject => "they came with no OAuth token to exchange",
+        })
+    }
 }
 
 /// `` (it asked for: Bearer realm="x", ...)`` when there is a challenge.
@@ -86,7 +109,7 @@ impl RequestError {
             RequestError::Rpc { .. } | RequestError::Status { .. } | RequestError::Oversized { .. } => {
                 ErrorKind::UpstreamError
             }
-            RequestError::Unauthorized { .. } => ErrorKind::UpstreamUnauthorized,
+            RequestError::Unauthorized { .. } | RequestError::NoCallerToken { .. } => ErrorKind::UpstreamUnauthorized,
         }
     }
 }
