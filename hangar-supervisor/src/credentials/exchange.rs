@@ -92,7 +92,6 @@ pub struct Exchanger {
 
 impl Exchanger {
     /// The exchanges `exchange` configures, of the tokens `subjects` holds, made with `http`.
-    #[allow(dead_code)] // until the per-identity connections use it
     pub fn new(http: reqwest::Client, exchange: &TokenExchange, subjects: Arc<Subjects>) -> Exchanger {
         Exchanger { http, exchange: exchange.clone(), subjects, slots: Mutex::default() }
     }

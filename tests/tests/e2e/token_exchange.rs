@@ -217,12 +217,29 @@ fn each_oauth_caller_reaches_the_upstream_as_itself_and_no_token_shows_anywhere(
     assert!(alices.iter().all(|(_, token)| *token == alices[0].1), "alice's calls share her exchanged token");
     assert!(bobs.iter().all(|(_, token)| *token == bobs[0].1), "bob's calls share his exchanged token");
     assert_ne!(alices[0].1, bobs[0].1);
-    for token in &tokens {
+    let (alice_first, bob_first) = (alices[0].1.clone(), bobs[0].1.clone());
+
+    // The upstream refuses every token it has seen: twenty concurrent calls of alice's, on her
+    // open connection, each told 401 `invalid_token`, are retried on one new exchange.
+    let url = parts.endpoint.replace("/mcp", "/_refuse_seen");
+    assert_eq!(agent().post(&url).send_empty().unwrap().status().as_u16(), 200);
+    parts.switch("/_slow_exchange?ms=500");
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami_as(&hangar, &alice))).collect();
+        for call in calls {
+            assert_eq!(call.join().expect("a call thread")["sub"], "alice");
+        }
+    });
+    assert_eq!(parts.exchanges(), 3, "one new exchange for alice's twenty refused calls");
+    let renewed: Vec<String> = tokens_of(&parts.calls()[22..]);
+    assert_eq!(renewed.len(), 20);
+    assert!(renewed.iter().all(|token| *token == renewed[0] && *token != alice_first));
+
+    for token in tokens.iter().chain(&renewed) {
         assert!(*token != alice && *token != bob, "an inbound token reached the upstream");
     }
-
     let mut needles = vec![alice, bob, SECRET.to_owned()];
-    needles.extend([alices[0].1.clone(), bobs[0].1.clone()]);
+    needles.extend([alice_first, bob_first, renewed[0].clone()]);
     assert_on_no_surface(&hangar, &needles);
 }
 
@@ -233,7 +250,7 @@ fn a_key_caller_is_told_it_has_no_token_to_exchange_and_the_upstream_sees_nothin
     let result = whoami(&hangar, ("X-API-Key", KEY));
     assert_eq!(result["success"], false, "{result}");
     let error = result["error"].as_str().unwrap_or_default();
-    assert!(error.contains("no OAuth token to exchange"), "the error says why: {result}");
+    assert!(error.contains("API key, which cannot be exchanged"), "the error says why: {result}");
     assert_eq!(parts.exchanges(), 0, "nothing was asked of the IdP");
     assert!(parts.calls().is_empty(), "the upstream saw no call");
     // An OAuth caller beside it is served.
