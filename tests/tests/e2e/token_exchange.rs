@@ -136,6 +136,16 @@ fn whoami_as(hangar: &Hangar, token: &str) -> Value {
     serde_json::from_str(text).expect("whoami answers JSON")
 }
 
+/// Twenty concurrent `whoami` calls with the OAuth `token`: each reaches the upstream as `sub`.
+fn twenty_at_once(hangar: &Hangar, token: &str, sub: &str) {
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami_as(hangar, token))).collect();
+        for call in calls {
+            assert_eq!(call.join().expect("a call thread")["sub"], sub);
+        }
+    });
+}
+
 /// The tokens the upstream got, from its record `calls`.
 fn tokens_of(calls: &[Value]) -> Vec<String> {
     calls.iter().map(|call| call["token"].as_str().unwrap_or_default().to_owned()).collect()
@@ -196,12 +206,7 @@ fn each_oauth_caller_reaches_the_upstream_as_itself_and_no_token_shows_anywhere(
 
     // Twenty concurrent first calls of bob's, while the IdP is slow to answer: one exchange.
     parts.switch("/_slow_exchange?ms=500");
-    std::thread::scope(|scope| {
-        let calls: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami_as(&hangar, &bob))).collect();
-        for call in calls {
-            assert_eq!(call.join().expect("a call thread")["sub"], "bob");
-        }
-    });
+    twenty_at_once(&hangar, &bob, "bob");
     assert_eq!(parts.exchanges(), 2, "one exchange for bob's twenty concurrent calls");
     parts.switch("/_slow_exchange?ms=0");
 
@@ -224,12 +229,7 @@ fn each_oauth_caller_reaches_the_upstream_as_itself_and_no_token_shows_anywhere(
     let url = parts.endpoint.replace("/mcp", "/_refuse_seen");
     assert_eq!(agent().post(&url).send_empty().unwrap().status().as_u16(), 200);
     parts.switch("/_slow_exchange?ms=500");
-    std::thread::scope(|scope| {
-        let calls: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami_as(&hangar, &alice))).collect();
-        for call in calls {
-            assert_eq!(call.join().expect("a call thread")["sub"], "alice");
-        }
-    });
+    twenty_at_once(&hangar, &alice, "alice");
     assert_eq!(parts.exchanges(), 3, "one new exchange for alice's twenty refused calls");
     let renewed: Vec<String> = tokens_of(&parts.calls()[22..]);
     assert_eq!(renewed.len(), 20);
