@@ -265,8 +265,10 @@ fn a_refused_exchange_is_not_asked_again_by_every_call_of_the_next_seconds() {
     let alice = parts.inbound(&hangar, "alice");
     parts.switch("/_refuse_exchange?on=1");
     for _ in 0..3 {
+        // The caller hears that the exchange failed, not that the upstream refused it.
         let result = whoami(&hangar, ("Authorization", &format!("Bearer {alice}")));
-        assert_eq!(result["success"], false, "{result}");
+        assert_eq!(result["error_type"], "upstream_unauthorized", "{result}");
+        assert!(result["error"].as_str().unwrap_or_default().contains("the exchange failed"), "{result}");
     }
     assert_eq!(parts.exchanges(), 1, "the refusal was kept: the IdP was asked once for three calls");
     assert!(parts.calls().is_empty(), "the upstream saw no call");
