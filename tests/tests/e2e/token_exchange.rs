@@ -247,15 +247,19 @@ fn each_oauth_caller_reaches_the_upstream_as_itself_and_no_token_shows_anywhere(
 fn a_key_caller_is_told_it_has_no_token_to_exchange_and_the_upstream_sees_nothing() {
     let parts = Parts::start();
     let hangar = Hangar::start(&parts.config());
-    let result = whoami(&hangar, ("X-API-Key", KEY));
-    assert_eq!(result["success"], false, "{result}");
-    let error = result["error"].as_str().unwrap_or_default();
-    assert!(error.contains("API key, which cannot be exchanged"), "the error says why: {result}");
-    assert_eq!(parts.exchanges(), 0, "nothing was asked of the IdP");
-    assert!(parts.calls().is_empty(), "the upstream saw no call");
-    // An OAuth caller beside it is served.
+    // alice has called: her token is the hangar's to exchange for her, and for no one else.
     let alice = parts.inbound(&hangar, "alice");
     assert_eq!(whoami_as(&hangar, &alice)["sub"], "alice");
+    assert_eq!(parts.exchanges(), 1);
+    let result = whoami(&hangar, ("X-API-Key", KEY));
+    assert_eq!(result["success"], false, "{result}");
+    assert_eq!(result["error_type"], "upstream_unauthorized", "{result}");
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(error.contains("API key, which cannot be exchanged"), "the error says why: {result}");
+    assert_eq!(parts.exchanges(), 1, "nothing was asked of the IdP for the key caller");
+    let calls = parts.calls();
+    assert_eq!(calls.len(), 1, "the upstream saw alice's call only: {calls:?}");
+    assert_eq!(calls[0]["sub"], "alice");
 }
 
 #[test]
