@@ -195,7 +195,8 @@ fn assert_on_no_surface(hangar: &Hangar, needles: &[String]) {
 #[test]
 fn each_oauth_caller_reaches_the_upstream_as_itself_and_no_token_shows_anywhere() {
     let parts = Parts::start();
-    let hangar = Hangar::start(&parts.config());
+    // At debug, so that the log holds all it can: still no token.
+    let hangar = Hangar::start_with_env(&parts.config(), &[], &[("HANGAR_LOG", "debug")]);
     let alice = parts.inbound(&hangar, "alice");
     let bob = parts.inbound(&hangar, "bob");
 
@@ -238,6 +239,8 @@ fn each_oauth_caller_reaches_the_upstream_as_itself_and_no_token_shows_anywhere(
     for token in tokens.iter().chain(&renewed) {
         assert!(*token != alice && *token != bob, "an inbound token reached the upstream");
     }
+    // The log tells of the exchanges (at debug), without a token.
+    assert!(hangar.log().contains("exchanged a caller's token"), "{}", hangar.log());
     let mut needles = vec![alice, bob, SECRET.to_owned()];
     needles.extend([alice_first, bob_first, renewed[0].clone()]);
     assert_on_no_surface(&hangar, &needles);
@@ -265,7 +268,8 @@ fn a_key_caller_is_told_it_has_no_token_to_exchange_and_the_upstream_sees_nothin
 #[test]
 fn a_refused_exchange_is_not_asked_again_by_every_call_of_the_next_seconds() {
     let parts = Parts::start();
-    let hangar = Hangar::start(&parts.config());
+    // At debug, so that the log holds all it can: still no token.
+    let hangar = Hangar::start_with_env(&parts.config(), &[], &[("HANGAR_LOG", "debug")]);
     let alice = parts.inbound(&hangar, "alice");
     parts.switch("/_refuse_exchange?on=1");
     for _ in 0..3 {
