@@ -77,6 +77,9 @@ pub enum CallerTokenMissing {
     NotConnected,
     /// A `token_exchange` server: the caller came with an API key, not an OAuth token.
     NoSubject,
+    /// A `token_exchange` server: the exchange of the caller's token was refused or did not
+    /// complete (why is in the server's log).
+    ExchangeFailed,
 }
 
 impl std::fmt::Display for CallerTokenMissing {
@@ -84,6 +87,7 @@ impl std::fmt::Display for CallerTokenMissing {
         f.write_str(match self {
             CallerTokenMissing::NotConnected => "they have not connected their account",
             CallerTokenMissing::NoSubject => "they came with no OAuth token to exchange",
+            CallerTokenMissing::ExchangeFailed => "the exchange of their OAuth token failed",
         })
     }
 }

@@ -94,6 +94,7 @@ mod systemd;
 mod task_news;
 mod tasks;
 mod terminal_text;
+mod token_exchange;
 mod traces;
 mod upstream_credentials;
 mod upstream_oauth;
