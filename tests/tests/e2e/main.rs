@@ -98,4 +98,5 @@ mod token_exchange;
 mod traces;
 mod upstream_credentials;
 mod upstream_oauth;
+mod url_elicitations;
 mod view_lists;
