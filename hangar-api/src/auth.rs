@@ -423,7 +423,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
                     // The class of the refusal only, at debug: a flood of bad tokens must not
                     // flood the log, and nothing of a token is ever logged.
                     tracing::debug!(?refused, "token refused");
-                    crate::oauth::challenge(&oauth, refused)
+                    crate::oauth::challenge(&oauth, refused, request.uri().path())
                 }
                 (Refusal::Token(_), None) => crate::oauth::issuer_unavailable(),
                 (refusal, _) => {
