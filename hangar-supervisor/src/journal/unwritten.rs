@@ -154,6 +154,11 @@ impl Minutes {
     }
 }
 
+/// Whether an audit entry is a tool call, which the status page's chart counts.
+pub(super) fn counts_as_call(entry: &hangar_core::journal::AuditEntry) -> bool {
+    entry.method == "tools/call"
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -245,9 +250,4 @@ mod tests {
         assert_eq!(again, [(101, 100 + block, block as usize), (101 + block, 101 + block, 1)]);
         assert_eq!(unwritten.spare.len(), SPARE_BLOCKS - 1, "a spare buffer reused");
     }
-}
-
-/// Whether an audit entry is a tool call, which the status page's chart counts.
-pub(super) fn counts_as_call(entry: &hangar_core::journal::AuditEntry) -> bool {
-    entry.method == "tools/call"
 }
