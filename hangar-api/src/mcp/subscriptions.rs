@@ -182,7 +182,8 @@ fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, se
                 },
                 change = changes.recv() => match (change, &on_tools) {
                     (Ok(ListChanged::Tools(mcp_server)), Some(notification)) => {
-                        if !sees(&supervisor, &mcp_server).await {
+                        // An empty id: a reload changed the servers, or who sees them.
+                        if !mcp_server.is_empty() && !sees(&supervisor, &mcp_server).await {
                             continue;
                         }
                         notification.clone()
