@@ -60,6 +60,7 @@ mod legacy_relay;
 mod legacy_sessions;
 mod lifecycle;
 mod limits;
+mod listen_resources;
 mod long_lines;
 mod managed_http;
 mod many_hangars;
