@@ -11,6 +11,7 @@
 pub mod bearer;
 pub mod discovery;
 pub mod exchange;
+pub mod flows;
 pub mod registration;
 pub mod shared_token;
 pub mod subjects;

@@ -64,8 +64,6 @@ impl std::fmt::Debug for Client {
 pub enum RegistrationError {
     #[error("cannot read the client secret from {0}")]
     Secret(String),
-    #[error("credentials.public_url is not set: it is needed to register the hangar with the authorization server")]
-    NoPublicUrl,
     #[error("the authorization server does not take a Client ID Metadata Document (auth.oauth.client: cimd)")]
     CimdUnsupported,
     #[error(

@@ -10,8 +10,7 @@ use hangar_core::time::now_ms;
 use hangar_core::upstream_tokens::StoredToken;
 use oauth2::basic::{BasicClient, BasicErrorResponseType};
 use oauth2::{
-    AuthorizationCode, ClientId, ClientSecret, PkceCodeVerifier, RedirectUrl, RefreshToken, RevocationUrl,
-    StandardRevocableToken, TokenResponse, TokenUrl,
+    AuthorizationCode, ClientId, ClientSecret, PkceCodeVerifier, RedirectUrl, RefreshToken, TokenResponse, TokenUrl,
 };
 
 use super::registration::Client;
@@ -96,38 +95,51 @@ pub async fn refresh(
     Ok(stored(&answered(request).await?, asked, old.refresh_token.clone(), &old.scopes))
 }
 
-/// Revokes `token` at `revocation_endpoint` (RFC 7009): its refresh token, which takes its
-/// access tokens with it at most servers, and its access token.
+/// Revokes `token` at `revocation_endpoint` (RFC 7009): its refresh token if it has one, else
+/// its access token. Made here rather than with
+/// `oauth2`, which refuses a revocation endpoint that is not https while it takes such a token
+/// endpoint: the same authorization server is trusted the same way for both.
 pub async fn revoke(
     http: &reqwest::Client,
     revocation_endpoint: &str,
-    token_endpoint: &str,
     client: &Client,
     token: &StoredToken,
 ) -> Result<(), TokenRequestError> {
-    let url = RevocationUrl::new(revocation_endpoint.to_owned())
-        .map_err(|_| TokenRequestError::Failed("the revocation endpoint is not a URL".into()))?;
-    let oauth = oauth_client(client, token_endpoint)?.set_revocation_url(url);
-    let mut tokens = Vec::new();
-    if let Some(refresh) = &token.refresh_token {
-        tokens.push(StandardRevocableToken::RefreshToken(RefreshToken::new(refresh.clone())));
-    }
-    tokens.push(StandardRevocableToken::AccessToken(oauth2::AccessToken::new(token.access_token.clone())));
-    for revocable in tokens {
-        let request = oauth
-            .revoke_token(revocable)
-            .map_err(|_| TokenRequestError::Failed("the revocation endpoint is not usable".into()))?
-            .request_async(http);
-        tokio::time::timeout(REQUEST_TIMEOUT, request)
+    // The refresh token, when there is one: revoking it revokes the grant, its access tokens
+    // with it (RFC 7009 §2.1), which a server that issues structured (JWT) access tokens could
+    // not revoke one by one.
+    let revocable = match &token.refresh_token {
+        Some(refresh) => (refresh.as_str(), "refresh_token"),
+        None => (token.access_token.as_str(), "access_token"),
+    };
+    {
+        let (revocable, hint) = revocable;
+        let mut form = vec![("token", revocable), ("token_type_hint", hint)];
+        let mut request = http.post(revocation_endpoint).timeout(REQUEST_TIMEOUT);
+        match &client.secret {
+            // RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
+            Some(secret) => {
+                let encode = |part: &str| url::form_urlencoded::byte_serialize(part.as_bytes()).collect::<String>();
+                request = request.basic_auth(encode(&client.id), Some(encode(secret)));
+            }
+            None => form.push(("client_id", client.id.as_str())),
+        }
+        let answer = request
+            .form(&form)
+            .send()
             .await
-            .map_err(|_| TokenRequestError::Failed("the revocation request timed out".into()))?
-            .map_err(|err| match err {
-                oauth2::RequestTokenError::ServerResponse(response) => TokenRequestError::Failed(format!(
-                    "the authorization server refused ({})",
-                    code_of(response.error().as_ref())
-                )),
-                _ => TokenRequestError::Failed("the revocation request did not complete".into()),
-            })?;
+            .map_err(|_| TokenRequestError::Failed("the revocation request did not complete".into()))?;
+        // RFC 7009 §2.2: 200 whether or not the token was known; anything else is a refusal.
+        if !answer.status().is_success() {
+            let status = answer.status().as_u16();
+            // Its OAuth error code only, never its free text.
+            let body = answer.bytes().await.unwrap_or_default();
+            let code = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|answer| answer["error"].as_str().map(|code| code_of(code).to_owned()))
+                .unwrap_or_else(|| format!("HTTP {status}"));
+            return Err(TokenRequestError::Failed(format!("the authorization server refused the revocation ({code})")));
+        }
     }
     Ok(())
 }

@@ -94,6 +94,7 @@ mod task_news;
 mod tasks;
 mod terminal_text;
 mod traces;
+mod upstream_connect;
 mod upstream_credentials;
 mod upstream_oauth;
 mod view_lists;
