@@ -17,6 +17,7 @@
 //! surface, waits for its backoff. A `generation`, bumped by every start and stop, tells news from an
 //! old process apart from news about the current one.
 
+mod callers;
 mod calls;
 mod health;
 mod memory;
@@ -48,6 +49,7 @@ use tokio::sync::broadcast;
 use crate::limits::{Limiter, Scope};
 use crate::logs::LogRing;
 
+pub(crate) use callers::CONNECT_DETAIL;
 pub use calls::{CallTrace, DEFAULT_CALL_TIMEOUT};
 use process::Process;
 
@@ -58,7 +60,8 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// What all servers share with the rest of the supervisor.
 pub struct Shared {
     pub events: broadcast::Sender<StateChange>,
-    /// Ids of servers whose tool list just changed.
+    /// Ids of servers whose tool list just changed; an empty id after a reload, when servers
+    /// came or went (or who sees them may have changed): every client's list did.
     pub tool_changes: broadcast::Sender<String>,
     /// Bumped whenever any server's tool list changes, before the change is announced on
     /// `tool_changes`: the front door's index is rebuilt when it no longer matches.
@@ -91,6 +94,8 @@ pub struct Server {
     starting: Mutex<Option<start::StartOutcome>>,
     /// This server's own concurrency and rate limits.
     limiter: Arc<Limiter>,
+    /// Its callers' own connections, when each brings their own credential (`callers.rs`).
+    callers: callers::Callers,
 }
 
 struct Inner {
@@ -131,6 +136,9 @@ struct Inner {
     blocked_because: Option<String>,
     /// Why the last stop ran, for the start it overtook to say so.
     last_stop: Option<StopReason>,
+    /// What the running upstream declared at its handshake (`None`: not known yet): the
+    /// optional methods it was not declared for are never sent to it (`calls.rs`).
+    declared: Option<serde_json::Value>,
 }
 
 /// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
@@ -217,13 +225,20 @@ impl Server {
                 sandbox_in_effect: None,
                 blocked_because: None,
                 last_stop: None,
+                declared: None,
             }),
             starting: Mutex::new(None),
+            callers: callers::Callers::default(),
         })
     }
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Whether its tools were ever learned (in this run or one the journal remembers).
+    pub fn catalog_known(&self) -> bool {
+        self.lock().catalog_known
     }
 
     pub fn limiter(&self) -> &Arc<Limiter> {

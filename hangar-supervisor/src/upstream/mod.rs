@@ -17,7 +17,7 @@ use hangar_core::ipc::ErrorKind;
 use hangar_core::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError};
 use hangar_core::mcp::{
     CLIENT_REQUESTS, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PREFIX,
-    META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS,
+    META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS, URL_ELICITATION_REQUIRED,
 };
 use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
@@ -63,6 +63,33 @@ pub enum RequestError {
     /// its `WWW-Authenticate` challenge's parsed parameters when it sent one.
     #[error("the upstream refused `{method}` with HTTP {status}{}", challenge_words(.challenge.as_ref()))]
     Unauthorized { method: String, status: u16, challenge: Option<Challenge> },
+    /// A connection that serves one caller has no token of theirs to send: they have not
+    /// connected an account (`per: user`), or came with no OAuth token to exchange
+    /// (`token_exchange`). Nothing was sent.
+    #[error("no credential of the caller's for `{method}`: {why}")]
+    NoCallerToken { method: String, why: CallerTokenMissing },
+}
+
+/// Why a caller's own token is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallerTokenMissing {
+    /// A `per: user` server: the caller has not connected an account (or it was forgotten).
+    NotConnected,
+    /// A `token_exchange` server: the caller came with an API key, not an OAuth token.
+    NoSubject,
+    /// A `token_exchange` server: the exchange of the caller's token was refused or did not
+    /// complete (why is in the server's log).
+    ExchangeFailed,
+}
+
+impl std::fmt::Display for CallerTokenMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CallerTokenMissing::NotConnected => "they have not connected their account",
+            CallerTokenMissing::NoSubject => "they came with no OAuth token to exchange",
+            CallerTokenMissing::ExchangeFailed => "the exchange of their OAuth token failed",
+        })
+    }
 }
 
 /// `` (it asked for: Bearer realm="x", ...)`` when there is a challenge.
@@ -86,7 +113,7 @@ impl RequestError {
             RequestError::Rpc { .. } | RequestError::Status { .. } | RequestError::Oversized { .. } => {
                 ErrorKind::UpstreamError
             }
-            RequestError::Unauthorized { .. } => ErrorKind::UpstreamUnauthorized,
+            RequestError::Unauthorized { .. } | RequestError::NoCallerToken { .. } => ErrorKind::UpstreamUnauthorized,
         }
     }
 }
@@ -138,8 +165,15 @@ fn answer_upstream_request(id: &Value, method: &str) -> Value {
 }
 
 /// What the hangar declares as a legacy upstream's client: everything a client can be asked.
+///
+/// Elicitation in both modes (`form` and `url`): a server registers what needs URL mode only
+/// when told it may use it; whether the calling client can take one is checked per call.
 fn client_capabilities() -> Value {
-    Value::Object(CLIENT_REQUESTS.iter().map(|(_, capability)| ((*capability).to_owned(), json!({}))).collect())
+    let declared = CLIENT_REQUESTS.iter().map(|(_, capability)| {
+        let given = if *capability == "elicitation" { json!({"form": {}, "url": {}}) } else { json!({}) };
+        ((*capability).to_owned(), given)
+    });
+    Value::Object(declared.collect())
 }
 
 /// Hands a notification to the relays it concerns: `notifications/progress` to the one whose
@@ -154,7 +188,8 @@ fn relay_notification(
 ) {
     let unsolicited = match method.as_str() {
         "notifications/message" => !relays.iter().any(|(_, r)| r.logs),
-        "notifications/resources/updated" => true,
+        // It comes after the call that passed the elicitation on: the hangar finds its session.
+        "notifications/resources/updated" | "notifications/elicitation/complete" => true,
         _ => false,
     };
     if unsolicited {
@@ -195,6 +230,9 @@ pub struct Handshake {
     pub era: Era,
     /// One the hangar knows, or `unknown`.
     pub protocol_version: String,
+    /// What the server declared (`initialize`'s or `server/discover`'s `capabilities`); only
+    /// their names are read: what the hangar may ask it for.
+    pub capabilities: Value,
 }
 
 enum Link {
@@ -312,10 +350,14 @@ impl Upstream {
     /// `initialize` with a modern error (it was only slow to answer the probe) is asked again.
     pub async fn handshake(&self, deadline: Instant) -> Result<Handshake, RequestError> {
         let remaining = || deadline.saturating_duration_since(Instant::now());
-        let modern = || Handshake { era: Era::Modern, protocol_version: MODERN_REVISION.into() };
+        let modern = |discovered: Value| Handshake {
+            era: Era::Modern,
+            protocol_version: MODERN_REVISION.into(),
+            capabilities: declared(&discovered),
+        };
         self.set_era(Era::Modern);
         match self.request("server/discover", json!({}), remaining() / 2).await {
-            Ok(_) => return Ok(modern()),
+            Ok(discovered) => return Ok(modern(discovered)),
             Err(refused @ (RequestError::Closed { .. } | RequestError::Unauthorized { .. })) => return Err(refused),
             // Any other error, or silence, means legacy: never key the fallback to one code.
             Err(_) => {}
@@ -331,8 +373,8 @@ impl Upstream {
             // Only a 2026-07-28 server answers with its error table's codes: proof of a modern one.
             Err(RequestError::Rpc { code, .. }) if PROTOCOL_ERRORS.contains(&code) => {
                 self.set_era(Era::Modern);
-                self.request("server/discover", json!({}), remaining()).await?;
-                return Ok(modern());
+                let discovered = self.request("server/discover", json!({}), remaining()).await?;
+                return Ok(modern(discovered));
             }
             Err(err) => return Err(err),
         };
@@ -355,7 +397,7 @@ impl Upstream {
             }
             Link::Stdio(_) => self.notify("notifications/initialized", json!({})),
         }
-        Ok(Handshake { era: Era::Legacy, protocol_version: version })
+        Ok(Handshake { era: Era::Legacy, protocol_version: version, capabilities: declared(&result) })
     }
 }
 
@@ -387,7 +429,8 @@ fn with_meta(era: Era, mut params: Value) -> Value {
 /// An upstream's JSON-RPC error as a request failure: its text goes to the server's log only;
 /// its code, and its `data` for the protocol's own codes, are kept.
 /// A legacy upstream answering the era probe with "method not found" is the probe working as
-/// designed, so that answer goes to the hangar's debug log (its code only), not the server's log.
+/// designed, so that answer goes to the hangar's debug log (its code only), not the server's log;
+/// "method not found" for an optional method is a plain line, not an error.
 fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> RequestError {
     if method == "server/discover" && error.code == METHOD_NOT_FOUND {
         tracing::debug!(
@@ -395,14 +438,18 @@ fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> Req
             code = error.code,
             "server/discover not served: a legacy upstream"
         );
+    } else if error.code == METHOD_NOT_FOUND && needed_capability(method).is_some() {
+        // An optional method it does not serve, though it declared its capability: a plain
+        // fact of the server, never an error in its log.
+        log.push(crate::logs::Stream::Stderr, format!("[hangar] `{method}` is not served here").as_bytes());
     } else {
         log.push(
             crate::logs::Stream::Error,
             format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
         );
     }
-    let (data, other_data) =
-        if PROTOCOL_ERRORS.contains(&error.code) { (error.data, None) } else { (None, error.data) };
+    let protocol_data = PROTOCOL_ERRORS.contains(&error.code) || error.code == URL_ELICITATION_REQUIRED;
+    let (data, other_data) = if protocol_data { (error.data, None) } else { (None, error.data) };
     let upstream = UpstreamWords { message: hangar_core::echo::upstream_text(&error.message), data: other_data };
     RequestError::Rpc { method: method.into(), code: error.code, data, upstream: Some(Box::new(upstream)) }
 }
@@ -436,6 +483,24 @@ fn encode(message: &Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(message).unwrap_or_default();
     line.push(b'\n');
     line
+}
+
+/// The `capabilities` a handshake's answer declares (`{}` when it declares none).
+fn declared(answer: &Value) -> Value {
+    answer.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}))
+}
+
+/// The capability a server must declare for the hangar to send it `method`, if one is needed:
+/// the optional methods of prompts, resources, logging and completions. Tools are every
+/// server's business (a server without them has nothing to call, and is asked anyway).
+pub fn needed_capability(method: &str) -> Option<&'static str> {
+    match method {
+        "logging/setLevel" => Some("logging"),
+        "completion/complete" => Some("completions"),
+        _ if method.starts_with("prompts/") => Some("prompts"),
+        _ if method.starts_with("resources/") => Some("resources"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
