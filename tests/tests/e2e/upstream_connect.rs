@@ -404,6 +404,13 @@ fn each_callers_calls_carry_their_own_token_and_a_one_second_token_is_refreshed_
     assert!(alices.iter().all(|call| call["token"] == alices[0]["token"] && call["token"] != held.as_str()));
     assert!(bobs.iter().all(|call| call["token"] == seen[0].as_str()), "bob kept his own token");
     assert!(jwt_exp(alices[0]["token"].as_str().unwrap()) > unix_now() + 60, "the refreshed token is a long one");
+    // The upstream refuses every token it has seen (401 `invalid_token`, as if revoked): alice's
+    // next call refreshes once and goes through.
+    upstream.up.set_token_delay_ms(0);
+    upstream.up.refuse_seen();
+    let refreshed = upstream.up.grants("refresh_token");
+    assert_eq!(whoami(&hangar, ALICE)["sub"], "alice-account");
+    assert_eq!(upstream.up.grants("refresh_token"), refreshed + 1);
     // No token the upstream saw lies in clear in any file of the hangar's.
     let mut needles = tokens(&upstream);
     needles.dedup();
