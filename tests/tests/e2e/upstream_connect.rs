@@ -103,6 +103,8 @@ struct Browser {
 struct Got {
     status: u16,
     location: Option<String>,
+    /// The `Set-Cookie` header, if any.
+    cookie: Option<String>,
     body: String,
 }
 
@@ -115,12 +117,15 @@ impl Browser {
         let status = response.status().as_u16();
         let location =
             response.headers().get("location").and_then(|value| value.to_str().ok()).map(|to| absolute(from, to));
+        let cookie = response.headers().get("set-cookie").and_then(|value| value.to_str().ok()).map(str::to_owned);
         let body = response.into_body().read_to_string().unwrap_or_default();
-        Got { status, location, body }
+        Got { status, location, cookie, body }
     }
 
+    /// A navigation, as from another site (a link in a chat, the authorization server's
+    /// redirect): the hangar's cross-site guard lets such a GET reach its connect steps only.
     fn get(&self, url: &str) -> Got {
-        Browser::got(self.agent.get(url).call().unwrap(), url)
+        Browser::got(self.agent.get(url).header("Sec-Fetch-Site", "cross-site").call().unwrap(), url)
     }
 
     /// Opens `connect_url`, signs in as `who` and consents at the authorization server, and
@@ -255,8 +260,14 @@ fn a_foreign_iss_a_browser_without_the_cookie_and_a_used_flow_never_get_a_code_r
 
     // A connect link opened by a second browser after the first: refused.
     let url = connect_url(&hangar, ALICE);
-    let first = Browser::new();
-    assert_eq!(first.get(&url).status, 302);
+    let first = Browser::new().get(&url);
+    assert_eq!(first.status, 302);
+    let cookie = first.cookie.expect("the binding cookie");
+    assert!(cookie.starts_with("hangar_connect="), "{cookie}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/oauth"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "not over http: {cookie}");
     let second = Browser::new().get(&url);
     assert_eq!(second.status, 403, "{}", second.body);
 
@@ -327,6 +338,23 @@ fn connecting_is_refused_for_a_server_that_takes_no_account_or_is_outside_the_ca
     assert_eq!(begin("prot", BOB), 404, "outside bob's view");
     assert_eq!(begin("prot", "not-a-key"), 401);
     assert_eq!(begin("prot", ALICE), 200);
+    // Minting stays behind the cross-site guard: a page of another site cannot mint a flow
+    // with a browser's key.
+    let forged = agent()
+        .post(&format!("{}/oauth/connect/prot", hangar.base))
+        .header("X-API-Key", ALICE)
+        .header("Origin", "https://evil.example")
+        .send_json(json!({}))
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 403);
+    // And a cross-site GET of anything but the connect steps is refused as before.
+    let elsewhere = agent()
+        .get(&format!("{}/api/credentials", hangar.base))
+        .header("X-API-Key", ALICE)
+        .header("Sec-Fetch-Site", "cross-site")
+        .call()
+        .unwrap();
+    assert_eq!(elsewhere.status().as_u16(), 403);
     // The document an authorization server would fetch names the hangar's callback.
     let document: Value =
         agent().get(&format!("{}/oauth/client.json", hangar.base)).call().unwrap().into_body().read_json().unwrap();
