@@ -258,6 +258,16 @@ fn a_foreign_iss_a_browser_without_the_cookie_and_a_used_flow_never_get_a_code_r
     assert_eq!(browser.get(&callback).status, 404);
     assert_eq!(upstream.codes_redeemed(), 0);
 
+    // The authorization server's refusal is told in the hangar's words: its error code if it is
+    // one, nothing else it sent.
+    let browser = Browser::new();
+    let callback = browser.sign_in(&connect_url(&hangar, ALICE), "alice-account", &hangar);
+    let refused = browser.get(&with_param(&with_param(&callback, "code", ""), "error", "%3Cb%3Ebold%3C/b%3E"));
+    assert_eq!(refused.status, 502, "the upstream's refusal: {}", refused.body);
+    assert!(refused.body.contains("did not grant access (error)"), "{}", refused.body);
+    assert!(!refused.body.contains("bold"), "{}", refused.body);
+    assert_eq!(upstream.codes_redeemed(), 0);
+
     // A connect link opened by a second browser after the first: refused.
     let url = connect_url(&hangar, ALICE);
     let first = Browser::new().get(&url);
