@@ -25,10 +25,28 @@ pub struct AuthServer {
     pub token_endpoint: String,
     /// RFC 7009 revocation, where offered.
     pub revocation_endpoint: Option<String>,
+    /// Where a person signs in (the authorization-code grant), where offered.
+    pub authorization_endpoint: Option<String>,
+    /// RFC 7591 dynamic client registration, where offered.
+    pub registration_endpoint: Option<String>,
+    /// The PKCE methods it supports (`S256` is required of it by the per-user flow).
+    pub code_challenge_methods: Vec<String>,
+    /// Whether it takes a Client ID Metadata Document's URL as a client id.
+    pub client_id_metadata_document_supported: bool,
+    /// Whether it names itself in its authorization responses (`iss`, RFC 9207).
+    pub iss_parameter_supported: bool,
     /// The upstream's canonical URI: the `resource` (RFC 8707) its tokens are asked for.
     pub resource: String,
     /// The scopes the upstream's metadata says it supports (empty when it does not say).
     pub scopes_supported: Vec<String>,
+}
+
+impl AuthServer {
+    /// Whether it takes PKCE with S256, which the per-user flow requires of it (an
+    /// authorization server that does not say so is taken not to).
+    pub fn takes_pkce_s256(&self) -> bool {
+        self.code_challenge_methods.iter().any(|method| method == "S256")
+    }
 }
 
 /// Why discovery failed, in words for the server's log (never a secret: none is involved).
@@ -62,6 +80,14 @@ struct ServerMetadata {
     issuer: String,
     token_endpoint: Option<String>,
     revocation_endpoint: Option<String>,
+    authorization_endpoint: Option<String>,
+    registration_endpoint: Option<String>,
+    #[serde(default)]
+    code_challenge_methods_supported: Vec<String>,
+    #[serde(default)]
+    client_id_metadata_document_supported: bool,
+    #[serde(default)]
+    authorization_response_iss_parameter_supported: bool,
 }
 
 /// Discovers the authorization server of the MCP server at `endpoint`, with `http` (a client
@@ -94,6 +120,11 @@ pub async fn discover(http: &reqwest::Client, endpoint: &str) -> Result<AuthServ
         issuer: server.issuer,
         token_endpoint,
         revocation_endpoint: server.revocation_endpoint,
+        authorization_endpoint: server.authorization_endpoint,
+        registration_endpoint: server.registration_endpoint,
+        code_challenge_methods: server.code_challenge_methods_supported,
+        client_id_metadata_document_supported: server.client_id_metadata_document_supported,
+        iss_parameter_supported: server.authorization_response_iss_parameter_supported,
         resource,
         scopes_supported: metadata.scopes_supported,
     })
@@ -232,6 +263,35 @@ mod tests {
         assert_eq!(challenge_param("Bearer realm=x, scope=read", "scope").as_deref(), Some("read"));
         assert_eq!(challenge_param("Bearer", "scope"), None);
         assert_eq!(challenge_param("Bearer =", "scope"), None);
+    }
+
+    #[test]
+    fn pkce_s256_must_be_said() {
+        let mut server: AuthServer = AuthServer {
+            issuer: "https://as".into(),
+            token_endpoint: "https://as/token".into(),
+            revocation_endpoint: None,
+            authorization_endpoint: None,
+            registration_endpoint: None,
+            code_challenge_methods: vec!["plain".into()],
+            client_id_metadata_document_supported: false,
+            iss_parameter_supported: false,
+            resource: "https://mcp".into(),
+            scopes_supported: Vec::new(),
+        };
+        assert!(!server.takes_pkce_s256());
+        server.code_challenge_methods.clear();
+        assert!(!server.takes_pkce_s256(), "unsaid is not supported");
+        server.code_challenge_methods = vec!["plain".into(), "S256".into()];
+        assert!(server.takes_pkce_s256());
+        let metadata: ServerMetadata = serde_json::from_str(
+            r#"{"issuer": "https://as", "code_challenge_methods_supported": ["S256"],
+                "authorization_response_iss_parameter_supported": true}"#,
+        )
+        .unwrap();
+        assert_eq!(metadata.code_challenge_methods_supported, ["S256"]);
+        assert!(metadata.authorization_response_iss_parameter_supported);
+        assert!(!metadata.client_id_metadata_document_supported);
     }
 
     #[test]

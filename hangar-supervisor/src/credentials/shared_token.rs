@@ -305,6 +305,11 @@ mod tests {
             issuer: "http://127.0.0.1:9".into(),
             token_endpoint,
             revocation_endpoint: None,
+            authorization_endpoint: None,
+            registration_endpoint: None,
+            code_challenge_methods: Vec::new(),
+            client_id_metadata_document_supported: false,
+            iss_parameter_supported: false,
             resource: "http://127.0.0.1:9/mcp".into(),
             scopes_supported: Vec::new(),
         });

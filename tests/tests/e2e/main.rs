@@ -97,6 +97,7 @@ mod tasks;
 mod terminal_text;
 mod token_exchange;
 mod traces;
+mod upstream_connect;
 mod upstream_credentials;
 mod upstream_oauth;
 mod url_elicitations;
