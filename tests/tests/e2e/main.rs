@@ -20,6 +20,7 @@ mod cli;
 mod client_questions;
 mod config_file;
 mod config_watch;
+mod connect_asks;
 mod crash;
 mod cross_site;
 mod custom_headers;

@@ -13,8 +13,8 @@ use hangar_tests::{Hangar, free_port, key_hash, poll};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-const ALICE: &str = "alice-key-0123456789abcdef";
-const BOB: &str = "bob-key-0123456789abcdef01";
+pub(crate) const ALICE: &str = "alice-key-0123456789abcdef";
+pub(crate) const BOB: &str = "bob-key-0123456789abcdef01";
 const WEB_SECRET: &str = "hangar-web-secret";
 
 fn agent() -> ureq::Agent {
@@ -28,13 +28,18 @@ fn agent() -> ureq::Agent {
 
 /// The upstream (`upstream_oauth.rs`'s), and the file holding the pre-registered
 /// `hangar-web` client's secret.
-struct Upstream {
-    up: crate::upstream_oauth::Upstream,
+pub(crate) struct Upstream {
+    pub(crate) up: crate::upstream_oauth::Upstream,
     secret: tempfile::NamedTempFile,
 }
 
 impl Upstream {
-    fn start() -> Upstream {
+    /// The pre-registered client's secret file, as a config names it.
+    pub(crate) fn secret_path(&self) -> String {
+        self.secret.path().display().to_string()
+    }
+
+    pub(crate) fn start() -> Upstream {
         let secret = tempfile::NamedTempFile::new().expect("secret file");
         std::fs::write(secret.path(), format!("{WEB_SECRET}\n")).expect("write the secret");
         Upstream { up: crate::upstream_oauth::Upstream::start(300), secret }
@@ -65,7 +70,7 @@ fn config(upstream: &Upstream, listen: &str, client: &str) -> String {
     )
 }
 
-const PRE_REGISTERED: &str = ", client: {id: hangar-web, secret_file: \"{secret}\"}";
+pub(crate) const PRE_REGISTERED: &str = ", client: {id: hangar-web, secret_file: \"{secret}\"}";
 
 fn start(upstream: &Upstream, client: &str) -> (Hangar, String) {
     let listen = format!("127.0.0.1:{}", free_port());
@@ -95,21 +100,21 @@ fn credentials(hangar: &Hangar, key: &str) -> Vec<Value> {
 }
 
 /// A person's browser: a cookie jar, following redirects itself.
-struct Browser {
+pub(crate) struct Browser {
     agent: ureq::Agent,
 }
 
 /// What a browser got: status, where it was sent, the page.
-struct Got {
-    status: u16,
+pub(crate) struct Got {
+    pub(crate) status: u16,
     location: Option<String>,
     /// The `Set-Cookie` header, if any.
     cookie: Option<String>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Browser {
-    fn new() -> Browser {
+    pub(crate) fn new() -> Browser {
         Browser { agent: agent() }
     }
 
@@ -156,7 +161,7 @@ impl Browser {
     }
 
     /// The whole flow: signed in, and back at the hangar's callback; the callback's page.
-    fn connect(&self, connect_url: &str, who: &str, hangar: &Hangar) -> Got {
+    pub(crate) fn connect(&self, connect_url: &str, who: &str, hangar: &Hangar) -> Got {
         let callback = self.sign_in(connect_url, who, hangar);
         self.get(&callback)
     }
@@ -374,7 +379,7 @@ fn connecting_is_refused_for_a_server_that_takes_no_account_or_is_outside_the_ca
 
 /// `prot`'s `whoami` through `hangar_call` as the caller with `key`, which must succeed: whose
 /// token reached the upstream, `{sub, client_id}`.
-fn whoami(hangar: &Hangar, key: &str) -> Value {
+pub(crate) fn whoami(hangar: &Hangar, key: &str) -> Value {
     let result = whoami_result(hangar, key);
     assert_eq!(result["success"], true, "{result}");
     let text = result["result"]["structuredContent"]["result"].as_str().expect("whoami answers text");
@@ -382,7 +387,7 @@ fn whoami(hangar: &Hangar, key: &str) -> Value {
 }
 
 /// `prot`'s `whoami` through `hangar_call` as the caller with `key`: the batch's one result.
-fn whoami_result(hangar: &Hangar, key: &str) -> Value {
+pub(crate) fn whoami_result(hangar: &Hangar, key: &str) -> Value {
     let calls = json!({"calls": [{"mcp_server": "prot", "tool": "whoami", "arguments": {}}]});
     let answer = hangar.mcp_with(
         "tools/call",
