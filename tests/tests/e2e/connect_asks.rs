@@ -10,11 +10,10 @@
 //! upstream's real authorization server), and their retried call goes through with their own
 //! token, as the upstream (a real SDK resource server) records it.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::time::Duration;
 
-use hangar_tests::{Hangar, free_port, key_hash, node, repo_root, sigkill};
+use hangar_tests::{Hangar, free_port, key_hash, node, repo_root};
 use serde_json::{Value, json};
 
 use crate::upstream_connect::{ALICE, BOB, Browser, PRE_REGISTERED, Upstream, whoami, whoami_result};
@@ -115,21 +114,8 @@ fn ts_connect_client(hangar: &Hangar, key: &str, tool: &str) -> (Child, BufReade
     (child, out)
 }
 
-/// The client's next line, as JSON (bounded: a client that hangs is killed, which ends the read).
+/// The client's next line, as JSON (bounded, as `legacy_relay`'s clients are read).
 fn json_line(child: &mut Child, out: &mut BufReader<ChildStdout>) -> Value {
-    let pid = child.id();
-    let (done, waiting) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if waiting.recv_timeout(Duration::from_secs(90)) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
-            sigkill(pid);
-        }
-    });
-    let mut line = String::new();
-    let read = out.read_line(&mut line);
-    let _ = done.send(());
-    if read.is_err() || line.is_empty() {
-        let _ = child.kill();
-        panic!("the TypeScript client printed nothing more (exit: {:?})", child.wait());
-    }
+    let line = crate::legacy_relay::next_line(child, out);
     serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))
 }
