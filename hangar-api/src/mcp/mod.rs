@@ -86,7 +86,10 @@ async fn post_mcp(app: Calling, headers: HeaderMap, body: Result<Bytes, BytesRej
 async fn get_mcp(app: Calling, headers: HeaderMap) -> McpReply {
     match headers::single(&headers, HEADER_SESSION_ID) {
         Ok(Some(id)) if session::parse(&id).is_some() => match session::check(&app, &id, None).await {
-            Ok(_) => subscriptions::legacy_stream(&app, id),
+            Ok(_) => {
+                let front_door = front_door::enabled(&app.supervisor).await;
+                subscriptions::legacy_stream(&app, id, front_door)
+            }
             Err((status, err)) => McpReply::error(status, &Value::Null, &err),
         },
         Ok(Some(_)) => McpReply::error(StatusCode::NOT_FOUND, &Value::Null, &session_not_found()),

@@ -160,11 +160,12 @@ struct Acknowledge {
     resources: Vec<String>,
 }
 
-/// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change, and
+/// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change (only
+/// behind the front door: an egress client's list, the `hangar_*` tools, never changes), and
 /// whatever the supervisor has for the session (it holds the session's stream meanwhile).
-pub fn legacy_stream(app: &Calling, session_id: String) -> McpReply {
+pub fn legacy_stream(app: &Calling, session_id: String, front_door: bool) -> McpReply {
     let changed = sse_event(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-    stream(app, None, Some(changed), Some(session_id))
+    stream(app, None, front_door.then_some(changed), Some(session_id))
 }
 
 /// The caller's tasks a listen follows: the acknowledgement's `taskIds`, the stream of their

@@ -32,6 +32,7 @@ mod documented;
 mod drain;
 mod echo_bounds;
 mod egress_content;
+mod egress_quiet;
 mod eras;
 mod escape_window;
 mod event_views;
