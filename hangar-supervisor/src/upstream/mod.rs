@@ -142,12 +142,16 @@ fn ask_answer(id: Value, response: &Value) -> Value {
 }
 
 /// The answer to an upstream's own request (`id`, `method`) that no client was asked (see
-/// `stdio::relay_ask`): `ping` is answered; what a client would answer (sampling, elicitation,
-/// roots: the hangar declares them, so the tools that need them are listed) gets a clear error;
-/// anything else is not served.
+/// `stdio::relay_ask`): `ping` is answered; `roots/list` outside any call is answered with no
+/// roots (a shared server serves many clients, and no one client's roots are everyone's: a
+/// root is asked of the client whose call is in flight); what else a client would answer
+/// (sampling, elicitation: the hangar declares them, so the tools that need them are listed)
+/// gets a clear error; anything else is not served.
 fn answer_upstream_request(id: &Value, method: &str) -> Value {
-    if method == "ping" {
-        return json!({"jsonrpc": "2.0", "id": id, "result": {}});
+    match method {
+        "ping" => return json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        "roots/list" => return json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
+        _ => {}
     }
     let error = match CLIENT_REQUESTS.iter().find(|(known, _)| *known == method) {
         Some((method, capability)) => RpcError::new(

@@ -3,7 +3,8 @@
 //! `logging/setLevel`, `prompts/list`, `resources/list` and `resources/templates/list` through
 //! the front door are answered (empty lists, `{}`) without reaching it: it answers no -32601,
 //! its log carries no "Method not found", and the audit trail records none of this bookkeeping
-//! as a failed call. A server that declares them (server-everything) still gets them.
+//! as a failed call. A server that declares them (server-everything) still gets them. Its own
+//! `roots/list` at start, outside any call, is answered with no roots rather than an error.
 
 use hangar_tests::{Hangar, node, repo_root, server_everything};
 use serde_json::{Value, json};
@@ -48,6 +49,11 @@ fn optional_methods_reach_only_the_upstreams_that_declared_them() {
     assert!(!resources["resources"].as_array().unwrap().is_empty(), "{resources}");
 
     let logs = hangar.get("/api/mcp_servers/fs/logs?lines=1000").text;
+    // Its `roots/list` at start, outside any call, is answered (no roots: no one client's roots
+    // are everyone's), and it keeps serving the directory it was given.
+    assert!(!logs.contains("Failed to request initial roots"), "{logs}");
+    let allowed = hangar.legacy(&session, "tools/call", json!({"name": "list_allowed_directories", "arguments": {}}));
+    assert!(allowed.text.contains(&dir.path().file_name().unwrap().to_string_lossy().to_string()), "{}", allowed.text);
     for refusal in ["Method not found", "-32601", "logging/setLevel", "prompts/list", "resources/list"] {
         assert!(!logs.contains(refusal), "server-filesystem was asked what it never declared ({refusal}): {logs}");
     }
