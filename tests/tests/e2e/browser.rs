@@ -32,10 +32,10 @@ pub fn in_browser(story: impl AsyncFnOnce(&Client)) {
 /// Runs `story` with a chromedriver of its own, from which it opens as many browsers as it
 /// needs (each [`ChromeDriver::session`] is a separate browser: its own profile and cookies,
 /// as two people's machines would be).
-pub fn with_driver(story: impl AsyncFnOnce(&ChromeDriver)) {
+pub fn with_driver<T>(story: impl AsyncFnOnce(&ChromeDriver) -> T) -> T {
     let driver = ChromeDriver::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    runtime.block_on(story(&driver));
+    runtime.block_on(story(&driver))
 }
 
 /// chromedriver on a free loopback port, in a process group of its own (with the browsers it

@@ -206,7 +206,7 @@ async fn story(hangar: &Hangar, browser: &Client) {
 }
 
 /// Opens the page and enters `credential` (a key or a token) in its sign-in form.
-async fn sign_in(browser: &Client, url: &str, credential: &str) {
+pub(crate) async fn sign_in(browser: &Client, url: &str, credential: &str) {
     browser.goto(url).await.unwrap();
     eventually("the sign-in form", || async {
         let hidden = browser.execute("return document.getElementById('signin').hidden;", vec![]).await.ok()?;
@@ -222,7 +222,7 @@ async fn sign_in(browser: &Client, url: &str, credential: &str) {
 }
 
 /// A CSS selector inside the row of `server`.
-fn row(server: &str, inside: &str) -> String {
+pub(crate) fn row(server: &str, inside: &str) -> String {
     format!("li[data-server=\"{server}\"] {inside}")
 }
 
