@@ -7,23 +7,120 @@
 //! loopback client asks for a code (PKCE S256, `resource`), alice and bob each sign in in
 //! their own browser, and the code each brings back redeems for a token whose subject is who
 //! they typed.
+//!
+//! Then through the hangar (`per: user`, the pre-registered client `hangar-web`): alice, with
+//! her API key, connects from the status page's Connect button; bob, with his, from the URL
+//! `hangar connect` prints, in a browser of his own. Each signs in at the upstream as
+//! themselves. alice's calls then reach the upstream with alice's token and bob's with bob's
+//! (the upstream's `whoami` says whose token came), and bob keeps being served with his own
+//! while alice's calls wait for her expired token's slow refresh (`/_ttl`, `/_slow`).
 
 use std::sync::mpsc;
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hangar_tests::serde_json::Value;
-use hangar_tests::{Background, free_port, key_hash, node, repo_root};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::browser::{WAIT, with_driver};
+use fantoccini::Client;
+use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{Background, Hangar, bin, free_port, key_hash, node, poll, python, repo_root};
+
+use crate::browser::{WAIT, attribute, click, current_url, eventually, screenshot, text, with_driver};
+use crate::status_page::{row, sign_in};
 use crate::upstream_login::sign_in_upstream;
+
+const ALICE_KEY: &str = "alice-connect-s3cret";
+const BOB_KEY: &str = "bob-connect-s3cret";
+
+/// alice and bob, each an identity of their own with no admin rights; `prot` is the protected
+/// upstream, each caller connecting their own account there.
+const CONFIG: &str = r#"
+auth:
+  api_keys:
+    - {name: alice, hash: "{alice}", profile: dev}
+    - {name: bob, hash: "{bob}", profile: dev}
+profiles:
+  dev: {servers: ["*"]}
+credentials: {public_url: "{public}"}
+mcp_servers:
+  prot:
+    mode: remote
+    endpoint: {endpoint}
+    auth:
+      oauth: {per: user, grant: authorization_code, client: {id: hangar-web, secret_file: "{secret}"}, scopes: [read]}
+  math: {command: ["{fake}", "--tools", "add"]}
+"#;
+
+/// The config with `prot` at `endpoint`, the client secret in `secret`, the hangar's API
+/// reached by a browser at `public`.
+fn config(endpoint: &str, secret: &std::path::Path, public: &str) -> String {
+    CONFIG
+        .replace("{alice}", &key_hash(ALICE_KEY))
+        .replace("{bob}", &key_hash(BOB_KEY))
+        .replace("{public}", public)
+        .replace("{endpoint}", endpoint)
+        .replace("{secret}", &secret.display().to_string())
+}
 
 /// The upstream's authorization server, killed when dropped.
 struct UpstreamIdp {
     _process: Background,
     /// Its issuer, `http://127.0.0.1:PORT`.
     issuer: String,
+}
+
+/// The protected upstream and its authorization server, killed when dropped.
+struct Upstream {
+    idp: UpstreamIdp,
+    _server: Background,
+    /// Its MCP endpoint (its canonical resource URI).
+    endpoint: String,
+    /// The JSON lines it writes, one per `whoami` call: `{sub, client_id, token}`.
+    record: tempfile::NamedTempFile,
+    /// The hangar's client secret at the authorization server (`hangar-web`'s).
+    secret: tempfile::NamedTempFile,
+}
+
+impl Upstream {
+    fn start() -> Upstream {
+        let idp = UpstreamIdp::start(300);
+        let port = free_port();
+        let record = tempfile::NamedTempFile::new().expect("record file");
+        let script = repo_root().join("tests/fixtures/py_protected_server.py").display().to_string();
+        let record_path = record.path().display().to_string();
+        let server = Background::spawn(&python(), &[&script, &port.to_string(), &idp.issuer, &record_path]);
+        let metadata = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+        poll("the protected server serves its metadata", WAIT, || {
+            crate::oauth::agent().get(&metadata).call().ok().filter(|r| r.status().as_u16() == 200)
+        });
+        let secret = tempfile::NamedTempFile::new().expect("secret file");
+        std::fs::write(secret.path(), "hangar-web-secret\n").expect("write the secret");
+        Upstream { idp, _server: server, endpoint: format!("http://127.0.0.1:{port}/mcp"), record, secret }
+    }
+
+    /// What reached the upstream, one record per `whoami` call.
+    fn calls(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.record.path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| hangar_tests::serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// A test-only knob of the authorization server (`/_ttl?s=N`, `/_slow?ms=N`).
+    fn set(&self, knob: &str) {
+        let response = crate::oauth::agent().post(&format!("{}/{knob}", self.idp.issuer)).send_empty().unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{knob}");
+    }
+
+    /// How many tokens the authorization server granted by `grant` so far.
+    fn grants(&self, grant: &str) -> u64 {
+        let url = format!("{}/_stats", self.idp.issuer);
+        let stats: Value = crate::oauth::agent().get(&url).call().unwrap().into_body().read_json().unwrap();
+        stats["grants"][grant].as_u64().unwrap_or(0)
+    }
 }
 
 impl UpstreamIdp {
@@ -85,10 +182,6 @@ fn jwt_claims(token: &str) -> Value {
     hangar_tests::serde_json::from_slice(&bytes).expect("JSON claims")
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(WAIT)).build().into()
-}
-
 #[test]
 fn each_person_signs_in_at_the_upstream_as_themselves_and_their_code_brings_their_token() {
     let idp = UpstreamIdp::start(300);
@@ -131,8 +224,10 @@ fn each_person_signs_in_at_the_upstream_as_themselves_and_their_code_brings_thei
                 ("client_id", "hangar-web"),
                 ("client_secret", "hangar-web-secret"),
             ];
-            let mut response =
-                agent().post(&format!("{}/token", idp.issuer)).send_form(form).expect("the token endpoint");
+            let mut response = crate::oauth::agent()
+                .post(&format!("{}/token", idp.issuer))
+                .send_form(form)
+                .expect("the token endpoint");
             let text = response.body_mut().read_to_string().expect("a body");
             assert_eq!(response.status().as_u16(), 200, "{text}");
             let tokens: Value = hangar_tests::serde_json::from_str(&text).expect("JSON");
@@ -145,4 +240,186 @@ fn each_person_signs_in_at_the_upstream_as_themselves_and_their_code_brings_thei
     });
     // Nothing else came back.
     assert!(callback.arrived.recv_timeout(Duration::from_millis(10)).is_err());
+}
+
+/// The page shows each caller's own connection state, and a Connect button, on a server where
+/// each caller connects their own account, and neither on any other.
+#[test]
+fn the_page_offers_connect_on_a_per_user_server_only() {
+    let secret = tempfile::NamedTempFile::new().expect("secret file");
+    std::fs::write(secret.path(), "hangar-web-secret\n").expect("write the secret");
+    let port = free_port();
+    // Nothing listens at the endpoint: the page needs only the server's config.
+    let config =
+        config(&format!("http://127.0.0.1:{}/mcp", free_port()), secret.path(), &format!("http://127.0.0.1:{port}"));
+    let hangar = Hangar::start_on(&config, &format!("127.0.0.1:{port}")).expect("a free port");
+    crate::browser::in_browser(async |browser| {
+        sign_in(browser, &format!("{}/", hangar.base), BOB_KEY).await;
+        eventually("bob's row of prot to say he is not connected", || async {
+            (attribute(browser, &row("prot", ".connection"), "data-connected").await? == "no").then_some(())
+        })
+        .await;
+        let state = text(browser, &row("prot", ".connection-state")).await;
+        assert_eq!(state.as_deref(), Some("not connected"));
+        let label = attribute(browser, &row("prot", "button.connect"), "aria-label").await;
+        assert_eq!(label.as_deref(), Some("Connect: your account at prot"));
+        let math = row("math", ".state");
+        eventually("math's row", || text(browser, &math)).await;
+        assert_eq!(attribute(browser, &row("math", ".connection"), "hidden").await.as_deref(), Some(""));
+        assert_eq!(text(browser, &row("math", "button.connect")).await, None, "math takes no connection");
+    });
+}
+
+/// `whoami` on `prot` through the hangar as the caller holding `key`: whose token reached the
+/// upstream (its `sub`), or the hangar's refusal.
+fn whoami_as(hangar: &Hangar, key: &str) -> Result<String, String> {
+    let params = json!({"name": "hangar_call", "arguments": {"calls": [{"mcp_server": "prot", "tool": "whoami", "arguments": {}}]}});
+    let response = hangar.mcp_with("tools/call", params, json!({}), &[("X-API-Key", key)]);
+    assert_eq!(response.status, 200, "{}", response.text);
+    let result = &response.body["result"]["structuredContent"]["results"][0];
+    if result["success"] != true {
+        return Err(result.to_string());
+    }
+    let text = result["result"]["structuredContent"]["result"].as_str().ok_or_else(|| result.to_string())?;
+    let who: Value = hangar_tests::serde_json::from_str(text).map_err(|_| result.to_string())?;
+    who["sub"].as_str().map(str::to_owned).ok_or_else(|| result.to_string())
+}
+
+/// `GET /api/credentials` as the caller holding `key`: its own connections.
+fn connections_of(hangar: &Hangar, key: &str) -> Vec<Value> {
+    let url = format!("{}/api/credentials", hangar.base);
+    let mut response = crate::oauth::agent().get(&url).header("X-API-Key", key).call().expect("the API answers");
+    let body = response.body_mut().read_to_string().expect("a body");
+    assert_eq!(response.status().as_u16(), 200, "{body}");
+    let list: Value = hangar_tests::serde_json::from_str(&body).expect("JSON");
+    list["credentials"].as_array().cloned().unwrap_or_default()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs()
+}
+
+/// alice connects from the status page: signed in there with her key, her row of `prot` says
+/// she is not connected; its Connect button takes her to the upstream's login, where she signs
+/// in as alice, and back at the hangar's callback; the page then says she is connected.
+async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar) {
+    sign_in(browser, &format!("{}/", hangar.base), ALICE_KEY).await;
+    let connection = row("prot", ".connection");
+    eventually("alice's row of prot to say she is not connected", || async {
+        (attribute(browser, &connection, "data-connected").await? == "no").then_some(())
+    })
+    .await;
+    assert_eq!(text(browser, &row("prot", "button.connect")).await.as_deref(), Some("Connect"));
+    let page = current_url(browser).await;
+    click(browser, &row("prot", "button.connect")).await;
+    eventually("the Connect button to lead away from the page", || async {
+        if let Some(refused) = text(browser, &row("prot", ".action-result[data-failed]")).await {
+            panic!("the page could not connect: {refused}");
+        }
+        (current_url(browser).await != page).then_some(())
+    })
+    .await;
+    let callback = format!("{}/oauth/callback", hangar.base);
+    sign_in_upstream(browser, "alice", &callback).await;
+    let landed = current_url(browser).await;
+    assert!(landed.starts_with(&callback), "{landed}");
+    poll("alice's connection to be stored", WAIT, || (!connections_of(hangar, ALICE_KEY).is_empty()).then_some(()));
+    // Back on the page (the tab kept her credential): connected.
+    browser.goto(&format!("{}/", hangar.base)).await.expect("the page opens");
+    eventually("alice's row of prot to say she is connected", || async {
+        (attribute(browser, &connection, "data-connected").await? == "yes").then_some(())
+    })
+    .await;
+    assert_eq!(text(browser, &row("prot", "button.connect")).await.as_deref(), Some("Connect again"));
+    screenshot(browser, "connect-page").await;
+}
+
+/// bob connects from the URL `hangar connect prot` prints for him, in a browser of his own.
+async fn bob_connects_from_the_cli(browser: &Client, hangar: &Hangar) {
+    let output = Command::new(bin("hangar"))
+        .args(["--url", &hangar.base, "connect", "prot"])
+        .env("HANGAR_API_KEY", BOB_KEY)
+        .output()
+        .expect("hangar runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "hangar connect prot: {stderr}");
+    let url = stdout
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with(&format!("{}/oauth/connect/prot?", hangar.base)))
+        .unwrap_or_else(|| panic!("no connect URL printed: {stdout}"));
+    assert!(stdout.contains("It works once, until "), "{stdout}");
+    browser.goto(url).await.expect("the connect URL opens");
+    sign_in_upstream(browser, "bob", &format!("{}/oauth/callback", hangar.base)).await;
+    poll("bob's connection to be stored", WAIT, || (!connections_of(hangar, BOB_KEY).is_empty()).then_some(()));
+}
+
+#[test]
+fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_token() {
+    let upstream = Upstream::start();
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    let config = config(&upstream.endpoint, upstream.secret.path(), &public);
+    let hangar = Hangar::start_on(&config, &format!("127.0.0.1:{port}")).expect("a free port");
+
+    // Nobody is connected: nobody's call reaches the upstream.
+    assert!(whoami_as(&hangar, ALICE_KEY).is_err());
+    assert!(upstream.calls().is_empty());
+
+    // alice's first token is short-lived (a second), so that her next call must refresh it;
+    // bob's lives on.
+    upstream.set("_ttl?s=1");
+    let alice_connected_at = with_driver(async |driver| {
+        let alice = driver.session().await;
+        alice_connects_from_the_page(&alice, &hangar).await;
+        let connected_at = unix_now();
+        let _ = alice.close().await;
+        upstream.set("_ttl?s=300");
+        let bob = driver.session().await;
+        bob_connects_from_the_cli(&bob, &hangar).await;
+        let _ = bob.close().await;
+        connected_at
+    });
+    // Each sees only their own connection.
+    for (key, who) in [(ALICE_KEY, "alice"), (BOB_KEY, "bob")] {
+        let mine = connections_of(&hangar, key);
+        assert_eq!(mine.len(), 1, "{who}: {mine:?}");
+        assert_eq!(mine[0]["mcp_server"], "prot", "{who}: {mine:?}");
+    }
+    assert_eq!(whoami_as(&hangar, BOB_KEY).as_deref(), Ok("bob"));
+
+    // alice's token has expired; her refresh is slow. While her call waits for it, bob calls
+    // again and again: each is served at once, with bob's own token.
+    let expires = connections_of(&hangar, ALICE_KEY)[0]["expires_at"].as_str().map(str::to_owned);
+    assert!(expires.is_some(), "the hangar knows when alice's token expires");
+    poll("alice's one-second token to expire", WAIT, || (unix_now() >= alice_connected_at + 2).then_some(()));
+    let refreshed = upstream.grants("refresh_token");
+    upstream.set("_slow?ms=4000");
+    let bob_during = std::thread::scope(|scope| {
+        let alice_call = scope.spawn(|| whoami_as(&hangar, ALICE_KEY));
+        let mut served = 0;
+        while !alice_call.is_finished() {
+            assert_eq!(whoami_as(&hangar, BOB_KEY).as_deref(), Ok("bob"), "bob is served with his own token");
+            served += 1;
+        }
+        assert_eq!(alice_call.join().expect("alice's call").as_deref(), Ok("alice"), "after her refresh");
+        served
+    });
+    upstream.set("_slow?ms=0");
+    assert_eq!(upstream.grants("refresh_token"), refreshed + 1, "alice's token was refreshed once");
+    assert!(bob_during >= 2, "bob was served while alice's refresh waited, not behind it ({bob_during} calls)");
+
+    // As the upstream saw them: each call carried its caller's token, and no token served both.
+    let calls = upstream.calls();
+    let tokens_of = |who: &str| -> Vec<String> {
+        calls.iter().filter(|c| c["sub"] == who).map(|c| c["token"].as_str().unwrap_or_default().to_owned()).collect()
+    };
+    let (alices, bobs) = (tokens_of("alice"), tokens_of("bob"));
+    assert_eq!(alices.len() + bobs.len(), calls.len(), "only alice's and bob's tokens came: {calls:?}");
+    assert!(!alices.is_empty() && !bobs.is_empty());
+    assert!(alices.iter().all(|token| !bobs.contains(token)), "a token served both");
+    for call in &calls {
+        assert_eq!(call["client_id"], "hangar-web", "{call}");
+    }
 }
