@@ -137,8 +137,14 @@ const BLOCK_TYPES: [&str; 5] = ["text", "image", "audio", "resource", "resource_
 
 /// `hangar_call`'s result: the report (text and structured), then the calls' own content blocks.
 /// A failed call is in the report, so the result itself is no error.
-pub fn with_upstream_blocks(report: Value) -> Value {
-    let blocks = upstream_blocks(&report);
+///
+/// A block that is not text (an image, audio, a resource or a link to one) appears once, as its
+/// own block after the report: in the report it is replaced by a reference,
+/// `{"type", "mimeType"?, "content_index": N}`, N being its place in the result's `content`.
+/// So an image's base64 is carried once, not three times (the report's text, its structured
+/// copy and the block).
+pub fn with_upstream_blocks(mut report: Value) -> Value {
+    let blocks = upstream_blocks(&mut report);
     let mut result = tool_result(report, false);
     if let Some(Value::Array(content)) = result.get_mut("content") {
         content.extend(blocks);
@@ -148,12 +154,13 @@ pub fn with_upstream_blocks(report: Value) -> Value {
 
 /// The successful calls' own content blocks, in call order, after the report: an image stays an
 /// image a model can see, not escaped JSON inside the report's text. Bounded in count and size; a
-/// block of a type MCP does not define, or past the bounds, stays only in the report.
-fn upstream_blocks(report: &Value) -> Vec<Value> {
-    let results = report.get("results").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+/// block of a type MCP does not define, or past the bounds, stays only in the report. Each block
+/// taken that is not text is replaced in `report` by its reference.
+fn upstream_blocks(report: &mut Value) -> Vec<Value> {
+    let results = report.get_mut("results").and_then(Value::as_array_mut).map(Vec::as_mut_slice).unwrap_or_default();
     let blocks = results
-        .iter()
-        .filter_map(|r| r.pointer("/result/content").and_then(Value::as_array))
+        .iter_mut()
+        .filter_map(|r| r.pointer_mut("/result/content").and_then(Value::as_array_mut))
         .flatten()
         .filter(|b| b.get("type").and_then(Value::as_str).is_some_and(|t| BLOCK_TYPES.contains(&t)));
     let mut bytes = 0usize;
@@ -164,7 +171,19 @@ fn upstream_blocks(report: &Value) -> Vec<Value> {
             break;
         }
         bytes += size;
-        out.push(block.clone());
+        if block.get("type").and_then(Value::as_str) == Some("text") {
+            out.push(block.clone());
+            continue;
+        }
+        // The report's own text is the result's first block.
+        let mut reference = Map::from_iter([
+            ("type".to_owned(), block["type"].clone()),
+            ("content_index".to_owned(), Value::from(out.len() + 1)),
+        ]);
+        if let Some(mime) = block.get("mimeType") {
+            reference.insert("mimeType".to_owned(), mime.clone());
+        }
+        out.push(std::mem::replace(block, Value::Object(reference)));
     }
     out
 }
@@ -215,17 +234,31 @@ mod tests {
             {"result": {"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}},
         ]});
         let result = with_upstream_blocks(report.clone());
-        let types: Vec<&str> =
-            result["content"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
+        let content = result["content"].as_array().unwrap();
+        let types: Vec<&str> = content.iter().map(|b| b["type"].as_str().unwrap()).collect();
         assert_eq!(types, ["text", "text", "image", "resource_link"], "the report, then the calls' blocks in order");
-        assert_eq!(result["structuredContent"], report, "the report is unchanged");
+        assert_eq!(content[2], image, "the image, whole, as its own block");
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["results"][0]["result"]["content"][0]["text"], "hi", "text stays in the report");
+        assert_eq!(
+            structured["results"][0]["result"]["content"][1],
+            json!({"type": "image", "mimeType": "image/png", "content_index": 2}),
+            "the report refers to the image by its place"
+        );
+        assert_eq!(
+            structured["results"][2]["result"]["content"][0],
+            json!({"type": "resource_link", "content_index": 3})
+        );
+        assert_eq!(result.to_string().matches("iVBOR").count(), 1, "the image's data is carried once");
 
         let many: Vec<Value> = (0..200).map(|i| json!({"type": "text", "text": i.to_string()})).collect();
-        let blocks = upstream_blocks(&json!({"results": [{"result": {"content": many}}]}));
+        let blocks = upstream_blocks(&mut json!({"results": [{"result": {"content": many}}]}));
         assert_eq!(blocks.len(), MAX_UPSTREAM_BLOCKS);
         let huge = json!({"type": "image", "data": "A".repeat(MAX_UPSTREAM_BLOCK_BYTES), "mimeType": "image/png"});
-        let blocks = upstream_blocks(&json!({"results": [{"result": {"content": [image, huge]}}]}));
+        let mut report = json!({"results": [{"result": {"content": [image, huge.clone()]}}]});
+        let blocks = upstream_blocks(&mut report);
         assert_eq!(blocks.len(), 1, "a block past the size bound stays only in the report");
+        assert_eq!(report["results"][0]["result"]["content"][1], huge);
     }
 
     #[test]

@@ -103,6 +103,10 @@ pub struct Asks {
     pub elicitation: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub roots: bool,
+    /// Elicitation in URL mode (`elicitation: {url: {}}`): the client can send its user to a
+    /// page, such as the one that connects their account to an upstream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub elicitation_url: bool,
 }
 
 impl Asks {
@@ -110,7 +114,8 @@ impl Asks {
     pub fn declared_in(params: Option<&Value>) -> Asks {
         let declared = params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_CLIENT_CAPABILITIES));
         let has = |capability: &str| declared.is_some_and(|d| d.get(capability).is_some());
-        Asks { sampling: has("sampling"), elicitation: has("elicitation"), roots: has("roots") }
+        let elicitation_url = declared.and_then(|d| d.get("elicitation")).is_some_and(|e| e.get("url").is_some());
+        Asks { sampling: has("sampling"), elicitation: has("elicitation"), roots: has("roots"), elicitation_url }
     }
 
     /// Whether the client can be asked anything at all.
@@ -212,7 +217,7 @@ mod tests {
     fn the_client_can_be_asked_what_its_meta_declares() {
         let params = json!({"_meta": {META_CLIENT_CAPABILITIES: {"sampling": {}, "roots": {}}}});
         let asks = Asks::declared_in(Some(&params));
-        assert_eq!(asks, Asks { sampling: true, elicitation: false, roots: true });
+        assert_eq!(asks, Asks { sampling: true, elicitation: false, roots: true, elicitation_url: false });
         assert!(asks.any() && asks.allows("sampling/createMessage") && asks.allows("roots/list"));
         assert!(!asks.allows("elicitation/create") && !asks.allows("tools/list"));
         assert!(!Asks::declared_in(Some(&json!({"_meta": {}}))).any());

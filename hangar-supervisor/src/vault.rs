@@ -375,7 +375,7 @@ mod tests {
         let old = Keyring::generate();
         std::fs::write(&key, &old).unwrap();
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let config = CredentialsConfig { key_file: Some(key.clone()) };
+        let config = CredentialsConfig { key_file: Some(key.clone()), public_url: None };
         let vault = opened(dir.path(), &config).unwrap();
         vault.put(&place("alice", "linear"), b"v").unwrap();
         // The new key first, then a reload: what the old one sealed is sealed again.
@@ -399,13 +399,13 @@ mod tests {
         let key = dir.path().join("k");
         std::fs::write(&key, Keyring::generate()).unwrap();
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let config = CredentialsConfig { key_file: Some(key.clone()) };
+        let config = CredentialsConfig { key_file: Some(key.clone()), public_url: None };
         let refused = opened(dir.path(), &config).unwrap_err();
         assert!(refused.to_string().contains("chmod 600"), "{refused}");
         assert_eq!(refused.exit_code(), EX_CONFIG);
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400)).unwrap();
         let vault = opened(dir.path(), &config).unwrap();
-        let other = CredentialsConfig { key_file: Some(dir.path().join("other")) };
+        let other = CredentialsConfig { key_file: Some(dir.path().join("other")), public_url: None };
         assert!(matches!(vault.rekey(&other, dir.path()), Err(VaultError::Moved { .. })));
     }
 }

@@ -9,7 +9,8 @@
 //! 3. `admit.rs`: what the call must satisfy before it may run: arguments an object, its
 //!    `Mcp-Param-*` headers, a tool's task support, then the hangar's and the server's limits.
 //! 4. `run.rs`: the upstream request, with its timeout, relay and trace.
-//! 5. Then the answer: returned as it is ([`Hangar::one_call`]), or `hold/` (a question to the
+//! 5. Then the answer (a caller who must first connect their own account to the server is
+//!    asked to, `connect.rs`): returned as it is ([`Hangar::one_call`]), or `hold/` (a question to the
 //!    client: the call waits, still running, for its retry), or `park/` (a task the supervisor
 //!    owns, for a client that takes tasks; `park/batch.rs` runs `hangar_call` batches).
 //!
@@ -18,7 +19,9 @@
 //! session's call may be cancelled by its request id (`kept/client_relay.rs`, from any API instance).
 //!
 //! Where later stages slot in, each in one place:
-//! - credentials for the upstream: `run.rs`, beside the trace it carries on;
+//! - credentials for the upstream: the server's connection carries them (`server/callers.rs`
+//!   gives each caller of a `per: user` or `token_exchange` server a connection with their own
+//!   token); a caller with none is asked to connect (`connect.rs`);
 //! - argument policy and approvals: `judge.rs`, where the view's rules already judge the call;
 //! - redaction of what the call returns: [`Hangar::one_call`], where its answer is shaped;
 //! - per-identity quotas: `admit.rs`, beside the limits.
@@ -28,6 +31,7 @@
 //! [`Calls`]'s, not `Hangar`'s.
 
 mod admit;
+mod connect;
 mod hold;
 mod judge;
 mod kept;
@@ -150,10 +154,12 @@ impl Hangar {
     /// its failure in the words of the surface it came through.
     pub(crate) async fn one_call(&self, decide: &Decision<'_>, call: CallRequest) -> Result<Value, IpcError> {
         let to_front_door = call.stance.era != CallEra::Hangar || matches!(call.target, Target::Exposed { .. });
+        let stance = call.stance.clone();
         let called = match call.hold {
             true => self.held_or_called(decide, call).await,
             false => self.pipeline(decide, call).await,
         };
+        let called = called.or_else(|err| self.ask_to_connect(decide.caller(), &stance, err));
         called.map_err(|err| self.upstream_words(err, to_front_door))
     }
 

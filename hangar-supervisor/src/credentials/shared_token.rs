@@ -298,7 +298,9 @@ mod tests {
             "client": {"id": "m2m", "secret_file": secret},
         }))
         .unwrap();
-        let shared = Arc::new(SharedToken::new(reqwest::Client::new(), "http://127.0.0.1:9/mcp", &oauth, None));
+        let client = oauth.registered().expect("pre-registered").clone();
+        let shared =
+            Arc::new(SharedToken::new(reqwest::Client::new(), "http://127.0.0.1:9/mcp", &oauth, &client, None));
         *shared.server.locked() = Some(AuthServer {
             issuer: "http://127.0.0.1:9".into(),
             token_endpoint,

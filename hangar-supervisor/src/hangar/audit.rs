@@ -160,7 +160,9 @@ impl<'a> Decision<'a> {
         params: &Value,
         found: Result<Arc<Server>, IpcError>,
     ) -> Result<Arc<Server>, IpcError> {
-        if !method.ends_with("/list") {
+        // A fan-out's own bookkeeping (a list gathered from every server, a log level set on
+        // each) is not a call of the caller's.
+        if !method.ends_with("/list") && method != "logging/setLevel" {
             self.log(mcp_server, method, &found);
             let arguments = params.get("arguments").unwrap_or(params);
             self.judge(|| self.judged(mcp_server, None, method, arguments));

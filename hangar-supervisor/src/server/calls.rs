@@ -71,7 +71,12 @@ impl Server {
         relay: Option<Relay>,
         traced: CallTrace<'_>,
     ) -> Result<Value, IpcError> {
-        let (upstream, exited) = self.ready_upstream().await?;
+        let (mut upstream, exited) = self.ready_upstream().await?;
+        // A caller's own connection, for a server whose callers bring their own credential.
+        let per_caller = self.per_caller();
+        if per_caller {
+            upstream = self.caller_link(traced.identity).await?;
+        }
         self.check_declared(tool)?;
         let _counted = CallInFlight::begin(self);
         let started = Instant::now();
@@ -104,6 +109,20 @@ impl Server {
         }
         let outcome = match outcome {
             Ok(result) => Ok(result),
+            Err(err) if per_caller => {
+                // The caller's connection is theirs alone: a refused token or a lost session
+                // is theirs to redo, and says nothing of the server.
+                if matches!(
+                    err,
+                    RequestError::Unauthorized { .. }
+                        | RequestError::NoCallerToken { .. }
+                        | RequestError::Closed { .. }
+                        | RequestError::Status { status: 404, .. }
+                ) {
+                    self.close_caller_link(traced.identity);
+                }
+                Err(self.caller_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err))
+            }
             Err(err) => {
                 let what = format!("tool `{}`", hangar_core::echo::bounded(tool));
                 Err(self.failed(&what, err, &upstream, exited).await)
@@ -133,12 +152,23 @@ impl Server {
     /// Passes any other MCP request to the upstream (starting it if cold) and answers its result.
     /// A prompt or resource list of a server that is not running is answered from its last
     /// known catalog, if it has one, without starting it.
+    ///
+    /// A method the running upstream did not declare the capability for (prompts, resources,
+    /// logging, completions) is never sent: a list is answered empty, `logging/setLevel` with
+    /// `{}`, anything else with JSON-RPC's -32601, in the hangar's words.
     pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
+        if let Some(undeclared) = self.undeclared(method) {
+            return undeclared;
+        }
         let listing = super::memory::is_first_page(method, &params);
         if listing && let Some(remembered) = self.remembered_list(method) {
             return remembered;
         }
         let (upstream, exited) = self.ready_upstream().await?;
+        // Its handshake may just have said.
+        if let Some(undeclared) = self.undeclared(method) {
+            return undeclared;
+        }
         self.lock().last_used = Instant::now();
         let outcome = upstream.request(method, params, timeout).await;
         if listing {
@@ -147,6 +177,33 @@ impl Server {
         match outcome {
             Ok(result) => Ok(result),
             Err(err) => Err(self.failed(method, err, &upstream, exited).await),
+        }
+    }
+
+    /// The answer to `method` when the running upstream declared no capability for it.
+    fn undeclared(&self, method: &str) -> Option<Result<Value, IpcError>> {
+        let capability = crate::upstream::needed_capability(method)?;
+        // Unknown until its first handshake: then asked, as any.
+        let declared = self.lock().declared.as_ref().map(|d| d.get(capability).is_some());
+        if declared != Some(false) {
+            return None;
+        }
+        let empty = |key: &str| {
+            // Remembered as any list, so that after a restart it is answered without a start.
+            let answer = json!({ key: [] });
+            self.keep_list(method, &Ok(answer.clone()));
+            Some(Ok(answer))
+        };
+        match method {
+            "prompts/list" => empty("prompts"),
+            "resources/list" => empty("resources"),
+            "resources/templates/list" => empty("resourceTemplates"),
+            "logging/setLevel" => Some(Ok(json!({}))),
+            _ => Some(Err(IpcError::new(
+                ErrorKind::UpstreamError,
+                format!("`{}` declares no `{capability}`: `{method}` was not sent to it", self.id),
+            )
+            .with_details(json!({"jsonrpc_code": hangar_core::jsonrpc::METHOD_NOT_FOUND, "jsonrpc_data": null})))),
         }
     }
 

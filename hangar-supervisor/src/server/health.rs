@@ -42,6 +42,10 @@ impl Server {
                 self.apply_tools(generation, tools);
                 CheckOutcome { generation, ok: true, duration_ms, error_type: None }
             }
+            // Reachability only: without a caller's credential, a refusal is an answer.
+            Err(crate::upstream::RequestError::Unauthorized { .. }) if self.per_caller() => {
+                CheckOutcome { generation, ok: true, duration_ms, error_type: None }
+            }
             Err(err) => {
                 CheckOutcome { generation, ok: false, duration_ms, error_type: Some(err.kind().as_str().into()) }
             }
@@ -157,7 +161,7 @@ impl Server {
     }
 
     /// Takes a fresh tool list from the process of `generation`, enforcing capabilities.
-    fn apply_tools(&self, generation: u64, tools: Tools) {
+    pub(super) fn apply_tools(&self, generation: u64, tools: Tools) {
         let mut inner = self.lock();
         if inner.generation != generation || inner.tools == tools {
             return;

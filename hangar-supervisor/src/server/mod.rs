@@ -17,6 +17,7 @@
 //! surface, waits for its backoff. A `generation`, bumped by every start and stop, tells news from an
 //! old process apart from news about the current one.
 
+mod callers;
 mod calls;
 mod health;
 mod memory;
@@ -48,6 +49,7 @@ use tokio::sync::broadcast;
 use crate::limits::{Limiter, Scope};
 use crate::logs::LogRing;
 
+pub(crate) use callers::CONNECT_DETAIL;
 pub use calls::{CallTrace, DEFAULT_CALL_TIMEOUT};
 use process::Process;
 
@@ -91,6 +93,8 @@ pub struct Server {
     starting: Mutex<Option<start::StartOutcome>>,
     /// This server's own concurrency and rate limits.
     limiter: Arc<Limiter>,
+    /// Its callers' own connections, when each brings their own credential (`callers.rs`).
+    callers: callers::Callers,
 }
 
 struct Inner {
@@ -131,6 +135,9 @@ struct Inner {
     blocked_because: Option<String>,
     /// Why the last stop ran, for the start it overtook to say so.
     last_stop: Option<StopReason>,
+    /// What the running upstream declared at its handshake (`None`: not known yet): the
+    /// optional methods it was not declared for are never sent to it (`calls.rs`).
+    declared: Option<serde_json::Value>,
 }
 
 /// A server's tools: as the hangar reads them, and as the upstream declared them (for the front
@@ -217,8 +224,10 @@ impl Server {
                 sandbox_in_effect: None,
                 blocked_because: None,
                 last_stop: None,
+                declared: None,
             }),
             starting: Mutex::new(None),
+            callers: callers::Callers::default(),
         })
     }
 

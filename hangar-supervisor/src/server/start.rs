@@ -230,6 +230,10 @@ impl Server {
                 Ok(Err(RequestError::Timeout { method, .. })) => {
                     return Err(StartFailure::Handshake(self.handshake_timed_out(&format!("`{method}` went unanswered"))));
                 }
+                // Without a caller's credential, a refusal is the answer expected: it is there.
+                Ok(Err(RequestError::Unauthorized { .. })) if self.per_caller() => {
+                    return self.up_reachable(generation);
+                }
                 Ok(Err(err @ RequestError::Unauthorized { .. })) => {
                     return Err(StartFailure::Unauthorized(self.unauthorized(&err)));
                 }
@@ -257,6 +261,24 @@ impl Server {
             .into(),
         );
         inner.meta.protocol_version = Some(handshake.protocol_version);
+        inner.declared = Some(handshake.capabilities);
+        inner.health.consecutive_failures = 0;
+        inner.last_used = Instant::now();
+        inner.last_check = None;
+        self.transition(&mut inner, Event::HandshakeDone);
+        Ok(())
+    }
+
+    /// A server whose callers bring their own credential is up once it answers at all: its
+    /// tools are learned at the first caller's connection (`callers.rs`), its era there too.
+    fn up_reachable(&self, generation: u64) -> Result<(), StartFailure> {
+        let mut inner = self.lock();
+        if inner.generation != generation || inner.lifecycle.state() != State::Initializing {
+            return Err(StartFailure::Stopped);
+        }
+        inner.meta.protocol_era = None;
+        inner.meta.protocol_version = None;
+        inner.declared = None;
         inner.health.consecutive_failures = 0;
         inner.last_used = Instant::now();
         inner.last_check = None;

@@ -125,11 +125,6 @@ impl HttpUpstream {
         self
     }
 
-    /// The HTTP client, for the token sources that share its connections.
-    pub fn http_client(&self) -> reqwest::Client {
-        self.client.clone()
-    }
-
     /// Answers the upstream's request relayed as `ask_id` with the client's response message
     /// (`result` or `error`), POSTed as a client would; whether it was still waiting.
     pub fn answer_ask(&self, ask_id: &str, response: &Value) -> bool {
@@ -294,6 +289,15 @@ impl HttpUpstream {
     /// No token could be had for `method`: why goes to the server's log (never a secret), and
     /// the request fails as the upstream would have refused it, 401.
     fn no_token(&self, method: &str, err: &crate::credentials::shared_token::TokenError) -> RequestError {
+        use crate::credentials::shared_token::TokenError;
+        let missing = match err {
+            TokenError::NotConnected => Some(super::CallerTokenMissing::NotConnected),
+            TokenError::NoSubject => Some(super::CallerTokenMissing::NoSubject),
+            _ => None,
+        };
+        if let Some(why) = missing {
+            return RequestError::NoCallerToken { method: method.into(), why };
+        }
         tracing::warn!(server = %self.log.server_id(), "no access token for an upstream: {err}");
         self.log.push(Stream::Stdout, format!("[hangar] no access token for `{method}`: {err}").as_bytes());
         RequestError::Status { method: method.into(), status: 401 }

@@ -63,6 +63,29 @@ pub enum RequestError {
     /// its `WWW-Authenticate` challenge's parsed parameters when it sent one.
     #[error("the upstream refused `{method}` with HTTP {status}{}", challenge_words(.challenge.as_ref()))]
     Unauthorized { method: String, status: u16, challenge: Option<Challenge> },
+    /// A connection that serves one caller has no token of theirs to send: they have not
+    /// connected an account (`per: user`), or came with no OAuth token to exchange
+    /// (`token_exchange`). Nothing was sent.
+    #[error("no credential of the caller's for `{method}`: {why}")]
+    NoCallerToken { method: String, why: CallerTokenMissing },
+}
+
+/// Why a caller's own token is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallerTokenMissing {
+    /// A `per: user` server: the caller has not connected an account (or it was forgotten).
+    NotConnected,
+    /// A `token_exchange` server: the caller came with an API key, not an OAuth token.
+    NoSubject,
+}
+
+impl std::fmt::Display for CallerTokenMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CallerTokenMissing::NotConnected => "they have not connected their account",
+            CallerTokenMissing::NoSubject => "they came with no OAuth token to exchange",
+        })
+    }
 }
 
 /// `` (it asked for: Bearer realm="x", ...)`` when there is a challenge.
@@ -86,7 +109,7 @@ impl RequestError {
             RequestError::Rpc { .. } | RequestError::Status { .. } | RequestError::Oversized { .. } => {
                 ErrorKind::UpstreamError
             }
-            RequestError::Unauthorized { .. } => ErrorKind::UpstreamUnauthorized,
+            RequestError::Unauthorized { .. } | RequestError::NoCallerToken { .. } => ErrorKind::UpstreamUnauthorized,
         }
     }
 }
@@ -195,6 +218,9 @@ pub struct Handshake {
     pub era: Era,
     /// One the hangar knows, or `unknown`.
     pub protocol_version: String,
+    /// What the server declared (`initialize`'s or `server/discover`'s `capabilities`); only
+    /// their names are read: what the hangar may ask it for.
+    pub capabilities: Value,
 }
 
 enum Link {
@@ -312,10 +338,14 @@ impl Upstream {
     /// `initialize` with a modern error (it was only slow to answer the probe) is asked again.
     pub async fn handshake(&self, deadline: Instant) -> Result<Handshake, RequestError> {
         let remaining = || deadline.saturating_duration_since(Instant::now());
-        let modern = || Handshake { era: Era::Modern, protocol_version: MODERN_REVISION.into() };
+        let modern = |discovered: Value| Handshake {
+            era: Era::Modern,
+            protocol_version: MODERN_REVISION.into(),
+            capabilities: declared(&discovered),
+        };
         self.set_era(Era::Modern);
         match self.request("server/discover", json!({}), remaining() / 2).await {
-            Ok(_) => return Ok(modern()),
+            Ok(discovered) => return Ok(modern(discovered)),
             Err(refused @ (RequestError::Closed { .. } | RequestError::Unauthorized { .. })) => return Err(refused),
             // Any other error, or silence, means legacy: never key the fallback to one code.
             Err(_) => {}
@@ -331,8 +361,8 @@ impl Upstream {
             // Only a 2026-07-28 server answers with its error table's codes: proof of a modern one.
             Err(RequestError::Rpc { code, .. }) if PROTOCOL_ERRORS.contains(&code) => {
                 self.set_era(Era::Modern);
-                self.request("server/discover", json!({}), remaining()).await?;
-                return Ok(modern());
+                let discovered = self.request("server/discover", json!({}), remaining()).await?;
+                return Ok(modern(discovered));
             }
             Err(err) => return Err(err),
         };
@@ -355,7 +385,7 @@ impl Upstream {
             }
             Link::Stdio(_) => self.notify("notifications/initialized", json!({})),
         }
-        Ok(Handshake { era: Era::Legacy, protocol_version: version })
+        Ok(Handshake { era: Era::Legacy, protocol_version: version, capabilities: declared(&result) })
     }
 }
 
@@ -387,7 +417,8 @@ fn with_meta(era: Era, mut params: Value) -> Value {
 /// An upstream's JSON-RPC error as a request failure: its text goes to the server's log only;
 /// its code, and its `data` for the protocol's own codes, are kept.
 /// A legacy upstream answering the era probe with "method not found" is the probe working as
-/// designed, so that answer goes to the hangar's debug log (its code only), not the server's log.
+/// designed, so that answer goes to the hangar's debug log (its code only), not the server's log;
+/// "method not found" for an optional method is a plain line, not an error.
 fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> RequestError {
     if method == "server/discover" && error.code == METHOD_NOT_FOUND {
         tracing::debug!(
@@ -395,6 +426,10 @@ fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> Req
             code = error.code,
             "server/discover not served: a legacy upstream"
         );
+    } else if error.code == METHOD_NOT_FOUND && needed_capability(method).is_some() {
+        // An optional method it does not serve, though it declared its capability: a plain
+        // fact of the server, never an error in its log.
+        log.push(crate::logs::Stream::Stderr, format!("[hangar] `{method}` is not served here").as_bytes());
     } else {
         log.push(
             crate::logs::Stream::Error,
@@ -436,6 +471,24 @@ fn encode(message: &Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(message).unwrap_or_default();
     line.push(b'\n');
     line
+}
+
+/// The `capabilities` a handshake's answer declares (`{}` when it declares none).
+fn declared(answer: &Value) -> Value {
+    answer.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}))
+}
+
+/// The capability a server must declare for the hangar to send it `method`, if one is needed:
+/// the optional methods of prompts, resources, logging and completions. Tools are every
+/// server's business (a server without them has nothing to call, and is asked anyway).
+pub fn needed_capability(method: &str) -> Option<&'static str> {
+    match method {
+        "logging/setLevel" => Some("logging"),
+        "completion/complete" => Some("completions"),
+        _ if method.starts_with("prompts/") => Some("prompts"),
+        _ if method.starts_with("resources/") => Some("resources"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

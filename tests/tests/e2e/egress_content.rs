@@ -1,5 +1,6 @@
 //! What a real client gets back through `hangar_call` and the front door (issue 15, section 4):
-//! the upstream's own content blocks (an image stays an image) besides the report, its progress
+//! the upstream's own content blocks (an image stays an image, carried once: the report refers
+//! to it by its place) besides the report, its progress
 //! while the call runs, `hangar_tools` of a server that has not run saying so, and an upstream's
 //! JSON-RPC error: its own words (cleaned and bounded) through the front door, never through
 //! `hangar_call` or onto the hangar's own surfaces.
@@ -41,7 +42,10 @@ fn assert_the_client_saw_everything(seen: &Value, mode: &str) {
     let block = &image["blocks"][1];
     assert_eq!(block["mime_type"], "image/png", "{mode}: {seen}");
     assert!(block["data"].as_str().unwrap().starts_with(PNG_PREFIX), "{mode}: {seen}");
-    assert_eq!(image["structured"]["results"][0]["result"]["content"][0]["data"], block["data"], "{mode}");
+    // The report refers to the image by its place: its data is carried once.
+    let reference = &image["structured"]["results"][0]["result"]["content"][0];
+    assert_eq!(*reference, json!({"type": "image", "mimeType": "image/png", "content_index": 1}), "{mode}: {seen}");
+    assert_eq!(image.to_string().matches(PNG_PREFIX).count(), 1, "{mode}: the image's data once: {seen}");
     assert_eq!(types(&seen["mixed"]["blocks"]), ["text", "text", "image", "resource"], "{mode}: {seen}");
 
     // The upstream's progress reached the client's own callback, in order, then the result.

@@ -28,6 +28,7 @@ mod custom_headers;
 mod dead_reasons;
 mod dead_words;
 mod declared_names;
+mod declared_only;
 mod documented;
 mod drain;
 mod echo_bounds;

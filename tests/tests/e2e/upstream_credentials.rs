@@ -366,10 +366,11 @@ fn a_credential_that_cannot_be_read_stops_the_start_and_is_a_refused_reload() {
         ),
         (
             remote("{oauth: {per: user, grant: client_credentials, client: {id: h, secret_file: /s}}}"),
-            "mcp_servers.far.auth.oauth.per",
-            "not supported yet",
+            "mcp_servers.far.auth.oauth.grant",
+            "not for a user",
         ),
-        (remote("{token_exchange: {audience: x}}"), "mcp_servers.far.auth.token_exchange", "not yet supported"),
+        (remote("{token_exchange: {audience: x}}"), "mcp_servers.far.auth.token_exchange", "token_endpoint"),
+        (remote("{oauth: {per: user, grant: authorization_code}}"), "credentials.public_url", "in a browser"),
         (remote("{headers: {Host: {env: X}}}"), "mcp_servers.far.auth.headers.Host", "set by the hangar"),
         (
             "mcp_servers:\n  far: {mode: remote, endpoint: 'http://127.0.0.1:9/mcp', env: {T: x}}\n".into(),

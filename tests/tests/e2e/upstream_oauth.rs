@@ -245,11 +245,13 @@ fn an_authorization_server_whose_metadata_names_another_issuer_is_refused() {
 }
 
 #[test]
-fn unsupported_oauth_modes_and_a_bad_key_file_are_refused_at_load_with_their_key() {
+fn mismatched_oauth_modes_and_a_bad_key_file_are_refused_at_load_with_their_key() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cases = [
-        ("per: user", "per: shared", "mcp_servers.prot.auth.oauth.per"),
-        ("grant: authorization_code", "grant: client_credentials", "mcp_servers.prot.auth.oauth.grant"),
+        // Client credentials get the hangar's token, never a user's; a person's sign-in never
+        // serves everyone.
+        ("per: user", "per: shared", "mcp_servers.prot.auth.oauth.grant"),
+        ("grant: authorization_code", "grant: client_credentials", "mcp_servers.prot.auth.oauth.per"),
         ("secret_file: relative", "secret_file: \"{secret}\"", "mcp_servers.prot.auth.oauth.client.secret_file"),
     ];
     for (with, instead_of, key) in cases {

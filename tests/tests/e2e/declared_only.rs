@@ -1,0 +1,60 @@
+//! The hangar asks an upstream only for what it declared (issue 32 §2). The real
+//! `@modelcontextprotocol/server-filesystem` declares `tools` alone; a legacy client's
+//! `logging/setLevel`, `prompts/list`, `resources/list` and `resources/templates/list` through
+//! the front door are answered (empty lists, `{}`) without reaching it: it answers no -32601,
+//! its log carries no "Method not found", and the audit trail records none of this bookkeeping
+//! as a failed call. A server that declares them (server-everything) still gets them.
+
+use hangar_tests::{Hangar, node, repo_root, server_everything};
+use serde_json::{Value, json};
+
+/// `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients` installs.
+fn server_filesystem() -> std::path::PathBuf {
+    let script =
+        repo_root().join(".tools/server-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
+    script
+}
+
+#[test]
+fn optional_methods_reach_only_the_upstreams_that_declared_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "tool_access: {{mode: front_door}}\nmcp_servers:\n  fs:\n    command: [\"{node}\", \"{fs}\", \"{dir}\"]\n  everything:\n    command: [\"{node}\", \"{everything}\"]\n",
+        node = node().display(),
+        fs = server_filesystem().display(),
+        dir = dir.path().display(),
+        everything = server_everything().display(),
+    );
+    let hangar = Hangar::start(&yaml);
+    for server in ["fs", "everything"] {
+        assert_eq!(hangar.post(&format!("/api/mcp_servers/{server}/start"), None).status, 200);
+    }
+    let session = hangar.legacy_session();
+    let answer = |method: &str, params: Value| -> Value {
+        let response = hangar.legacy(&session, method, params);
+        assert_eq!(response.status, 200, "{method}: {}", response.text);
+        let body = response.text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(&response.text);
+        let answer: Value = serde_json::from_str(body).expect("a JSON-RPC answer");
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    };
+    answer("logging/setLevel", json!({"level": "debug"}));
+    let prompts = answer("prompts/list", json!({}));
+    let resources = answer("resources/list", json!({}));
+    answer("resources/templates/list", json!({}));
+    // server-everything declared them, and was asked: its prompts and resources are listed.
+    assert!(!prompts["prompts"].as_array().unwrap().is_empty(), "{prompts}");
+    assert!(!resources["resources"].as_array().unwrap().is_empty(), "{resources}");
+
+    let logs = hangar.get("/api/mcp_servers/fs/logs?lines=1000").text;
+    for refusal in ["Method not found", "-32601", "logging/setLevel", "prompts/list", "resources/list"] {
+        assert!(!logs.contains(refusal), "server-filesystem was asked what it never declared ({refusal}): {logs}");
+    }
+    let audit = hangar.get("/api/audit?limit=1000").body;
+    let failed: Vec<&Value> =
+        audit["entries"].as_array().unwrap().iter().filter(|entry| entry["outcome"] != "ok").collect();
+    assert!(failed.is_empty(), "the fan-outs' bookkeeping was audited as failures: {failed:?}");
+    let set_level = audit["entries"].as_array().unwrap().iter().filter(|e| e["method"] == "logging/setLevel").count();
+    assert_eq!(set_level, 0, "setting a log level is no call of the caller's: {audit}");
+}
