@@ -363,8 +363,9 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
     let config = config(&upstream.endpoint, upstream.secret.path(), &public);
     let hangar = Hangar::start_on(&config, &format!("127.0.0.1:{port}")).expect("a free port");
 
-    // Nobody is connected: nobody's call reaches the upstream.
-    assert!(whoami_as(&hangar, ALICE_KEY).is_err());
+    // Nobody is connected: nobody's call reaches the upstream; alice is told where to connect.
+    let refused = whoami_as(&hangar, ALICE_KEY).expect_err("alice has no token yet");
+    assert!(refused.contains(&format!("{public}/oauth/connect/prot?")), "{refused}");
     assert!(upstream.calls().is_empty());
 
     // alice's first token is short-lived (a second), so that her next call must refresh it;
@@ -375,6 +376,9 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
         alice_connects_from_the_page(&alice, &hangar).await;
         let connected_at = unix_now();
         let _ = alice.close().await;
+        // alice's connection serves alice alone: bob, not connected yet, is still refused.
+        assert!(whoami_as(&hangar, BOB_KEY).is_err(), "bob is not served with alice's token");
+        assert!(upstream.calls().is_empty());
         upstream.set("_ttl?s=300");
         let bob = driver.session().await;
         bob_connects_from_the_cli(&bob, &hangar).await;
