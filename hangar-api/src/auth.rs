@@ -25,6 +25,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hangar_core::access::{AuthConfig, Caller, key_name_problem, parse_key_hash};
+use hangar_core::credential::Secret;
 use hangar_core::sync::UnpoisonedRw;
 use hangar_runtime::exit::{EX_CONFIG, Sysexit};
 
@@ -141,6 +142,13 @@ enum Protection {
     None,
     Configured,
 }
+
+/// The OAuth access token a request came with, once the validator accepted it: a request
+/// extension beside its [`Caller`], set only for an OAuth caller (never for a key caller), so
+/// its tool calls can carry it to the servers that exchange it (`auth.token_exchange`). Never
+/// logged (`Secret`).
+#[derive(Clone)]
+pub struct InboundToken(pub Secret);
 
 /// A credential as the request presents it.
 enum Credential<'a> {
@@ -288,18 +296,25 @@ impl Auth {
         self.inner.learned.load(Ordering::SeqCst)
     }
 
-    /// Who the request comes from. With nothing configured, everyone is [`Caller::anonymous`]
-    /// (on loopback, or with `--unsafe-no-auth`: beyond it the exposure rule refuses first).
-    /// Before the supervisor's settings are known only the file's keys count; an anonymous
-    /// caller is then refused by the supervisor itself if its config does configure
-    /// authentication.
+    /// Who the request comes from (tests): [`Auth::authenticate_with_token`]'s caller.
+    #[cfg(test)]
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        self.authenticate_with_token(headers).await.map(|(caller, _)| caller)
+    }
+
+    /// Who the request comes from, and the OAuth access token it came with when it is one the
+    /// validator accepted (`None` for a key, or the anonymous caller). With nothing configured,
+    /// everyone is [`Caller::anonymous`] (on loopback, or with `--unsafe-no-auth`: beyond it the
+    /// exposure rule refuses first). Before the supervisor's settings are known only the file's
+    /// keys count; an anonymous caller is then refused by the supervisor itself if its config
+    /// does configure authentication.
+    async fn authenticate_with_token(&self, headers: &HeaderMap) -> Result<(Caller, Option<InboundToken>), Refusal> {
         let (authenticates, config_keys, oauth, validator) = {
             let learned = self.inner.config.reading();
             (self.inner.authenticates(&learned), learned.keys.clone(), learned.oauth, learned.validator.clone())
         };
         if !authenticates {
-            return Ok(Caller::anonymous());
+            return Ok((Caller::anonymous(), None));
         }
         let missing = if oauth { Refusal::Token(crate::oauth::Refusal::Missing) } else { Refusal::Missing };
         let credential = presented(headers).ok_or(missing)?;
@@ -309,12 +324,13 @@ impl Auth {
         // Hashed once: the keys are looked up by it, and so are the tokens OAuth checked before.
         let digest = crate::oauth::digest(secret);
         if let Some(key) = find(config_keys.iter().chain(&self.inner.file), &digest) {
-            return Ok(Caller { identity: key.name.clone(), profile: key.profile.clone() });
+            return Ok((Caller { identity: key.name.clone(), profile: key.profile.clone() }, None));
         }
         match (credential, validator) {
             // With OAuth, a bearer token that is no key is an access token.
             (Credential::Bearer(token), Some(validator)) if oauth => {
-                validator.authenticate_digested(token, digest).await.map_err(Refusal::Token)
+                let caller = validator.authenticate_digested(token, digest).await.map_err(Refusal::Token)?;
+                Ok((caller, Some(InboundToken(Secret::new(token)))))
             }
             (Credential::Bearer(_), None) if oauth => Err(Refusal::Token(crate::oauth::Refusal::IssuerUnavailable)),
             _ => Err(Refusal::Invalid),
@@ -371,7 +387,8 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
-/// Names the request's caller for the handlers (an `Extension<Caller>`), or refuses it (401,
+/// Names the request's caller for the handlers (an `Extension<Caller>`, and with an OAuth
+/// caller its [`InboundToken`]), or refuses it (401,
 /// the error envelope; with OAuth, 401 or 403 with a `WWW-Authenticate` challenge; 503 beyond
 /// loopback while no authentication is known, by the exposure rule). The paths of
 /// [`crate::public`] need none: health probes and the protected-resource metadata stay open and
@@ -392,9 +409,12 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
     if public == Some(Public::PageFile) {
         return next.run(request).await;
     }
-    match auth.authenticate(request.headers()).await {
-        Ok(caller) => {
+    match auth.authenticate_with_token(request.headers()).await {
+        Ok((caller, token)) => {
             request.extensions_mut().insert(caller);
+            if let Some(token) = token {
+                request.extensions_mut().insert(token);
+            }
             next.run(request).await
         }
         Err(refusal) => {
@@ -403,7 +423,7 @@ pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: 
                     // The class of the refusal only, at debug: a flood of bad tokens must not
                     // flood the log, and nothing of a token is ever logged.
                     tracing::debug!(?refused, "token refused");
-                    crate::oauth::challenge(&oauth, refused)
+                    crate::oauth::challenge(&oauth, refused, request.uri().path())
                 }
                 (Refusal::Token(_), None) => crate::oauth::issuer_unavailable(),
                 (refusal, _) => {
@@ -482,8 +502,9 @@ mod tests {
             oauth: None,
         });
         assert!(auth.learned());
-        let caller = auth.authenticate(&headers("authorization", "Bearer ci")).await.unwrap();
+        let (caller, token) = auth.authenticate_with_token(&headers("authorization", "Bearer ci")).await.unwrap();
         assert_eq!(caller, Caller { identity: "ci-bot".into(), profile: Some("ci".into()) });
+        assert!(token.is_none(), "a key is no token to exchange");
         assert_eq!(
             auth.authenticate(&HeaderMap::new()).await,
             Err(Refusal::Missing),

@@ -19,6 +19,8 @@ pub const HEALTH_READY: &str = "/health/ready";
 pub const METADATA: &str = "/.well-known/oauth-protected-resource";
 /// The protected-resource metadata of the MCP endpoint, the resource tokens are for.
 pub const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp";
+/// The protected-resource metadata of the old HTTP+SSE transport's endpoint (`/sse`).
+pub const METADATA_SSE: &str = "/.well-known/oauth-protected-resource/sse";
 /// The status page's HTML.
 pub const PAGE_HTML: &str = "/";
 /// The status page's style sheet.
@@ -38,11 +40,12 @@ pub enum Public {
 }
 
 /// Every route that needs no credential.
-pub const PATHS: [(&str, Public); 7] = [
+pub const PATHS: [(&str, Public); 8] = [
     (HEALTH_LIVE, Public::Probe),
     (HEALTH_READY, Public::Probe),
     (METADATA, Public::Metadata),
     (METADATA_MCP, Public::Metadata),
+    (METADATA_SSE, Public::Metadata),
     (PAGE_HTML, Public::PageFile),
     (PAGE_CSS, Public::PageFile),
     (PAGE_JS, Public::PageFile),

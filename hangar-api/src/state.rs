@@ -80,8 +80,10 @@ impl FromRequestParts<AppState> for Calling {
         let caller = parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
             ApiError::from(IpcError::new(ErrorKind::Internal, "this route was reached without authentication"))
         })?;
+        // An OAuth caller's token, for the servers that exchange it; a key caller has none.
+        let token = parts.extensions.get::<crate::auth::InboundToken>().map(|token| token.0.clone());
         Ok(Calling {
-            supervisor: app.as_caller(caller),
+            supervisor: app.as_caller(caller).with_subject_token(token),
             changes: app.changes.clone(),
             telemetry: app.telemetry.clone(),
         })

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use hangar_core::access::Caller;
+use hangar_core::credential::Secret;
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{
     AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, Connection,
@@ -81,11 +82,21 @@ pub struct AsCaller {
     /// The legacy session and the client's request id its `hangar_call` calls go under, so the
     /// client's `notifications/cancelled` stops them from any API instance.
     cancellable_by: Option<CancelBy>,
+    /// The OAuth access token the caller came with, as the API validated it (`None` for a key
+    /// caller and the anonymous one): sent with each of its tool calls, for the servers that
+    /// exchange it (`auth.token_exchange`). Never logged (`Secret`).
+    subject_token: Option<Secret>,
 }
 
 impl AsCaller {
     pub fn new(supervisor: Arc<dyn Supervisor>, caller: Caller) -> AsCaller {
-        AsCaller { supervisor, caller, trace: None, cancellable_by: None }
+        AsCaller { supervisor, caller, trace: None, cancellable_by: None, subject_token: None }
+    }
+
+    /// The same caller, who came with the OAuth access `token` the API validated: its tool
+    /// calls carry it ([`CallSpec::subject_token`]).
+    pub fn with_subject_token(self, token: Option<Secret>) -> AsCaller {
+        AsCaller { subject_token: token, ..self }
     }
 
     /// The same caller, whose tool calls (by server and name) its client may cancel by
@@ -160,7 +171,7 @@ impl AsCaller {
     }
 
     /// A tool call, or a `hangar_call` batch the supervisor runs (see [`CallSpec`]), sent with
-    /// this caller's trace and, unless the spec names its own, the request id its client may
+    /// this caller's trace, the OAuth token it came with (if any) and, unless the spec names its own, the request id its client may
     /// cancel it by. The receiver hears its notices (as far as `spec.relay` asks) while it
     /// runs; the future answers its result (the upstream's own, verbatim, or the batch's), or a
     /// `CreateTaskResult` when it became a task. Dropping the future cancels the call.
@@ -170,6 +181,9 @@ impl AsCaller {
         }
         if spec.stance.cancel_by.is_none() {
             spec.stance.cancel_by = self.cancellable_by.clone();
+        }
+        if spec.subject_token.is_none() {
+            spec.subject_token = self.subject_token.clone();
         }
         self.relayed(Request::Call(Box::new(spec)), "call", |reply| match reply {
             Reply::Called(result) | Reply::Task(result) => Some(result),
@@ -422,5 +436,49 @@ impl AsCaller {
             Reply::UpstreamAnswered { found } => Ok(found),
             _ => Err(unexpected("answer_upstream")),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Mutex;
+
+    use hangar_core::sync::Unpoisoned;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A supervisor that keeps the subject token of each call it is sent.
+    #[derive(Default)]
+    struct Recording {
+        subjects: Mutex<Vec<Option<String>>>,
+    }
+
+    impl Supervisor for Recording {
+        fn request(&self, _caller: &Caller, request: Request) -> BoxFuture<'_, Result<Reply, IpcError>> {
+            if let Request::Call(spec) = request {
+                self.subjects.locked().push(spec.subject_token.map(|token| token.expose().to_owned()));
+            }
+            Box::pin(async { Ok(Reply::Called(json!({}))) })
+        }
+
+        fn readiness(&self) -> Readiness {
+            Readiness::Answering
+        }
+    }
+
+    #[tokio::test]
+    async fn an_oauth_callers_calls_carry_its_token_and_a_key_callers_none() {
+        let recording = Arc::new(Recording::default());
+        let caller = Caller { identity: "oauth:alice".into(), profile: None };
+        let alice = AsCaller::new(recording.clone(), caller).with_subject_token(Some(Secret::new("alice-token")));
+        let key = AsCaller::new(recording.clone(), Caller { identity: "ci-bot".into(), profile: None });
+        for supervisor in [&alice, &key] {
+            supervisor.call_tool(("math", "add"), json!({}), None, Relay::default(), None).1.await.unwrap();
+        }
+        alice.call(CallSpec::one(Target::Exposed { name: "math__add".into() }, json!({}), None)).1.await.unwrap();
+        let seen = recording.subjects.locked().clone();
+        assert_eq!(seen, [Some("alice-token".to_owned()), None, Some("alice-token".to_owned())]);
     }
 }

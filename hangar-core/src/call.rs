@@ -123,6 +123,13 @@ impl Asks {
         self.sampling || self.elicitation || self.roots
     }
 
+    /// Whether the client can be asked `method` with `params`: as [`Asks::allows`], and an
+    /// elicitation in URL mode only of a client that declared `elicitation.url`.
+    pub fn allows_request(&self, method: &str, params: Option<&Value>) -> bool {
+        let url = crate::mcp::elicitation_mode(params) == crate::mcp::ElicitationMode::Url;
+        self.allows(method) && !(method == "elicitation/create" && url && !self.elicitation_url)
+    }
+
     /// Whether the client can be asked `method` (one of [`CLIENT_REQUESTS`]).
     pub fn allows(&self, method: &str) -> bool {
         CLIENT_REQUESTS.iter().any(|(known, capability)| {
@@ -220,6 +227,12 @@ mod tests {
         assert_eq!(asks, Asks { sampling: true, elicitation: false, roots: true, elicitation_url: false });
         assert!(asks.any() && asks.allows("sampling/createMessage") && asks.allows("roots/list"));
         assert!(!asks.allows("elicitation/create") && !asks.allows("tools/list"));
+        let url = json!({"mode": "url", "url": "https://x", "elicitationId": "e", "message": "m"});
+        let form_only = Asks::declared_in(Some(&json!({"_meta": {META_CLIENT_CAPABILITIES: {"elicitation": {}}}})));
+        assert!(form_only.allows_request("elicitation/create", None));
+        assert!(!form_only.allows_request("elicitation/create", Some(&url)), "URL mode needs elicitation.url");
+        let both = Asks::declared_in(Some(&json!({"_meta": {META_CLIENT_CAPABILITIES: {"elicitation": {"url": {}}}}})));
+        assert!(both.allows_request("elicitation/create", Some(&url)));
         assert!(!Asks::declared_in(Some(&json!({"_meta": {}}))).any());
         assert!(!Asks::declared_in(None).any());
     }

@@ -209,7 +209,7 @@ pub enum Request {
     Audit(AuditQuery),
     /// Journal events, as the caller's view sees them. See [`Events`].
     Events(Events),
-    /// Audited calls and failures per minute. See [`Rates`].
+    /// Tool calls and their failures per minute. See [`Rates`].
     Rates(Rates),
     /// Who the caller is, as the supervisor judges it: identity, profile, and whether its view
     /// may act (start, stop, logs, reload). Answers [`Reply::WhoAmI`].

@@ -331,7 +331,7 @@ pub struct Events {
     pub follow: bool,
 }
 
-/// Audited calls and failures per minute over the last `minutes` (at most a day), as the
+/// Tool calls and their failures per minute over the last `minutes` (at most a day), as the
 /// caller's view sees them. Answers [`Reply::Rates`](crate::ipc::Reply::Rates).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rates {

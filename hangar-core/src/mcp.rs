@@ -86,9 +86,42 @@ pub const CLIENT_REQUESTS: [(&str, &str); 3] =
     [("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
 /// Whether a client that `declared` these capabilities (its `_meta` client capabilities, or a
 /// legacy session's at `initialize`) can be asked `method` (one of [`CLIENT_REQUESTS`]).
-pub fn declares(declared: &serde_json::Value, method: &str) -> bool {
-    CLIENT_REQUESTS.iter().any(|(known, capability)| *known == method && declared.get(capability).is_some())
+///
+/// An elicitation in URL mode (`params.mode: "url"`) needs `elicitation.url` declared; one in
+/// form mode, `elicitation` (a client that declares `url` alone takes no forms).
+pub fn declares(declared: &serde_json::Value, method: &str, params: Option<&serde_json::Value>) -> bool {
+    let Some(capability) = CLIENT_REQUESTS.iter().find(|(known, _)| *known == method).map(|(_, c)| *c) else {
+        return false;
+    };
+    let Some(given) = declared.get(capability) else { return false };
+    if method != "elicitation/create" {
+        return true;
+    }
+    match elicitation_mode(params) {
+        ElicitationMode::Url => given.get("url").is_some(),
+        // `elicitation: {}` is form mode (2025-06-18), as is one that names `form`.
+        ElicitationMode::Form => given.get("form").is_some() || given.get("url").is_none(),
+    }
 }
+
+/// The mode of an `elicitation/create` request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElicitationMode {
+    Form,
+    Url,
+}
+
+/// The mode `params` of an `elicitation/create` ask for (form, unless it says `url`).
+pub fn elicitation_mode(params: Option<&serde_json::Value>) -> ElicitationMode {
+    match params.and_then(|p| p.get("mode")).and_then(serde_json::Value::as_str) {
+        Some("url") => ElicitationMode::Url,
+        _ => ElicitationMode::Form,
+    }
+}
+
+/// JSON-RPC's "URL elicitation required" (2025-11-25): its `data` (`elicitations`) is protocol
+/// content for the client, as the 2026-07-28 table's errors' is.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 
 /// The upstream's answer when its request needs a capability the calling client did not declare:
 /// the same words in every era.

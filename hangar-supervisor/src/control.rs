@@ -629,7 +629,10 @@ async fn forward_events(
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             changed = subscription.tools.recv() => match changed {
-                Ok(mcp_server_id) if hangar.view(&caller).sees_server(&mcp_server_id) => ServerFrame::ToolsChanged { mcp_server_id },
+                // An empty id (a reload changed the servers) is everyone's news.
+                Ok(mcp_server_id) if mcp_server_id.is_empty() || hangar.view(&caller).sees_server(&mcp_server_id) => {
+                    ServerFrame::ToolsChanged { mcp_server_id }
+                }
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return,
             },

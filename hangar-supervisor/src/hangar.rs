@@ -334,6 +334,20 @@ impl Hangar {
             // A start that fails leaves the server dead with its reason, like any start.
             let _ = server.start(Cause::Explicit).await;
         }
+        // Behind the front door, an added server whose tools nobody remembers is started now to
+        // learn them (its idle stop then applies), as a first `tools/list` would.
+        if config.tool_access.mode == ToolAccessMode::FrontDoor {
+            let servers = self.servers.reading().clone();
+            for server in report.added.iter().filter_map(|id| servers.get(id)).filter(|s| !s.catalog_known()) {
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let _ = server.start(Cause::Call).await;
+                });
+            }
+        }
+        // Servers came or went, or who sees them may have: every client re-lists (the empty id
+        // names no one server).
+        let _ = self.shared.tool_changes.send(String::new());
         tracing::info!(added = ?report.added, removed = ?report.removed, changed = ?report.changed, "config reloaded");
         self.shared.journal.record(Happened::Reload { changes: report.clone(), identity: identity.to_owned() });
         // Every API instance asks for the `auth:` block again.
@@ -499,6 +513,10 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let Some(hangar) = hangar.upgrade() else { return };
+        if message.get("method").and_then(Value::as_str) == Some("notifications/elicitation/complete") {
+            hangar.upstream_elicitation_complete(&mcp_server, &message);
+            continue;
+        }
         let access = hangar.access.reading().clone();
         let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
         hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));

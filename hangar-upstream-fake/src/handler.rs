@@ -237,7 +237,8 @@ fn call(state: &State, id: &Value, params: Option<&Value>) -> Value {
     };
     if name == tools::RPC_ERROR {
         let message = args.get("message").and_then(Value::as_str).unwrap_or("rpc_error as asked");
-        return protocol::error(id, protocol::INTERNAL_ERROR, message, args.get("data").cloned());
+        let code = args.get("code").and_then(Value::as_i64).unwrap_or(protocol::INTERNAL_ERROR);
+        return protocol::error(id, code, message, args.get("data").cloned());
     }
     // `echo_meta` answers the `_meta` its request carried (trace context included), so a test
     // can see what reached the upstream.

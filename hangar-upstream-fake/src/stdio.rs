@@ -89,6 +89,14 @@ pub fn serve(state: &Arc<State>, out: &Arc<Output>) -> ExitCode {
                     out.raw(&tools::junk_line(tools::junk_bytes(&args), &state.sentinel));
                 }
                 out.answer(&reply, is_call);
+                // `rpc_error`'s `then_notify`: a notification after the answer, outside any request.
+                if is_call
+                    && name == Some(tools::RPC_ERROR)
+                    && let Some(notify) = msg.pointer("/params/arguments/then_notify").and_then(Value::as_object)
+                    && let Some(method) = notify.get("method").and_then(Value::as_str)
+                {
+                    out.send(&serde_json::json!({"jsonrpc": "2.0", "method": method, "params": notify.get("params")}));
+                }
                 if is_handshake && state.exit_after_handshake {
                     log_fault(&state.sentinel, "exiting right after the handshake as asked");
                     std::process::exit(EXIT_AFTER_HANDSHAKE_CODE);

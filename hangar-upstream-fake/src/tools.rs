@@ -78,8 +78,11 @@ pub fn spec(name: &str) -> Value {
         ),
         ECHO_META => ("Returns the `_meta` its request carried (test tool).", json!({"type": "object"})),
         RPC_ERROR => (
-            "Answers with a JSON-RPC error carrying `message` and `data` as given (test tool).",
-            json!({"type": "object", "properties": {"message": {"type": "string"}, "data": {}}}),
+            "Answers with a JSON-RPC error carrying `code` (default -32603), `message` and `data` as given; over \
+             stdio, then sends `then_notify` ({method, params}) as a notification, if given (test tool).",
+            json!({"type": "object", "properties": {
+                "code": {"type": "integer"}, "message": {"type": "string"}, "data": {}, "then_notify": {"type": "object"},
+            }}),
         ),
         "junk_line" => (
             "Prints a junk line of `bytes` bytes (the sentinel, repeated) on stdout, then answers (stdio only).",

@@ -949,8 +949,17 @@ pub fn key_hash(key: &str) -> String {
 /// 120 s) and parses the last line it prints as JSON; a failure shows its stderr and the
 /// hangar's log.
 pub fn python_json(hangar: &Hangar, script: &str, args: &[&str]) -> Value {
+    fixture_json(&python(), hangar, script, args)
+}
+
+/// As [`python_json`], for a Node script (the tools' Node).
+pub fn node_json(hangar: &Hangar, script: &str, args: &[&str]) -> Value {
+    fixture_json(&node(), hangar, script, args)
+}
+
+fn fixture_json(program: &Path, hangar: &Hangar, script: &str, args: &[&str]) -> Value {
     use std::io::Read;
-    let mut child = Command::new(python())
+    let mut child = Command::new(program)
         .arg(repo_root().join("tests/fixtures").join(script))
         .args(args)
         .stdin(Stdio::null())

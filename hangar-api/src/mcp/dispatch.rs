@@ -176,6 +176,10 @@ async fn handle(
         "ping" => Ok(json!({})),
         "server/discover" => {
             let mut capabilities = front_door::capabilities(supervisor).await;
+            // A listen's `resourceSubscriptions` are honoured through the front door.
+            if front_door::enabled(supervisor).await {
+                capabilities["resources"]["subscribe"] = json!(true);
+            }
             capabilities["extensions"] = tasks::extensions();
             Ok(json!({"supportedVersions": ALL_REVISIONS, "capabilities": capabilities, "instructions": INSTRUCTIONS}))
         }

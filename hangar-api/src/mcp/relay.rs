@@ -98,7 +98,7 @@ impl LegacyCall {
     async fn answer_upstream_ask(&self, events: &mpsc::Sender<Bytes>, ask: Value) -> Result<(), ()> {
         let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default();
         let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-        let response = match asked_of(&self.declared(), method) {
+        let response = match asked_of(&self.declared(), method, ask.get("params")) {
             Err(refused) => Err(Asked::Failed(refused)),
             Ok(()) => ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await,
         };
@@ -136,9 +136,9 @@ pub(super) fn declared_in(meta: Option<&Value>) -> Value {
 /// Whether a client that `declared` these capabilities may be asked `method`: a request it did
 /// not declare is refused in the words a 2026-07-28 client's would be (`mcp::not_declared`);
 /// an unknown method is [`ask_client`]'s to refuse.
-pub(super) fn asked_of(declared: &Value, method: &str) -> Result<(), RpcError> {
+pub(super) fn asked_of(declared: &Value, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
     let known = CLIENT_REQUESTS.iter().any(|(known, _)| *known == method);
-    if known && !declares(declared, method) { Err(not_declared(method)) } else { Ok(()) }
+    if known && !declares(declared, method, params) { Err(not_declared(method)) } else { Ok(()) }
 }
 
 /// Whether an upstream's result asks for the client's input first.
@@ -289,7 +289,7 @@ pub(super) async fn ask(
     let mut responses = Map::new();
     for (key, question) in questions {
         let method = question.get("method").and_then(Value::as_str).unwrap_or_default();
-        asked_of(declared, method).map_err(Asked::Failed)?;
+        asked_of(declared, method, question.get("params")).map_err(Asked::Failed)?;
         let response = ask_client(supervisor, session, events, method, question.get("params")).await?;
         match response.get("result") {
             Some(result) => responses.insert(key.clone(), result.clone()),

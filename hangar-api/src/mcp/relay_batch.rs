@@ -198,7 +198,7 @@ async fn pass_on(batch: &Batch, to_client: &mpsc::UnboundedSender<ToClient>, not
     }
     let text = |key: &str| notice.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-    if let Err(refused) = relay::asked_of(&batch.declared, &method) {
+    if let Err(refused) = relay::asked_of(&batch.declared, &method, notice.get("params")) {
         let response = json!({"error": refused.to_json()});
         if let Err(err) = batch.supervisor.answer_upstream(&server, &ask_id, response).await {
             tracing::debug!(error = %err.message, "the hangar's answer to an upstream's request did not reach it");

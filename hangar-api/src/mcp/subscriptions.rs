@@ -2,8 +2,14 @@
 //! SSE that stays open) and the legacy session's GET stream.
 //!
 //! The hangar knows when an upstream's tool list changes (the supervisor tells the API), so
-//! `toolsListChanged` is honoured; prompts, resources and resource subscriptions are not yet
-//! tracked, and the acknowledgement says so rather than promising what would never come.
+//! `toolsListChanged` is honoured. `resourceSubscriptions` are honoured through the front door
+//! for every URI a server the caller sees has: the listen is a session of its own at the
+//! supervisor (as a legacy session is), subscribed to each URI as a legacy session's
+//! `resources/subscribe` is (a legacy upstream is asked `resources/subscribe`, a 2026-07-28 one
+//! is held a listen of its own), and it ends with the stream. Each update comes as
+//! `notifications/resources/updated`, naming the URI as the client wrote it. Prompt and resource
+//! list changes are not tracked, and the acknowledgement says so rather than promising what would
+//! never come.
 //! `taskIds` (the tasks extension, SEP-2663) is honoured for the caller's own live tasks: each
 //! comes as `notifications/tasks` (a `DetailedTask`) as it stands and at every status change.
 
@@ -20,7 +26,7 @@ use super::id::Id;
 use super::reply::{McpReply, sse_event};
 use crate::state::{Calling, ListChanged};
 use crate::supervisor::{AsCaller, BoxFuture};
-use hangar_core::ipc::{IpcError, Reply};
+use hangar_core::ipc::{IpcError, Reply, SessionChange};
 
 /// A notification of a subscription; its `_meta` names the subscription by the request's id, as
 /// the client wrote it.
@@ -81,8 +87,56 @@ pub fn listen(app: &Calling, id: &Id, params: Option<&Value>, front_door: bool) 
         "resourceSubscriptions": [],
     });
     let changed = notification(id, "notifications/tools/list_changed", None, None);
-    let acknowledge = Acknowledge { id: id.clone(), honoured, task_ids };
+    let resources = if front_door { asked_resources(asked)? } else { Vec::new() };
+    let acknowledge = Acknowledge { id: id.clone(), honoured, task_ids, resources };
     Ok(stream(app, Some(acknowledge), tools.then_some(changed), None))
+}
+
+/// The most resources one listen subscribes to.
+const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
+
+/// The `resourceSubscriptions` a listen asks for: at most [`MAX_RESOURCE_SUBSCRIPTIONS`] URIs,
+/// else -32602.
+fn asked_resources(asked: Option<&Value>) -> Result<Vec<String>, RpcError> {
+    let Some(uris) = asked.and_then(|n| n.get("resourceSubscriptions")) else { return Ok(Vec::new()) };
+    let uris = uris.as_array().filter(|uris| uris.len() <= MAX_RESOURCE_SUBSCRIPTIONS).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "`resourceSubscriptions` must be a list of at most {MAX_RESOURCE_SUBSCRIPTIONS} URIs"
+        ))
+    })?;
+    let uris: Option<Vec<String>> = uris.iter().map(|uri| uri.as_str().map(str::to_owned)).collect();
+    uris.ok_or_else(|| RpcError::invalid_params("`resourceSubscriptions` must hold URIs (strings)"))
+}
+
+/// Opens the listen's own session at the supervisor and subscribes it to each of `uris` a
+/// server the caller sees has; the session's id and the URIs subscribed. Nothing is opened when
+/// none is asked for, or none could be.
+async fn subscribe_resources(supervisor: &AsCaller, uris: Vec<String>) -> Option<(String, Vec<String>)> {
+    if uris.is_empty() {
+        return None;
+    }
+    let version = hangar_core::mcp::LATEST_LEGACY_REVISION;
+    let session = super::session::mint(version);
+    if let Err(err) = supervisor.session_open(&session, version, json!({})).await {
+        tracing::debug!(kind = err.kind.as_str(), "a listen's resource subscriptions were not opened");
+        return None;
+    }
+    let mut subscribed = Vec::new();
+    for uri in uris {
+        let Some((mcp_server, upstream_uri)) = super::front_door::resource_owner_of(supervisor, &uri).await else {
+            continue;
+        };
+        let recorded = supervisor.session_use(&session, Some(SessionChange::Subscribe(uri.clone()))).await;
+        // As a legacy session's `resources/subscribe`: asked of a legacy upstream (one that
+        // cannot take it does not fail it), held as a listen for a 2026-07-28 one.
+        let params = json!({"uri": uri});
+        let _ = super::front_door::by_uri(supervisor, "resources/subscribe", Some(params)).await;
+        let bridged = SessionChange::SubscribeUpstream { uri: uri.clone(), mcp_server, upstream_uri };
+        if recorded.is_ok() && supervisor.session_use(&session, Some(bridged)).await.is_ok() {
+            subscribed.push(uri);
+        }
+    }
+    Some((session, subscribed))
 }
 
 /// The `taskIds` a listen asks for: `None` when absent; a list of at most
@@ -102,6 +156,8 @@ struct Acknowledge {
     id: Id,
     honoured: Value,
     task_ids: Option<Vec<String>>,
+    /// The resource URIs asked for (honoured only through the front door).
+    resources: Vec<String>,
 }
 
 /// The legacy GET stream of a session: `notifications/tools/list_changed` as tools change, and
@@ -142,9 +198,19 @@ fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, se
     let supervisor = app.supervisor.clone();
     let (events, receiver) = mpsc::channel(16);
     tokio::spawn(async move {
+        let mut session = session;
+        // The listen's own session, ended with the stream (when this task ends, however).
+        let mut _owned = None;
         let (mut tasks, mut tasks_followed, mut subscription) = (None, None, None);
         if let Some(mut acknowledge) = first {
             (tasks, tasks_followed) = follow_tasks(&supervisor, &mut acknowledge).await;
+            if let Some((listen_session, subscribed)) =
+                subscribe_resources(&supervisor, std::mem::take(&mut acknowledge.resources)).await
+            {
+                acknowledge.honoured["resourceSubscriptions"] = json!(subscribed);
+                session = Some(listen_session.clone());
+                _owned = Some(EndsSession { supervisor: supervisor.clone(), session: listen_session });
+            }
             let Acknowledge { id, honoured, .. } = acknowledge;
             let acknowledged = notification(&id, "notifications/subscriptions/acknowledged", Some(honoured), None);
             if events.send(acknowledged).await.is_err() {
@@ -162,9 +228,14 @@ fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, se
         let mut followed = followed;
         loop {
             let event = tokio::select! {
-                message = next_message(&mut messages) => match message {
-                    Some(message) => sse_event(&message),
-                    None => return,
+                message = next_message(&mut messages) => match (message, &subscription) {
+                    // A listen's resource update names its subscription, as every notification
+                    // of a listen does.
+                    (Some(message), Some(id)) if message["method"] == "notifications/resources/updated" => {
+                        notification(id, "notifications/resources/updated", None, message.get("params").cloned())
+                    }
+                    (Some(message), _) => sse_event(&message),
+                    (None, _) => return,
                 },
                 () = session_over(&mut followed) => return,
                 task = next_message(&mut tasks) => match (task, &subscription) {
@@ -182,7 +253,8 @@ fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, se
                 },
                 change = changes.recv() => match (change, &on_tools) {
                     (Ok(ListChanged::Tools(mcp_server)), Some(notification)) => {
-                        if !sees(&supervisor, &mcp_server).await {
+                        // An empty id: a reload changed the servers, or who sees them.
+                        if !mcp_server.is_empty() && !sees(&supervisor, &mcp_server).await {
                             continue;
                         }
                         notification.clone()
@@ -199,6 +271,23 @@ fn stream(app: &Calling, first: Option<Acknowledge>, on_tools: Option<Bytes>, se
         }
     });
     McpReply::events(receiver)
+}
+
+/// A listen's own session, ended (from a task of its own) when the stream is dropped.
+struct EndsSession {
+    supervisor: AsCaller,
+    session: String,
+}
+
+impl Drop for EndsSession {
+    fn drop(&mut self) {
+        let (supervisor, session) = (self.supervisor.clone(), std::mem::take(&mut self.session));
+        tokio::spawn(async move {
+            if let Err(err) = supervisor.session_end(&session).await {
+                tracing::debug!(kind = err.kind.as_str(), "a listen's session was not ended; its TTL will");
+            }
+        });
+    }
 }
 
 /// The next message for the followed session; never, without one.

@@ -51,8 +51,10 @@ pub fn busy() -> Response {
     response
 }
 
-/// The refusal of a request for `refusal`, with its `WWW-Authenticate` challenge.
-pub fn challenge(oauth: &OAuth, refusal: Refusal) -> Response {
+/// The refusal of a request to `path` for `refusal`, with its `WWW-Authenticate` challenge: it
+/// points at the old HTTP+SSE transport's metadata for that transport's paths, else at the MCP
+/// endpoint's.
+pub fn challenge(oauth: &OAuth, refusal: Refusal, path: &str) -> Response {
     let (status, error, message) = match refusal {
         Refusal::Missing => (
             StatusCode::UNAUTHORIZED,
@@ -74,7 +76,9 @@ pub fn challenge(oauth: &OAuth, refusal: Refusal) -> Response {
         Refusal::Busy => return busy(),
     };
     let config = oauth.config();
-    let mut header = format!("Bearer resource_metadata=\"{}\"", metadata_url(oauth.resource()));
+    let sse = path == "/sse" || path == "/messages";
+    let resource = if sse { oauth.sse_resource() } else { oauth.resource() };
+    let mut header = format!("Bearer resource_metadata=\"{}\"", metadata_url(resource));
     let scopes = if config.required_scopes.is_empty() { &config.scopes_supported } else { &config.required_scopes };
     if !scopes.is_empty() {
         header.push_str(&format!(", scope=\"{}\"", scopes.join(" ")));

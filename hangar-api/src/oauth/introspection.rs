@@ -78,7 +78,7 @@ impl Opaque {
         token: &str,
         key: TokenDigest,
         issuer: &str,
-        resource: &str,
+        resources: &[&str],
         caller: impl Fn(&Map<String, Value>) -> Result<Caller, Refusal>,
     ) -> Result<Caller, Refusal> {
         if let Some(decided) = self.cache.get(&key, Instant::now()) {
@@ -96,7 +96,7 @@ impl Opaque {
             return decided;
         }
         let decide = |claims: &Map<String, Value>, now| {
-            check_claims(claims, issuer, resource, now).and_then(|()| caller(claims))
+            check_claims(claims, issuer, resources, now).and_then(|()| caller(claims))
         };
         self.introspect(token, key, decide).await
     }
@@ -147,7 +147,7 @@ impl Drop for Asked<'_> {
 /// answer without `aud` cannot show the token is for this resource, and a refresh token's has
 /// none, so it is refused); where the answer carries them, `iss` is the configured issuer, and
 /// `exp` and `nbf` hold with [`LEEWAY_S`].
-fn check_claims(claims: &Map<String, Value>, issuer: &str, resource: &str, now: u64) -> Result<(), Refusal> {
+fn check_claims(claims: &Map<String, Value>, issuer: &str, resources: &[&str], now: u64) -> Result<(), Refusal> {
     super::numeric_dates(claims)?;
     if let Some(iss) = claims.get("iss")
         && iss.as_str().map(|iss| iss.trim_end_matches('/')) != Some(issuer.trim_end_matches('/'))
@@ -155,8 +155,8 @@ fn check_claims(claims: &Map<String, Value>, issuer: &str, resource: &str, now: 
         return Err(Refusal::InvalidToken("from another issuer"));
     }
     let audience_fits = match claims.get("aud") {
-        Some(Value::String(aud)) => aud == resource,
-        Some(Value::Array(auds)) => auds.iter().any(|aud| aud.as_str() == Some(resource)),
+        Some(Value::String(aud)) => resources.contains(&aud.as_str()),
+        Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(|aud| resources.contains(&aud)),
         Some(_) | None => false,
     };
     if !audience_fits {
@@ -333,7 +333,7 @@ mod tests {
     #[test]
     fn an_answer_is_checked_like_a_jwt_and_must_name_the_resource() {
         let check = |claims: Value| {
-            check_claims(claims.as_object().unwrap(), "https://idp.example.com/", "https://h/mcp", 1_000)
+            check_claims(claims.as_object().unwrap(), "https://idp.example.com/", &["https://h/mcp"], 1_000)
         };
         let another_resource = Err(Refusal::InvalidToken("minted for another resource"));
         assert_eq!(check(serde_json::json!({"active": true})), another_resource, "no aud");

@@ -1,11 +1,12 @@
 //! What the hangar tells clients about its authorization: the protected-resource metadata
 //! (RFC 9728), served without a token at `/.well-known/oauth-protected-resource` and at its
-//! path-suffixed form for `/mcp` (the paths are in [`crate::public`]). The refusals that point
-//! here are in `challenge.rs`.
+//! path-suffixed forms for `/mcp` and for the old HTTP+SSE transport's `/sse` (the paths are in
+//! [`crate::public`]). The refusals that point here are in `challenge.rs`.
 //!
 //! Each document names the resource its URL was derived from (RFC 9728 §3.3): the suffixed one
-//! the MCP endpoint's resource (`auth.oauth.resource`, what tokens are minted for), the bare one
-//! that resource's origin.
+//! the MCP endpoint's resource (`auth.oauth.resource`, what tokens are minted for), the `/sse`
+//! one that transport's own (`…/sse` beside a default `…/mcp`; a client of it asks a token for
+//! the URL it opens, and checks the metadata names it), the bare one that resource's origin.
 
 use axum::Router;
 use axum::extract::State;
@@ -15,11 +16,19 @@ use axum::routing::get;
 use serde_json::json;
 
 use super::OAuth;
-use crate::public::{METADATA, METADATA_MCP};
+use crate::public::{METADATA, METADATA_MCP, METADATA_SSE};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route(METADATA, get(origin_resource)).route(METADATA_MCP, get(mcp_resource))
+    Router::new()
+        .route(METADATA, get(origin_resource))
+        .route(METADATA_MCP, get(mcp_resource))
+        .route(METADATA_SSE, get(sse_resource))
+}
+
+/// The `/sse`-suffixed path: the metadata of the old HTTP+SSE transport's endpoint.
+async fn sse_resource(state: State<AppState>, method: Method, uri: Uri) -> Response {
+    protected_resource(state, method, uri, |oauth| oauth.sse_resource().to_owned()).await
 }
 
 /// The bare well-known path: the metadata of the resource's origin.

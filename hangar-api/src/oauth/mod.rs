@@ -69,6 +69,10 @@ struct Inner {
     config: OAuthConfig,
     /// The canonical resource URI tokens must be minted for.
     resource: String,
+    /// The old HTTP+SSE transport's own resource (`…/sse`), when `resource` is the MCP
+    /// endpoint's (`…/mcp`): that transport's clients ask for a token for the URL they open,
+    /// and the hangar takes it as its own.
+    sse_resource: Option<String>,
     issuer: Arc<Issuer>,
     /// With `auth.oauth.introspection`: opaque tokens.
     opaque: Option<Opaque>,
@@ -83,11 +87,25 @@ impl OAuth {
         let issuer = Arc::new(Issuer::new(config.issuer.clone(), config.jwks_refresh())?);
         let opaque = config.introspection.as_deref().map(Opaque::new).transpose()?;
         let verified = cache::TokenCache::default();
-        Ok(OAuth { inner: Arc::new(Inner { config, resource, issuer, opaque, verified }) })
+        let sse_resource = resource.strip_suffix("/mcp").map(|base| format!("{base}/sse"));
+        Ok(OAuth { inner: Arc::new(Inner { config, resource, sse_resource, issuer, opaque, verified }) })
     }
 
     pub fn resource(&self) -> &str {
         &self.inner.resource
+    }
+
+    /// The resource the old HTTP+SSE transport's clients ask tokens for: `…/sse` beside an
+    /// `…/mcp` resource, else the resource itself.
+    pub fn sse_resource(&self) -> &str {
+        self.inner.sse_resource.as_deref().unwrap_or(&self.inner.resource)
+    }
+
+    /// Every audience a token may name: the resource, and the SSE transport's.
+    fn audiences(&self) -> Vec<&str> {
+        let mut audiences = vec![self.inner.resource.as_str()];
+        audiences.extend(self.inner.sse_resource.as_deref());
+        audiences
     }
 
     pub fn config(&self) -> &OAuthConfig {
@@ -122,8 +140,8 @@ impl OAuth {
             // Shaped as a JWS but not one: nothing an authorization server should be asked about.
             (None, _) if introspection::jws_shaped(token) => return Err(Refusal::InvalidToken("malformed")),
             (None, Some(opaque)) => {
-                let (issuer, resource) = (&self.inner.config.issuer, &self.inner.resource);
-                return opaque.authenticate(token, digest, issuer, resource, |claims| self.caller(claims)).await;
+                let (issuer, audiences) = (&self.inner.config.issuer, self.audiences());
+                return opaque.authenticate(token, digest, issuer, &audiences, |claims| self.caller(claims)).await;
             }
             (None, None) => return Err(Refusal::InvalidToken("malformed")),
         };
@@ -153,7 +171,7 @@ impl OAuth {
         validation.leeway = LEEWAY_S;
         validation.validate_nbf = true;
         validation.set_issuer(&[iss]);
-        validation.set_audience(&[&self.inner.resource]);
+        validation.set_audience(&self.audiences());
         validation.required_spec_claims = ["exp", "iss", "aud"].into_iter().map(String::from).collect();
         validation
     }

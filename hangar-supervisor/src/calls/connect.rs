@@ -9,18 +9,20 @@
 //!   ([`Hangar::connected`]);
 //! - any other caller gets the hangar's error, whose words carry the URL (a tool error at the
 //!   front door, the error of `hangar_call` or REST).
+//!
+//! An upstream's own -32042 passes to a legacy session as it came (its `data` is protocol
+//! content); the session is noted, so the upstream's `notifications/elicitation/complete` for
+//! it reaches that session alone ([`Hangar::upstream_elicitation_complete`]).
 
 use hangar_core::access::Caller;
 use hangar_core::ipc::{CallEra, ErrorKind, IpcError, Stance};
-use hangar_core::mcp::{INPUT_REQUESTS, RESULT_TYPE_INPUT_REQUIRED};
+use hangar_core::mcp::{INPUT_REQUESTS, RESULT_TYPE_INPUT_REQUIRED, URL_ELICITATION_REQUIRED};
 use serde_json::{Value, json};
 
-use super::kept::Wait;
+use super::kept::{Wait, Waiter};
 use crate::hangar::Hangar;
 use crate::server::CONNECT_DETAIL;
 
-/// JSON-RPC's "URL elicitation required" (MCP 2025-11-25).
-const URL_ELICITATION_REQUIRED: i64 = -32042;
 /// The key of the one question in `inputRequests`.
 const CONNECT_KEY: &str = "connect";
 
@@ -53,7 +55,7 @@ impl Hangar {
             CallEra::Legacy if stance.asks.elicitation_url => {
                 if let (Some(by), Some(id)) = (&stance.cancel_by, elicitation["elicitationId"].as_str()) {
                     let wait = Wait { session: by.session.clone(), elicitation_id: id.to_owned() };
-                    self.calls.connect_waits.wait(&caller.identity, &server, wait);
+                    self.calls.elicitations.wait_for_connect(&caller.identity, &server, wait);
                 }
                 Err(IpcError::new(ErrorKind::UpstreamError, message).with_details(json!({
                     "jsonrpc_code": URL_ELICITATION_REQUIRED,
@@ -71,7 +73,7 @@ impl Hangar {
     /// is done, and the server's tools are learned with the new token if none are known yet.
     #[allow(dead_code)] // the connect flow's callback calls it, being built
     pub(crate) fn connected(&self, identity: &str, server: &str) {
-        for wait in self.calls.connect_waits.done(identity, server) {
+        for wait in self.calls.elicitations.connected(identity, server) {
             let done = json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/elicitation/complete",
@@ -87,5 +89,32 @@ impl Hangar {
                 tracing::info!(mcp_server = %server.id(), error = %err.message, "a new connection could not be opened");
             }
         });
+    }
+}
+
+impl Hangar {
+    /// A legacy session's call failed with an upstream's -32042: its elicitations' completion
+    /// is awaited for that session.
+    pub(super) fn await_upstream_elicitations(&self, caller: &Caller, stance: &Stance, err: &IpcError) {
+        let Some(details) = &err.details else { return };
+        let (Some(by), Some(server)) = (&stance.cancel_by, details.get("mcp_server").and_then(Value::as_str)) else {
+            return;
+        };
+        if details.get("jsonrpc_code").and_then(Value::as_i64) != Some(URL_ELICITATION_REQUIRED) {
+            return;
+        }
+        let elicitations = details.pointer("/jsonrpc_data/elicitations").and_then(Value::as_array);
+        for id in elicitations.into_iter().flatten().filter_map(|e| e.get("elicitationId").and_then(Value::as_str)) {
+            let waiter = Waiter { identity: caller.identity.clone(), session: by.session.clone() };
+            self.calls.elicitations.wait_for_upstream(server, id, waiter);
+        }
+    }
+
+    /// `server` said its elicitation in `message` is complete: the one session it was passed to
+    /// hears it; no one else does.
+    pub(crate) fn upstream_elicitation_complete(&self, server: &str, message: &Value) {
+        let id = message.pointer("/params/elicitationId").and_then(Value::as_str);
+        let Some(waiter) = id.and_then(|id| self.calls.elicitations.upstream_complete(server, id)) else { return };
+        let _ = self.sessions.with(|all, now| all.post(&waiter.session, &waiter.identity, message.clone(), now));
     }
 }

@@ -160,6 +160,9 @@ impl Hangar {
             false => self.pipeline(decide, call).await,
         };
         let called = called.or_else(|err| self.ask_to_connect(decide.caller(), &stance, err));
+        if let Err(err) = &called {
+            self.await_upstream_elicitations(decide.caller(), &stance, err);
+        }
         called.map_err(|err| self.upstream_words(err, to_front_door))
     }
 

@@ -5,8 +5,11 @@
 //! authorization-server metadata); [`shared_token`] holds the one access token a `per: shared`
 //! server's calls carry, got with the client-credentials grant and renewed ahead of expiry in a
 //! single flight, and kept sealed in the stored credentials (`crate::vault`), so it outlives a
-//! restart. Secrets and tokens are never logged, and never leave this module but as the
-//! `Authorization` header of a request to the upstream they were issued for.
+//! restart. [`exchange`] exchanges the token a caller came with ([`subjects`]) for one meant for
+//! a `token_exchange` server (RFC 8693), cached per identity, in one flight per identity.
+//! Secrets and tokens are never logged, and never leave this module but as the
+//! `Authorization` header of a request to the upstream they were issued for (a caller's own
+//! token goes to the token endpoint that exchanges it, never upstream).
 
 pub mod bearer;
 pub mod discovery;

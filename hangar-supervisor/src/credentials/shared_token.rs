@@ -32,17 +32,17 @@ use hangar_core::upstream_tokens::StoredToken;
 pub const SHARED_IDENTITY: &str = "hangar";
 
 /// The most read of the client-secret file.
-const MAX_SECRET_BYTES: u64 = 64 * 1024;
+pub(super) const MAX_SECRET_BYTES: u64 = 64 * 1024;
 /// How long a token request may take.
-const TOKEN_TIMEOUT: Duration = Duration::from_secs(15);
+pub(super) const TOKEN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Renewal starts this long before expiry at most (less for short-lived tokens: a tenth of
 /// their life).
-const MAX_RENEW_AHEAD: Duration = Duration::from_secs(60);
+pub(super) const MAX_RENEW_AHEAD: Duration = Duration::from_secs(60);
 /// A token that says nothing of its expiry is renewed after this long.
 const UNSTATED_LIFETIME: Duration = Duration::from_secs(3600);
 /// After a failed discovery or token request, calls fail at once with its reason for this long,
 /// so an authorization server that is down is not asked again by every waiting call in turn.
-const RETRY_AFTER: Duration = Duration::from_secs(5);
+pub(super) const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// Why no token could be had, in words for the server's log (never the secret or a token).
 #[derive(Debug, thiserror::Error)]

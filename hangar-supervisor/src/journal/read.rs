@@ -412,7 +412,7 @@ impl Reader {
         Ok((written, found, unwritten))
     }
 
-    /// Audited calls and failures per minute over the `minutes` minutes up to `now` (the current
+    /// Tool calls and their failures per minute over the `minutes` minutes up to `now` (the current
     /// minute included), oldest first, every minute present. `keep(mcp_server, identity)` says
     /// which entries count: those written (counted by the writer in `minutes`) and those still
     /// only in the tail.
@@ -442,7 +442,7 @@ impl Reader {
         })?;
         // The tail holds only entries past what `groups` counted.
         let unwritten = tail.iter().filter_map(|recorded| match &recorded.what {
-            Happened::Audit(entry) => {
+            Happened::Audit(entry) if super::unwritten::counts_as_call(entry) => {
                 let minute = recorded.at_ms / 60_000;
                 let failed = entry.outcome != hangar_core::journal::CallOutcome::Ok;
                 Some((minute, entry.mcp_server.clone(), entry.identity.clone(), 1, i64::from(failed)))
@@ -648,6 +648,10 @@ mod tests {
         journal.record(call("ci", "math", CallOutcome::IsError, None));
         journal.record(call("dev", "math", CallOutcome::Error, Some("timeout")));
         journal.record(Happened::Gap { dropped: 2, reason: None });
+        // An admin action is audited, but is no call: the chart leaves it out.
+        let Happened::Audit(mut start) = call("ci", "math", CallOutcome::Error, Some("forbidden")) else { return };
+        (start.method, start.tool) = ("start".into(), None);
+        journal.record(Happened::Audit(start.clone()));
         journal.flush();
         let now = SystemTime::now();
         let all = reader.rates(&journal, 5, now, |_, _| true).unwrap();
@@ -659,8 +663,9 @@ mod tests {
         assert!(last.at.ends_with(":00.000Z"), "{}", last.at);
         let ci_only = reader.rates(&journal, 5, now, |_, identity| identity == "ci").unwrap();
         assert_eq!(ci_only.iter().map(|m| (m.calls, m.errors)).fold((0, 0), |a, m| (a.0 + m.0, a.1 + m.1)), (2, 1));
-        // Not written yet (or just written): counted once either way.
+        // Not written yet (or just written): counted once either way, an admin action never.
         journal.record(call("ci", "math", CallOutcome::Ok, None));
+        journal.record(Happened::Audit(start));
         let more = reader.rates(&journal, 5, SystemTime::now(), |_, _| true).unwrap();
         assert_eq!(more.iter().map(|m| m.calls).sum::<u64>(), 4);
     }

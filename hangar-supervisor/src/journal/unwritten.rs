@@ -128,8 +128,12 @@ impl Equivalent<MinuteKey> for MinuteOf<'_> {
 }
 
 impl Minutes {
+    /// Counts a tool call (an admin action, such as a start, or a forwarded request is no call).
     fn count(&mut self, entry: &Recorded) {
         let Happened::Audit(call) = &entry.what else { return };
+        if !counts_as_call(call) {
+            return;
+        }
         let of = MinuteOf { minute: entry.at_ms / 60_000, mcp_server: &call.mcp_server, identity: &call.identity };
         // Calls come in runs of the same minute, server and caller: the last key first, unhashed.
         let at_last = self.counts.last().is_some_and(|(key, _)| of.equivalent(key));
@@ -148,6 +152,11 @@ impl Minutes {
         count.calls += 1;
         count.errors += i64::from(call.outcome != CallOutcome::Ok);
     }
+}
+
+/// Whether an audit entry is a tool call, which the status page's chart counts.
+pub(super) fn counts_as_call(entry: &hangar_core::journal::AuditEntry) -> bool {
+    entry.method == "tools/call"
 }
 
 #[cfg(test)]

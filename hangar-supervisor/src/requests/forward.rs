@@ -20,7 +20,7 @@ impl Apply for Forward {
         let server = decide.forward(&mcp_server, &method, &params, found)?;
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let _permit = hangar.admit(&server)?;
-        let forwarded = server.forward(&method, params, timeout).await;
+        let forwarded = server.forward(&decide.caller().identity, &method, params, timeout).await;
         Ok(Reply::Forwarded(forwarded.map_err(|err| hangar.upstream_words(err, true))?))
     }
 }

@@ -197,6 +197,13 @@ impl Server {
                     self.id
                 ),
             ),
+            Some(CallerTokenMissing::ExchangeFailed) => IpcError::new(
+                ErrorKind::UpstreamUnauthorized,
+                format!(
+                    "`{}` is called on your behalf with a token exchanged from your own OAuth token, and the exchange failed (the server's log says why); try again in a few seconds",
+                    self.id
+                ),
+            ),
             None => self.request_failure(what, err),
         }
     }

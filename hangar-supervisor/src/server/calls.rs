@@ -156,7 +156,19 @@ impl Server {
     /// A method the running upstream did not declare the capability for (prompts, resources,
     /// logging, completions) is never sent: a list is answered empty, `logging/setLevel` with
     /// `{}`, anything else with JSON-RPC's -32601, in the hangar's words.
-    pub async fn forward(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Result<Value, IpcError> {
+    ///
+    /// A server whose callers bring their own credential is asked on `identity`'s own connection
+    /// (nothing of it is remembered: it is that caller's).
+    pub async fn forward(
+        self: &Arc<Self>,
+        identity: &str,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, IpcError> {
+        if self.per_caller() {
+            return self.forward_as_caller(identity, method, params, timeout).await;
+        }
         if let Some(undeclared) = self.undeclared(method) {
             return undeclared;
         }
@@ -178,6 +190,28 @@ impl Server {
             Ok(result) => Ok(result),
             Err(err) => Err(self.failed(method, err, &upstream, exited).await),
         }
+    }
+
+    /// [`Server::forward`] on `identity`'s own connection.
+    async fn forward_as_caller(
+        self: &Arc<Self>,
+        identity: &str,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, IpcError> {
+        self.ready_upstream().await?;
+        let upstream = self.caller_link(identity).await?;
+        if let Some(undeclared) = self.undeclared(method) {
+            return undeclared;
+        }
+        self.lock().last_used = Instant::now();
+        upstream.request(method, params, timeout).await.map_err(|err| {
+            if matches!(err, RequestError::Unauthorized { .. } | RequestError::Closed { .. }) {
+                self.close_caller_link(identity);
+            }
+            self.caller_failure(method, err)
+        })
     }
 
     /// The answer to `method` when the running upstream declared no capability for it.
@@ -234,6 +268,10 @@ impl Server {
         match err {
             RequestError::Rpc { code, data, upstream, .. } => {
                 let mut details = json!({"jsonrpc_code": code, "jsonrpc_data": data});
+                // Its elicitations' completion comes from this server alone (`calls/connect.rs`).
+                if code == hangar_core::mcp::URL_ELICITATION_REQUIRED {
+                    details["mcp_server"] = json!(self.id);
+                }
                 if let Some(words) = upstream {
                     details[UPSTREAM_MESSAGE_DETAIL] = json!(words.message);
                     if let Some(data) = words.data {

@@ -60,7 +60,8 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// What all servers share with the rest of the supervisor.
 pub struct Shared {
     pub events: broadcast::Sender<StateChange>,
-    /// Ids of servers whose tool list just changed.
+    /// Ids of servers whose tool list just changed; an empty id after a reload, when servers
+    /// came or went (or who sees them may have changed): every client's list did.
     pub tool_changes: broadcast::Sender<String>,
     /// Bumped whenever any server's tool list changes, before the change is announced on
     /// `tool_changes`: the front door's index is rebuilt when it no longer matches.
@@ -233,6 +234,11 @@ impl Server {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Whether its tools were ever learned (in this run or one the journal remembers).
+    pub fn catalog_known(&self) -> bool {
+        self.lock().catalog_known
     }
 
     pub fn limiter(&self) -> &Arc<Limiter> {

@@ -300,6 +300,11 @@ impl HttpUpstream {
         }
         tracing::warn!(server = %self.log.server_id(), "no access token for an upstream: {err}");
         self.log.push(Stream::Stdout, format!("[hangar] no access token for `{method}`: {err}").as_bytes());
+        // A caller's exchange failed: theirs to hear, not a refusal by the upstream (never asked).
+        if matches!(self.bearer, Some(Bearer::Exchange { .. })) {
+            let why = super::CallerTokenMissing::ExchangeFailed;
+            return RequestError::NoCallerToken { method: method.into(), why };
+        }
         RequestError::Status { method: method.into(), status: 401 }
     }
 

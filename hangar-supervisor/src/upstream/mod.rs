@@ -17,7 +17,7 @@ use hangar_core::ipc::ErrorKind;
 use hangar_core::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError};
 use hangar_core::mcp::{
     CLIENT_REQUESTS, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PREFIX,
-    META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS,
+    META_PROTOCOL_VERSION, MODERN_REVISION, PROTOCOL_ERRORS, URL_ELICITATION_REQUIRED,
 };
 use hangar_core::sync::Unpoisoned;
 use serde_json::{Value, json};
@@ -77,6 +77,9 @@ pub enum CallerTokenMissing {
     NotConnected,
     /// A `token_exchange` server: the caller came with an API key, not an OAuth token.
     NoSubject,
+    /// A `token_exchange` server: the exchange of the caller's token was refused or did not
+    /// complete (why is in the server's log).
+    ExchangeFailed,
 }
 
 impl std::fmt::Display for CallerTokenMissing {
@@ -84,6 +87,7 @@ impl std::fmt::Display for CallerTokenMissing {
         f.write_str(match self {
             CallerTokenMissing::NotConnected => "they have not connected their account",
             CallerTokenMissing::NoSubject => "they came with no OAuth token to exchange",
+            CallerTokenMissing::ExchangeFailed => "the exchange of their OAuth token failed",
         })
     }
 }
@@ -161,8 +165,15 @@ fn answer_upstream_request(id: &Value, method: &str) -> Value {
 }
 
 /// What the hangar declares as a legacy upstream's client: everything a client can be asked.
+///
+/// Elicitation in both modes (`form` and `url`): a server registers what needs URL mode only
+/// when told it may use it; whether the calling client can take one is checked per call.
 fn client_capabilities() -> Value {
-    Value::Object(CLIENT_REQUESTS.iter().map(|(_, capability)| ((*capability).to_owned(), json!({}))).collect())
+    let declared = CLIENT_REQUESTS.iter().map(|(_, capability)| {
+        let given = if *capability == "elicitation" { json!({"form": {}, "url": {}}) } else { json!({}) };
+        ((*capability).to_owned(), given)
+    });
+    Value::Object(declared.collect())
 }
 
 /// Hands a notification to the relays it concerns: `notifications/progress` to the one whose
@@ -177,7 +188,8 @@ fn relay_notification(
 ) {
     let unsolicited = match method.as_str() {
         "notifications/message" => !relays.iter().any(|(_, r)| r.logs),
-        "notifications/resources/updated" => true,
+        // It comes after the call that passed the elicitation on: the hangar finds its session.
+        "notifications/resources/updated" | "notifications/elicitation/complete" => true,
         _ => false,
     };
     if unsolicited {
@@ -436,8 +448,8 @@ fn rpc_failure(log: &crate::logs::LogRing, method: &str, error: RpcError) -> Req
             format!("{method}: JSON-RPC error {}: {}", error.code, error.message).as_bytes(),
         );
     }
-    let (data, other_data) =
-        if PROTOCOL_ERRORS.contains(&error.code) { (error.data, None) } else { (None, error.data) };
+    let protocol_data = PROTOCOL_ERRORS.contains(&error.code) || error.code == URL_ELICITATION_REQUIRED;
+    let (data, other_data) = if protocol_data { (error.data, None) } else { (None, error.data) };
     let upstream = UpstreamWords { message: hangar_core::echo::upstream_text(&error.message), data: other_data };
     RequestError::Rpc { method: method.into(), code: error.code, data, upstream: Some(Box::new(upstream)) }
 }

@@ -6,8 +6,8 @@
 use std::io::Read;
 use std::time::Duration;
 
-use hangar_tests::Hangar;
 use hangar_tests::serde_json::{Value, json};
+use hangar_tests::{Hangar, poll};
 
 /// `math` switches from `add` to `sleep,echo` when the flag file appears; `{second}` is the
 /// server beside it.
@@ -120,13 +120,38 @@ fn a_reload_changes_the_names_before_it_answers() {
     let reloaded = hangar.post("/api/config/reload", None);
     assert_eq!(reloaded.status, 200, "{}", reloaded.text);
 
-    // `fresh` was never started: the first front-door call starts it to learn its tools, as
-    // listing them would, so its tool routes at once.
-    assert_eq!(hangar.details("fresh")["state"], "cold");
+    // `fresh` was never started, and nobody remembers its tools: the reload starts it to learn
+    // them; a call meanwhile waits for that start, so its tool routes at once.
     // `words` is gone: its names with it, and `echo` is no longer ambiguous.
     refused(&hangar, "words__echo");
     routes_to(&hangar, "echo", json!({}), "math");
     let added = routes_to(&hangar, "add", json!({"a": 2, "b": 3}), "fresh");
     assert_eq!(added["structuredContent"], json!({"result": 5}));
     assert_eq!(upstream_tool_names(&hangar), ["sleep", "echo", "add"]);
+}
+
+/// A reload that adds or removes a server is announced to listening clients at once, without
+/// waiting for anyone to list or call; an added server's tools are learned by the reload itself.
+#[test]
+fn a_reload_announces_servers_that_came_and_went_and_learns_the_new_ones_tools() {
+    let hangar = Hangar::start(&config(WORDS));
+    assert_eq!(upstream_tool_names(&hangar), ["add", "echo"]);
+    let with = |second: &str| {
+        config(second)
+            .replace("{fake}", &hangar_tests::bin("hangar-upstream-fake").display().to_string())
+            .replace("{dir}", &hangar.dir.path().display().to_string())
+    };
+    let mut changes = listen_for_tool_changes(&hangar);
+    std::fs::write(hangar.path("hangar.yaml"), with(&format!("{WORDS}\n{FRESH}"))).unwrap();
+    assert_eq!(hangar.post("/api/config/reload", None).status, 200);
+    read_until(&mut changes, "notifications/tools/list_changed");
+    poll("the added server's tools to be learned", Duration::from_secs(10), || {
+        (hangar.details("fresh")["tools_source"] == "live").then_some(())
+    });
+
+    let mut changes = listen_for_tool_changes(&hangar);
+    std::fs::write(hangar.path("hangar.yaml"), with(FRESH)).unwrap();
+    assert_eq!(hangar.post("/api/config/reload", None).status, 200);
+    read_until(&mut changes, "notifications/tools/list_changed");
+    refused(&hangar, "words__echo");
 }

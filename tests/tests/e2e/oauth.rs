@@ -269,19 +269,25 @@ fn a_real_mcp_client_goes_through_the_whole_dance_and_its_token_stays_at_the_han
     let hangar =
         Hangar::start(&format!("{}  witness:\n    mode: remote\n    endpoint: {witness_url}\n", config(&idp.url)));
     let script = repo_root().join("tests/fixtures/idp_client.mjs");
-    let output = std::process::Command::new(node())
-        .arg(&script)
-        .arg(format!("{}/mcp", hangar.base))
-        .args(["admin-bot", "admin-bot-secret", "hangar_call"])
-        .arg(r#"{"calls": [{"mcp_server": "witness", "tool": "seen_headers"}]}"#)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("tools: ") && stdout.contains("hangar_call"), "{stdout}");
-    // The witness answered with the headers it was sent: real ones, and no Authorization.
-    assert!(stdout.contains("content-type"), "{stdout}");
-    assert!(!stdout.to_ascii_lowercase().contains("authorization"), "a token reached an upstream: {stdout}");
+    // Both transports, with the default resource: the old HTTP+SSE one asks a token for `/sse`
+    // and checks that the metadata it is pointed to names that URL.
+    for endpoint in ["/mcp", "/sse"] {
+        let output = std::process::Command::new(node())
+            .arg(&script)
+            .arg(format!("{}{endpoint}", hangar.base))
+            .args(["admin-bot", "admin-bot-secret", "hangar_call"])
+            .arg(r#"{"calls": [{"mcp_server": "witness", "tool": "seen_headers"}]}"#)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{endpoint}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("tools: ") && stdout.contains("hangar_call"), "{endpoint}: {stdout}");
+        // The witness answered with the headers it was sent: real ones, and no Authorization.
+        assert!(stdout.contains("content-type"), "{endpoint}: {stdout}");
+        assert!(!stdout.to_ascii_lowercase().contains("authorization"), "a token reached an upstream: {stdout}");
+    }
+    let metadata = hangar.get("/.well-known/oauth-protected-resource/sse").body;
+    assert_eq!(metadata["resource"], format!("{}/sse", hangar.base), "{metadata}");
 }
 
 #[test]

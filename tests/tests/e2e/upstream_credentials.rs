@@ -119,7 +119,8 @@ fn assert_on_no_surface(hangar: &Hangar, key: Option<&str>, secrets: &[&str]) {
     }
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
+/// Every file under `dir`, at any depth.
+pub(super) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();

@@ -92,7 +92,7 @@ impl Hangar {
             }
             let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-            if !running.may_ask.allows(&method) {
+            if !running.may_ask.allows_request(&method, ask.get("params")) {
                 self.answer_held_ask(&server, &ask_id, json!({"error": not_declared(&method).to_json()}));
                 continue;
             }

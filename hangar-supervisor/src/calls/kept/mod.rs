@@ -1,18 +1,18 @@
 //! What the calls keep beyond their requests: tasks, calls and batches held for their clients'
-//! answers, legacy clients' cancels and answers, and sessions waiting for a connection. `Hangar` holds one [`Calls`]; the pipeline
+//! answers, legacy clients' cancels and answers, and sessions waiting on a URL elicitation. `Hangar` holds one [`Calls`]; the pipeline
 //! (`crate::calls`) reads and changes it.
 //!
 //! Architecture invariant: these are stores, beneath the pipeline. Nothing here names `Hangar`
 //! or runs a call, so `Hangar` can hold them without depending on the pipeline that uses it.
 
 mod client_relay;
-mod connect_waits;
+mod elicitation_waits;
 mod holds;
 mod task_news;
 mod tasks;
 
 pub(crate) use self::client_relay::{ClientRelay, client_answer_late};
-pub(crate) use self::connect_waits::{ConnectWaits, Wait};
+pub(crate) use self::elicitation_waits::{ElicitationWaits, Wait, Waiter};
 pub(crate) use self::holds::{Held, HeldBatch, Holds, Running};
 pub(crate) use self::tasks::{Followed, ParkedCall, Tasks, now_ms};
 
@@ -25,8 +25,8 @@ pub struct Calls {
     pub(crate) held: Holds,
     /// Legacy clients' cancels and answers to server-to-client requests, from any API instance.
     pub(crate) client_relay: ClientRelay,
-    /// Legacy sessions waiting to hear that their caller connected an account.
-    pub(crate) connect_waits: ConnectWaits,
+    /// Legacy sessions waiting to hear that a URL elicitation is complete.
+    pub(crate) elicitations: ElicitationWaits,
 }
 
 impl Calls {

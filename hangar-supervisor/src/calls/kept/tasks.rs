@@ -53,6 +53,8 @@ impl Reach {
 pub(crate) struct Followed {
     pub(crate) server: Arc<Server>,
     pub(crate) task_id: String,
+    /// Whose task it is: a per-caller server is asked about it on that caller's connection.
+    pub(crate) identity: String,
 }
 
 /// A parked call as it was made: run again, the same way, after `tasks/update`.

@@ -239,9 +239,12 @@ impl Hangar {
 
     /// Task `id` follows the upstream's own task that `created` announced: asked about every
     /// poll interval until it finishes (here or there).
-    fn follow(self: Arc<Self>, id: &str, server: Option<Arc<Server>>, created: &Value) {
-        let (Some(server), Some(upstream_id)) = (server, created.get("taskId").and_then(Value::as_str)) else { return };
-        let followed = Followed { server, task_id: upstream_id.to_owned() };
+    fn follow(self: Arc<Self>, id: &str, server: Option<(Arc<Server>, String)>, created: &Value) {
+        let (Some((server, identity)), Some(upstream_id)) = (server, created.get("taskId").and_then(Value::as_str))
+        else {
+            return;
+        };
+        let followed = Followed { server, task_id: upstream_id.to_owned(), identity };
         self.calls.tasks.followed().insert(id.to_owned(), followed.clone());
         self.calls.tasks.book().mirrored(id, created, now_ms());
         let every = created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(crate::task_book::POLL_INTERVAL_MS);
@@ -258,8 +261,10 @@ impl Hangar {
 
     /// Asks the upstream about the task `id` follows and takes its answer over.
     async fn look(&self, id: &str, followed: &Followed) {
-        let answer =
-            followed.server.forward("tasks/get", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT).await;
+        let answer = followed
+            .server
+            .forward(&followed.identity, "tasks/get", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT)
+            .await;
         let upstream = match answer {
             Ok(upstream) => upstream,
             Err(err) => json!({"status": "failed", "error": failure(&err)}),
@@ -300,7 +305,12 @@ impl Hangar {
             tokio::spawn(async move {
                 let _ = followed
                     .server
-                    .forward("tasks/cancel", upstream_params(&followed.task_id, None), FOLLOW_TIMEOUT)
+                    .forward(
+                        &followed.identity,
+                        "tasks/cancel",
+                        upstream_params(&followed.task_id, None),
+                        FOLLOW_TIMEOUT,
+                    )
                     .await;
             });
         }
@@ -325,7 +335,7 @@ impl Hangar {
         if let Some(followed) = followed {
             // The upstream's task takes the answers itself; ours looks again at once.
             let params = upstream_params(&followed.task_id, Some(Value::Object(responses.clone())));
-            followed.server.forward("tasks/update", params, FOLLOW_TIMEOUT).await?;
+            followed.server.forward(&followed.identity, "tasks/update", params, FOLLOW_TIMEOUT).await?;
             self.look(task_id, &followed).await;
             return Ok(Reply::Task(json!({})));
         }
@@ -429,8 +439,8 @@ fn upstream_params(task_id: &str, input_responses: Option<Value>) -> Value {
     params
 }
 
-fn call_server(tasks: &Tasks, id: &str) -> Option<Arc<Server>> {
-    tasks.calls().get(id).and_then(|c| c.server.clone())
+fn call_server(tasks: &Tasks, id: &str) -> Option<(Arc<Server>, String)> {
+    tasks.calls().get(id).and_then(|c| Some((c.server.clone()?, c.caller.identity.clone())))
 }
 
 /// A task's `error`: the upstream's JSON-RPC code where it answered one, in the hangar's words.
