@@ -397,7 +397,9 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 pub async fn authenticate(State(auth): State<Auth>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let public = crate::public::public(path);
-    if matches!(public, Some(Public::Probe | Public::Metadata)) {
+    // A browser's step of the connect flow names no caller: the flow names its identity.
+    let browser_step = public == Some(Public::Browser) && crate::public::open_to(public, request.method());
+    if matches!(public, Some(Public::Probe | Public::Metadata)) || browser_step {
         return next.run(request).await;
     }
     if auth.unprotected() {

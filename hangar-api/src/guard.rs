@@ -16,7 +16,9 @@
 //!   without preflight) cannot carry. DELETE is exempt: browsers always preflight it and always
 //!   send its `Origin`, and MCP clients end a session with a bare DELETE.
 //!
-//! An API key exempts nothing: a browser may hold one too.
+//! An API key exempts nothing: a browser may hold one too. A browser's GET of a step of the
+//! connect flow (`crate::public::Public::Browser`) keeps the `Host` rule only: it comes from
+//! another site by design, and changes nothing but a flow that only that browser can finish.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -83,17 +85,7 @@ pub struct Guard {
 impl Guard {
     /// The first rule `method`, `target` and `headers` break, if any.
     pub fn check(&self, method: &Method, target: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
-        let host = single(headers, HOST.as_str()).map(|value| value.and_then(parse_host));
-        // An absolute-form target (`POST http://name/... HTTP/1.1`) names the host the request is
-        // for, and the server must go by it, not by `Host`: it must say the same as `Host`.
-        if let Some(authority) = target.authority()
-            && !matches!(single(headers, HOST.as_str()), Ok(Some(value)) if value.eq_ignore_ascii_case(authority.as_str()))
-        {
-            return Err(Refusal::Host);
-        }
-        if self.loopback_only && !matches!(&host, Ok(Some(host)) if is_loopback_host(&host.name)) {
-            return Err(Refusal::Host);
-        }
+        let host = self.check_host(target, headers)?;
         match single(headers, ORIGIN.as_str()) {
             Ok(None) => {}
             Ok(Some(origin)) => {
@@ -120,6 +112,26 @@ impl Guard {
     }
 }
 
+impl Guard {
+    /// The `Host` rule alone: what a browser's navigation to a step of the connect flow must
+    /// keep (it comes from another site by design: a link, an authorization server's
+    /// redirect). The `Host` header, parsed, when the rule holds.
+    pub fn check_host(&self, target: &Uri, headers: &HeaderMap) -> Result<Result<Option<Host>, ()>, Refusal> {
+        let host = single(headers, HOST.as_str()).map(|value| value.and_then(parse_host));
+        // An absolute-form target (`POST http://name/... HTTP/1.1`) names the host the request is
+        // for, and the server must go by it, not by `Host`: it must say the same as `Host`.
+        if let Some(authority) = target.authority()
+            && !matches!(single(headers, HOST.as_str()), Ok(Some(value)) if value.eq_ignore_ascii_case(authority.as_str()))
+        {
+            return Err(Refusal::Host);
+        }
+        if self.loopback_only && !matches!(&host, Ok(Some(host)) if is_loopback_host(&host.name)) {
+            return Err(Refusal::Host);
+        }
+        Ok(host)
+    }
+}
+
 /// Refuses (403) what [`Guard::check`] refuses: a JSON-RPC error on `/mcp`, the REST envelope
 /// elsewhere.
 pub async fn refuse_cross_site(State(guard): State<Guard>, request: Request, next: Next) -> Response {
@@ -127,7 +139,14 @@ pub async fn refuse_cross_site(State(guard): State<Guard>, request: Request, nex
     if crate::public::is_probe(path) {
         return next.run(request).await;
     }
-    match guard.check(request.method(), request.uri(), request.headers()) {
+    let public = crate::public::public(path);
+    let navigation = public == Some(crate::public::Public::Browser) && crate::public::open_to(public, request.method());
+    let checked = if navigation {
+        guard.check_host(request.uri(), request.headers()).map(drop)
+    } else {
+        guard.check(request.method(), request.uri(), request.headers())
+    };
+    match checked {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
             tracing::debug!(method = %bounded(request.method().as_str()), ?refusal, "cross-site guard refused a request");
@@ -169,7 +188,7 @@ fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()>
 
 /// A `Host` header: the name (lowercase, an IPv6 literal keeps its brackets) and the port if given.
 #[derive(Debug, PartialEq, Eq)]
-struct Host {
+pub struct Host {
     name: String,
     port: Option<u16>,
 }

@@ -14,6 +14,7 @@ mod args;
 mod auth;
 mod body;
 mod cluster;
+mod connect;
 mod credentials;
 #[cfg(test)]
 mod docs_page;

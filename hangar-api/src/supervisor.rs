@@ -13,10 +13,10 @@ use hangar_core::access::Caller;
 use hangar_core::credential::Secret;
 use hangar_core::custom_headers::ParamCheck;
 use hangar_core::ipc::{
-    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, Connection,
-    ErrorKind, Events, ForgetCredentials, Forward, FrontDoor, Get, IpcError, Logs, Rates, Relay, Reloaded, Reply,
-    Request, Resolve, SessionChange, SessionEnd, SessionFollow, SessionOpen, SessionPost, SessionState, SessionUse,
-    Stance, Start, Started, Stop, Stopped, Target, TaskFollow, Tools, WhoAmI,
+    AnswerUpstream, AwaitClientAnswer, CallSpec, CancelBy, CancelClientCall, Catalog, ClientAnswer, ConnectBegin,
+    ConnectFinish, ConnectOpen, Connection, ErrorKind, Events, ForgetCredentials, Forward, FrontDoor, Get, IpcError,
+    Logs, Rates, Relay, Reloaded, Reply, Request, Resolve, SessionChange, SessionEnd, SessionFollow, SessionOpen,
+    SessionPost, SessionState, SessionUse, Stance, Start, Started, Stop, Stopped, Target, TaskFollow, Tools, WhoAmI,
 };
 use hangar_core::journal::{AuditPage, AuditQuery, MinuteCount};
 use hangar_core::metrics::MetricsSnapshot;
@@ -284,6 +284,39 @@ impl AsCaller {
         match self.request(Request::ForgetCredentials(ForgetCredentials { mcp_server: mcp_server.into() })).await? {
             Reply::CredentialsForgotten { forgotten } => Ok(forgotten),
             _ => Err(unexpected("forget credentials")),
+        }
+    }
+
+    /// Mints a connect flow for this caller on `mcp_server`: the URL and when it expires.
+    pub async fn connect_begin(&self, mcp_server: &str) -> Result<(String, String), IpcError> {
+        match self.request(Request::ConnectBegin(ConnectBegin { mcp_server: mcp_server.into() })).await? {
+            Reply::ConnectUrl { url, expires_at } => Ok((url, expires_at)),
+            _ => Err(unexpected("connect begin")),
+        }
+    }
+
+    /// A browser bound by `binding` opened flow `flow`: where to send it to sign in.
+    pub async fn connect_open(&self, mcp_server: &str, flow: &str, binding: &str) -> Result<String, IpcError> {
+        let open = ConnectOpen { mcp_server: mcp_server.into(), flow: flow.into(), binding: binding.into() };
+        match self.request(Request::ConnectOpen(open)).await? {
+            Reply::ConnectRedirect { authorize_url } => Ok(authorize_url),
+            _ => Err(unexpected("connect open")),
+        }
+    }
+
+    /// The authorization server's answer, with the browser's binding: the server connected.
+    pub async fn connect_finish(&self, finish: ConnectFinish) -> Result<String, IpcError> {
+        match self.request(Request::ConnectFinish(finish)).await? {
+            Reply::Connected { mcp_server } => Ok(mcp_server),
+            _ => Err(unexpected("connect finish")),
+        }
+    }
+
+    /// The Client ID Metadata Document the hangar serves.
+    pub async fn client_metadata(&self) -> Result<Value, IpcError> {
+        match self.request(Request::ClientMetadata).await? {
+            Reply::ClientMetadata { document } => Ok(document),
+            _ => Err(unexpected("client metadata")),
         }
     }
 

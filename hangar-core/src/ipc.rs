@@ -257,6 +257,9 @@ pub enum Request {
     ConnectOpen(ConnectOpen),
     /// The authorization server's answer came back. See [`ConnectFinish`]. Public.
     ConnectFinish(ConnectFinish),
+    /// The Client ID Metadata Document the API serves at `/oauth/client.json`. Public.
+    /// Answers [`Reply::ClientMetadata`].
+    ClientMetadata,
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -438,6 +441,10 @@ pub enum Reply {
     /// identity.
     Connected {
         mcp_server: String,
+    },
+    /// The answer to [`Request::ClientMetadata`]: the document, as JSON.
+    ClientMetadata {
+        document: Value,
     },
 }
 

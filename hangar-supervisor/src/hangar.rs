@@ -78,6 +78,8 @@ pub struct Hangar {
     fleet: std::sync::OnceLock<Fleet>,
     /// The state directory, where the default key of the stored credentials lives.
     state_dir: Option<PathBuf>,
+    /// The per-user connect flows (`connect.rs`).
+    pub(crate) connects: connect::Connects,
 }
 
 /// `cluster:` as the supervisor started with it.
@@ -130,6 +132,7 @@ impl Hangar {
             client_answer_timeout: RwLock::new(config.tool_access.client_answer_timeout()),
             fleet: std::sync::OnceLock::new(),
             state_dir: config.state_dir.clone(),
+            connects: connect::Connects::new(&config.credentials),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         hangar.calls.configure(&config.tasks);
@@ -275,6 +278,7 @@ impl Hangar {
         }
         crate::withheld::set(&config);
         crate::loose_credentials::warn(&config);
+        self.connects.configure(&config.credentials);
         let old: IndexMap<String, Arc<Server>> = self.servers.reading().clone();
         let mut report = Reloaded::default();
         let mut next = IndexMap::new();

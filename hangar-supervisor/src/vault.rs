@@ -20,6 +20,7 @@
 
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -87,6 +88,10 @@ pub struct Vault {
     keyring: RwLock<Arc<Keyring>>,
     db: Mutex<Connection>,
     db_path: PathBuf,
+    /// Bumped after every write ([`Vault::put`], [`Vault::forget`]): a copy held in memory
+    /// elsewhere (`credentials::user_tokens`), read after the number, is read again once the
+    /// number moves on.
+    generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Vault {
@@ -131,6 +136,7 @@ impl Vault {
             keyring: RwLock::new(Arc::new(keyring)),
             db: Mutex::new(db),
             db_path: db_path.to_owned(),
+            generation: AtomicU64::new(0),
         };
         vault.reseal()?;
         Ok(vault)
@@ -173,6 +179,11 @@ impl Vault {
         self.keyring.reading().open(&place.bound(), &Sealed { key_id, bytes }).ok()
     }
 
+    /// How many writes the vault has seen: what was read before a change reads a lower number.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
     /// Stores `value` at `place`, sealed under the first key (replacing what was there).
     pub fn put(&self, place: &Place, value: &[u8]) -> Result<(), VaultError> {
         let sealed = self.keyring.reading().seal(&place.bound(), value);
@@ -194,7 +205,10 @@ impl Vault {
                 ],
             )
             .map(drop)
-            .map_err(|source| self.failed(source))
+            .map_err(|source| self.failed(source))?;
+        // After the write: whoever read the number before it reads the new value again.
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Forgets every credential `identity` holds for `mcp_server`; how many there were.
@@ -203,6 +217,9 @@ impl Vault {
             .locked()
             .execute("DELETE FROM credentials WHERE identity = ?1 AND mcp_server = ?2", params![identity, mcp_server])
             .map_err(|source| self.failed(source))
+            .inspect(|_| {
+                self.generation.fetch_add(1, Ordering::SeqCst);
+            })
     }
 
     /// What `identity` holds, each value opened (once), in server order.

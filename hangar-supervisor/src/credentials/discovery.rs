@@ -25,6 +25,16 @@ pub struct AuthServer {
     pub token_endpoint: String,
     /// RFC 7009 revocation, where offered.
     pub revocation_endpoint: Option<String>,
+    /// Where a person signs in (the authorization-code grant), where offered.
+    pub authorization_endpoint: Option<String>,
+    /// RFC 7591 dynamic client registration, where offered.
+    pub registration_endpoint: Option<String>,
+    /// The PKCE methods it supports (`S256` is required of it by the per-user flow).
+    pub code_challenge_methods: Vec<String>,
+    /// Whether it takes a Client ID Metadata Document's URL as a client id.
+    pub client_id_metadata_document_supported: bool,
+    /// Whether it names itself in its authorization responses (`iss`, RFC 9207).
+    pub iss_parameter_supported: bool,
     /// The upstream's canonical URI: the `resource` (RFC 8707) its tokens are asked for.
     pub resource: String,
     /// The scopes the upstream's metadata says it supports (empty when it does not say).
@@ -62,6 +72,14 @@ struct ServerMetadata {
     issuer: String,
     token_endpoint: Option<String>,
     revocation_endpoint: Option<String>,
+    authorization_endpoint: Option<String>,
+    registration_endpoint: Option<String>,
+    #[serde(default)]
+    code_challenge_methods_supported: Vec<String>,
+    #[serde(default)]
+    client_id_metadata_document_supported: bool,
+    #[serde(default)]
+    authorization_response_iss_parameter_supported: bool,
 }
 
 /// Discovers the authorization server of the MCP server at `endpoint`, with `http` (a client
@@ -94,6 +112,11 @@ pub async fn discover(http: &reqwest::Client, endpoint: &str) -> Result<AuthServ
         issuer: server.issuer,
         token_endpoint,
         revocation_endpoint: server.revocation_endpoint,
+        authorization_endpoint: server.authorization_endpoint,
+        registration_endpoint: server.registration_endpoint,
+        code_challenge_methods: server.code_challenge_methods_supported,
+        client_id_metadata_document_supported: server.client_id_metadata_document_supported,
+        iss_parameter_supported: server.authorization_response_iss_parameter_supported,
         resource,
         scopes_supported: metadata.scopes_supported,
     })

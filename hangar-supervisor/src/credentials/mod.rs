@@ -14,6 +14,9 @@
 pub mod bearer;
 pub mod discovery;
 pub mod exchange;
+pub mod flows;
+pub mod registration;
 pub mod shared_token;
 pub mod subjects;
+pub mod token_requests;
 pub mod user_tokens;

@@ -298,13 +298,18 @@ mod tests {
             "client": {"id": "m2m", "secret_file": secret},
         }))
         .unwrap();
-        let client = oauth.registered().expect("pre-registered").clone();
+        let client = oauth.registered().unwrap().clone();
         let shared =
             Arc::new(SharedToken::new(reqwest::Client::new(), "http://127.0.0.1:9/mcp", &oauth, &client, None));
         *shared.server.locked() = Some(AuthServer {
             issuer: "http://127.0.0.1:9".into(),
             token_endpoint,
             revocation_endpoint: None,
+            authorization_endpoint: None,
+            registration_endpoint: None,
+            code_challenge_methods: Vec::new(),
+            client_id_metadata_document_supported: false,
+            iss_parameter_supported: false,
             resource: "http://127.0.0.1:9/mcp".into(),
             scopes_supported: Vec::new(),
         });

@@ -1,5 +1,6 @@
-//! `Request::ForgetCredentials`: the caller's own connections to one server forgotten. Only its
-//! own: another identity's, like none at all, is not found.
+//! `Request::ForgetCredentials`: the caller's own connections to one server revoked at the
+//! authorization server (RFC 7009, where offered) and forgotten. Only its own: another
+//! identity's, like none at all, is not found.
 
 use hangar_core::ipc::{ErrorKind, ForgetCredentials, IpcError, Reply};
 
@@ -8,6 +9,7 @@ use crate::hangar::{Decision, Hangar};
 
 impl Apply for ForgetCredentials {
     async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
+        hangar.revoke_connections(&decide.caller().identity, &self.mcp_server).await;
         let forgotten = match hangar.vault() {
             Some(vault) => vault.forget(&decide.caller().identity, &self.mcp_server).map_err(|err| {
                 tracing::error!(%err, "a stored credential could not be forgotten");

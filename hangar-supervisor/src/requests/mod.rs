@@ -19,6 +19,7 @@ mod cancel_client_call;
 mod catalog;
 mod check;
 mod client_answer;
+mod client_metadata;
 mod cluster;
 mod connect_begin;
 mod connect_finish;
@@ -156,6 +157,7 @@ impl Hangar {
             Request::ConnectBegin(request) => request.apply(self, decide, notices).await,
             Request::ConnectOpen(request) => request.apply(self, decide, notices).await,
             Request::ConnectFinish(request) => request.apply(self, decide, notices).await,
+            Request::ClientMetadata => client_metadata::ClientMetadata.apply(self, decide, notices).await,
         }
     }
 }

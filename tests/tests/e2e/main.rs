@@ -99,6 +99,7 @@ mod tasks;
 mod terminal_text;
 mod token_exchange;
 mod traces;
+mod upstream_connect;
 mod upstream_credentials;
 mod upstream_login;
 mod upstream_oauth;

@@ -21,22 +21,22 @@ const SECRET: &str = "hangar-m2m-secret";
 
 /// The upstream's authorization server and the protected server it issues tokens for, killed
 /// when dropped.
-struct Upstream {
+pub(crate) struct Upstream {
     _idp: Background,
     _server: Background,
     /// The authorization server's issuer, `http://127.0.0.1:PORT`.
-    idp: String,
+    pub(crate) idp: String,
     /// The protected server's MCP endpoint (its canonical resource URI).
-    endpoint: String,
+    pub(crate) endpoint: String,
     /// The JSON lines the protected server writes, one per `whoami` call.
-    record: tempfile::NamedTempFile,
+    pub(crate) record: tempfile::NamedTempFile,
     /// The client-secret file (outside the hangar's directory, as an operator's would be).
     secret: tempfile::NamedTempFile,
 }
 
 impl Upstream {
     /// Both servers, access tokens living `ttl_s` seconds.
-    fn start(ttl_s: u32) -> Upstream {
+    pub(crate) fn start(ttl_s: u32) -> Upstream {
         Upstream::start_naming(ttl_s, "127.0.0.1")
     }
 
@@ -82,14 +82,14 @@ impl Upstream {
     }
 
     /// How many tokens the authorization server granted by `grant` so far.
-    fn grants(&self, grant: &str) -> u64 {
+    pub(crate) fn grants(&self, grant: &str) -> u64 {
         let stats: Value =
             agent().get(&format!("{}/_stats", self.idp)).call().unwrap().into_body().read_json().unwrap();
         stats["grants"][grant].as_u64().unwrap_or(0)
     }
 
     /// What reached the protected server, one record per `whoami` call: `{sub, client_id, token}`.
-    fn calls(&self) -> Vec<Value> {
+    pub(crate) fn calls(&self) -> Vec<Value> {
         std::fs::read_to_string(self.record.path())
             .unwrap_or_default()
             .lines()
@@ -98,19 +98,19 @@ impl Upstream {
     }
 
     /// Access tokens issued from now on live `ttl_s` seconds.
-    fn set_ttl(&self, ttl_s: u32) {
+    pub(crate) fn set_ttl(&self, ttl_s: u32) {
         let response = agent().post(&format!("{}/_ttl?s={ttl_s}", self.idp)).send_empty().unwrap();
         assert_eq!(response.status().as_u16(), 200);
     }
 
     /// Each token-endpoint request waits `ms` milliseconds from now on.
-    fn set_token_delay_ms(&self, ms: u32) {
+    pub(crate) fn set_token_delay_ms(&self, ms: u32) {
         let response = agent().post(&format!("{}/_slow?ms={ms}", self.idp)).send_empty().unwrap();
         assert_eq!(response.status().as_u16(), 200);
     }
 
     /// From now on the protected server refuses every token it has accepted so far.
-    fn refuse_seen(&self) {
+    pub(crate) fn refuse_seen(&self) {
         let url = self.endpoint.replace("/mcp", "/_refuse_seen");
         assert_eq!(agent().post(&url).send_empty().unwrap().status().as_u16(), 200);
     }

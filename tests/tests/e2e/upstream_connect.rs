@@ -1,0 +1,339 @@
+//! Each caller connects their own account to a `per: user` upstream (the authorization-code
+//! flow): the person's side is a plain HTTP client with a cookie jar, through the upstream's
+//! real authorization server (`oidc-provider`, tests/fixtures/upstream_idp.mjs: its dev login
+//! form signs in whoever is typed, then a consent page), in front of a real SDK resource server
+//! (tests/fixtures/py_protected_server.py). The hangar mints the flow for its caller, binds it to
+//! the browser that opens it, checks the callback's `iss` before it redeems the code, stores the
+//! token sealed under the caller's identity, registers itself once per issuer, and revokes a
+//! connection before it forgets it.
+
+use std::time::Duration;
+
+use hangar_tests::{Hangar, free_port, key_hash};
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+
+const ALICE: &str = "alice-key-0123456789abcdef";
+const BOB: &str = "bob-key-0123456789abcdef01";
+const WEB_SECRET: &str = "hangar-web-secret";
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// The upstream (`upstream_oauth.rs`'s), and the file holding the pre-registered
+/// `hangar-web` client's secret.
+struct Upstream {
+    up: crate::upstream_oauth::Upstream,
+    secret: tempfile::NamedTempFile,
+}
+
+impl Upstream {
+    fn start() -> Upstream {
+        let secret = tempfile::NamedTempFile::new().expect("secret file");
+        std::fs::write(secret.path(), format!("{WEB_SECRET}\n")).expect("write the secret");
+        Upstream { up: crate::upstream_oauth::Upstream::start(300), secret }
+    }
+
+    /// The authorization server's counters: grants by type, registrations, revocations.
+    fn stats(&self) -> Value {
+        agent().get(&format!("{}/_stats", self.up.idp)).call().unwrap().into_body().read_json().unwrap()
+    }
+
+    fn codes_redeemed(&self) -> u64 {
+        self.up.grants("authorization_code")
+    }
+}
+
+/// A hangar whose API listens at `listen`, its browser-facing URL the same, with alice and bob
+/// as key callers and the protected server as `prot` (its `auth.oauth.client` as `client`,
+/// none when empty).
+fn config(upstream: &Upstream, listen: &str, client: &str) -> String {
+    let client = client.replace("{secret}", &upstream.secret.path().display().to_string());
+    format!(
+        "auth:\n  api_keys:\n    - {{name: alice, hash: \"{}\"}}\n    - {{name: bob, hash: \"{}\"}}\n\
+         credentials: {{public_url: \"http://{listen}\"}}\n\
+         mcp_servers:\n  prot:\n    mode: remote\n    endpoint: {}\n    auth:\n      oauth: {{per: user, grant: authorization_code, scopes: [read]{client}}}\n",
+        key_hash(ALICE),
+        key_hash(BOB),
+        upstream.up.endpoint,
+    )
+}
+
+const PRE_REGISTERED: &str = ", client: {id: hangar-web, secret_file: \"{secret}\"}";
+
+fn start(upstream: &Upstream, client: &str) -> (Hangar, String) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let hangar = Hangar::start_with(&config(upstream, &listen, client), &["--listen", &listen]);
+    (hangar, listen)
+}
+
+/// `POST /oauth/connect/prot` as the caller with `key`: the connect URL.
+fn connect_url(hangar: &Hangar, key: &str) -> String {
+    let response = agent()
+        .post(&format!("{}/oauth/connect/prot", hangar.base))
+        .header("X-API-Key", key)
+        .send_json(json!({}))
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let answer: Value = response.into_body().read_json().unwrap();
+    assert!(answer["expires_at"].as_str().is_some_and(|at| at.ends_with('Z')), "{answer}");
+    answer["url"].as_str().expect("a url").to_owned()
+}
+
+/// `GET /api/credentials` as the caller with `key`.
+fn credentials(hangar: &Hangar, key: &str) -> Vec<Value> {
+    let response = agent().get(&format!("{}/api/credentials", hangar.base)).header("X-API-Key", key).call().unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let listed: Value = response.into_body().read_json().unwrap();
+    listed["credentials"].as_array().cloned().unwrap_or_default()
+}
+
+/// A person's browser: a cookie jar, following redirects itself.
+struct Browser {
+    agent: ureq::Agent,
+}
+
+/// What a browser got: status, where it was sent, the page.
+struct Got {
+    status: u16,
+    location: Option<String>,
+    body: String,
+}
+
+impl Browser {
+    fn new() -> Browser {
+        Browser { agent: agent() }
+    }
+
+    fn got(response: ureq::http::Response<ureq::Body>, from: &str) -> Got {
+        let status = response.status().as_u16();
+        let location =
+            response.headers().get("location").and_then(|value| value.to_str().ok()).map(|to| absolute(from, to));
+        let body = response.into_body().read_to_string().unwrap_or_default();
+        Got { status, location, body }
+    }
+
+    fn get(&self, url: &str) -> Got {
+        Browser::got(self.agent.get(url).call().unwrap(), url)
+    }
+
+    /// Opens `connect_url`, signs in as `who` and consents at the authorization server, and
+    /// stops where it would be sent back to the hangar: that callback URL.
+    fn sign_in(&self, connect_url: &str, who: &str, hangar: &Hangar) -> String {
+        let callback = format!("{}/oauth/callback", hangar.base);
+        let mut url = connect_url.to_owned();
+        let mut got = self.get(&url);
+        for _ in 0..20 {
+            if let Some(next) = got.location.clone() {
+                if next.starts_with(&callback) {
+                    return next;
+                }
+                url = next;
+                got = self.get(&url);
+                continue;
+            }
+            assert_eq!(got.status, 200, "{url}: {}", got.body);
+            // The dev interactions: a login form, then a consent form, posted to the same URL.
+            let form: &[(&str, &str)] = if got.body.contains("name=\"login\"") {
+                &[("prompt", "login"), ("login", who), ("password", "any")]
+            } else {
+                &[("prompt", "consent")]
+            };
+            got = Browser::got(self.agent.post(&url).send_form(form.iter().copied()).unwrap(), &url);
+        }
+        panic!("the sign-in never came back to the hangar; last at {url}");
+    }
+
+    /// The whole flow: signed in, and back at the hangar's callback; the callback's page.
+    fn connect(&self, connect_url: &str, who: &str, hangar: &Hangar) -> Got {
+        let callback = self.sign_in(connect_url, who, hangar);
+        self.get(&callback)
+    }
+}
+
+/// `to` (a Location) as an absolute URL, relative to `from`.
+fn absolute(from: &str, to: &str) -> String {
+    if to.starts_with("http://") || to.starts_with("https://") {
+        return to.to_owned();
+    }
+    let origin_end = from.find("://").map(|at| at + 3).and_then(|at| from[at..].find('/').map(|end| at + end));
+    format!("{}{to}", &from[..origin_end.unwrap_or(from.len())])
+}
+
+/// `url` with its query parameter `name` set to `value`.
+fn with_param(url: &str, name: &str, value: &str) -> String {
+    let (base, query) = url.split_once('?').expect("a query");
+    let mut pairs: Vec<String> =
+        query.split('&').filter(|pair| !pair.starts_with(&format!("{name}="))).map(str::to_owned).collect();
+    pairs.push(format!("{name}={}", value.replace(':', "%3A").replace('/', "%2F")));
+    format!("{base}?{}", pairs.join("&"))
+}
+
+/// Every file under the hangar's directory, as bytes.
+fn files_under(dir: &std::path::Path, into: &mut Vec<(String, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(&path, into);
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            into.push((path.display().to_string(), bytes));
+        }
+    }
+}
+
+#[test]
+fn each_caller_connects_their_own_account_once_registered_and_it_survives_a_restart_sealed() {
+    let upstream = Upstream::start();
+    // No client configured: the authorization server takes no Client ID Metadata Document, so
+    // the hangar registers itself (RFC 7591).
+    let (hangar, listen) = start(&upstream, "");
+    assert!(credentials(&hangar, ALICE).is_empty());
+    let alice = Browser::new();
+    let page = alice.connect(&connect_url(&hangar, ALICE), "alice-account", &hangar);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Connected") && page.body.contains("prot"), "{}", page.body);
+    let listed = credentials(&hangar, ALICE);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["mcp_server"], "prot");
+    assert_eq!(listed[0]["issuer"], upstream.up.idp);
+    assert_eq!(listed[0]["resource"], upstream.up.endpoint);
+    assert_eq!(listed[0]["refreshable"], true);
+    assert_eq!(listed[0]["usable"], true);
+    assert!(credentials(&hangar, BOB).is_empty(), "bob sees none of alice's");
+    let bob = Browser::new();
+    assert_eq!(bob.connect(&connect_url(&hangar, BOB), "bob-account", &hangar).status, 200);
+    assert_eq!(credentials(&hangar, BOB).len(), 1);
+    let stats = upstream.stats();
+    assert_eq!(stats["registrations"], 1, "registered once for the issuer: {stats}");
+    assert_eq!(stats["grants"]["authorization_code"], 2);
+
+    // Nothing stored in clear: the access and refresh tokens are JWTs and opaque strings the
+    // hangar never shows; no JWT (`eyJ`) and no client secret lies in any file.
+    let mut files = Vec::new();
+    files_under(hangar.dir.path(), &mut files);
+    assert!(files.iter().any(|(path, _)| path.ends_with(".sqlite")), "the journal is there");
+    for (path, bytes) in &files {
+        assert!(!String::from_utf8_lossy(bytes).contains("eyJ"), "{path} holds a JWT in clear");
+    }
+
+    // After a restart: still connected, and another flow reuses the kept registration.
+    let hangar = hangar.restart(Signal::SIGTERM, &["--listen", &listen]);
+    assert_eq!(credentials(&hangar, ALICE).len(), 1);
+    assert_eq!(credentials(&hangar, BOB).len(), 1);
+    assert_eq!(Browser::new().connect(&connect_url(&hangar, ALICE), "alice-account", &hangar).status, 200);
+    assert_eq!(upstream.stats()["registrations"], 1, "still one registration after the restart");
+    assert_eq!(credentials(&hangar, ALICE).len(), 1, "connecting again replaces the token");
+}
+
+#[test]
+fn a_foreign_iss_a_browser_without_the_cookie_and_a_used_flow_never_get_a_code_redeemed() {
+    let upstream = Upstream::start();
+    let (hangar, _) = start(&upstream, PRE_REGISTERED);
+
+    // The answer names another authorization server: refused, and the code never redeemed.
+    let browser = Browser::new();
+    let callback = browser.sign_in(&connect_url(&hangar, ALICE), "alice-account", &hangar);
+    assert!(
+        callback.contains(&format!("iss={}", upstream.up.idp.replace(':', "%3A").replace('/', "%2F"))),
+        "{callback}"
+    );
+    let forged = browser.get(&with_param(&callback, "iss", "http://127.0.0.1:9"));
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert!(forged.body.contains("another authorization server"), "{}", forged.body);
+    assert!(!forged.body.contains("code="), "no code shown");
+    // The flow is used up: the genuine answer is refused too.
+    let replayed = browser.get(&callback);
+    assert_eq!(replayed.status, 404, "{}", replayed.body);
+    assert_eq!(upstream.codes_redeemed(), 0);
+    assert!(credentials(&hangar, ALICE).is_empty());
+
+    // A browser that did not open the flow (no binding cookie) cannot finish it, even with the
+    // genuine answer; nor can the one that did, afterwards (the flow is used up).
+    let browser = Browser::new();
+    let callback = browser.sign_in(&connect_url(&hangar, ALICE), "alice-account", &hangar);
+    let stranger = Browser::new().get(&callback);
+    assert_eq!(stranger.status, 403, "{}", stranger.body);
+    assert!(stranger.body.contains("did not start this sign-in"), "{}", stranger.body);
+    assert_eq!(browser.get(&callback).status, 404);
+    assert_eq!(upstream.codes_redeemed(), 0);
+
+    // A connect link opened by a second browser after the first: refused.
+    let url = connect_url(&hangar, ALICE);
+    let first = Browser::new();
+    assert_eq!(first.get(&url).status, 302);
+    let second = Browser::new().get(&url);
+    assert_eq!(second.status, 403, "{}", second.body);
+
+    // A flow is single use: done once, its link and its answer are refused after.
+    let browser = Browser::new();
+    let url = connect_url(&hangar, ALICE);
+    let callback = browser.sign_in(&url, "alice-account", &hangar);
+    assert_eq!(browser.get(&callback).status, 200);
+    assert_eq!(upstream.codes_redeemed(), 1);
+    assert_eq!(browser.get(&callback).status, 404);
+    assert_eq!(browser.get(&url).status, 404);
+    assert_eq!(upstream.codes_redeemed(), 1);
+    assert_eq!(credentials(&hangar, ALICE).len(), 1);
+    assert!(credentials(&hangar, BOB).is_empty());
+}
+
+#[test]
+fn forgetting_a_connection_revokes_it_at_the_authorization_server_first() {
+    let upstream = Upstream::start();
+    let (hangar, _) = start(&upstream, PRE_REGISTERED);
+    assert_eq!(Browser::new().connect(&connect_url(&hangar, ALICE), "alice-account", &hangar).status, 200);
+    assert_eq!(Browser::new().connect(&connect_url(&hangar, BOB), "bob-account", &hangar).status, 200);
+    assert_eq!(upstream.stats()["revocations"], 0);
+    // Bob cannot forget alice's; alice forgets her own.
+    let forget = |key: &str| {
+        agent().delete(&format!("{}/api/credentials/prot", hangar.base)).header("X-API-Key", key).call().unwrap()
+    };
+    assert_eq!(forget(ALICE).status().as_u16(), 204);
+    assert!(
+        upstream.stats()["revocations"].as_u64().unwrap_or(0) >= 1,
+        "revoked: {}\n{}",
+        upstream.stats(),
+        hangar.log()
+    );
+    assert!(credentials(&hangar, ALICE).is_empty());
+    assert_eq!(credentials(&hangar, BOB).len(), 1, "bob's stays");
+    assert_eq!(forget(ALICE).status().as_u16(), 404);
+}
+
+#[test]
+fn connecting_is_refused_for_a_server_that_takes_no_account_or_is_outside_the_callers_view() {
+    let upstream = Upstream::start();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let yaml = config(&upstream, &listen, PRE_REGISTERED).replace(
+        "mcp_servers:\n",
+        "profiles:\n  wide: {servers: [\"*\"]}\n  narrow: {servers: [plain]}\nmcp_servers:\n  plain:\n    command: [\"{fake}\", --tools, add]\n",
+    );
+    let yaml = yaml
+        .replace("{name: alice, hash:", "{name: alice, profile: wide, hash:")
+        .replace("{name: bob, hash:", "{name: bob, profile: narrow, hash:");
+    let hangar = Hangar::start_with(&yaml, &["--listen", &listen]);
+    let begin = |server: &str, key: &str| {
+        agent()
+            .post(&format!("{}/oauth/connect/{server}", hangar.base))
+            .header("X-API-Key", key)
+            .send_json(json!({}))
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(begin("plain", ALICE), 400, "not a per-user server");
+    assert_eq!(begin("prot", BOB), 404, "outside bob's view");
+    assert_eq!(begin("prot", "not-a-key"), 401);
+    assert_eq!(begin("prot", ALICE), 200);
+    // The document an authorization server would fetch names the hangar's callback.
+    let document: Value =
+        agent().get(&format!("{}/oauth/client.json", hangar.base)).call().unwrap().into_body().read_json().unwrap();
+    assert_eq!(document["client_id"], format!("http://{listen}/oauth/client.json"));
+    assert_eq!(document["redirect_uris"], json!([format!("http://{listen}/oauth/callback")]));
+}
