@@ -10,18 +10,19 @@
 //!
 //! Then through the hangar (`per: user`, the pre-registered client `hangar-web`): alice, with
 //! her API key, connects from the status page's Connect button; bob, with his, from the URL
-//! `hangar connect` prints, in a browser of his own. Each signs in at the upstream as
-//! themselves. alice's calls then reach the upstream with alice's token and bob's with bob's
+//! `hangar connect` prints, in a browser of his own (the CLI refuses a server without per-user
+//! accounts with the hangar's reason). Each signs in at the upstream as themselves. Before
+//! either connects, a call is refused with where to connect, and while only alice is, bob is
+//! still refused. alice's calls then reach the upstream with alice's token and bob's with bob's
 //! (the upstream's `whoami` says whose token came), and bob keeps being served with his own
 //! while alice's calls wait for her expired token's slow refresh (`/_ttl`, `/_slow`).
 
+use std::process::Command;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use fantoccini::Client;
 use hangar_tests::serde_json::{Value, json};
@@ -334,16 +335,26 @@ async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar) {
     screenshot(browser, "connect-page").await;
 }
 
-/// bob connects from the URL `hangar connect prot` prints for him, in a browser of his own.
-async fn bob_connects_from_the_cli(browser: &Client, hangar: &Hangar) {
+/// `hangar connect SERVER` as bob: its exit code, stdout and stderr.
+fn hangar_connect(hangar: &Hangar, server: &str) -> (Option<i32>, String, String) {
     let output = Command::new(bin("hangar"))
-        .args(["--url", &hangar.base, "connect", "prot"])
+        .args(["--url", &hangar.base, "connect", server])
         .env("HANGAR_API_KEY", BOB_KEY)
         .output()
         .expect("hangar runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "hangar connect prot: {stderr}");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code(), text(&output.stdout), text(&output.stderr))
+}
+
+/// bob connects from the URL `hangar connect prot` prints for him, in a browser of his own
+/// (`hangar connect math`, a server with no per-user accounts, is refused with the hangar's
+/// reason).
+async fn bob_connects_from_the_cli(browser: &Client, hangar: &Hangar) {
+    let (code, stdout, stderr) = hangar_connect(hangar, "math");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("`math` takes no account of its callers' own"), "{stderr}");
+    let (code, stdout, stderr) = hangar_connect(hangar, "prot");
+    assert_eq!(code, Some(0), "hangar connect prot: {stderr}");
     let url = stdout
         .lines()
         .map(str::trim)
