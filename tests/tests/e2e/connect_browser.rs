@@ -8,14 +8,15 @@
 //! their own browser, and the code each brings back redeems for a token whose subject is who
 //! they typed.
 //!
-//! Then through the hangar (`per: user`, the pre-registered client `hangar-web`): alice, with
-//! her API key, connects from the status page's Connect button; bob, with his, from the URL
-//! `hangar connect` prints, in a browser of his own (the CLI refuses a server without per-user
-//! accounts with the hangar's reason). Each signs in at the upstream as themselves. Before
-//! either connects, a call is refused with where to connect, and while only alice is, bob is
-//! still refused. alice's calls then reach the upstream with alice's token and bob's with bob's
-//! (the upstream's `whoami` says whose token came), and bob keeps being served with his own
-//! while alice's calls wait for her expired token's slow refresh (`/_ttl`, `/_slow`).
+//! Then through the hangar (`per: user`, the pre-registered client `hangar-web`): alice, an
+//! OAuth identity (`oauth:alice`) signed in to the status page with her access token, connects
+//! from its Connect button; bob, with his API key, from the URL `hangar connect` prints, in a
+//! browser of his own (the CLI refuses a server without per-user accounts with the hangar's
+//! reason). Each signs in at the upstream as themselves. Before either connects, a call is
+//! refused with where to connect, and while only alice is, bob is still refused. alice's calls
+//! then reach the upstream with alice's token and bob's with bob's (the upstream's `whoami`
+//! says whose token came), and bob keeps being served with his own while alice's calls wait
+//! for her expired token's slow refresh (`/_ttl`, `/_slow`).
 
 use std::process::Command;
 use std::sync::mpsc;
@@ -32,16 +33,20 @@ use crate::browser::{WAIT, attribute, click, current_url, eventually, screenshot
 use crate::status_page::{row, sign_in};
 use crate::upstream_login::sign_in_upstream;
 
-const ALICE_KEY: &str = "alice-connect-s3cret";
 const BOB_KEY: &str = "bob-connect-s3cret";
 
-/// alice and bob, each an identity of their own with no admin rights; `prot` is the protected
-/// upstream, each caller connecting their own account there.
+/// alice and bob, each an identity of their own with no admin rights: alice an OAuth identity
+/// (`oauth:alice`, her access token from the callers' IdP, tests/fixtures/idp.mjs), bob a key's;
+/// `prot` is the protected upstream, each caller connecting their own account there.
 const CONFIG: &str = r#"
 auth:
   api_keys:
-    - {name: alice, hash: "{alice}", profile: dev}
     - {name: bob, hash: "{bob}", profile: dev}
+  oauth:
+    issuer: {issuer}
+    scopes_supported: [mcp]
+    required_scopes: [mcp]
+    profiles: {developers: dev}
 profiles:
   dev: {servers: ["*"]}
 credentials: {public_url: "{public}"}
@@ -54,11 +59,11 @@ mcp_servers:
   math: {command: ["{fake}", "--tools", "add"]}
 "#;
 
-/// The config with `prot` at `endpoint`, the client secret in `secret`, the hangar's API
-/// reached by a browser at `public`.
-fn config(endpoint: &str, secret: &std::path::Path, public: &str) -> String {
+/// The config with the callers' IdP at `issuer`, `prot` at `endpoint`, the client secret in
+/// `secret`, the hangar's API reached by a browser at `public`.
+fn config(issuer: &str, endpoint: &str, secret: &std::path::Path, public: &str) -> String {
     CONFIG
-        .replace("{alice}", &key_hash(ALICE_KEY))
+        .replace("{issuer}", issuer)
         .replace("{bob}", &key_hash(BOB_KEY))
         .replace("{public}", public)
         .replace("{endpoint}", endpoint)
@@ -250,9 +255,10 @@ fn the_page_offers_connect_on_a_per_user_server_only() {
     let secret = tempfile::NamedTempFile::new().expect("secret file");
     std::fs::write(secret.path(), "hangar-web-secret\n").expect("write the secret");
     let port = free_port();
-    // Nothing listens at the endpoint: the page needs only the server's config.
-    let config =
-        config(&format!("http://127.0.0.1:{}/mcp", free_port()), secret.path(), &format!("http://127.0.0.1:{port}"));
+    // Nothing listens at the endpoint or the issuer: the page needs only the server's config,
+    // and bob is a key's.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let config = config(&nowhere, &format!("{nowhere}/mcp"), secret.path(), &format!("http://127.0.0.1:{port}"));
     let hangar = Hangar::start_on(&config, &format!("127.0.0.1:{port}")).expect("a free port");
     crate::browser::in_browser(async |browser| {
         sign_in(browser, &format!("{}/", hangar.base), BOB_KEY).await;
@@ -271,11 +277,13 @@ fn the_page_offers_connect_on_a_per_user_server_only() {
     });
 }
 
-/// `whoami` on `prot` through the hangar as the caller holding `key`: whose token reached the
-/// upstream (its `sub`), or the hangar's refusal.
-fn whoami_as(hangar: &Hangar, key: &str) -> Result<String, String> {
+/// `whoami` on `prot` through the hangar as the caller holding `credential` (a key or an
+/// access token, sent as the bearer): whose token reached the upstream (its `sub`), or the
+/// hangar's refusal.
+fn whoami_as(hangar: &Hangar, credential: &str) -> Result<String, String> {
     let params = json!({"name": "hangar_call", "arguments": {"calls": [{"mcp_server": "prot", "tool": "whoami", "arguments": {}}]}});
-    let response = hangar.mcp_with("tools/call", params, json!({}), &[("X-API-Key", key)]);
+    let bearer = format!("Bearer {credential}");
+    let response = hangar.mcp_with("tools/call", params, json!({}), &[("Authorization", &bearer)]);
     assert_eq!(response.status, 200, "{}", response.text);
     let result = &response.body["result"]["structuredContent"]["results"][0];
     if result["success"] != true {
@@ -286,25 +294,30 @@ fn whoami_as(hangar: &Hangar, key: &str) -> Result<String, String> {
     who["sub"].as_str().map(str::to_owned).ok_or_else(|| result.to_string())
 }
 
-/// `GET /api/credentials` as the caller holding `key`: its own connections.
-fn connections_of(hangar: &Hangar, key: &str) -> Vec<Value> {
-    let url = format!("{}/api/credentials", hangar.base);
-    let mut response = crate::oauth::agent().get(&url).header("X-API-Key", key).call().expect("the API answers");
+/// `GET` `path` of the API as the caller holding `credential`: its JSON (200 expected).
+fn api_get_as(hangar: &Hangar, credential: &str, path: &str) -> Value {
+    let url = format!("{}{path}", hangar.base);
+    let request = crate::oauth::agent().get(&url).header("Authorization", format!("Bearer {credential}"));
+    let mut response = request.call().expect("the API answers");
     let body = response.body_mut().read_to_string().expect("a body");
     assert_eq!(response.status().as_u16(), 200, "{body}");
-    let list: Value = hangar_tests::serde_json::from_str(&body).expect("JSON");
-    list["credentials"].as_array().cloned().unwrap_or_default()
+    hangar_tests::serde_json::from_str(&body).expect("JSON")
+}
+
+/// `GET /api/credentials` as the caller holding `credential`: its own connections.
+fn connections_of(hangar: &Hangar, credential: &str) -> Vec<Value> {
+    api_get_as(hangar, credential, "/api/credentials")["credentials"].as_array().cloned().unwrap_or_default()
 }
 
 fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs()
 }
 
-/// alice connects from the status page: signed in there with her key, her row of `prot` says
+/// alice connects from the status page: signed in there with her access token, her row of `prot` says
 /// she is not connected; its Connect button takes her to the upstream's login, where she signs
 /// in as alice, and back at the hangar's callback; the page then says she is connected.
-async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar) {
-    sign_in(browser, &format!("{}/", hangar.base), ALICE_KEY).await;
+async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar, alice: &str) {
+    sign_in(browser, &format!("{}/", hangar.base), alice).await;
     let connection = row("prot", ".connection");
     eventually("alice's row of prot to say she is not connected", || async {
         (attribute(browser, &connection, "data-connected").await? == "no").then_some(())
@@ -324,7 +337,7 @@ async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar) {
     sign_in_upstream(browser, "alice", &callback).await;
     let landed = current_url(browser).await;
     assert!(landed.starts_with(&callback), "{landed}");
-    poll("alice's connection to be stored", WAIT, || (!connections_of(hangar, ALICE_KEY).is_empty()).then_some(()));
+    poll("alice's connection to be stored", WAIT, || (!connections_of(hangar, alice).is_empty()).then_some(()));
     // Back on the page (the tab kept her credential): connected.
     browser.goto(&format!("{}/", hangar.base)).await.expect("the page opens");
     eventually("alice's row of prot to say she is connected", || async {
@@ -371,11 +384,15 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
     let upstream = Upstream::start();
     let port = free_port();
     let public = format!("http://127.0.0.1:{port}");
-    let config = config(&upstream.endpoint, upstream.secret.path(), &public);
+    let callers_idp = crate::oauth::Idp::start(free_port());
+    let config = config(&callers_idp.url, &upstream.endpoint, upstream.secret.path(), &public);
     let hangar = Hangar::start_on(&config, &format!("127.0.0.1:{port}")).expect("a free port");
+    let alice = callers_idp.token("alice", "mcp", &format!("{}/mcp", hangar.base));
+    let who = api_get_as(&hangar, &alice, "/api/whoami");
+    assert_eq!(who["identity"], "oauth:alice", "{who}");
 
     // Nobody is connected: nobody's call reaches the upstream; alice is told where to connect.
-    let refused = whoami_as(&hangar, ALICE_KEY).expect_err("alice has no token yet");
+    let refused = whoami_as(&hangar, &alice).expect_err("alice has no token yet");
     assert!(refused.contains(&format!("{public}/oauth/connect/prot?")), "{refused}");
     assert!(upstream.calls().is_empty());
 
@@ -383,10 +400,10 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
     // bob's lives on.
     upstream.set("_ttl?s=1");
     let alice_connected_at = with_driver(async |driver| {
-        let alice = driver.session().await;
-        alice_connects_from_the_page(&alice, &hangar).await;
+        let browser = driver.session().await;
+        alice_connects_from_the_page(&browser, &hangar, &alice).await;
         let connected_at = unix_now();
-        let _ = alice.close().await;
+        let _ = browser.close().await;
         // alice's connection serves alice alone: bob, not connected yet, is still refused.
         assert!(whoami_as(&hangar, BOB_KEY).is_err(), "bob is not served with alice's token");
         assert!(upstream.calls().is_empty());
@@ -397,8 +414,8 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
         connected_at
     });
     // Each sees only their own connection.
-    for (key, who) in [(ALICE_KEY, "alice"), (BOB_KEY, "bob")] {
-        let mine = connections_of(&hangar, key);
+    for (credential, who) in [(alice.as_str(), "alice"), (BOB_KEY, "bob")] {
+        let mine = connections_of(&hangar, credential);
         assert_eq!(mine.len(), 1, "{who}: {mine:?}");
         assert_eq!(mine[0]["mcp_server"], "prot", "{who}: {mine:?}");
     }
@@ -406,13 +423,13 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
 
     // alice's token has expired; her refresh is slow. While her call waits for it, bob calls
     // again and again: each is served at once, with bob's own token.
-    let expires = connections_of(&hangar, ALICE_KEY)[0]["expires_at"].as_str().map(str::to_owned);
+    let expires = connections_of(&hangar, &alice)[0]["expires_at"].as_str().map(str::to_owned);
     assert!(expires.is_some(), "the hangar knows when alice's token expires");
     poll("alice's one-second token to expire", WAIT, || (unix_now() >= alice_connected_at + 2).then_some(()));
     let refreshed = upstream.grants("refresh_token");
     upstream.set("_slow?ms=4000");
     let bob_during = std::thread::scope(|scope| {
-        let alice_call = scope.spawn(|| whoami_as(&hangar, ALICE_KEY));
+        let alice_call = scope.spawn(|| whoami_as(&hangar, &alice));
         let mut served = 0;
         while !alice_call.is_finished() {
             assert_eq!(whoami_as(&hangar, BOB_KEY).as_deref(), Ok("bob"), "bob is served with his own token");
