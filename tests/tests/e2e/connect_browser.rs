@@ -313,10 +313,11 @@ fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs()
 }
 
-/// alice connects from the status page: signed in there with her access token, her row of `prot` says
-/// she is not connected; its Connect button takes her to the upstream's login, where she signs
-/// in as alice, and back at the hangar's callback; the page then says she is connected.
-async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar, alice: &str) {
+/// alice connects from the status page: signed in there with her access token, her row of
+/// `prot` says she is not connected; its Connect button takes her to the upstream's login,
+/// where she signs in as alice, and back at the hangar's callback; the page then says she is
+/// connected, and not where (the upstream's issuer).
+async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar, alice: &str, upstream: &Upstream) {
     sign_in(browser, &format!("{}/", hangar.base), alice).await;
     let connection = row("prot", ".connection");
     eventually("alice's row of prot to say she is not connected", || async {
@@ -345,6 +346,11 @@ async fn alice_connects_from_the_page(browser: &Client, hangar: &Hangar, alice: 
     })
     .await;
     assert_eq!(text(browser, &row("prot", "button.connect")).await.as_deref(), Some("Connect again"));
+    // The page speaks in its own words: nothing of what the upstream's side named (its
+    // authorization server), though the connection the page read names it.
+    let shown = text(browser, "body").await.unwrap_or_default();
+    assert!(connections_of(hangar, alice)[0]["issuer"] == upstream.idp.issuer.as_str());
+    assert!(!shown.contains(&upstream.idp.issuer), "the page shows the upstream's issuer: {shown}");
     screenshot(browser, "connect-page").await;
 }
 
@@ -401,7 +407,7 @@ fn alice_and_bob_each_connect_their_own_account_and_each_calls_with_their_own_to
     upstream.set("_ttl?s=1");
     let alice_connected_at = with_driver(async |driver| {
         let browser = driver.session().await;
-        alice_connects_from_the_page(&browser, &hangar, &alice).await;
+        alice_connects_from_the_page(&browser, &hangar, &alice, &upstream).await;
         let connected_at = unix_now();
         let _ = browser.close().await;
         // alice's connection serves alice alone: bob, not connected yet, is still refused.
