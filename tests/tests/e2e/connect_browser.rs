@@ -281,7 +281,8 @@ fn the_page_offers_connect_on_a_per_user_server_only() {
 /// access token, sent as the bearer): whose token reached the upstream (its `sub`), or the
 /// hangar's refusal.
 fn whoami_as(hangar: &Hangar, credential: &str) -> Result<String, String> {
-    let params = json!({"name": "hangar_call", "arguments": {"calls": [{"mcp_server": "prot", "tool": "whoami", "arguments": {}}]}});
+    let call = json!({"mcp_server": "prot", "tool": "whoami", "arguments": {}});
+    let params = json!({"name": "hangar_call", "arguments": {"calls": [call]}});
     let bearer = format!("Bearer {credential}");
     let response = hangar.mcp_with("tools/call", params, json!({}), &[("Authorization", &bearer)]);
     assert_eq!(response.status, 200, "{}", response.text);
