@@ -221,11 +221,14 @@ fn a_legacy_upstreams_own_requests_reach_a_legacy_client_or_get_a_clear_error() 
         .as_array()
         .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).filter(|n| !n.starts_with("hangar_")).collect())
         .unwrap_or_default();
-    // The tools server-everything registers only for a client with sampling, elicitation, roots.
-    for conditional in ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"] {
+    // The tools server-everything registers only for a client with sampling, elicitation (URL
+    // mode too), roots.
+    for conditional in
+        ["trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation", "get-roots-list"]
+    {
         assert!(tools.contains(&conditional), "{conditional} is listed: {tools:?}");
     }
-    assert_eq!(tools.len(), 16, "{tools:?}");
+    assert_eq!(tools.len(), 17, "{tools:?}");
     // A legacy client is asked on its call's event stream, whether or not it asked for progress.
     a_ts_client_is_asked_for_sampling_mid_call(&hangar);
     // A modern client that did not declare sampling is not asked: the server hears a clear
