@@ -71,7 +71,6 @@ impl Hangar {
 impl Hangar {
     /// `identity` has just connected `server`: its legacy sessions told to connect hear that it
     /// is done, and the server's tools are learned with the new token if none are known yet.
-    #[allow(dead_code)] // the connect flow's callback calls it, being built
     pub(crate) fn connected(&self, identity: &str, server: &str) {
         for wait in self.calls.elicitations.connected(identity, server) {
             let done = json!({

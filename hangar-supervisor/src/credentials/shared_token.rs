@@ -298,7 +298,7 @@ mod tests {
             "client": {"id": "m2m", "secret_file": secret},
         }))
         .unwrap();
-        let client = oauth.registered().unwrap().clone();
+        let client = oauth.registered().expect("pre-registered").clone();
         let shared =
             Arc::new(SharedToken::new(reqwest::Client::new(), "http://127.0.0.1:9/mcp", &oauth, &client, None));
         *shared.server.locked() = Some(AuthServer {

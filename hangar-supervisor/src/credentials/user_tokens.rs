@@ -90,6 +90,7 @@ impl UserTokens {
     }
 
     /// Whether `identity` holds a token for this server (it may need refreshing).
+    #[allow(dead_code)] // for the status page's connection state
     pub fn connected(&self, identity: &str) -> bool {
         self.fresh_copy(identity).is_some() || self.read(identity).is_some()
     }

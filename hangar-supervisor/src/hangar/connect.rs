@@ -198,6 +198,8 @@ impl Hangar {
             IpcError::new(ErrorKind::Internal, "the token could not be stored")
         })?;
         tracing::info!(%server, identity = %finished.identity, "an account was connected");
+        // Its sessions waiting for it hear it; its connection opens with the new token.
+        self.connected(&finished.identity, &server);
         Ok(server)
     }
 

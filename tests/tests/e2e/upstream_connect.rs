@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use hangar_tests::{Hangar, free_port, key_hash};
+use hangar_tests::{Hangar, free_port, key_hash, poll};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
@@ -175,18 +175,6 @@ fn with_param(url: &str, name: &str, value: &str) -> String {
     format!("{base}?{}", pairs.join("&"))
 }
 
-/// Every file under the hangar's directory, as bytes.
-fn files_under(dir: &std::path::Path, into: &mut Vec<(String, Vec<u8>)>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files_under(&path, into);
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            into.push((path.display().to_string(), bytes));
-        }
-    }
-}
-
 #[test]
 fn each_caller_connects_their_own_account_once_registered_and_it_survives_a_restart_sealed() {
     let upstream = Upstream::start();
@@ -215,17 +203,19 @@ fn each_caller_connects_their_own_account_once_registered_and_it_survives_a_rest
 
     // Nothing stored in clear: the access and refresh tokens are JWTs and opaque strings the
     // hangar never shows; no JWT (`eyJ`) and no client secret lies in any file.
-    let mut files = Vec::new();
-    files_under(hangar.dir.path(), &mut files);
-    assert!(files.iter().any(|(path, _)| path.ends_with(".sqlite")), "the journal is there");
-    for (path, bytes) in &files {
-        assert!(!String::from_utf8_lossy(bytes).contains("eyJ"), "{path} holds a JWT in clear");
+    let files = crate::upstream_credentials::files_under(hangar.dir.path());
+    assert!(files.iter().any(|path| path.extension().is_some_and(|ext| ext == "sqlite")), "the journal is there");
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&bytes).contains("eyJ"), "{} holds a JWT in clear", path.display());
     }
 
     // After a restart: still connected, and another flow reuses the kept registration.
     let hangar = hangar.restart(Signal::SIGTERM, &["--listen", &listen]);
     assert_eq!(credentials(&hangar, ALICE).len(), 1);
     assert_eq!(credentials(&hangar, BOB).len(), 1);
+    assert_eq!(whoami(&hangar, ALICE)["sub"], "alice-account", "the kept token serves alice's calls");
+    assert_eq!(whoami(&hangar, BOB)["sub"], "bob-account");
     assert_eq!(Browser::new().connect(&connect_url(&hangar, ALICE), "alice-account", &hangar).status, 200);
     assert_eq!(upstream.stats()["registrations"], 1, "still one registration after the restart");
     assert_eq!(credentials(&hangar, ALICE).len(), 1, "connecting again replaces the token");
@@ -289,6 +279,7 @@ fn forgetting_a_connection_revokes_it_at_the_authorization_server_first() {
     let (hangar, _) = start(&upstream, PRE_REGISTERED);
     assert_eq!(Browser::new().connect(&connect_url(&hangar, ALICE), "alice-account", &hangar).status, 200);
     assert_eq!(Browser::new().connect(&connect_url(&hangar, BOB), "bob-account", &hangar).status, 200);
+    assert_eq!(whoami(&hangar, ALICE)["sub"], "alice-account");
     assert_eq!(upstream.stats()["revocations"], 0);
     // Bob cannot forget alice's; alice forgets her own.
     let forget = |key: &str| {
@@ -303,6 +294,11 @@ fn forgetting_a_connection_revokes_it_at_the_authorization_server_first() {
     );
     assert!(credentials(&hangar, ALICE).is_empty());
     assert_eq!(credentials(&hangar, BOB).len(), 1, "bob's stays");
+    assert_eq!(whoami(&hangar, BOB)["sub"], "bob-account");
+    // Alice's next call carries no forgotten token: she is asked to connect again.
+    let asked = whoami_result(&hangar, ALICE);
+    assert_eq!(asked["success"], false, "{asked}");
+    assert!(asked.to_string().contains("/oauth/connect/prot?flow="), "{asked}");
     assert_eq!(forget(ALICE).status().as_u16(), 404);
 }
 
@@ -336,4 +332,92 @@ fn connecting_is_refused_for_a_server_that_takes_no_account_or_is_outside_the_ca
         agent().get(&format!("{}/oauth/client.json", hangar.base)).call().unwrap().into_body().read_json().unwrap();
     assert_eq!(document["client_id"], format!("http://{listen}/oauth/client.json"));
     assert_eq!(document["redirect_uris"], json!([format!("http://{listen}/oauth/callback")]));
+}
+
+/// `prot`'s `whoami` through `hangar_call` as the caller with `key`, which must succeed: whose
+/// token reached the upstream, `{sub, client_id}`.
+fn whoami(hangar: &Hangar, key: &str) -> Value {
+    let result = whoami_result(hangar, key);
+    assert_eq!(result["success"], true, "{result}");
+    let text = result["result"]["structuredContent"]["result"].as_str().expect("whoami answers text");
+    serde_json::from_str(text).expect("whoami answers JSON")
+}
+
+/// `prot`'s `whoami` through `hangar_call` as the caller with `key`: the batch's one result.
+fn whoami_result(hangar: &Hangar, key: &str) -> Value {
+    let calls = json!({"calls": [{"mcp_server": "prot", "tool": "whoami", "arguments": {}}]});
+    let answer = hangar.mcp_with(
+        "tools/call",
+        json!({"name": "hangar_call", "arguments": calls}),
+        json!({}),
+        &[("X-API-Key", key)],
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.body["result"]["structuredContent"]["results"][0].clone()
+}
+
+/// The tokens the upstream got, in order.
+fn tokens(upstream: &Upstream) -> Vec<String> {
+    upstream.up.calls().iter().map(|call| call["token"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+#[test]
+fn each_callers_calls_carry_their_own_token_and_a_one_second_token_is_refreshed_once_for_twenty() {
+    use crate::upstream_oauth::{jwt_exp, unix_now};
+    let upstream = Upstream::start();
+    let (hangar, _) = start(&upstream, PRE_REGISTERED);
+    assert_eq!(Browser::new().connect(&connect_url(&hangar, BOB), "bob-account", &hangar).status, 200);
+    // Alice's access tokens live one second from now on.
+    upstream.up.set_ttl(1);
+    assert_eq!(Browser::new().connect(&connect_url(&hangar, ALICE), "alice-account", &hangar).status, 200);
+    assert_eq!(whoami(&hangar, BOB)["sub"], "bob-account");
+    assert_eq!(whoami(&hangar, ALICE)["sub"], "alice-account");
+    let seen = tokens(&upstream);
+    assert_eq!(seen.len(), 2);
+    assert_ne!(seen[0], seen[1], "each caller's own token");
+    let held = seen[1].clone();
+    // Wait (bounded) until alice's token has expired; the next one comes slowly (so that all
+    // her calls wait for it together) and lives long (so that none outlives it).
+    let expiry = jwt_exp(&held);
+    poll("alice's token expires", Duration::from_secs(10), || (unix_now() > expiry).then_some(()));
+    upstream.up.set_ttl(300);
+    upstream.up.set_token_delay_ms(500);
+    let refreshed = upstream.up.grants("refresh_token");
+    let called = upstream.up.calls().len();
+    std::thread::scope(|scope| {
+        let alices: Vec<_> = (0..20).map(|_| scope.spawn(|| whoami(&hangar, ALICE))).collect();
+        // Bob's calls meanwhile, while alice's refresh is in flight: his own token, always.
+        let bobs: Vec<_> = (0..5).map(|_| scope.spawn(|| whoami(&hangar, BOB))).collect();
+        for call in alices {
+            assert_eq!(call.join().expect("a call thread")["sub"], "alice-account");
+        }
+        for call in bobs {
+            assert_eq!(call.join().expect("a call thread")["sub"], "bob-account");
+        }
+    });
+    assert_eq!(upstream.up.grants("refresh_token"), refreshed + 1, "one refresh for alice's twenty waiting calls");
+    let records = upstream.up.calls()[called..].to_vec();
+    assert_eq!(records.len(), 25);
+    let alices: Vec<&Value> = records.iter().filter(|call| call["sub"] == "alice-account").collect();
+    let bobs: Vec<&Value> = records.iter().filter(|call| call["sub"] == "bob-account").collect();
+    assert_eq!((alices.len(), bobs.len()), (20, 5));
+    assert!(alices.iter().all(|call| call["token"] == alices[0]["token"] && call["token"] != held.as_str()));
+    assert!(bobs.iter().all(|call| call["token"] == seen[0].as_str()), "bob kept his own token");
+    assert!(jwt_exp(alices[0]["token"].as_str().unwrap()) > unix_now() + 60, "the refreshed token is a long one");
+    // The upstream refuses every token it has seen (401 `invalid_token`, as if revoked): alice's
+    // next call refreshes once and goes through.
+    upstream.up.set_token_delay_ms(0);
+    upstream.up.refuse_seen();
+    let refreshed = upstream.up.grants("refresh_token");
+    assert_eq!(whoami(&hangar, ALICE)["sub"], "alice-account");
+    assert_eq!(upstream.up.grants("refresh_token"), refreshed + 1);
+    // No token the upstream saw lies in clear in any file of the hangar's.
+    let mut needles = tokens(&upstream);
+    needles.dedup();
+    for path in crate::upstream_credentials::files_under(hangar.dir.path()) {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned();
+        for needle in &needles {
+            assert!(!text.contains(needle.as_str()), "{} holds a token in clear", path.display());
+        }
+    }
 }

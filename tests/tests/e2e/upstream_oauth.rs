@@ -209,7 +209,7 @@ fn a_one_second_token_under_twenty_concurrent_calls_is_renewed_exactly_once() {
     assert!(jwt_exp(&later[0]) > unix_now() + 60, "the renewed token is a long one");
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs()
 }
 
@@ -283,7 +283,7 @@ fn mismatched_oauth_modes_and_a_bad_key_file_are_refused_at_load_with_their_key(
 }
 
 /// The `exp` claim of a JWT (the test reads its own upstream's tokens, to wait for expiry).
-fn jwt_exp(token: &str) -> u64 {
+pub(crate) fn jwt_exp(token: &str) -> u64 {
     let payload = token.split('.').nth(1).expect("a JWT has a payload");
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).expect("the payload is base64url");
