@@ -41,6 +41,14 @@ pub struct AuthServer {
     pub scopes_supported: Vec<String>,
 }
 
+impl AuthServer {
+    /// Whether it takes PKCE with S256, which the per-user flow requires of it (an
+    /// authorization server that does not say so is taken not to).
+    pub fn takes_pkce_s256(&self) -> bool {
+        self.code_challenge_methods.iter().any(|method| method == "S256")
+    }
+}
+
 /// Why discovery failed, in words for the server's log (never a secret: none is involved).
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
@@ -255,6 +263,35 @@ mod tests {
         assert_eq!(challenge_param("Bearer realm=x, scope=read", "scope").as_deref(), Some("read"));
         assert_eq!(challenge_param("Bearer", "scope"), None);
         assert_eq!(challenge_param("Bearer =", "scope"), None);
+    }
+
+    #[test]
+    fn pkce_s256_must_be_said() {
+        let mut server: AuthServer = AuthServer {
+            issuer: "https://as".into(),
+            token_endpoint: "https://as/token".into(),
+            revocation_endpoint: None,
+            authorization_endpoint: None,
+            registration_endpoint: None,
+            code_challenge_methods: vec!["plain".into()],
+            client_id_metadata_document_supported: false,
+            iss_parameter_supported: false,
+            resource: "https://mcp".into(),
+            scopes_supported: Vec::new(),
+        };
+        assert!(!server.takes_pkce_s256());
+        server.code_challenge_methods.clear();
+        assert!(!server.takes_pkce_s256(), "unsaid is not supported");
+        server.code_challenge_methods = vec!["plain".into(), "S256".into()];
+        assert!(server.takes_pkce_s256());
+        let metadata: ServerMetadata = serde_json::from_str(
+            r#"{"issuer": "https://as", "code_challenge_methods_supported": ["S256"],
+                "authorization_response_iss_parameter_supported": true}"#,
+        )
+        .unwrap();
+        assert_eq!(metadata.code_challenge_methods_supported, ["S256"]);
+        assert!(metadata.authorization_response_iss_parameter_supported);
+        assert!(!metadata.client_id_metadata_document_supported);
     }
 
     #[test]

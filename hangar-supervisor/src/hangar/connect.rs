@@ -91,7 +91,7 @@ impl Hangar {
         let (endpoint, oauth) = self.per_user_oauth(mcp_server)?;
         let public_url = self.connects.public_url()?;
         let server = self.authorization_server(&endpoint).await?;
-        if !server.code_challenge_methods.iter().any(|method| method == "S256") {
+        if !server.takes_pkce_s256() {
             return Err(upstream_refused(format!(
                 "the authorization server of `{mcp_server}` does not support PKCE S256 (its code_challenge_methods_supported): refused"
             )));

@@ -48,7 +48,7 @@ fn ts_client(hangar: &Hangar, mode: &str) -> (Child, BufReader<ChildStdout>) {
 }
 
 /// The client's next line (bounded: a client that hangs is killed, which ends the read).
-fn next_line(child: &mut Child, stdout: &mut BufReader<ChildStdout>) -> String {
+pub(crate) fn next_line(child: &mut Child, stdout: &mut BufReader<ChildStdout>) -> String {
     let pid = child.id();
     let (done, waiting) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {

@@ -21,6 +21,7 @@ mod cli;
 mod client_questions;
 mod config_file;
 mod config_watch;
+mod connect_asks;
 mod connect_browser;
 mod crash;
 mod cross_site;

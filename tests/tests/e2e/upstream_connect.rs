@@ -13,8 +13,8 @@ use hangar_tests::{Hangar, free_port, key_hash, poll};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-const ALICE: &str = "alice-key-0123456789abcdef";
-const BOB: &str = "bob-key-0123456789abcdef01";
+pub(crate) const ALICE: &str = "alice-key-0123456789abcdef";
+pub(crate) const BOB: &str = "bob-key-0123456789abcdef01";
 const WEB_SECRET: &str = "hangar-web-secret";
 
 fn agent() -> ureq::Agent {
@@ -28,13 +28,18 @@ fn agent() -> ureq::Agent {
 
 /// The upstream (`upstream_oauth.rs`'s), and the file holding the pre-registered
 /// `hangar-web` client's secret.
-struct Upstream {
-    up: crate::upstream_oauth::Upstream,
+pub(crate) struct Upstream {
+    pub(crate) up: crate::upstream_oauth::Upstream,
     secret: tempfile::NamedTempFile,
 }
 
 impl Upstream {
-    fn start() -> Upstream {
+    /// The pre-registered client's secret file, as a config names it.
+    pub(crate) fn secret_path(&self) -> String {
+        self.secret.path().display().to_string()
+    }
+
+    pub(crate) fn start() -> Upstream {
         let secret = tempfile::NamedTempFile::new().expect("secret file");
         std::fs::write(secret.path(), format!("{WEB_SECRET}\n")).expect("write the secret");
         Upstream { up: crate::upstream_oauth::Upstream::start(300), secret }
@@ -65,7 +70,7 @@ fn config(upstream: &Upstream, listen: &str, client: &str) -> String {
     )
 }
 
-const PRE_REGISTERED: &str = ", client: {id: hangar-web, secret_file: \"{secret}\"}";
+pub(crate) const PRE_REGISTERED: &str = ", client: {id: hangar-web, secret_file: \"{secret}\"}";
 
 fn start(upstream: &Upstream, client: &str) -> (Hangar, String) {
     let listen = format!("127.0.0.1:{}", free_port());
@@ -95,19 +100,21 @@ fn credentials(hangar: &Hangar, key: &str) -> Vec<Value> {
 }
 
 /// A person's browser: a cookie jar, following redirects itself.
-struct Browser {
+pub(crate) struct Browser {
     agent: ureq::Agent,
 }
 
 /// What a browser got: status, where it was sent, the page.
-struct Got {
-    status: u16,
+pub(crate) struct Got {
+    pub(crate) status: u16,
     location: Option<String>,
-    body: String,
+    /// The `Set-Cookie` header, if any.
+    cookie: Option<String>,
+    pub(crate) body: String,
 }
 
 impl Browser {
-    fn new() -> Browser {
+    pub(crate) fn new() -> Browser {
         Browser { agent: agent() }
     }
 
@@ -115,12 +122,15 @@ impl Browser {
         let status = response.status().as_u16();
         let location =
             response.headers().get("location").and_then(|value| value.to_str().ok()).map(|to| absolute(from, to));
+        let cookie = response.headers().get("set-cookie").and_then(|value| value.to_str().ok()).map(str::to_owned);
         let body = response.into_body().read_to_string().unwrap_or_default();
-        Got { status, location, body }
+        Got { status, location, cookie, body }
     }
 
+    /// A navigation, as from another site (a link in a chat, the authorization server's
+    /// redirect): the hangar's cross-site guard lets such a GET reach its connect steps only.
     fn get(&self, url: &str) -> Got {
-        Browser::got(self.agent.get(url).call().unwrap(), url)
+        Browser::got(self.agent.get(url).header("Sec-Fetch-Site", "cross-site").call().unwrap(), url)
     }
 
     /// Opens `connect_url`, signs in as `who` and consents at the authorization server, and
@@ -151,7 +161,7 @@ impl Browser {
     }
 
     /// The whole flow: signed in, and back at the hangar's callback; the callback's page.
-    fn connect(&self, connect_url: &str, who: &str, hangar: &Hangar) -> Got {
+    pub(crate) fn connect(&self, connect_url: &str, who: &str, hangar: &Hangar) -> Got {
         let callback = self.sign_in(connect_url, who, hangar);
         self.get(&callback)
     }
@@ -253,10 +263,26 @@ fn a_foreign_iss_a_browser_without_the_cookie_and_a_used_flow_never_get_a_code_r
     assert_eq!(browser.get(&callback).status, 404);
     assert_eq!(upstream.codes_redeemed(), 0);
 
+    // The authorization server's refusal is told in the hangar's words: its error code if it is
+    // one, nothing else it sent.
+    let browser = Browser::new();
+    let callback = browser.sign_in(&connect_url(&hangar, ALICE), "alice-account", &hangar);
+    let refused = browser.get(&with_param(&with_param(&callback, "code", ""), "error", "%3Cb%3Ebold%3C/b%3E"));
+    assert_eq!(refused.status, 502, "the upstream's refusal: {}", refused.body);
+    assert!(refused.body.contains("did not grant access (error)"), "{}", refused.body);
+    assert!(!refused.body.contains("bold"), "{}", refused.body);
+    assert_eq!(upstream.codes_redeemed(), 0);
+
     // A connect link opened by a second browser after the first: refused.
     let url = connect_url(&hangar, ALICE);
-    let first = Browser::new();
-    assert_eq!(first.get(&url).status, 302);
+    let first = Browser::new().get(&url);
+    assert_eq!(first.status, 302);
+    let cookie = first.cookie.expect("the binding cookie");
+    assert!(cookie.starts_with("hangar_connect="), "{cookie}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/oauth"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "not over http: {cookie}");
     let second = Browser::new().get(&url);
     assert_eq!(second.status, 403, "{}", second.body);
 
@@ -327,6 +353,23 @@ fn connecting_is_refused_for_a_server_that_takes_no_account_or_is_outside_the_ca
     assert_eq!(begin("prot", BOB), 404, "outside bob's view");
     assert_eq!(begin("prot", "not-a-key"), 401);
     assert_eq!(begin("prot", ALICE), 200);
+    // Minting stays behind the cross-site guard: a page of another site cannot mint a flow
+    // with a browser's key.
+    let forged = agent()
+        .post(&format!("{}/oauth/connect/prot", hangar.base))
+        .header("X-API-Key", ALICE)
+        .header("Origin", "https://evil.example")
+        .send_json(json!({}))
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 403);
+    // And a cross-site GET of anything but the connect steps is refused as before.
+    let elsewhere = agent()
+        .get(&format!("{}/api/credentials", hangar.base))
+        .header("X-API-Key", ALICE)
+        .header("Sec-Fetch-Site", "cross-site")
+        .call()
+        .unwrap();
+    assert_eq!(elsewhere.status().as_u16(), 403);
     // The document an authorization server would fetch names the hangar's callback.
     let document: Value =
         agent().get(&format!("{}/oauth/client.json", hangar.base)).call().unwrap().into_body().read_json().unwrap();
@@ -336,7 +379,7 @@ fn connecting_is_refused_for_a_server_that_takes_no_account_or_is_outside_the_ca
 
 /// `prot`'s `whoami` through `hangar_call` as the caller with `key`, which must succeed: whose
 /// token reached the upstream, `{sub, client_id}`.
-fn whoami(hangar: &Hangar, key: &str) -> Value {
+pub(crate) fn whoami(hangar: &Hangar, key: &str) -> Value {
     let result = whoami_result(hangar, key);
     assert_eq!(result["success"], true, "{result}");
     let text = result["result"]["structuredContent"]["result"].as_str().expect("whoami answers text");
@@ -344,7 +387,7 @@ fn whoami(hangar: &Hangar, key: &str) -> Value {
 }
 
 /// `prot`'s `whoami` through `hangar_call` as the caller with `key`: the batch's one result.
-fn whoami_result(hangar: &Hangar, key: &str) -> Value {
+pub(crate) fn whoami_result(hangar: &Hangar, key: &str) -> Value {
     let calls = json!({"calls": [{"mcp_server": "prot", "tool": "whoami", "arguments": {}}]});
     let answer = hangar.mcp_with(
         "tools/call",
