@@ -71,6 +71,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::testing::answer_once;
     use hangar_runtime::exit::Sysexit;
 
     #[test]
@@ -87,28 +88,6 @@ mod tests {
         assert_eq!(reloaded(&json!({"added": ["x"], "removed": [], "ok": true})), "reloaded; added: x");
         let body = json!({"unchanged": ["k"], "added": ["a"], "changed": ["c"], "removed": ["r"]});
         assert_eq!(reloaded(&body), "reloaded; added: a; removed: r; changed: c; unchanged: k");
-    }
-
-    /// Serves one request with `status` and `body`; hands back the request's head.
-    fn answer_once(status: &str, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let status = status.to_owned();
-        let server = std::thread::spawn(move || {
-            let (stream, _) = listener.accept().unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut head = String::new();
-            while reader.read_line(&mut head).unwrap() > 2 && !head.ends_with("\r\n\r\n") {}
-            let mut stream = stream;
-            let reply = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            stream.write_all(reply.as_bytes()).unwrap();
-            head
-        });
-        (url, server)
     }
 
     #[test]

@@ -54,6 +54,12 @@ pub enum Command {
         /// The server's name.
         name: String,
     },
+    /// Connect your own account at a server whose upstream signs in each user (`auth.oauth.per:
+    /// user`): prints a URL to open in any browser, and until when it works.
+    Connect {
+        /// The server's name.
+        name: String,
+    },
     /// Ask the hangar to reload its config.
     Reload,
     /// The audit trail: who called what, and how it ended (newest last); with -f, what comes next.

@@ -16,12 +16,15 @@ mod actions;
 mod args;
 mod audit;
 mod client;
+mod connect;
 #[cfg(test)]
 mod docs_page;
 mod error;
 mod logs;
 mod pin;
 mod status;
+#[cfg(test)]
+mod testing;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -66,6 +69,10 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Restart { name } => {
             outcome(json, &actions::stop(&api, name)?, |b| actions::stopped(name, b))?;
             outcome(json, &actions::start(&api, name)?, |b| actions::started(name, b))
+        }
+        Command::Connect { name } => {
+            let answer = connect::begin(&api, name)?;
+            if json { emit_json(&answer.text) } else { emit(&connect::instructions(name, &answer.body)) }
         }
         Command::Reload => outcome(json, &actions::reload(&api)?, actions::reloaded),
         Command::Pin { name, config, .. } => pin::run(&api, name, config.as_deref(), json),

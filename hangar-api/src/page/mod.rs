@@ -1,6 +1,8 @@
 //! The status page at `GET /`: plain HTML, CSS and one script, compiled into the binary (no
 //! build step, nothing read from disk). The files carry no data, so they are served without a
 //! credential (they are in [`crate::public`]'s table); the script asks `/api` for everything, with the credential the operator enters.
+//! Its one other request is a per-user server's Connect button: `POST /oauth/connect/{server}`
+//! with the same credential, after which the browser goes to the connect URL answered.
 //!
 //! Every answer here carries a strict Content-Security-Policy: only this origin's script and
 //! style (no inline code, no `eval`), requests only to this origin, no frames, no forms posted

@@ -3,6 +3,9 @@
 // Events, read with fetch so the credential travels in a header) and asks for a list again only
 // when the stream (re)connects or reports a reload or a gap. Every text from the API is set with
 // textContent, never parsed as HTML: tool descriptions and log lines are an upstream's words.
+// For a server where each caller connects their own upstream account (`auth.oauth.per: user`),
+// a row shows the caller's own connection (GET /api/credentials, in the page's words only) and
+// a Connect button: POST /oauth/connect/{server}, then on to the URL the hangar answers.
 "use strict";
 
 const CREDENTIAL_KEY = "hangar.credential";
@@ -31,6 +34,8 @@ class ServerView {
     this.logTimer = null;
     this.refreshing = null;
     this.auditEntries = null;
+    this.auth = null;
+    this.connection = null;
     const node = $("server-template").content.firstElementChild.cloneNode(true);
     this.node = node;
     node.dataset.server = id;
@@ -121,6 +126,81 @@ class ServerView {
       button.setAttribute("aria-label", button.textContent + " " + this.id);
       button.addEventListener("click", () => this.act(action));
       actions.append(button);
+    }
+  }
+
+  /// Whether each caller connects their own account here (`auth.oauth.per: user`): its details
+  /// say `oauth`, and its checks use no credential of the hangar's own.
+  perUser() {
+    return Boolean(this.auth && this.auth.kind === "oauth" && this.auth.checks === "reachability only");
+  }
+
+  /// Its `auth` (how the hangar proves itself to its upstream), from its details.
+  async loadAuth() {
+    const details = await apiJson("/api/mcp_servers/" + encodeURIComponent(this.id));
+    this.auth = details.auth || null;
+  }
+
+  /// The caller's own connection here (an entry of GET /api/credentials, or null) and a Connect
+  /// button, on a per-user server only. Only the page's words and the entry's flags and expiry:
+  /// its issuer and scopes are the upstream's.
+  showConnection(connection) {
+    this.connection = connection;
+    const box = this.part("connection");
+    const slot = this.part("connect-slot");
+    if (!this.perUser()) {
+      box.hidden = true;
+      slot.replaceChildren();
+      return;
+    }
+    box.hidden = false;
+    const state = this.part("connection-state");
+    if (!connection) {
+      box.dataset.connected = "no";
+      state.textContent = "not connected";
+    } else if (!connection.usable) {
+      box.dataset.connected = "unusable";
+      state.textContent = "connected, but the hangar's key no longer opens it";
+    } else {
+      box.dataset.connected = "yes";
+      if (connection.refreshable) {
+        state.textContent = "connected (renewed as needed)";
+      } else if (connection.expires_at) {
+        state.replaceChildren(document.createTextNode("connected until "), timeElement(connection.expires_at));
+      } else {
+        state.textContent = "connected";
+      }
+    }
+    let button = slot.querySelector("button");
+    if (!button) {
+      button = document.createElement("button");
+      button.type = "button";
+      button.className = "connect";
+      button.addEventListener("click", () => this.connect());
+      slot.append(button);
+    }
+    button.textContent = connection ? "Connect again" : "Connect";
+    button.setAttribute("aria-label", button.textContent + ": your account at " + this.id);
+  }
+
+  /// Has the hangar mint a connect flow for this caller, then goes where it answers (its
+  /// /oauth/connect, which sends this browser on to the upstream's sign-in).
+  async connect() {
+    const button = this.part("connect-slot").querySelector("button");
+    const result = this.part("action-result");
+    button.disabled = true;
+    delete result.dataset.failed;
+    result.textContent = "connect: asking the hangar…";
+    try {
+      const answer = await apiJson("/oauth/connect/" + encodeURIComponent(this.id), { method: "POST" });
+      const url = new URL(answer.url, location.href);
+      if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("the hangar answered no web address");
+      result.textContent = "connect: on to the sign-in…";
+      location.assign(url.href);
+    } catch (err) {
+      result.dataset.failed = "";
+      result.textContent = "connect refused: " + err.message;
+      button.disabled = false;
     }
   }
 
@@ -336,6 +416,19 @@ async function refreshList() {
   }
   showSummary();
   refreshCounts();
+  loadConnections().catch((err) => showNotice("Connections unavailable: " + err.message));
+}
+
+/// Each server's `auth` (its details); then, where any server takes per-user connections, the
+/// caller's own connections, one per row (a usable one first).
+async function loadConnections() {
+  const shown = [...views.values()];
+  await Promise.all(shown.map((view) => view.loadAuth().catch(() => {})));
+  const mine = shown.some((view) => view.perUser()) ? (await apiJson("/api/credentials")).credentials : [];
+  for (const view of shown) {
+    const found = mine.filter((connection) => connection.mcp_server === view.id);
+    view.showConnection(found.find((connection) => connection.usable) || found[0] || null);
+  }
 }
 
 function showSummary() {
@@ -530,6 +623,8 @@ async function refreshServer(view) {
       tools_count: details.tools.length,
       dead: details.dead,
     });
+    view.auth = details.auth || null;
+    view.showConnection(view.connection);
     showSummary();
   } catch (err) {
     if (err.status === 404) refreshList().catch(() => {});

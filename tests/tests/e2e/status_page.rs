@@ -9,20 +9,15 @@
 //! runs under its strict Content-Security-Policy throughout: any violation the browser reports
 //! fails the test. A screenshot is left at `target/status-page.png`.
 //!
-//! Chromium and chromedriver come from `scripts/setup-tools`; without them the test fails (it
-//! never skips), saying so.
-
-use std::future::Future;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+//! The browser is `crate::browser`'s: Chromium and chromedriver come from `scripts/setup-tools`;
+//! without them the test fails (it never skips), saying so.
 
 use fantoccini::key::Key;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, key_hash, read_pid, sigkill};
+
+use crate::browser::{WAIT, attribute, click, eventually, in_browser, screenshot, text};
 
 const ADMIN_KEY: &str = "alice-page-s3cret";
 const VIEWER_KEY: &str = "viewer-page-s3cret";
@@ -54,9 +49,6 @@ const SERVERS: [&str; 3] = ["steady", "victim", "idle"];
 
 /// The policy every file of the page is served under.
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-/// Generous: the browser, the driver and the hangar share two cores with other tests.
-const WAIT: Duration = Duration::from_secs(30);
 
 #[test]
 fn an_admin_watches_a_crash_and_restarts_from_the_page_and_a_viewer_sees_no_buttons() {
@@ -118,18 +110,6 @@ fn the_page_reconnects_and_replays_what_it_missed() {
         assert!(change.starts_with("ready → dead"), "the missed event was replayed: {change}");
         let mark = browser.execute("return window.hangarTestMark;", vec![]).await.unwrap();
         assert_eq!(mark, json!("not reloaded"));
-    });
-}
-
-/// Runs `story` in a fresh headless Chromium, closed afterwards (killed, on a failure).
-fn in_browser(story: impl AsyncFnOnce(&Client)) {
-    let driver = ChromeDriver::start();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let browser = driver.session().await;
-        story(&browser).await;
-        // On a failure the driver's process group (the browser with it) is killed instead.
-        let _ = browser.close().await;
     });
 }
 
@@ -211,7 +191,7 @@ async fn story(hangar: &Hangar, browser: &Client) {
     .await;
     let violations = browser.execute("return window.hangarTestViolations;", vec![]).await.unwrap();
     assert_eq!(violations, json!([]), "the page broke its own Content-Security-Policy");
-    screenshot(browser).await;
+    screenshot(browser, "status-page").await;
 
     // A profile without admin: the same servers, no buttons.
     browser.execute("sessionStorage.clear();", vec![]).await.unwrap();
@@ -226,7 +206,7 @@ async fn story(hangar: &Hangar, browser: &Client) {
 }
 
 /// Opens the page and enters `credential` (a key or a token) in its sign-in form.
-async fn sign_in(browser: &Client, url: &str, credential: &str) {
+pub(crate) async fn sign_in(browser: &Client, url: &str, credential: &str) {
     browser.goto(url).await.unwrap();
     eventually("the sign-in form", || async {
         let hidden = browser.execute("return document.getElementById('signin').hidden;", vec![]).await.ok()?;
@@ -242,7 +222,7 @@ async fn sign_in(browser: &Client, url: &str, credential: &str) {
 }
 
 /// A CSS selector inside the row of `server`.
-fn row(server: &str, inside: &str) -> String {
+pub(crate) fn row(server: &str, inside: &str) -> String {
     format!("li[data-server=\"{server}\"] {inside}")
 }
 
@@ -262,32 +242,6 @@ async fn wait_for_state(browser: &Client, server: &str, state: &str) {
     .await;
 }
 
-/// The text of the first element `selector` matches, if any.
-async fn text(browser: &Client, selector: &str) -> Option<String> {
-    let script = "const node = document.querySelector(arguments[0]); return node ? node.textContent : null;";
-    match browser.execute(script, vec![json!(selector)]).await.ok()? {
-        Value::String(text) => Some(text),
-        _ => None,
-    }
-}
-
-/// An attribute of the first element `selector` matches, if any.
-async fn attribute(browser: &Client, selector: &str, name: &str) -> Option<String> {
-    let script =
-        "const node = document.querySelector(arguments[0]); return node ? node.getAttribute(arguments[1]) : null;";
-    match browser.execute(script, vec![json!(selector), json!(name)]).await.ok()? {
-        Value::String(value) => Some(value),
-        _ => None,
-    }
-}
-
-async fn click(browser: &Client, selector: &str) {
-    let element =
-        eventually(&format!("{selector} to be there"), || async { browser.find(Locator::Css(selector)).await.ok() })
-            .await;
-    element.click().await.unwrap_or_else(|err| panic!("cannot click {selector}: {err}"));
-}
-
 /// GET `path` with `key`, its JSON body (200 expected).
 fn api_get(hangar: &Hangar, key: &str, path: &str) -> Value {
     let agent: ureq::Agent =
@@ -296,106 +250,4 @@ fn api_get(hangar: &Hangar, key: &str, path: &str) -> Value {
     let text = response.body_mut().read_to_string().unwrap();
     assert_eq!(response.status().as_u16(), 200, "GET {path}: {text}");
     hangar_tests::serde_json::from_str(&text).unwrap()
-}
-
-/// Polls `check` every 100 ms until it gives `Some`, or fails naming `what` after [`WAIT`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out after {WAIT:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The page as a person sees it, kept as a test artifact: `target/status-page.png`.
-async fn screenshot(browser: &Client) {
-    let png = browser.screenshot().await.unwrap();
-    let path = target_dir().join("status-page.png");
-    std::fs::write(&path, png).unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));
-}
-
-/// `target/` (the built binaries are in `target/<profile>/`).
-fn target_dir() -> PathBuf {
-    let supervisor = hangar_tests::bin("hangar-supervisor");
-    supervisor.parent().and_then(Path::parent).expect("target directory").to_path_buf()
-}
-
-/// chromedriver on a free loopback port, in a process group of its own (with the browsers it
-/// starts), all killed when dropped.
-struct ChromeDriver {
-    child: Child,
-    url: String,
-    chromium: PathBuf,
-}
-
-impl ChromeDriver {
-    fn start() -> ChromeDriver {
-        let (Some(chromium), Some(chromedriver)) = (installed("chromium"), installed("chromedriver")) else {
-            panic!(
-                "the status page test needs Debian's chromium and chromium-driver (chromium and chromedriver on PATH \
-                 or in /usr/bin); run scripts/setup-tools, which installs them"
-            );
-        };
-        use std::os::unix::process::CommandExt;
-        // Port 0: chromedriver takes a free port and says which.
-        let mut child = Command::new(&chromedriver)
-            .arg("--port=0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|err| panic!("cannot run {}: {err}", chromedriver.display()));
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(port) = line.split("started successfully on port ").nth(1) {
-                    let _ = tx.send(port.trim_end_matches('.').trim().to_owned());
-                }
-            }
-        });
-        let port = rx.recv_timeout(WAIT).unwrap_or_else(|_| panic!("{} never said its port", chromedriver.display()));
-        ChromeDriver { child, url: format!("http://127.0.0.1:{port}"), chromium }
-    }
-
-    /// A new headless browser session.
-    async fn session(&self) -> Client {
-        let mut args = vec!["--headless=new", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,900"];
-        if nix::unistd::geteuid().is_root() {
-            // Chromium refuses to run as root inside its sandbox.
-            args.push("--no-sandbox");
-        }
-        let mut capabilities = hangar_tests::serde_json::Map::new();
-        capabilities.insert("browserName".into(), json!("chrome"));
-        capabilities.insert("goog:chromeOptions".into(), json!({"binary": self.chromium, "args": args}));
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        ClientBuilder::new(connector)
-            .capabilities(capabilities)
-            .connect(&self.url)
-            .await
-            .unwrap_or_else(|err| panic!("chromedriver at {} gave no session: {err}", self.url))
-    }
-}
-
-impl Drop for ChromeDriver {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
-
-/// `name` on PATH, else in /usr/bin.
-fn installed(name: &str) -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(name)).find(|path| path.is_file()));
-    on_path.or_else(|| Some(Path::new("/usr/bin").join(name)).filter(|path| path.is_file()))
 }
