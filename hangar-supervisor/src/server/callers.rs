@@ -211,3 +211,30 @@ impl Server {
 
 /// The detail of an error that asks the caller to connect their account to the server it names.
 pub(crate) const CONNECT_DETAIL: &str = "connect_mcp_server";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_caller_keeps_one_cell_per_run_and_the_oldest_caller_goes_past_the_bound() {
+        let callers = Callers::default();
+        let alice = callers.cell(1, "alice");
+        assert!(Arc::ptr_eq(&alice, &callers.cell(1, "alice")), "one cell per caller, however many calls");
+        assert!(!Arc::ptr_eq(&alice, &callers.cell(1, "bob")), "bob's is his own");
+        assert!(!Arc::ptr_eq(&alice, &callers.cell(2, "alice")), "a new run starts afresh");
+        assert_eq!(callers.links.locked().by_identity.len(), 1, "the old run's cells are gone");
+        // alice's last use is strictly older than everyone's after her.
+        std::thread::sleep(Duration::from_millis(2));
+
+        for n in 0..MAX_CALLERS {
+            callers.cell(2, &format!("caller-{n}"));
+        }
+        let links = callers.links.locked();
+        assert_eq!(links.by_identity.len(), MAX_CALLERS);
+        assert!(!links.by_identity.contains_key("alice"), "the least recently used caller went first");
+        drop(links);
+        callers.drop_link("caller-1");
+        assert!(!callers.links.locked().by_identity.contains_key("caller-1"));
+    }
+}
