@@ -136,9 +136,28 @@ impl Server {
         link.cloned()
     }
 
-    /// Forgets `identity`'s connection (its token was refused, or forgotten).
-    pub(crate) fn close_caller_link(&self, identity: &str) {
-        self.callers.drop_link(identity);
+    /// `identity`'s own connection to this server, the server started first if it is not
+    /// running (reachability only).
+    pub(super) async fn ready_caller_link(self: &Arc<Self>, identity: &str) -> Result<Arc<Upstream>, IpcError> {
+        self.ready_upstream().await?;
+        self.caller_link(identity).await
+    }
+
+    /// A request (`what`) on `identity`'s own connection failed: a refused or missing token, or a
+    /// closed or lost session (404), closes that connection (their next request opens another);
+    /// the failure is told in [`Server::caller_failure`]'s words. The server's own state does
+    /// not change: the fault is that caller's alone.
+    pub(super) fn caller_request_failed(&self, identity: &str, what: &str, err: RequestError) -> IpcError {
+        if matches!(
+            err,
+            RequestError::Unauthorized { .. }
+                | RequestError::NoCallerToken { .. }
+                | RequestError::Closed { .. }
+                | RequestError::Status { status: 404, .. }
+        ) {
+            self.callers.drop_link(identity);
+        }
+        self.caller_failure(what, err)
     }
 
     async fn open_caller_link(self: &Arc<Self>, identity: &str, generation: u64) -> Result<Arc<Upstream>, IpcError> {
@@ -177,7 +196,7 @@ impl Server {
     /// A caller's connection's failure in the hangar's words. A caller without a token, or
     /// whose token the upstream refused, is told to connect (or why they cannot); nothing of
     /// the server's own state changes, since the fault is that caller's alone.
-    pub(crate) fn caller_failure(&self, what: &str, err: RequestError) -> IpcError {
+    fn caller_failure(&self, what: &str, err: RequestError) -> IpcError {
         let per_user = self.config.auth.as_ref().is_some_and(|auth| auth.per_user());
         let missing = match &err {
             RequestError::NoCallerToken { why, .. } => Some(*why),

@@ -71,12 +71,12 @@ impl Server {
         relay: Option<Relay>,
         traced: CallTrace<'_>,
     ) -> Result<Value, IpcError> {
-        let (mut upstream, exited) = self.ready_upstream().await?;
         // A caller's own connection, for a server whose callers bring their own credential.
         let per_caller = self.per_caller();
-        if per_caller {
-            upstream = self.caller_link(traced.identity).await?;
-        }
+        let (upstream, exited) = match per_caller {
+            true => (self.ready_caller_link(traced.identity).await?, None),
+            false => self.ready_upstream().await?,
+        };
         self.check_declared(tool)?;
         let _counted = CallInFlight::begin(self);
         let started = Instant::now();
@@ -109,20 +109,11 @@ impl Server {
         }
         let outcome = match outcome {
             Ok(result) => Ok(result),
-            Err(err) if per_caller => {
-                // The caller's connection is theirs alone: a refused token or a lost session
-                // is theirs to redo, and says nothing of the server.
-                if matches!(
-                    err,
-                    RequestError::Unauthorized { .. }
-                        | RequestError::NoCallerToken { .. }
-                        | RequestError::Closed { .. }
-                        | RequestError::Status { status: 404, .. }
-                ) {
-                    self.close_caller_link(traced.identity);
-                }
-                Err(self.caller_failure(&format!("tool `{}`", hangar_core::echo::bounded(tool)), err))
-            }
+            Err(err) if per_caller => Err(self.caller_request_failed(
+                traced.identity,
+                &format!("tool `{}`", hangar_core::echo::bounded(tool)),
+                err,
+            )),
             Err(err) => {
                 let what = format!("tool `{}`", hangar_core::echo::bounded(tool));
                 Err(self.failed(&what, err, &upstream, exited).await)
@@ -200,18 +191,12 @@ impl Server {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, IpcError> {
-        self.ready_upstream().await?;
-        let upstream = self.caller_link(identity).await?;
+        let upstream = self.ready_caller_link(identity).await?;
         if let Some(undeclared) = self.undeclared(method) {
             return undeclared;
         }
         self.lock().last_used = Instant::now();
-        upstream.request(method, params, timeout).await.map_err(|err| {
-            if matches!(err, RequestError::Unauthorized { .. } | RequestError::Closed { .. }) {
-                self.close_caller_link(identity);
-            }
-            self.caller_failure(method, err)
-        })
+        upstream.request(method, params, timeout).await.map_err(|err| self.caller_request_failed(identity, method, err))
     }
 
     /// The answer to `method` when the running upstream declared no capability for it.
@@ -301,7 +286,7 @@ impl Server {
 
     /// The running upstream (started first if need be), and what tells when its process ended
     /// (none for a remote endpoint, which has no process).
-    async fn ready_upstream(self: &Arc<Self>) -> Result<(Arc<Upstream>, Option<Exited>), IpcError> {
+    pub(super) async fn ready_upstream(self: &Arc<Self>) -> Result<(Arc<Upstream>, Option<Exited>), IpcError> {
         for _ in 0..2 {
             {
                 let inner = self.lock();
