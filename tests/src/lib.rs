@@ -840,6 +840,15 @@ pub fn server_everything() -> PathBuf {
     script
 }
 
+/// The entry point of `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients`
+/// installs into `.tools/server-filesystem`.
+pub fn server_filesystem() -> PathBuf {
+    let script =
+        repo_root().join(".tools/server-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
+    script
+}
+
 /// One raw HTTP/1.1 exchange on a fresh connection to `addr` (`127.0.0.1:PORT`), for headers no
 /// client library sends as given (a foreign `Host`, none at all): writes `head` (the request line
 /// and headers, each line ending in CRLF), `Content-Length` and `Connection: close`, then `body`,

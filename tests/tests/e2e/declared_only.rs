@@ -6,16 +6,8 @@
 //! as a failed call. A server that declares them (server-everything) still gets them. Its own
 //! `roots/list` at start, outside any call, is answered with no roots rather than an error.
 
-use hangar_tests::{Hangar, node, repo_root, server_everything};
+use hangar_tests::{Hangar, node, server_everything, server_filesystem};
 use serde_json::{Value, json};
-
-/// `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients` installs.
-fn server_filesystem() -> std::path::PathBuf {
-    let script =
-        repo_root().join(".tools/server-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
-    script
-}
 
 #[test]
 fn optional_methods_reach_only_the_upstreams_that_declared_them() {

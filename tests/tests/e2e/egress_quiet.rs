@@ -3,12 +3,12 @@
 //! §3). A legacy session's stream hears the upstream's own log line, sent after the upstream's
 //! tools changed, and no `notifications/tools/list_changed` before it.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use hangar_tests::{Hangar, poll};
 use serde_json::json;
+
+use crate::legacy_sessions::{open_stream, read_until};
 
 const EGRESS: &str = r#"
 mcp_servers:
@@ -23,22 +23,12 @@ fn an_egress_session_hears_no_tool_list_change_of_an_upstream() {
     let session = hangar.legacy_session();
     assert_eq!(hangar.legacy(&session, "logging/setLevel", json!({"level": "debug"})).status, 200);
     let addr = hangar.base.trim_start_matches("http://").to_owned();
-    let mut stream = TcpStream::connect(&addr).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
     let head =
-        format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
+        format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n");
+    let mut stream = open_stream(&addr, &head);
     let mut seen = String::new();
-    let mut read_until = |seen: &mut String, needle: &str| {
-        poll(&format!("`{needle}` on the stream (so far: {seen})"), Duration::from_secs(10), || {
-            let mut chunk = [0u8; 8192];
-            if let Ok(n) = stream.read(&mut chunk) {
-                seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-            seen.contains(needle).then_some(())
-        });
-    };
-    read_until(&mut seen, "200 OK");
+    let limit = Duration::from_secs(10);
+    read_until(&mut stream, &mut seen, "200 OK", limit);
 
     // The upstream's tools change (it says so itself), and the hangar takes the new list.
     std::fs::write(hangar.path("alt"), "").unwrap();
@@ -54,6 +44,6 @@ fn an_egress_session_hears_no_tool_list_change_of_an_upstream() {
     let log = json!({"method": "notifications/message", "params": {"level": "error", "logger": "math", "data": "marker-after-the-change"}});
     let calls = json!({"calls": [{"mcp_server": "math", "tool": "rpc_error", "arguments": {"then_notify": log}}]});
     assert_eq!(hangar.mcp("tools/call", json!({"name": "hangar_call", "arguments": calls})).status, 200);
-    read_until(&mut seen, "marker-after-the-change");
+    read_until(&mut stream, &mut seen, "marker-after-the-change", limit);
     assert!(!seen.contains("list_changed"), "an egress client was told its tool list changed: {seen}");
 }

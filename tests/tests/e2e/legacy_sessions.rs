@@ -50,7 +50,7 @@ pub(crate) fn initialize(addr: &str) -> String {
 }
 
 /// A stream opened with `head` (no body) on its own connection, read without blocking for long.
-fn open_stream(addr: &str, head: &str) -> TcpStream {
+pub(crate) fn open_stream(addr: &str, head: &str) -> TcpStream {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
     stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
@@ -58,7 +58,7 @@ fn open_stream(addr: &str, head: &str) -> TcpStream {
 }
 
 /// Reads `stream` into `seen` until it holds `needle` (bounded).
-fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str, limit: Duration) {
+pub(crate) fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str, limit: Duration) {
     poll(&format!("`{needle}` on the stream (so far: {seen})"), limit, || {
         let mut chunk = [0u8; 8192];
         if let Ok(n) = stream.read(&mut chunk) {

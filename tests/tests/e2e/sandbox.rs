@@ -17,7 +17,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, alive, node, poll, repo_root};
+use hangar_tests::{Hangar, alive, node, poll, server_filesystem};
 
 use crate::box_fences::outside_tmp;
 
@@ -217,14 +217,6 @@ mcp_servers:
     assert!(base.exists(), "{base:?}");
     hangar.terminate();
     assert!(!base.exists(), "{base:?} outlived the supervisor");
-}
-
-/// `@modelcontextprotocol/server-filesystem`, which `scripts/setup-clients` installs.
-fn server_filesystem() -> std::path::PathBuf {
-    let script =
-        repo_root().join(".tools/server-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    assert!(script.exists(), "{} is missing; run scripts/setup-clients", script.display());
-    script
 }
 
 #[test]

@@ -9,12 +9,13 @@
 //! (`tests/fixtures/ts_url_elicitation_client.mjs`); the completion story uses the fake's
 //! `rpc_error` (a -32042 answer, then a completion notification), over two raw legacy sessions.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use hangar_tests::{Hangar, node, node_json, poll, server_everything};
+use hangar_tests::{Hangar, node, node_json, server_everything};
 use serde_json::{Value, json};
+
+use crate::legacy_sessions::{open_stream, read_until};
 
 #[test]
 fn a_url_elicitation_reaches_a_client_that_declared_url_mode_by_both_paths() {
@@ -64,11 +65,9 @@ impl Session {
         let answer = hangar.post_raw("/mcp", &headers, body.to_string().as_bytes());
         let id = answer.header("mcp-session-id").expect("a session id").to_owned();
         let addr = hangar.base.trim_start_matches("http://").to_owned();
-        let mut stream = TcpStream::connect(&addr).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
         let head =
-            format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\r\n");
-        stream.write_all(head.as_bytes()).unwrap();
+            format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n");
+        let stream = open_stream(&addr, &head);
         let mut session = Session { id, stream, seen: String::new() };
         session.read_until("200 OK");
         session
@@ -91,14 +90,7 @@ impl Session {
     }
 
     fn read_until(&mut self, needle: &str) {
-        let Session { stream, seen, .. } = self;
-        poll(&format!("`{needle}` on the stream (so far: {seen})"), Duration::from_secs(10), || {
-            let mut chunk = [0u8; 8192];
-            if let Ok(n) = stream.read(&mut chunk) {
-                seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-            seen.contains(needle).then_some(())
-        });
+        read_until(&mut self.stream, &mut self.seen, needle, Duration::from_secs(10));
     }
 }
 
