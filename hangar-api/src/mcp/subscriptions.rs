@@ -127,10 +127,9 @@ async fn subscribe_resources(supervisor: &AsCaller, uris: Vec<String>) -> Option
             continue;
         };
         let recorded = supervisor.session_use(&session, Some(SessionChange::Subscribe(uri.clone()))).await;
-        // As a legacy session's `resources/subscribe`: asked of a legacy upstream (one that
-        // cannot take it does not fail it), held as a listen for a 2026-07-28 one.
-        let params = json!({"uri": uri});
-        let _ = super::front_door::by_uri(supervisor, "resources/subscribe", Some(params)).await;
+        // As a legacy session's `resources/subscribe`: asked of the owner, a legacy upstream
+        // (one that cannot take it does not fail it), held as a listen for a 2026-07-28 one.
+        let _ = supervisor.forward(&mcp_server, "resources/subscribe", json!({"uri": upstream_uri})).await;
         let bridged = SessionChange::SubscribeUpstream { uri: uri.clone(), mcp_server, upstream_uri };
         if recorded.is_ok() && supervisor.session_use(&session, Some(bridged)).await.is_ok() {
             subscribed.push(uri);
