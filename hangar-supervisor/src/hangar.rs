@@ -284,6 +284,7 @@ impl Hangar {
         let mut next = IndexMap::new();
         let mut to_stop = Vec::new();
         let mut to_start = Vec::new();
+        let mut added = Vec::new();
         for (id, server_config) in &config.mcp_servers {
             match old.get(id) {
                 Some(server)
@@ -302,6 +303,7 @@ impl Hangar {
                         to_stop.push(server.clone());
                     } else {
                         report.added.push(id.clone());
+                        added.push(fresh.clone());
                     }
                     next.insert(id.clone(), fresh);
                 }
@@ -341,9 +343,7 @@ impl Hangar {
         // Behind the front door, an added server whose tools nobody remembers is started now to
         // learn them (its idle stop then applies), as a first `tools/list` would.
         if config.tool_access.mode == ToolAccessMode::FrontDoor {
-            let servers = self.servers.reading().clone();
-            for server in report.added.iter().filter_map(|id| servers.get(id)).filter(|s| !s.catalog_known()) {
-                let server = server.clone();
+            for server in added.into_iter().filter(|server| !server.catalog_known()) {
                 tokio::spawn(async move {
                     let _ = server.start(Cause::Call).await;
                 });
