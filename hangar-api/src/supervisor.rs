@@ -82,6 +82,9 @@ pub struct AsCaller {
     /// The legacy session and the client's request id its `hangar_call` calls go under, so the
     /// client's `notifications/cancelled` stops them from any API instance.
     cancellable_by: Option<CancelBy>,
+    /// The legacy session its requests come in (`None`: outside any), for the servers that
+    /// give each session an instance of its own (`isolation: per_session`).
+    session: Option<String>,
     /// The OAuth access token the caller came with, as the API validated it (`None` for a key
     /// caller and the anonymous one): sent with each of its tool calls, for the servers that
     /// exchange it (`auth.token_exchange`). Never logged (`Secret`).
@@ -90,7 +93,7 @@ pub struct AsCaller {
 
 impl AsCaller {
     pub fn new(supervisor: Arc<dyn Supervisor>, caller: Caller) -> AsCaller {
-        AsCaller { supervisor, caller, trace: None, cancellable_by: None, subject_token: None }
+        AsCaller { supervisor, caller, trace: None, cancellable_by: None, session: None, subject_token: None }
     }
 
     /// The same caller, who came with the OAuth access `token` the API validated: its tool
@@ -103,6 +106,11 @@ impl AsCaller {
     /// `request_id` in `session` (a legacy session's `hangar_call`).
     pub fn cancellable_by(&self, session: &str, request_id: Value) -> AsCaller {
         AsCaller { cancellable_by: Some(CancelBy { session: session.to_owned(), request_id }), ..self.clone() }
+    }
+
+    /// The same caller, in the legacy `session`: what it forwards is that session's.
+    pub fn in_session(&self, session: &str) -> AsCaller {
+        AsCaller { session: Some(session.to_owned()), ..self.clone() }
     }
 
     /// The same caller, whose tool calls carry `trace` to the supervisor (and on to the upstream).
@@ -257,6 +265,7 @@ impl AsCaller {
             method: method.into(),
             params,
             timeout_ms: None,
+            session: self.session.clone().or_else(|| self.cancellable_by.as_ref().map(|by| by.session.clone())),
         });
         match self.request(request).await? {
             Reply::Forwarded(result) => Ok(result),

@@ -56,6 +56,8 @@ pub fn summary(id: &str, state: State) -> ServerSummary {
         health_status: if state == State::Ready { "healthy" } else { "unknown" }.into(),
         dead,
         last_change: None,
+        isolation: Default::default(),
+        instances: Vec::new(),
     }
 }
 
@@ -117,6 +119,8 @@ impl FakeSupervisor {
                     dead: s.dead.clone(),
                     sandbox: None,
                     auth: None,
+                    isolation: Default::default(),
+                    instances: Vec::new(),
                 })))
             }
             Request::Start(Start { mcp_server }) => {

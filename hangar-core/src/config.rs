@@ -391,6 +391,18 @@ pub struct ServerConfig {
     #[serde(default)]
     #[schemars(extend("default" = null))]
     pub sandbox: SandboxSetting,
+    /// Whether one process serves every client (`shared`), or each caller identity
+    /// (`per_identity`) or client session (`per_session`) gets an instance of its own: its own
+    /// process, sandbox, private `$HOME` and `/tmp`, limits and log, started on its owner's
+    /// first use and stopped after `idle_ttl_s`. Only for spawned servers (`subprocess`, `http`).
+    #[serde(default)]
+    pub isolation: crate::isolation::Isolation,
+    /// The most instances an isolated server runs at once, 1 to 4096; past it the least
+    /// recently used idle one stops, and with none idle a new owner's call is refused
+    /// (`instances_exhausted`).
+    #[serde(default = "defaults::max_instances")]
+    #[schemars(range(min = 1, max = 4096))]
+    pub max_instances: u32,
 }
 
 /// What each `mode` needs and refuses (checked by [`Config::validate`]), for the schema:
@@ -437,6 +449,9 @@ mod defaults {
     }
     pub fn idle_ttl_s() -> f64 {
         300.0
+    }
+    pub fn max_instances() -> u32 {
+        crate::isolation::DEFAULT_MAX_INSTANCES
     }
 }
 
@@ -831,6 +846,18 @@ impl Config {
                 return Err(KeyError {
                     key: at("idle_ttl_s"),
                     message: "expected seconds, 0 or more (0 turns idle stop off)".into(),
+                });
+            }
+            if !(1..=crate::isolation::MAX_MAX_INSTANCES).contains(&server.max_instances) {
+                return Err(KeyError {
+                    key: at("max_instances"),
+                    message: "expected a whole number, 1 to 4096".into(),
+                });
+            }
+            if server.mode == Mode::Remote && !server.isolation.is_shared() {
+                return Err(KeyError {
+                    key: at("isolation"),
+                    message: "a `mode: remote` server runs no process of the hangar's to isolate: give each caller their own connection with `auth.oauth.per: user` or `auth.token_exchange` instead".into(),
                 });
             }
             if server.max_consecutive_failures == 0 {

@@ -633,6 +633,7 @@ mod tests {
             method: "prompts/list".into(),
             params: Value::Null,
             timeout_ms: None,
+            session: None,
         });
         assert_eq!(
             serde_json::to_value(&forward).unwrap(),

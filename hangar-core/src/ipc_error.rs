@@ -94,6 +94,9 @@ pub enum ErrorKind {
     /// An HTTP upstream refused the hangar's credentials (its 401 or 403); the message names
     /// what it asked for (its `WWW-Authenticate` challenge, summarised) and the key to fix.
     UpstreamUnauthorized,
+    /// An isolated server runs `max_instances` instances already, none of them idle: the
+    /// caller's own instance cannot be started.
+    InstancesExhausted,
 }
 
 impl ErrorKind {
@@ -127,6 +130,7 @@ impl ErrorKind {
             ErrorKind::MissingCapability => "MissingCapability",
             ErrorKind::Cancelled => "Cancelled",
             ErrorKind::UpstreamUnauthorized => "UpstreamUnauthorized",
+            ErrorKind::InstancesExhausted => "InstancesExhausted",
         }
     }
 
@@ -143,7 +147,10 @@ impl ErrorKind {
             | ErrorKind::UpstreamUnauthorized => 502,
             ErrorKind::RateLimited | ErrorKind::ConcurrencyLimited => 429,
             ErrorKind::Timeout => 504,
-            ErrorKind::ShuttingDown | ErrorKind::SupervisorUnavailable | ErrorKind::ProtocolMismatch => 503,
+            ErrorKind::ShuttingDown
+            | ErrorKind::SupervisorUnavailable
+            | ErrorKind::ProtocolMismatch
+            | ErrorKind::InstancesExhausted => 503,
             ErrorKind::Internal => 500,
             // nginx's "client closed request": nobody is left to read it.
             ErrorKind::Cancelled => 499,

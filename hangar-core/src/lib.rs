@@ -15,6 +15,8 @@
 //! - [`limits`]: concurrency and rate limits on requests that reach an upstream.
 //! - [`lifecycle`]: the pure server state machine and its dead reasons.
 //! - [`record`]: the records every read surface renders (rendered here, once).
+//! - [`isolation`]: `isolation:`, one upstream process for all or an instance per owner, and
+//!   instances' names.
 //! - [`ipc`]: the control-socket protocol between supervisor, prober and API.
 //! - [`ipc_error`]: a failure in the hangar's own words, and its kind every surface maps alike.
 //! - [`key_error`]: a problem at one key of the config.
@@ -59,6 +61,7 @@ pub mod echo;
 pub mod front_door;
 pub mod ipc;
 pub mod ipc_error;
+pub mod isolation;
 pub mod journal;
 pub mod json_size;
 pub mod jsonrpc;

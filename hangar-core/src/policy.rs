@@ -110,6 +110,14 @@ impl View {
         }
     }
 
+    /// Whether `identity`, with this view, sees the server or instance named `id`: a server its
+    /// profile lists, and an instance of one only if it is the caller's own or the caller an
+    /// admin (`crate::isolation`).
+    pub fn sees_unit(&self, identity: &str, id: &str) -> bool {
+        let (server, label) = crate::isolation::split(id);
+        self.sees_server(server) && label.is_none_or(|label| self.is_admin() || crate::isolation::owns(identity, label))
+    }
+
     /// Whether a tool of a server it sees may be listed and called.
     pub fn allows_tool(&self, tool: &str) -> bool {
         match self {

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::isolation::Isolation;
 use crate::lifecycle::{Dead, DeadReason, RevivedBy, State};
 use crate::time::rfc3339_millis;
 
@@ -212,6 +213,27 @@ pub struct ServerSummary {
     /// The server's last state change in this run of the hangar (`null` before its first).
     #[serde(default)]
     pub last_change: Option<LastChange>,
+    /// Who gets a process of their own (`mcp_servers.<id>.isolation`); absent when `shared`.
+    #[serde(default, skip_serializing_if = "Isolation::is_shared")]
+    pub isolation: Isolation,
+    /// An isolated server's running instances the caller may see: its own, or all for an admin.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceSummary>,
+}
+
+/// One instance of an isolated server, under its server on every read surface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceSummary {
+    /// Its name, `<server>@<label>`: what its logs and details are asked by.
+    pub instance: String,
+    /// Whose it is.
+    pub identity: String,
+    pub state: State,
+    pub alive: bool,
+    pub pid: Option<u32>,
+    /// Seconds since its last call.
+    pub idle_s: u64,
+    pub dead: Option<DeadRecord>,
 }
 
 /// When a server last changed state, and from what to what.
@@ -266,6 +288,12 @@ pub struct ServerDetails {
     /// `None`: it sends no credential.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthDetails>,
+    /// Who gets a process of their own; absent when `shared`.
+    #[serde(default, skip_serializing_if = "Isolation::is_shared")]
+    pub isolation: Isolation,
+    /// An isolated server's running instances the caller may see.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceSummary>,
 }
 
 /// A server's `auth:` as every surface shows it: the kind, the names of the headers it sends
@@ -450,6 +478,8 @@ mod tests {
             health_status: "unhealthy".into(),
             dead: Some(dead.clone()),
             last_change: None,
+            isolation: Isolation::Shared,
+            instances: Vec::new(),
         };
         let entry = StatusEntry::from(&summary);
         assert_eq!(entry.indicator, "[DEAD]");

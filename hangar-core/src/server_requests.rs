@@ -59,4 +59,8 @@ pub struct Forward {
     pub method: String,
     pub params: Value,
     pub timeout_ms: Option<u64>,
+    /// The legacy session it was sent in, if any: an isolated server's `per_session` instance
+    /// is that session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }

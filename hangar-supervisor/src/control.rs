@@ -619,7 +619,9 @@ async fn forward_events(
     loop {
         let frame = tokio::select! {
             change = subscription.states.recv() => match change {
-                Ok(change) if hangar.view(&caller).sees_server(&change.mcp_server_id) => ServerFrame::Event(change),
+                Ok(change) if hangar.view(&caller).sees_unit(&caller.identity, &change.mcp_server_id) => {
+                    ServerFrame::Event(change)
+                }
                 Ok(_) => continue,
                 // A slow subscriber missed some; it reads current state with `list` when it needs to.
                 Err(broadcast::error::RecvError::Lagged(missed)) => {

@@ -183,8 +183,41 @@ impl Hangar {
         Limiter::admit(&[&hangar, server.limiter()])
     }
 
+    /// A server by id, or an instance of one by its name (`<server>@<label>`).
     pub(crate) fn server(&self, id: &str) -> Result<Arc<Server>, IpcError> {
-        self.servers.reading().get(id).cloned().ok_or_else(|| IpcError::not_found(id))
+        let (server, label) = hangar_core::isolation::split(id);
+        let found = self.servers.reading().get(server).cloned();
+        match label {
+            None => found,
+            Some(label) => found.and_then(|server| server.instance_labelled(label)),
+        }
+        .ok_or_else(|| IpcError::not_found(id))
+    }
+
+    /// Every server and every instance, for what reaches every process: the prober's checks,
+    /// idle stops, the shutdown.
+    pub(crate) fn units(&self) -> Vec<Arc<Server>> {
+        self.all().into_iter().flat_map(|server| std::iter::once(server.clone()).chain(server.instances())).collect()
+    }
+
+    /// A server `caller` sees (as [`Hangar::visible`]), or an instance of one that is its own,
+    /// or any for an admin.
+    pub(crate) fn visible_unit(&self, caller: &Caller, view: &View, id: &str) -> Result<Arc<Server>, IpcError> {
+        if !view.sees_unit(&caller.identity, id) {
+            return Err(IpcError::not_found(id));
+        }
+        self.server(id)
+    }
+
+    /// `server`'s instances `caller` may see: its own, or all of them for an admin.
+    pub(crate) fn instances_seen(
+        &self,
+        caller: &Caller,
+        view: &View,
+        server: &Server,
+    ) -> Vec<hangar_core::record::InstanceSummary> {
+        let seen = server.instances().into_iter().filter(|i| view.sees_unit(&caller.identity, i.id()));
+        seen.filter_map(|instance| instance.instance_summary()).collect()
     }
 
     /// A server `view` sees; one it does not see does not exist for it (the same answer as an
@@ -373,7 +406,7 @@ impl Hangar {
     pub async fn stop_idle_servers(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         // A reload may add servers with shorter idle times: look again every second at most.
         let tick = || {
-            self.all()
+            self.units()
                 .iter()
                 .filter_map(|s| s.idle_tick())
                 .min()
@@ -386,6 +419,9 @@ impl Hangar {
                 () = crate::shutdown::requested(&mut stop) => return,
             }
             for server in self.all() {
+                server.forget_stopped_instances();
+            }
+            for server in self.units() {
                 // In parallel: one slow stop must not hold up the rest.
                 let server = server.clone();
                 tokio::spawn(async move { server.stop_if_idle().await });
@@ -416,7 +452,7 @@ impl Hangar {
         let all = futures_join_all(stops.collect());
         if tokio::time::timeout(deadline, all).await.is_err() {
             tracing::warn!("some servers did not stop in time; killing them");
-            for server in self.all() {
+            for server in self.units() {
                 server.kill_now();
             }
         }
@@ -522,8 +558,14 @@ async fn deliver_news(hangar: std::sync::Weak<Hangar>, mut news: broadcast::Rece
             continue;
         }
         let access = hangar.access.reading().clone();
-        let sees = |caller: &Caller| admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&mcp_server));
-        hangar.sessions.with(|all, _| all.notify(&mcp_server, &message, sees));
+        // An instance's news is its owner's alone; a server's, its viewers'.
+        let Ok(unit) = hangar.server(&mcp_server) else { continue };
+        let server = unit.instance_of().unwrap_or(&mcp_server).to_owned();
+        let sees = |session: &str, caller: &Caller| {
+            unit.serves(&caller.identity, Some(session))
+                && admit_caller(&access, caller).is_ok_and(|view| view.sees_server(&server))
+        };
+        hangar.sessions.with(|all, _| all.notify(&server, &message, sees));
     }
 }
 
@@ -559,7 +601,7 @@ impl Hangar {
     /// Tool calls now running at any upstream, tasks' calls included: a stop's drain waits for
     /// none to be left (`shutdown::drained`).
     pub fn calls_in_flight(&self) -> u64 {
-        self.all().iter().map(|server| u64::from(server.calls_in_flight())).sum()
+        self.units().iter().map(|server| u64::from(server.calls_in_flight())).sum()
     }
 
     /// Joins the fleet `cluster:` names (opened at start: `advertise` expanded, the secret read);
@@ -587,7 +629,13 @@ impl Hangar {
     /// Every server's counters the view sees, for `/metrics`.
     pub(crate) fn metrics(&self, view: &View) -> hangar_core::metrics::MetricsSnapshot {
         hangar_core::metrics::MetricsSnapshot {
-            servers: self.all_visible(view).iter().map(|s| s.metrics()).collect(),
+            servers: self
+                .all_visible(view)
+                .iter()
+                .flat_map(|server| std::iter::once(server.clone()).chain(server.instances()))
+                .filter(|unit| view.is_admin() || unit.instance_of().is_none())
+                .map(|unit| unit.metrics())
+                .collect(),
             refused: self.limiter.reading().refused(),
             journal: self.shared.journal.counts(),
             calls_in_flight: self.calls_in_flight(),

@@ -103,7 +103,9 @@ impl Session {
             "notifications/message" => {
                 let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
                 let severity = level.and_then(log_severity).unwrap_or(usize::MAX);
-                let wanted = self.state.log_level.as_deref().and_then(log_severity).unwrap_or(0);
+                // A log line outside any call is a shared server's, caused by whoever: only a
+                // session that asked for log lines (`logging/setLevel`) hears them.
+                let Some(wanted) = self.state.log_level.as_deref().and_then(log_severity) else { return false };
                 severity >= wanted
             }
             _ => false,
@@ -314,11 +316,11 @@ impl Registry {
     /// An upstream's notification outside any request, to every session that holds a stream,
     /// wants it (log level, subscription), and whose opener `sees` the server. A resource update
     /// names the URI as each session wrote it (without the upstream's subscription id).
-    pub fn notify(&mut self, mcp_server: &str, message: &Value, sees: impl Fn(&Caller) -> bool) {
+    pub fn notify(&mut self, mcp_server: &str, message: &Value, sees: impl Fn(&str, &Caller) -> bool) {
         let Some(method) = message.get("method").and_then(Value::as_str) else { return };
         let params = message.get("params");
-        for session in self.sessions.values_mut() {
-            if !session.streaming() || !sees(&session.caller) {
+        for (id, session) in self.sessions.iter_mut() {
+            if !session.streaming() || !sees(id, &session.caller) {
                 continue;
             }
             if method == "notifications/resources/updated" {
@@ -519,13 +521,13 @@ mod tests {
         let log = |level: &str| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "data": level}});
         let updated =
             |uri: &str| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
-        registry.notify("srv", &log("error"), |_| true);
+        registry.notify("srv", &log("error"), |_, _| true);
         let (stream, mut heard) = mpsc::unbounded_channel();
         registry.follow("s", "alice", stream, now).unwrap();
         for message in [log("info"), log("error"), updated("file:///b"), updated("file:///a"), json!({"method": "x"})] {
-            registry.notify("srv", &message, |_| true);
+            registry.notify("srv", &message, |_, _| true);
         }
-        registry.notify("srv", &log("emergency"), |_| false);
+        registry.notify("srv", &log("emergency"), |_, _| false);
         assert_eq!(heard.try_recv().unwrap(), log("error"));
         assert_eq!(heard.try_recv().unwrap(), updated("file:///a"));
         assert!(heard.try_recv().is_err(), "nothing else: not below the level, not unsubscribed, not unseen");
@@ -557,8 +559,8 @@ mod tests {
             json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                    "params": {"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}})
         };
-        registry.notify("other", &updated("a://x"), |_| true);
-        registry.notify("conf", &updated("a://x"), |_| true);
+        registry.notify("other", &updated("a://x"), |_, _| true);
+        registry.notify("conf", &updated("a://x"), |_, _| true);
         let expected =
             json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "conf__a://x"}});
         assert_eq!(heard.try_recv().unwrap(), expected, "only the owner's update, named as the client wrote it");

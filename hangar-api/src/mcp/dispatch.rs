@@ -169,7 +169,16 @@ async fn handle(
     era: &'static Era,
     request: &mut Request,
 ) -> Result<Answer, RpcError> {
-    let supervisor = &app.supervisor;
+    // In a legacy session, what is forwarded is that session's (its own instance of a
+    // `per_session` server).
+    let in_session;
+    let supervisor = match request.session.as_deref() {
+        Some(session) => {
+            in_session = app.supervisor.in_session(session);
+            &in_session
+        }
+        None => &app.supervisor,
+    };
     let params = request.params.take();
     let (id, method) = (&request.id, request.method.as_str());
     let result = match method {

@@ -60,6 +60,7 @@ class ServerView {
     state.dataset.state = summary.state;
     this.part("mode").textContent = summary.mode;
     this.part("tools-count").textContent = String(summary.tools_count);
+    this.showInstances(summary.instances || []);
     this.showDead(summary.dead);
     if (summary.last_change) {
       this.lastChange = summary.last_change;
@@ -90,6 +91,22 @@ class ServerView {
       retry.textContent = "";
     }
     tickOne(retry);
+  }
+
+  /// An isolated server's instances the caller may see (its own; all of them for an admin):
+  /// name, owner, state and process, one line each.
+  showInstances(instances) {
+    const box = this.part("instances");
+    box.hidden = instances.length === 0;
+    const items = instances.map((instance) => {
+      const item = document.createElement("li");
+      item.dataset.instance = instance.instance;
+      item.dataset.state = instance.state;
+      const pid = instance.pid ? ", pid " + instance.pid : "";
+      item.textContent = instance.instance + " (" + instance.identity + "): " + instance.state + pid;
+      return item;
+    });
+    this.part("instance-list").replaceChildren(...items);
   }
 
   showCounts() {
@@ -588,6 +605,13 @@ function dispatch(event) {
 /// A state change: the row follows it at once, then its summary is asked for again (tool
 /// count, mode) with one request for that server.
 function onState(change) {
+  // An instance's change (`<server>@<label>`) shows under its server.
+  const [server, instance] = change.mcp_server_id.split("@");
+  if (instance !== undefined) {
+    const owner = views.get(server);
+    if (owner) refreshServerSoon(owner);
+    return;
+  }
   const view = views.get(change.mcp_server_id);
   if (!view) {
     refreshList().catch((err) => showNotice("List unavailable: " + err.message));
@@ -622,6 +646,7 @@ async function refreshServer(view) {
       alive: details.alive,
       tools_count: details.tools.length,
       dead: details.dead,
+      instances: details.instances || [],
     });
     view.auth = details.auth || null;
     view.showConnection(view.connection);

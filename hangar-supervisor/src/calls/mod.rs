@@ -201,6 +201,9 @@ impl Hangar {
         }
         let found = self.resolve_target(decide.view(), &call.target).await;
         let (server, tool) = judge::call(decide, found, &call.arguments)?;
+        // An isolated server's call goes to the caller's own instance (`server/instances.rs`).
+        let session = call.stance.cancel_by.as_ref().map(|by| by.session.as_str());
+        let server = server.serving(&decide.caller().identity, session)?;
         if self.shared.telemetry.is_some() {
             *admitted = Some((server.id().to_owned(), tool.clone()));
         }

@@ -19,11 +19,19 @@ pub(super) async fn upstream(
     call: CallRequest,
     identity: &str,
 ) -> Result<Value, IpcError> {
-    let CallRequest { arguments, timeout_ms, relay, extra, trace, notices, .. } = call;
+    let CallRequest { arguments, timeout_ms, relay, extra, trace, notices, stance, .. } = call;
     let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
     let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments };
-    let relay =
-        notices.map(|to| crate::upstream::Relay { progress: relay.progress, logs: relay.logs, asks: relay.asks, to });
+    // The client, as far as roots go: its identity, and its session when it has one.
+    let session = stance.cancel_by.as_ref().map_or("", |by| by.session.as_str());
+    let asker: Arc<str> = format!("{identity}\0{session}").into();
+    let relay = notices.map(|to| crate::upstream::Relay {
+        progress: relay.progress,
+        logs: relay.logs,
+        asks: relay.asks,
+        to,
+        asker: Some(asker),
+    });
     let traced = CallTrace { parent: trace, identity };
     server.call(tool, arguments, extra, timeout, relay, traced).await
 }

@@ -50,7 +50,7 @@ pub async fn events(
     }
     let (journal, reader) = (hangar.shared.journal.clone(), hangar.journal_reader.clone());
     let limit = page_limit(limit)?;
-    let filter = Filter { keep: Some(events_keep(view.clone())), ..Filter::default() };
+    let filter = Filter { keep: Some(events_keep(view.clone(), caller)), ..Filter::default() };
     let found = read(journal, reader, since, limit, filter).await?;
     let events = found.events.into_iter().filter_map(|event| shown(view, caller, event)).collect();
     Ok(Reply::Events(EventPage { events, next: found.next }))
@@ -132,18 +132,20 @@ fn own_calls(caller: &Caller, view: &View) -> Option<OwnCalls> {
 }
 
 /// Which events `view` sees.
-fn events_keep(view: View) -> Keep {
-    Arc::new(move |event: &JournalEvent| sees_event(&view, event))
+fn events_keep(view: View, caller: &Caller) -> Keep {
+    let identity = caller.identity.clone();
+    Arc::new(move |event: &JournalEvent| sees_event(&view, &identity, event))
 }
 
-fn sees_event(view: &View, event: &JournalEvent) -> bool {
+/// An instance's events are its owner's (and admins'), as its server's are its viewers'.
+fn sees_event(view: &View, identity: &str, event: &JournalEvent) -> bool {
     if view.is_admin() {
         return true;
     }
     match &event.what {
         Happened::Audit(_) => false,
         Happened::Reload { .. } | Happened::Gap { .. } => true,
-        other => other.mcp_server().is_some_and(|server| view.sees_server(server)),
+        other => other.mcp_server().is_some_and(|server| view.sees_unit(identity, server)),
     }
 }
 
@@ -151,7 +153,7 @@ fn sees_event(view: &View, event: &JournalEvent) -> bool {
 /// A non-admin learns that a reload happened and what changed among the servers it sees, never
 /// who reloaded nor the other servers; of an action, who took it only if it was itself.
 fn shown(view: &View, caller: &Caller, event: JournalEvent) -> Option<JournalEvent> {
-    if !sees_event(view, &event) {
+    if !sees_event(view, &caller.identity, &event) {
         return None;
     }
     if view.is_admin() {
@@ -267,7 +269,7 @@ async fn replay(
 ) -> Result<bool, IpcError> {
     loop {
         let from = sent.last;
-        let filter = Filter { keep: Some(events_keep(view())), ..Filter::default() };
+        let filter = Filter { keep: Some(events_keep(view(), caller)), ..Filter::default() };
         let found = read(journal.clone(), reader.clone(), Some(from), MAX_PAGE, filter).await?;
         let view = view();
         for event in &found.events {
@@ -303,7 +305,7 @@ impl Sent {
             return true;
         }
         self.last = event.id;
-        if !sees_event(view, event) {
+        if !sees_event(view, &caller.identity, event) {
             return true;
         }
         let message = if view.is_admin() {

@@ -7,7 +7,7 @@ use crate::hangar::{Decision, Hangar};
 
 impl Apply for AnswerUpstream {
     async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
-        let server = hangar.visible(decide.view(), &self.mcp_server)?;
+        let server = hangar.visible_unit(decide.caller(), decide.view(), &self.mcp_server)?;
         Ok(Reply::UpstreamAnswered { found: server.answer_ask(&self.ask_id, &self.response) })
     }
 }

@@ -12,12 +12,14 @@ use crate::server::DEFAULT_CALL_TIMEOUT;
 
 impl Apply for Forward {
     async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
-        let Forward { mcp_server, method, params, timeout_ms } = self;
+        let Forward { mcp_server, method, params, timeout_ms, session } = self;
         if method == "tools/call" {
             return Err(IpcError::new(ErrorKind::InvalidArgument, "a tool call is a `call` request"));
         }
         let found = hangar.visible(decide.view(), &mcp_server);
         let server = decide.forward(&mcp_server, &method, &params, found)?;
+        // An isolated server is asked on the caller's own instance.
+        let server = server.serving(&decide.caller().identity, session.as_deref())?;
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let _permit = hangar.admit(&server)?;
         let forwarded = server.forward(&decide.caller().identity, &method, params, timeout).await;

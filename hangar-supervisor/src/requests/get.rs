@@ -7,7 +7,10 @@ use crate::hangar::{Decision, Hangar, Shown};
 
 impl Apply for Get {
     async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
-        let view = decide.view();
-        Ok(Reply::Server(Box::new(view.details(&*hangar.visible(view, &self.mcp_server)?))))
+        let (caller, view) = (decide.caller(), decide.view());
+        let server = hangar.visible_unit(caller, view, &self.mcp_server)?;
+        let mut details = view.details(&server);
+        details.instances = hangar.instances_seen(caller, view, &server);
+        Ok(Reply::Server(Box::new(details)))
     }
 }

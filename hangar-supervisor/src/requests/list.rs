@@ -10,7 +10,12 @@ pub(crate) struct List;
 
 impl Apply for List {
     async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
-        let view = decide.view();
-        Ok(Reply::Servers(hangar.all_visible(view).iter().map(|s| view.summary(s)).collect()))
+        let (caller, view) = (decide.caller(), decide.view());
+        let summary = |server: &std::sync::Arc<crate::server::Server>| {
+            let mut summary = view.summary(server);
+            summary.instances = hangar.instances_seen(caller, view, server);
+            summary
+        };
+        Ok(Reply::Servers(hangar.all_visible(view).iter().map(summary).collect()))
     }
 }

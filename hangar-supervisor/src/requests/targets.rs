@@ -12,6 +12,6 @@ pub(crate) struct Targets;
 impl Apply for Targets {
     async fn apply(self, hangar: &Hangar, decide: &Decision<'_>, _notices: Notices) -> Answered {
         hangar_only(decide.view())?;
-        Ok(Reply::Targets(hangar.all().iter().filter_map(|s| s.probe_target()).collect()))
+        Ok(Reply::Targets(hangar.units().iter().filter_map(|s| s.probe_target()).collect()))
     }
 }

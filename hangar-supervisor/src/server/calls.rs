@@ -34,8 +34,20 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 const DEATH_ON_RECORD_WITHIN: Duration = Duration::from_secs(5);
 
 impl Server {
-    /// Stops the server (a no-op for a cold or dead one) and waits until its process is gone.
+    /// Stops the server (a no-op for a cold or dead one) and waits until its process is gone;
+    /// unless it only went idle, its instances (if it is isolated) stop with it.
     pub async fn stop(&self, reason: StopReason) -> Stopped {
+        let instances = async {
+            if reason != StopReason::Idle {
+                self.stop_instances(reason).await;
+            }
+        };
+        let (_, stopped) = tokio::join!(instances, self.stop_own(reason));
+        stopped
+    }
+
+    /// Stops its own process, not its instances'.
+    pub(super) async fn stop_own(&self, reason: StopReason) -> Stopped {
         let process = {
             let mut inner = self.lock();
             if matches!(inner.lifecycle.state(), State::Initializing | State::Ready | State::Degraded) {
@@ -93,6 +105,7 @@ impl Server {
         if let Some(trace) = span.as_ref().map(Span::context).or(traced.parent) {
             trace::write_params_meta(&mut params, &trace);
         }
+        upstream.sync_roots(relay.as_ref()).await;
         let outcome =
             upstream.request_with_headers("tools/call", Value::Object(params), timeout, relay, &headers).await;
         {

@@ -96,6 +96,10 @@ impl Server {
     /// Saves what the next run should know of this server (under its lock, so saves are queued
     /// in the order of the changes).
     pub(super) fn remember(&self, inner: &Inner) {
+        // An instance is its owner's for a while, not the hangar's to remember.
+        if self.instance_of.is_some() {
+            return;
+        }
         let lifecycle = serde_json::to_string(&inner.lifecycle.memory(inner.failure_streak)).ok();
         let catalog = inner
             .catalog_known

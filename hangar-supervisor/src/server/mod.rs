@@ -20,6 +20,7 @@
 mod callers;
 mod calls;
 mod health;
+mod instances;
 mod memory;
 mod memory_key;
 mod param_headers;
@@ -96,6 +97,11 @@ pub struct Server {
     limiter: Arc<Limiter>,
     /// Its callers' own connections, when each brings their own credential (`callers.rs`).
     callers: callers::Callers,
+    /// Its instances, when it is isolated (`instances.rs`).
+    instances: instances::Instances,
+    /// Whose instance this is, when it is one: it remembers nothing across restarts and
+    /// announces no tool changes (its server's list is the one clients see).
+    instance_of: Option<instances::InstanceOf>,
 }
 
 struct Inner {
@@ -184,6 +190,18 @@ impl Server {
         recovery_defaults: &hangar_core::config::Recovery,
         shared: Arc<Shared>,
     ) -> Arc<Server> {
+        let policy = config.recovery.resolve(recovery_defaults);
+        Server::build(id, config, policy, shared, None)
+    }
+
+    /// A server, or (with `instance_of`) one of an isolated server's instances.
+    fn build(
+        id: String,
+        config: ServerConfig,
+        policy: RecoveryPolicy,
+        shared: Arc<Shared>,
+        instance_of: Option<instances::InstanceOf>,
+    ) -> Arc<Server> {
         let meta = Meta {
             program: config.command.first().cloned().unwrap_or_default(),
             description: config.description.clone(),
@@ -191,9 +209,12 @@ impl Server {
             health_check_interval_s: config.health_check_interval_s,
             ..Meta::default()
         };
-        let policy = config.recovery.resolve(recovery_defaults);
         let memory_key = memory_key::memory_key(&config, &policy);
-        let restored = memory::restore(&id, &memory_key, shared.journal.recall(&id));
+        let recalled = match instance_of {
+            None => shared.journal.recall(&id),
+            Some(_) => None,
+        };
+        let restored = memory::restore(&id, &memory_key, recalled);
         Arc::new(Server {
             // What an upstream prints may echo its env (API keys, tokens): never show those.
             log: Arc::new(LogRing::with_secrets(&id, config.secrets())),
@@ -229,6 +250,8 @@ impl Server {
             }),
             starting: Mutex::new(None),
             callers: callers::Callers::default(),
+            instances: instances::Instances::default(),
+            instance_of,
         })
     }
 
@@ -338,6 +361,8 @@ impl Server {
             health_status: health_status(inner.lifecycle.state(), inner.health.consecutive_failures).into(),
             dead: inner.lifecycle.dead().map(DeadRecord::from),
             last_change: inner.last_change.clone(),
+            isolation: self.config.isolation,
+            instances: Vec::new(),
         }
     }
 
@@ -358,6 +383,8 @@ impl Server {
                 in_effect: inner.sandbox_in_effect.clone(),
             }),
             auth: self.config.auth.as_ref().map(auth_details),
+            isolation: self.config.isolation,
+            instances: Vec::new(),
         }
     }
 
@@ -415,6 +442,9 @@ impl Server {
         }
         inner.tools = tools;
         self.remember(inner);
+        if self.instance_of.is_some() {
+            return;
+        }
         self.shared.tools_generation.fetch_add(1, Ordering::SeqCst);
         let _ = self.shared.tool_changes.send(self.id.clone());
     }

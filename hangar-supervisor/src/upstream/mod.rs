@@ -127,6 +127,9 @@ pub struct Relay {
     /// The upstream's own requests to the client go to this call (see `ipc::Relay::asks`).
     pub asks: bool,
     pub to: mpsc::UnboundedSender<Value>,
+    /// Who the client is (its identity and session): whose roots an upstream holds once this
+    /// call's client answered its `roots/list` (see `stdio::StdioUpstream::sync_roots`).
+    pub asker: Option<std::sync::Arc<str>>,
 }
 
 /// The JSON-RPC response to an upstream's own request `id`, from the client's response message
@@ -174,7 +177,12 @@ fn answer_upstream_request(id: &Value, method: &str) -> Value {
 /// when told it may use it; whether the calling client can take one is checked per call.
 fn client_capabilities() -> Value {
     let declared = CLIENT_REQUESTS.iter().map(|(_, capability)| {
-        let given = if *capability == "elicitation" { json!({"form": {}, "url": {}}) } else { json!({}) };
+        let given = match *capability {
+            "elicitation" => json!({"form": {}, "url": {}}),
+            // Told when the client whose call it serves has other roots than it last got.
+            "roots" => json!({"listChanged": true}),
+            _ => json!({}),
+        };
         ((*capability).to_owned(), given)
     });
     Value::Object(declared.collect())
@@ -256,6 +264,15 @@ impl Upstream {
         match &self.link {
             Link::Stdio(link) => link.answer_ask(ask_id, response),
             Link::Http(link) => link.answer_ask(ask_id, response),
+        }
+    }
+
+    /// Before a call whose client can be asked: if the upstream keeps roots and holds another
+    /// client's (or none), it is told they changed and its `roots/list` answered by this
+    /// client, so what it answers this call was never another client's (`stdio.rs`).
+    pub async fn sync_roots(&self, relay: Option<&Relay>) {
+        if let (Link::Stdio(link), Some(relay)) = (&self.link, relay) {
+            link.sync_roots(relay).await;
         }
     }
 

@@ -42,9 +42,29 @@ struct Routes {
     next_ask: AtomicU64,
     /// Relayed requests, by the id the upstream saw (which is also their progress token).
     relays: Mutex<Vec<(u64, Relay)>>,
+    /// Whose roots the upstream last got (`sync_roots`).
+    roots: Mutex<Roots>,
+    /// Bumped each time a client's answer to a relayed `roots/list` is passed to the upstream.
+    roots_answered: watch::Sender<u64>,
     log: Arc<LogRing>,
     notices: mpsc::UnboundedSender<Notice>,
 }
+
+/// What the upstream knows of roots: whether it ever asked for them, and whose it got.
+#[derive(Default)]
+struct Roots {
+    asked: bool,
+    /// The client whose answer it got last (`None`: the hangar's empty answer, or nobody's).
+    given_to: Option<Arc<str>>,
+    /// Relayed `roots/list` requests still waiting for their client's answer.
+    waiting: Vec<String>,
+}
+
+/// How long a call waits for its client's roots after telling the upstream they changed; past
+/// it the call goes on (the upstream may not ask at all).
+const ROOTS_SYNC_WITHIN: Duration = Duration::from_secs(5);
+/// The relay id a roots sync borrows, outside the ids the pending map hands out.
+const ROOTS_SYNC_ID: u64 = u64::MAX;
 
 pub struct StdioUpstream {
     writer: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
@@ -60,7 +80,43 @@ impl StdioUpstream {
         let Some(id) = lock(&self.routes.asks).remove(ask_id) else { return false };
         let answer = super::ask_answer(id, response);
         let writer = lock(&self.writer).clone();
-        writer.is_some_and(|writer| writer.send(encode(&answer)).is_ok())
+        let sent = writer.is_some_and(|writer| writer.send(encode(&answer)).is_ok());
+        let roots = {
+            let mut roots = lock(&self.routes.roots);
+            let before = roots.waiting.len();
+            roots.waiting.retain(|waiting| waiting != ask_id);
+            roots.waiting.len() != before
+        };
+        if roots {
+            self.routes.roots_answered.send_modify(|n| *n += 1);
+        }
+        sent
+    }
+
+    /// Roots are the client's, never another's: an upstream that asked for roots before, and
+    /// last got another client's (or the hangar's empty answer), is sent
+    /// `notifications/roots/list_changed` before this call, and the `roots/list` it then sends
+    /// is relayed to this call's client; the call waits for that answer (up to
+    /// [`ROOTS_SYNC_WITHIN`]), so a server that caches roots (server-everything does) answers
+    /// the call with its own client's. With several calls that can be asked in flight, the
+    /// upstream's request names none of them and the hangar answers it with no roots.
+    pub async fn sync_roots(&self, relay: &Relay) {
+        let Some(asker) = relay.asker.clone().filter(|_| relay.asks) else { return };
+        {
+            let roots = lock(&self.routes.roots);
+            if !roots.asked || roots.given_to.as_deref() == Some(&*asker) {
+                return;
+            }
+        }
+        let mut answered = self.routes.roots_answered.subscribe();
+        let seen = *answered.borrow_and_update();
+        // What the upstream logs meanwhile is about this client's roots: its call's.
+        let borrowed = Relay { progress: false, ..relay.clone() };
+        lock(&self.routes.relays).push((ROOTS_SYNC_ID, borrowed));
+        if self.notify("notifications/roots/list_changed", json!({})) {
+            let _ = tokio::time::timeout(ROOTS_SYNC_WITHIN, answered.wait_for(|n| *n > seen)).await;
+        }
+        lock(&self.routes.relays).retain(|(id, relay)| *id != ROOTS_SYNC_ID || relay.asker.as_deref() != Some(&*asker));
     }
 
     /// Wires the pipes and starts the reader and writer tasks.
@@ -77,6 +133,8 @@ impl StdioUpstream {
             asks: Mutex::default(),
             next_ask: AtomicU64::new(1),
             relays: Mutex::default(),
+            roots: Mutex::default(),
+            roots_answered: watch::channel(0).0,
             log,
             notices,
         });
@@ -277,9 +335,24 @@ fn relay_ask(routes: &Routes, id: &Value, method: &str, params: Option<Value>) -
     }
     let relays = lock(&routes.relays);
     let mut askers = relays.iter().filter(|(_, relay)| relay.asks);
-    let (Some((_, asker)), None) = (askers.next(), askers.next()) else { return false };
+    let roots = method == "roots/list";
+    if roots {
+        lock(&routes.roots).asked = true;
+    }
+    let (Some((_, asker)), None) = (askers.next(), askers.next()) else {
+        if roots {
+            // The hangar answers it: with no roots, which are nobody's.
+            lock(&routes.roots).given_to = None;
+        }
+        return false;
+    };
     let ask_id = format!("upstream-ask-{}", routes.next_ask.fetch_add(1, Ordering::Relaxed));
     lock(&routes.asks).insert(ask_id.clone(), id.clone());
+    if roots {
+        let mut roots = lock(&routes.roots);
+        roots.given_to = asker.asker.clone();
+        roots.waiting.push(ask_id.clone());
+    }
     let mut ask = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "mcp_server": routes.log.server_id()});
     // Absent stays absent (`roots/list` has no params): never `"params": null`.
     if let Some(params) = params {

@@ -64,6 +64,7 @@ fn a_tool_call_forwarded_around_the_call_pipeline_is_refused_and_a_call_is_made(
         method: "tools/call".into(),
         params: json!({"name": "add", "arguments": arguments}),
         timeout_ms: Some(10_000),
+        session: None,
     });
     let call = Request::Call(Box::new(CallSpec::one(Target::tool("math", "add"), arguments, Some(10_000))));
     let outcomes = ask_as_the_api(&hangar, vec![forward, call]);

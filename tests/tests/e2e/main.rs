@@ -51,6 +51,7 @@ mod http_news;
 mod identity_quotas;
 mod ids;
 mod introspection;
+mod isolation;
 mod journal_audit;
 mod journal_bounds;
 mod journal_crash;
