@@ -25,6 +25,13 @@ pub fn table(body: &Value, url: &str) -> Result<String, CliError> {
             &dead,
         ];
         rows.push(cells.iter().map(|cell| visible(cell).into_owned()).collect());
+        // An isolated server's instances, under it: name (and owner), state, its dead record.
+        for instance in &entry.instances {
+            let name = format!("  {} ({})", instance.instance, instance.identity);
+            let dead = instance.dead.as_ref().map_or_else(|| "-".to_owned(), |dead| dead.short());
+            let cells = [name.as_str(), instance.state.as_str(), "instance", "", "", &dead];
+            rows.push(cells.iter().map(|cell| visible(cell).into_owned()).collect());
+        }
     }
     Ok(align(&rows))
 }
@@ -77,6 +84,22 @@ w        dead   http        0      unhealthy  given_up, retry after 2026-11-29T2
 blocked  dead   subprocess  1      unknown    capability_blocked, start to revive
 ";
         assert_eq!(table, expected);
+    }
+
+    #[test]
+    fn an_isolated_servers_instances_are_listed_under_it() {
+        let body = json!({"mcp_servers": [
+            {"mcp_server_id": "everything", "state": "cold", "mode": "subprocess", "alive": false,
+             "tools_count": 13, "health_status": "unknown", "dead": null, "isolation": "per_identity",
+             "instances": [{"instance": "everything@0a1b", "identity": "alice", "state": "ready",
+                            "alive": true, "pid": 7, "idle_s": 3, "dead": null}]},
+        ]});
+        let expected = "\
+SERVER                     STATE  MODE        TOOLS  HEALTH   DEAD
+everything                 cold   subprocess  13     unknown  -
+  everything@0a1b (alice)  ready  instance                    -
+";
+        assert_eq!(table(&body, "u").unwrap(), expected);
     }
 
     #[test]
