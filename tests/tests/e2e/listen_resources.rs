@@ -22,10 +22,11 @@ fn a_listen_hears_a_2026_07_28_upstreams_resource_updates() {
     assert_eq!(discovered.body["result"]["capabilities"]["resources"]["subscribe"], true, "{}", discovered.text);
 }
 
-#[test]
-fn a_listen_hears_a_legacy_upstreams_resource_updates() {
+/// The Python client's listen on server-everything, isolated as `isolation` says: its updates
+/// come on the listen.
+fn a_listen_hears_server_everything(isolation: &str) {
     let hangar = Hangar::start(&format!(
-        "tool_access: {{mode: front_door}}\nmcp_servers:\n  everything:\n    command: [\"{}\", \"{}\", \"stdio\"]\n    handshake_timeout_s: 30\n",
+        "tool_access: {{mode: front_door}}\nmcp_servers:\n  everything:\n    command: [\"{}\", \"{}\", \"stdio\"]\n    handshake_timeout_s: 30\n    isolation: {isolation}\n",
         node().display(),
         server_everything().display(),
     ));
@@ -34,6 +35,18 @@ fn a_listen_hears_a_legacy_upstreams_resource_updates() {
     // Its updates run while toggled on: one toggle, then the updates come every few seconds.
     let args = [url.as_str(), uri, "toggle-subscriber-updates", "{}", "once"];
     let seen = python_json(&hangar, "py_listen_client.py", &args);
-    assert_eq!(seen["honored"], json!([uri]), "{seen}");
-    assert_eq!(seen["updated"], json!([uri]), "{seen}");
+    assert_eq!(seen["honored"], json!([uri]), "{isolation}: {seen}");
+    assert_eq!(seen["updated"], json!([uri]), "{isolation}: {seen}\n{}", hangar.log());
+}
+
+#[test]
+fn a_listen_hears_a_legacy_upstreams_resource_updates() {
+    a_listen_hears_server_everything("shared");
+}
+
+/// A 2026-07-28 client has no session: its calls and its listen's subscriptions are served by
+/// its identity's instance alike, so the updates its call turned on reach its listen.
+#[test]
+fn a_listen_hears_its_own_instances_resource_updates() {
+    a_listen_hears_server_everything("per_session");
 }
