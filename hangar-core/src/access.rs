@@ -235,6 +235,10 @@ pub struct Profile {
     /// May start, stop, restart, reload, and read logs and audit. Default: `false`.
     #[serde(default)]
     pub admin: bool,
+    /// Rules on its calls, by tool and arguments (`when`, a CEL expression), the first that
+    /// matches deciding `allow` or `deny`; none matching allows. Default: none.
+    #[serde(default)]
+    pub rules: Vec<crate::rules::Rule>,
 }
 
 /// Globs over tool names: a tool is allowed when it matches `allow` (default: every tool) and

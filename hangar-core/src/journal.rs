@@ -201,6 +201,9 @@ pub struct AuditEntry {
     /// The W3C trace id the request carried, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The profile's rule that decided the call (`profiles.<name>.rules[<n>]`), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// One journal entry as `/api/events` streams it: `id` is the event id (`Last-Event-ID`).
@@ -419,6 +422,7 @@ mod tests {
             bytes_out: 3,
             arguments: None,
             trace_id: None,
+            rule: None,
         };
         let event = JournalEvent { id: 9, at: "t".into(), what: Happened::Audit(entry.clone()) };
         let text = serde_json::to_string(&event).unwrap();

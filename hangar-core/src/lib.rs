@@ -27,6 +27,7 @@
 //! - [`paths`]: where the control socket lives by default.
 //! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
+//! - [`rules`]: a profile's rules on calls, by tool and by arguments (CEL), compiled at load.
 //! - [`sandbox`]: the `sandbox:` block: what the kernel lets a spawned upstream do.
 //! - [`shutdown`]: the `shutdown:` block, how long a stop drains the calls in flight.
 //! - [`small_file`]: reading a file the operator names, a regular one only, size-capped.
@@ -77,6 +78,7 @@ pub mod policy;
 pub mod preflight;
 pub mod record;
 pub mod reloaded;
+pub mod rules;
 pub mod sandbox;
 pub mod server_requests;
 pub mod session_requests;

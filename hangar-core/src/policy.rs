@@ -35,6 +35,8 @@ pub struct Rules {
     allow: GlobSet,
     deny: GlobSet,
     admin: bool,
+    /// Its rules on calls (`crate::rules`).
+    calls: crate::rules::CompiledRules,
 }
 
 impl Policy {
@@ -49,6 +51,7 @@ impl Policy {
                 allow: glob_set(&at("tools.allow"), &profile.tools.allow)?,
                 deny: glob_set(&at("tools.deny"), &profile.tools.deny)?,
                 admin: profile.admin,
+                calls: crate::rules::CompiledRules::compile(&at("rules"), &profile.rules)?,
             };
             compiled.insert(name.clone(), Arc::new(rules));
         }
@@ -116,6 +119,15 @@ impl View {
     pub fn sees_unit(&self, identity: &str, id: &str) -> bool {
         let (server, label) = crate::isolation::split(id);
         self.sees_server(server) && label.is_none_or(|label| self.is_admin() || crate::isolation::owns(identity, label))
+    }
+
+    /// The rule of its profile that decides `call`, if one matches (none for the all-seeing
+    /// view, which has no rules).
+    pub fn rule_for(&self, call: &crate::rules::Call<'_>) -> Option<crate::rules::Verdict> {
+        match self {
+            View::All => None,
+            View::Profile { rules, .. } => rules.calls.judge(call),
+        }
     }
 
     /// Whether a tool of a server it sees may be listed and called.

@@ -22,7 +22,8 @@
 //! - credentials for the upstream: the server's connection carries them (`server/callers.rs`
 //!   gives each caller of a `per: user` or `token_exchange` server a connection with their own
 //!   token); a caller with none is asked to connect (`connect.rs`);
-//! - argument policy and approvals: `judge.rs`, where the view's rules already judge the call;
+//! - argument policy (a profile's rules on calls, `hangar_core::rules`) is judged in
+//!   `judge.rs`, where the view's rules judge the call; approvals belong there too;
 //! - redaction of what the call returns: [`Hangar::one_call`], where its answer is shaped;
 //! - per-identity quotas: `admit.rs`, beside the limits.
 //!

@@ -49,6 +49,8 @@ pub struct Decision<'a> {
     judged: OnceLock<Judged>,
     /// The W3C trace id the request carried (or the hangar started), for the entry.
     trace_id: OnceLock<String>,
+    /// The profile's rule that decided the call, if one did, for the entry.
+    rule: OnceLock<String>,
 }
 
 /// What a judged request was, before its answer.
@@ -70,6 +72,7 @@ impl<'a> Decision<'a> {
             admitted: Instant::now(),
             judged: OnceLock::new(),
             trace_id: OnceLock::new(),
+            rule: OnceLock::new(),
         }
     }
 
@@ -79,6 +82,31 @@ impl<'a> Decision<'a> {
 
     pub fn caller(&self) -> &Caller {
         self.caller
+    }
+
+    /// The profile's rules on `tool` of `server` called with `arguments`: the rule that matches
+    /// first is recorded in the call's audit entry, and one that denies (or cannot be
+    /// evaluated) refuses the call as `forbidden`, with its reason and its key path.
+    pub fn rules(&self, server: &Server, tool: &str, arguments: &Value) -> Result<(), IpcError> {
+        let prefix = server.config().expose_as.as_deref().unwrap_or(server.id());
+        let call = hangar_core::rules::Call {
+            server: server.id(),
+            prefix,
+            tool,
+            arguments,
+            identity: &self.caller.identity,
+            profile: self.view.profile().unwrap_or_default(),
+        };
+        let Some(verdict) = self.view.rule_for(&call) else { return Ok(()) };
+        let _ = self.rule.set(verdict.rule.clone());
+        match verdict.then {
+            hangar_core::rules::Then::Deny => {
+                let refused = IpcError::forbidden(format!("{} (by {})", verdict.reason, verdict.rule));
+                self.log(server.id(), tool, &Err::<(), _>(refused.clone()));
+                Err(refused)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The trace this request belongs to, which its audit entry names.
@@ -225,6 +253,7 @@ impl<'a> Decision<'a> {
             bytes_out,
             arguments: judged.arguments,
             trace_id: self.trace_id.get().cloned(),
+            rule: self.rule.get().cloned(),
         }));
     }
 

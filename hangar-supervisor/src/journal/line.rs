@@ -53,6 +53,10 @@ fn audit(out: &mut Vec<u8>, id: u64, at: &str, entry: &AuditEntry) {
         out.extend_from_slice(b",\"trace_id\":");
         string(out, trace_id);
     }
+    if let Some(rule) = &entry.rule {
+        out.extend_from_slice(b",\"rule\":");
+        string(out, rule);
+    }
     out.push(b'}');
 }
 
@@ -105,6 +109,7 @@ mod tests {
             bytes_out: 253,
             arguments: None,
             trace_id: None,
+            rule: None,
         }
     }
 

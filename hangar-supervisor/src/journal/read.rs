@@ -493,6 +493,7 @@ mod tests {
             bytes_out: 1,
             arguments: None,
             trace_id: None,
+            rule: None,
         })
     }
 

@@ -283,6 +283,7 @@ mod tests {
                 bytes_out: 1,
                 arguments: Some(serde_json::json!({"text": noise(id, bytes)})),
                 trace_id: None,
+                rule: None,
             };
             block.push(&super::super::Recorded { id, at_ms: 50 * DAY_MS, what: Happened::Audit(entry) }, &mut times);
         }

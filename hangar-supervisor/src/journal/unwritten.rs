@@ -186,6 +186,7 @@ mod tests {
                 bytes_out: 2,
                 arguments: None,
                 trace_id: None,
+                rule: None,
             }),
         }
     }

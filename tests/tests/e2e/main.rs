@@ -15,6 +15,7 @@ mod bad_input;
 mod box_fences;
 mod browser;
 mod call_request;
+mod call_rules;
 mod cancellation;
 mod class_cases;
 mod cli;
