@@ -60,6 +60,10 @@ pub struct Config {
     /// What the audit trail keeps of each call.
     #[serde(default)]
     pub audit: AuditConfig,
+    /// Secrets and personal data kept out of what upstreams return (tool results, resource
+    /// contents, prompt texts): built-in detectors and patterns of your own. Default: off.
+    #[serde(default)]
+    pub redaction: crate::redaction::RedactionConfig,
     /// Gateway-side tasks (a call the client asked to run as a task): how many one identity
     /// may hold.
     #[serde(default)]
@@ -664,6 +668,7 @@ impl Config {
                 state_dir: None,
                 journal: JournalConfig::default(),
                 audit: AuditConfig::default(),
+                redaction: Default::default(),
                 tasks: TasksConfig::default(),
                 credentials: CredentialsConfig::default(),
                 telemetry: TelemetryConfig::default(),
@@ -879,6 +884,7 @@ impl Config {
             check_pins(&at("capabilities.tools.pinned"), &server.capabilities.tools)?;
         }
         check_expose_as(&self.mcp_servers)?;
+        crate::redaction::Redaction::compile(&self.redaction)?;
         check_telemetry(&self.telemetry)?;
         if let Some(cluster) = &self.cluster {
             cluster.check()?;

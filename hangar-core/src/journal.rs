@@ -204,6 +204,9 @@ pub struct AuditEntry {
     /// The profile's rule that decided the call (`profiles.<name>.rules[<n>]`), if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// What `redaction:` found in the answer, by name (never the values); empty: nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
 }
 
 /// One journal entry as `/api/events` streams it: `id` is the event id (`Last-Event-ID`).
@@ -423,6 +426,7 @@ mod tests {
             arguments: None,
             trace_id: None,
             rule: None,
+            redacted: Vec::new(),
         };
         let event = JournalEvent { id: 9, at: "t".into(), what: Happened::Audit(entry.clone()) };
         let text = serde_json::to_string(&event).unwrap();

@@ -27,6 +27,7 @@
 //! - [`paths`]: where the control socket lives by default.
 //! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
+//! - [`redaction`]: secrets and personal data kept out of what upstreams return.
 //! - [`rules`]: a profile's rules on calls, by tool and by arguments (CEL), compiled at load.
 //! - [`sandbox`]: the `sandbox:` block: what the kernel lets a spawned upstream do.
 //! - [`shutdown`]: the `shutdown:` block, how long a stop drains the calls in flight.
@@ -77,6 +78,7 @@ pub mod pin_edit;
 pub mod policy;
 pub mod preflight;
 pub mod record;
+pub mod redaction;
 pub mod reloaded;
 pub mod rules;
 pub mod sandbox;

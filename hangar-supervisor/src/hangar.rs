@@ -486,6 +486,8 @@ pub(crate) struct Access {
     policy: Policy,
     /// What the journal keeps of each call (`audit:`), and the secrets it never keeps.
     pub(crate) audit: audit::AuditRules,
+    /// What is kept out of upstreams' answers (`redaction:`).
+    pub(crate) redaction: hangar_core::redaction::Redaction,
 }
 
 impl Access {
@@ -495,7 +497,12 @@ impl Access {
             tracing::error!(%err, "profiles did not compile; every profile sees nothing");
             Policy::default()
         });
-        Access { auth: config.auth.clone(), policy, audit: audit::AuditRules::of(config) }
+        // A loaded config's patterns compiled already (`Config::validate` checks them).
+        let redaction = hangar_core::redaction::Redaction::compile(&config.redaction).unwrap_or_else(|err| {
+            tracing::error!(%err, "redaction did not compile; answers are withheld");
+            hangar_core::redaction::Redaction::refusing()
+        });
+        Access { auth: config.auth.clone(), policy, audit: audit::AuditRules::of(config), redaction }
     }
 }
 

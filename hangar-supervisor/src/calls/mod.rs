@@ -24,7 +24,8 @@
 //!   token); a caller with none is asked to connect (`connect.rs`);
 //! - argument policy (a profile's rules on calls, `hangar_core::rules`) is judged in
 //!   `judge.rs`, where the view's rules judge the call; approvals belong there too;
-//! - redaction of what the call returns: [`Hangar::one_call`], where its answer is shaped;
+//! - redaction of what the call returns: at the end of the stages (`Decision::redact`), so a
+//!   task's, a held call's and a batch's answers are as clean as a plain call's;
 //! - per-identity quotas: `admit.rs`, beside the limits.
 //!
 //! Architecture invariant: no stage knows the surface the call came through except by its
@@ -209,6 +210,10 @@ impl Hangar {
             *admitted = Some((server.id().to_owned(), tool.clone()));
         }
         let _permit = self.admit_call(&server, &tool, &call)?;
-        run::upstream(&server, &tool, call, &decide.caller().identity).await
+        let mut answer = run::upstream(&server, &tool, call, &decide.caller().identity).await?;
+        // What comes back is kept clean of secrets (`redaction:`) before any surface sees it.
+        let access = self.access.reading().clone();
+        decide.redact(&access.redaction, server.id(), &mut answer)?;
+        Ok(answer)
     }
 }

@@ -51,6 +51,8 @@ pub struct Decision<'a> {
     trace_id: OnceLock<String>,
     /// The profile's rule that decided the call, if one did, for the entry.
     rule: OnceLock<String>,
+    /// What redaction found in the answer, by name, for the entry.
+    redacted: OnceLock<Vec<String>>,
 }
 
 /// What a judged request was, before its answer.
@@ -73,6 +75,7 @@ impl<'a> Decision<'a> {
             judged: OnceLock::new(),
             trace_id: OnceLock::new(),
             rule: OnceLock::new(),
+            redacted: OnceLock::new(),
         }
     }
 
@@ -107,6 +110,33 @@ impl<'a> Decision<'a> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Redacts what `server` answered (`redaction:`), in place; the entry records what was
+    /// found, by name. With `drop_call`, an answer that held anything is refused instead.
+    pub fn redact(
+        &self,
+        redaction: &hangar_core::redaction::Redaction,
+        server: &str,
+        answer: &mut Value,
+    ) -> Result<(), IpcError> {
+        if !redaction.is_on() {
+            return Ok(());
+        }
+        let redacted = redaction.apply(answer);
+        if redacted.found.is_empty() {
+            return Ok(());
+        }
+        let found: Vec<String> = redacted.found.into_iter().collect();
+        let _ = self.redacted.set(found.clone());
+        if redacted.withheld {
+            return Err(IpcError::forbidden(format!(
+                "`{}` answered with {}: withheld whole (redaction.action: drop_call)",
+                bounded(server),
+                found.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// The trace this request belongs to, which its audit entry names.
@@ -254,6 +284,7 @@ impl<'a> Decision<'a> {
             arguments: judged.arguments,
             trace_id: self.trace_id.get().cloned(),
             rule: self.rule.get().cloned(),
+            redacted: self.redacted.get().cloned().unwrap_or_default(),
         }));
     }
 

@@ -57,6 +57,10 @@ fn audit(out: &mut Vec<u8>, id: u64, at: &str, entry: &AuditEntry) {
         out.extend_from_slice(b",\"rule\":");
         string(out, rule);
     }
+    if !entry.redacted.is_empty() {
+        out.extend_from_slice(b",\"redacted\":");
+        serialized(out, &entry.redacted);
+    }
     out.push(b'}');
 }
 
@@ -110,6 +114,7 @@ mod tests {
             arguments: None,
             trace_id: None,
             rule: None,
+            redacted: Vec::new(),
         }
     }
 

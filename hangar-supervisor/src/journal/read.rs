@@ -494,6 +494,7 @@ mod tests {
             arguments: None,
             trace_id: None,
             rule: None,
+            redacted: Vec::new(),
         })
     }
 

@@ -284,6 +284,7 @@ mod tests {
                 arguments: Some(serde_json::json!({"text": noise(id, bytes)})),
                 trace_id: None,
                 rule: None,
+                redacted: Vec::new(),
             };
             block.push(&super::super::Recorded { id, at_ms: 50 * DAY_MS, what: Happened::Audit(entry) }, &mut times);
         }

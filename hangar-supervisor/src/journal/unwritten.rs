@@ -187,6 +187,7 @@ mod tests {
                 arguments: None,
                 trace_id: None,
                 rule: None,
+                redacted: Vec::new(),
             }),
         }
     }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use hangar_core::ipc::{ErrorKind, Forward, IpcError, Reply};
+use hangar_core::sync::UnpoisonedRw;
 
 use super::{Answered, Apply, Notices};
 use crate::hangar::MAX_CALL_TIMEOUT;
@@ -23,6 +24,10 @@ impl Apply for Forward {
         let timeout = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis).min(MAX_CALL_TIMEOUT);
         let _permit = hangar.admit(&server)?;
         let forwarded = server.forward(&decide.caller().identity, &method, params, timeout).await;
-        Ok(Reply::Forwarded(forwarded.map_err(|err| hangar.upstream_words(err, true))?))
+        let mut answer = forwarded.map_err(|err| hangar.upstream_words(err, true))?;
+        // Resource contents and prompt texts are kept clean of secrets as tool results are.
+        let access = hangar.access.reading().clone();
+        decide.redact(&access.redaction, &mcp_server, &mut answer)?;
+        Ok(Reply::Forwarded(answer))
     }
 }

@@ -85,6 +85,7 @@ mod real_clients;
 mod redaction;
 mod reload;
 mod restart_memory;
+mod result_redaction;
 mod sandbox;
 mod sandbox_limits;
 mod scaling;
