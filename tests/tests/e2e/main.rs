@@ -104,6 +104,7 @@ mod tasks;
 mod terminal_text;
 mod token_exchange;
 mod traces;
+mod ts_sdk2;
 mod upstream_connect;
 mod upstream_credentials;
 mod upstream_login;

@@ -27,7 +27,7 @@ mcp_servers:
     command: ["{fake}", "--tools", "echo"]
 "#;
 
-fn write_config(hangar: &Hangar, yaml: &str) {
+pub(crate) fn write_config(hangar: &Hangar, yaml: &str) {
     let yaml = yaml
         .replace("{fake}", &hangar_tests::bin("hangar-upstream-fake").display().to_string())
         .replace("{dir}", &hangar.dir.path().display().to_string());
