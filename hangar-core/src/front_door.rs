@@ -11,6 +11,10 @@
 //! - `names: always_qualified`: every name is exposed qualified, so adding a server never
 //!   renames anything;
 //! - a name starting with `hangar_` (the hangar's own tools) is always exposed qualified;
+//! - an MCP App's `ui://` URI is always exposed qualified, inside the scheme:
+//!   `ui://<prefix>__<rest>` (a host finds apps by their scheme, and an app's HTML must name one
+//!   server's, stably: a bare URI that a later server's app would qualify could switch apps under
+//!   a host that keeps it);
 //! - the qualified form also resolves for every name its upstream declares, so a client may
 //!   always use it; a name the upstream does not declare leads nowhere, in any spelling (a
 //!   profile's globs judge the declared name, so `DELETE_ALL` or `files__delete_all ` must not
@@ -31,6 +35,8 @@ use crate::echo::bounded;
 pub const SEPARATOR: &str = "__";
 /// Names reserved for the hangar's own tools.
 pub const RESERVED_PREFIX: &str = "hangar_";
+/// The scheme of an MCP App's resources (the `io.modelcontextprotocol/ui` extension).
+pub const UI_SCHEME: &str = "ui://";
 /// The most qualified names a refusal lists (a name many servers declare stays a short answer).
 pub const MAX_LISTED: usize = 8;
 
@@ -61,9 +67,30 @@ impl Naming {
         self.expose_as.get(server).map_or(server, String::as_str)
     }
 
-    /// `<prefix>__<name>` for `server`'s `name`.
+    /// `<prefix>__<name>` for `server`'s `name`; `ui://<prefix>__<rest>` for an app's URI.
     pub fn qualified(&self, server: &str, name: &str) -> String {
-        format!("{}{SEPARATOR}{name}", self.prefix(server))
+        qualify(self.prefix(server), name)
+    }
+
+    /// The name `requested` stands for when `server`'s prefix qualifies it.
+    pub fn unqualified(&self, server: &str, requested: &str) -> Option<String> {
+        unqualify(self.prefix(server), requested)
+    }
+}
+
+/// `name` under `prefix`: `<prefix>__<name>`, or inside the scheme for an app's `ui://` URI.
+fn qualify(prefix: &str, name: &str) -> String {
+    match name.strip_prefix(UI_SCHEME) {
+        Some(rest) => format!("{UI_SCHEME}{prefix}{SEPARATOR}{rest}"),
+        None => format!("{prefix}{SEPARATOR}{name}"),
+    }
+}
+
+/// The name `requested` is under `prefix`, if it is qualified by it (see [`qualify`]).
+fn unqualify(prefix: &str, requested: &str) -> Option<String> {
+    match requested.strip_prefix(UI_SCHEME) {
+        Some(rest) => Some(format!("{UI_SCHEME}{}", rest.strip_prefix(prefix)?.strip_prefix(SEPARATOR)?)),
+        None => Some(requested.strip_prefix(prefix)?.strip_prefix(SEPARATOR)?.to_owned()),
     }
 }
 
@@ -96,7 +123,8 @@ pub fn expose<'a>(naming: &Naming, servers: impl IntoIterator<Item = (&'a str, V
             }
             let bare = naming.names == Names::BareWhenUnique
                 && declared_by.get(name) == Some(&1)
-                && !name.starts_with(RESERVED_PREFIX);
+                && !name.starts_with(RESERVED_PREFIX)
+                && !name.starts_with(UI_SCHEME);
             exposed.push(Exposed {
                 exposed: if bare { (*name).to_owned() } else { naming.qualified(server, name) },
                 mcp_server: (*server).to_owned(),
@@ -180,13 +208,14 @@ impl Index {
     /// `requested` starts with (followed by the separator and a name it declares), and that
     /// name. Prefixes may themselves hold the separator (`my__srv`), so the longest that fits
     /// wins.
-    fn split_qualified<'r>(&self, requested: &'r str) -> Option<(usize, &'r str)> {
+    fn split_qualified<'r>(&'r self, requested: &str) -> Option<(usize, &'r str)> {
         self.prefixes
             .iter()
             .enumerate()
             .filter_map(|(at, prefix)| {
-                let name = requested.strip_prefix(prefix.as_str())?.strip_prefix(SEPARATOR)?;
-                self.declared.get(at)?.contains(name).then_some((at, prefix.len(), name))
+                let name = unqualify(prefix, requested)?;
+                let declared = self.declared.get(at)?.get(&name)?;
+                Some((at, prefix.len(), declared.as_str()))
             })
             .max_by_key(|(_, len, _)| *len)
             .map(|(at, _, name)| (at, name))
@@ -199,7 +228,7 @@ impl Index {
             .iter()
             .enumerate()
             .filter(|(_, prefix)| prefix.len() + SEPARATOR.len() + requested.len() <= self.longest)
-            .map(|(at, prefix)| (at, format!("{prefix}{SEPARATOR}{requested}")))
+            .map(|(at, prefix)| (at, qualify(prefix, requested)))
             .filter(|(at, qualified)| {
                 self.by_name.get(qualified).is_some_and(|(owner, name)| owner == at && name == requested)
             })
@@ -259,6 +288,21 @@ mod tests {
         [("math", vec!["add", "echo"]), ("words", vec!["echo", "shout"]), ("odd", vec!["hangar_list"])]
     }
     const IDS: [&str; 3] = ["math", "words", "odd"];
+
+    #[test]
+    fn an_apps_ui_uri_is_always_qualified_inside_its_scheme_and_resolves_back() {
+        let naming = Naming::default();
+        let servers = || [("a", vec!["ui://dash/app.html", "x://one"]), ("b", vec!["ui://dash/app.html"])];
+        let exposed = expose(&naming, servers());
+        assert_eq!(names(&exposed), ["ui://a__dash/app.html", "x://one", "ui://b__dash/app.html"]);
+        let index = Index::new(&naming, servers());
+        assert_eq!(resolve(&index, &["a", "b"], "ui://b__dash/app.html"), found("b", "ui://dash/app.html"));
+        assert_eq!(resolve(&index, &["a", "b"], "ui://a__dash/app.html"), found("a", "ui://dash/app.html"));
+        assert_eq!(resolve(&index, &["a", "b"], "ui://c__dash/app.html"), Err(vec![]));
+        let bare = resolve(&index, &["a", "b"], "ui://dash/app.html");
+        assert_eq!(bare, Err(vec!["ui://a__dash/app.html".into(), "ui://b__dash/app.html".into()]));
+        assert_eq!(naming.qualified("a", "ui://dash/app.html"), "ui://a__dash/app.html");
+    }
 
     #[test]
     fn bare_when_unique_keeps_unique_names_and_qualifies_collisions_dropping_nothing() {

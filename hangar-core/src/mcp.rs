@@ -63,6 +63,16 @@ pub fn log_severity(level: &str) -> Option<usize> {
 /// The tasks extension (SEP-2663): declared under `capabilities.extensions` by a server that
 /// runs calls as tasks, and by a client (in its `_meta` client capabilities) that takes them.
 pub const EXTENSION_TASKS: &str = "io.modelcontextprotocol/tasks";
+/// MCP Apps (SEP-1865): tools whose `_meta.ui.resourceUri` names a `ui://` resource, an HTML
+/// app a host renders.
+pub const EXTENSION_UI: &str = "io.modelcontextprotocol/ui";
+/// The MIME type of an MCP App's HTML.
+pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+/// What the hangar declares of MCP Apps, to clients and to upstreams alike: the HTML apps pass.
+pub fn apps_extension() -> serde_json::Value {
+    serde_json::json!({"mimeTypes": [APP_MIME_TYPE]})
+}
 /// The v1 `_meta` key naming a result's task; never on an inlined `tasks/get` result.
 pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The methods of the tasks extension; `Mcp-Name` mirrors their `params.taskId`.

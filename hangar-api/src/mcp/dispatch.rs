@@ -4,7 +4,7 @@
 use axum::http::HeaderMap;
 use hangar_core::access::ANONYMOUS;
 use hangar_core::jsonrpc::RpcError;
-use hangar_core::mcp::ALL_REVISIONS;
+use hangar_core::mcp::{ALL_REVISIONS, EXTENSION_TASKS};
 use serde_json::{Value, json};
 
 use super::about::INSTRUCTIONS;
@@ -189,7 +189,8 @@ async fn handle(
             if front_door::enabled(supervisor).await {
                 capabilities["resources"]["subscribe"] = json!(true);
             }
-            capabilities["extensions"] = tasks::extensions();
+            // It runs calls as tasks (SEP-2663), beside what the front door declares.
+            capabilities["extensions"][EXTENSION_TASKS] = json!({});
             Ok(json!({"supportedVersions": ALL_REVISIONS, "capabilities": capabilities, "instructions": INSTRUCTIONS}))
         }
         "subscriptions/listen" => {

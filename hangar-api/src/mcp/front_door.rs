@@ -14,7 +14,8 @@ use hangar_core::ipc::{
 };
 use hangar_core::jsonrpc::{INVALID_PARAMS, RpcError};
 use hangar_core::mcp::{
-    HELD_CALL_STATE_PREFIX, LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION, REQUEST_STATE,
+    EXTENSION_UI, HELD_CALL_STATE_PREFIX, LEGACY_RESOURCE_NOT_FOUND, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+    REQUEST_STATE,
 };
 use serde_json::{Map, Value, json};
 
@@ -37,6 +38,8 @@ pub async fn capabilities(supervisor: &AsCaller) -> Value {
             "resources": {"listChanged": false},
             "completions": {},
             "logging": {},
+            // Upstreams' MCP Apps pass through (`apps.rs`).
+            "extensions": {EXTENSION_UI: hangar_core::mcp::apps_extension()},
         })
     } else {
         // No upstream's prompts or resources: the lists are empty, a name or URI is unknown.
@@ -54,7 +57,16 @@ pub async fn tools_list(supervisor: &AsCaller) -> Result<Vec<Value>, RpcError> {
     if !catalog.front_door {
         return Ok(list);
     }
-    let per_server = catalog.servers.into_iter().map(|server| (server.mcp_server, server.tools)).collect();
+    let per_server = catalog
+        .servers
+        .into_iter()
+        .map(|server| {
+            let mut tools = server.tools;
+            // An app's reference names its own server's app, as resources/list names it.
+            tools.iter_mut().for_each(|tool| super::apps::rewrite_tool(&catalog.naming, &server.mcp_server, tool));
+            (server.mcp_server, tools)
+        })
+        .collect();
     list.extend(rename(&catalog.naming, per_server, "name"));
     Ok(list)
 }
@@ -149,7 +161,15 @@ pub async fn resources_read(supervisor: &AsCaller, params: Option<Value>) -> Res
     };
     params.insert("uri".into(), json!(original));
     strip_protocol_meta(&mut params);
-    supervisor.forward(&server, "resources/read", Value::Object(params)).await.or_else(upstream_failure)
+    let mut read =
+        supervisor.forward(&server, "resources/read", Value::Object(params)).await.or_else(upstream_failure)?;
+    // The contents name the resource as the client asked for it (its exposed URI).
+    if let Some(contents) = read.get_mut("contents").and_then(Value::as_array_mut) {
+        for content in contents.iter_mut().filter(|content| content["uri"] == json!(original)) {
+            content["uri"] = json!(uri);
+        }
+    }
+    Ok(read)
 }
 
 /// Each server's items of one list method; a server that serves none (or is down) has none.
@@ -279,9 +299,12 @@ async fn resource_owner(supervisor: &AsCaller, front_door: &FrontDoor, uri: &str
     let matching = exposed_of(&front_door.naming, &listed, "uriTemplate")
         .into_iter()
         .find(|e| front_door::template_matches(&e.exposed, uri))?;
-    // `<prefix>__<template>` matched: the URI starts with the same prefix.
-    let original = uri.get(matching.exposed.len().saturating_sub(matching.name.len())..)?;
-    Some((matching.mcp_server, original.to_owned()))
+    // A qualified template matched: the URI is qualified the same way.
+    let original = match matching.exposed == matching.name {
+        true => uri.to_owned(),
+        false => front_door.naming.unqualified(&matching.mcp_server, uri)?,
+    };
+    Some((matching.mcp_server, original))
 }
 
 /// The servers whose prompts and resources `/mcp` serves: the front door's, or none when it is

@@ -7,6 +7,7 @@
 //! JSON-RPC and MCP vocabulary (codes, revisions, `_meta` keys, headers) is `hangar_core`'s.
 
 mod about;
+mod apps;
 mod args;
 mod batch;
 mod custom_headers;

@@ -12,11 +12,6 @@ use serde_json::{Value, json};
 
 use crate::supervisor::AsCaller;
 
-/// What the server declares under `capabilities.extensions`.
-pub fn extensions() -> Value {
-    json!({EXTENSION_TASKS: {}})
-}
-
 /// Whether this request's client takes tasks: the extension among the client capabilities of
 /// its `_meta` (on 2026-07-28 every request says so; the per-request opt-in is the same thing).
 pub fn opted_in(params: Option<&Value>) -> bool {

@@ -171,7 +171,8 @@ fn answer_upstream_request(id: &Value, method: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()})
 }
 
-/// What the hangar declares as a legacy upstream's client: everything a client can be asked.
+/// What the hangar declares as a legacy upstream's client: everything a client can be asked,
+/// and the MCP Apps extension.
 ///
 /// Elicitation in both modes (`form` and `url`): a server registers what needs URL mode only
 /// when told it may use it; whether the calling client can take one is checked per call.
@@ -185,7 +186,11 @@ fn client_capabilities() -> Value {
         };
         ((*capability).to_owned(), given)
     });
-    Value::Object(declared.collect())
+    let mut capabilities: serde_json::Map<String, Value> = declared.collect();
+    // MCP Apps pass the front door (`hangar-api/src/mcp/apps.rs`): a server may serve them.
+    let apps = json!({hangar_core::mcp::EXTENSION_UI: hangar_core::mcp::apps_extension()});
+    capabilities.insert("extensions".into(), apps);
+    Value::Object(capabilities)
 }
 
 /// Hands a notification to the relays it concerns: `notifications/progress` to the one whose

@@ -70,6 +70,7 @@ mod listen_resources;
 mod long_lines;
 mod managed_http;
 mod many_hangars;
+mod mcp_apps;
 mod memory_key;
 mod metrics;
 mod oauth;

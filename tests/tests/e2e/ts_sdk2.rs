@@ -32,10 +32,19 @@ fn config(more: &str) -> String {
 
 /// Runs one scenario of `ts2_client.mjs` (bounded) and parses the JSON line it prints.
 fn ts2(hangar: &Hangar, args: &[&str]) -> Value {
+    ts2_as(hangar, None, args)
+}
+
+/// [`ts2`] with `bearer` (an API key) on every request.
+pub(crate) fn ts2_as(hangar: &Hangar, bearer: Option<&str>, args: &[&str]) -> Value {
     let script = repo_root().join("tests/fixtures/ts2_client.mjs");
     let url = format!("{}/mcp", hangar.base);
-    let output =
-        Command::new("timeout").arg("90").arg(node()).arg(script).arg(&url).args(args).output().expect("run node");
+    let mut command = Command::new("timeout");
+    command.arg("90").arg(node()).arg(script).arg(&url).args(args);
+    if let Some(bearer) = bearer {
+        command.env("MCP_BEARER", bearer);
+    }
+    let output = command.output().expect("run node");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout.lines().last().unwrap_or_default();
     let seen: Value = serde_json::from_str(line)
