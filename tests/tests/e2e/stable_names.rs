@@ -189,7 +189,8 @@ fn always_qualified_names_prompts_and_resources_too() {
     let templates = upstream_names(&hangar, "resources/templates/list", "resourceTemplates", "uriTemplate");
     assert_eq!(templates, ["conf__test://template/{id}/data"]);
     let read = hangar.mcp("resources/read", json!({"uri": "conf__test://static-text"}));
-    assert_eq!(read.body["result"]["contents"][0]["uri"], "test://static-text", "{}", read.text);
+    // The contents are named as the client asked for them, in its names.
+    assert_eq!(read.body["result"]["contents"][0]["uri"], "conf__test://static-text", "{}", read.text);
     // The listed template, filled in, reads; the bare URI is no name of anything.
     let read = hangar.mcp("resources/read", json!({"uri": "conf__test://template/7/data"}));
     assert!(read.body["result"]["contents"].is_array(), "{}", read.text);
