@@ -239,6 +239,10 @@ pub struct Profile {
     /// matches deciding `allow` or `deny`; none matching allows. Default: none.
     #[serde(default)]
     pub rules: Vec<crate::rules::Rule>,
+    /// Quotas for each identity holding the profile: a rate limit on its calls, rate limits per
+    /// tool, calls per UTC day. Default: none.
+    #[serde(default)]
+    pub limits: crate::quotas::ProfileLimits,
 }
 
 /// Globs over tool names: a tool is allowed when it matches `allow` (default: every tool) and

@@ -27,6 +27,7 @@
 //! - [`paths`]: where the control socket lives by default.
 //! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
+//! - [`quotas`]: a profile's quotas for each identity holding it.
 //! - [`redaction`]: secrets and personal data kept out of what upstreams return.
 //! - [`rules`]: a profile's rules on calls, by tool and by arguments (CEL), compiled at load.
 //! - [`sandbox`]: the `sandbox:` block: what the kernel lets a spawned upstream do.
@@ -77,6 +78,7 @@ pub mod paths;
 pub mod pin_edit;
 pub mod policy;
 pub mod preflight;
+pub mod quotas;
 pub mod record;
 pub mod redaction;
 pub mod reloaded;

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Concurrent upstream requests the whole hangar admits unless configured.
 pub const DEFAULT_GLOBAL_CONCURRENCY: u32 = 1024;
@@ -29,7 +29,7 @@ pub struct Limits {
 
 /// `limits.rate_limit`: a token bucket; a request beyond it is refused at once
 /// (`rate_limited`), saying when to come back.
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
     /// The sustained rate, in requests per second (fractions allowed); above 0.

@@ -37,6 +37,8 @@ pub struct Rules {
     admin: bool,
     /// Its rules on calls (`crate::rules`).
     calls: crate::rules::CompiledRules,
+    /// Each identity's quotas (`crate::quotas`); `None` when it sets none.
+    quotas: Option<Arc<crate::quotas::Quotas>>,
 }
 
 impl Policy {
@@ -52,6 +54,8 @@ impl Policy {
                 deny: glob_set(&at("tools.deny"), &profile.tools.deny)?,
                 admin: profile.admin,
                 calls: crate::rules::CompiledRules::compile(&at("rules"), &profile.rules)?,
+                quotas: Some(Arc::new(crate::quotas::Quotas::compile(name, &profile.limits)?))
+                    .filter(|quotas| !quotas.is_empty()),
             };
             compiled.insert(name.clone(), Arc::new(rules));
         }
@@ -127,6 +131,14 @@ impl View {
         match self {
             View::All => None,
             View::Profile { rules, .. } => rules.calls.judge(call),
+        }
+    }
+
+    /// Its profile's quotas for each identity, if it sets any.
+    pub fn quotas(&self) -> Option<&Arc<crate::quotas::Quotas>> {
+        match self {
+            View::All => None,
+            View::Profile { rules, .. } => rules.quotas.as_ref(),
         }
     }
 

@@ -59,7 +59,7 @@ pub struct Hangar {
     /// The hangar-wide limits; replaced by a reload (requests admitted before keep their place).
     limiter: RwLock<Arc<Limiter>>,
     /// The journal's read side (its own connection).
-    journal_reader: Arc<crate::journal::read::Reader>,
+    pub(crate) journal_reader: Arc<crate::journal::read::Reader>,
     /// The legacy sessions every API instance shares.
     pub(crate) sessions: Sessions,
     /// Whether the front door passes an upstream's error words on; replaced by a reload.
@@ -80,6 +80,8 @@ pub struct Hangar {
     state_dir: Option<PathBuf>,
     /// The per-user connect flows (`connect.rs`).
     pub(crate) connects: connect::Connects,
+    /// Each identity's quotas under its profile (`crate::quotas`).
+    pub(crate) quotas: crate::quotas::IdentityQuotas,
 }
 
 /// `cluster:` as the supervisor started with it.
@@ -133,6 +135,7 @@ impl Hangar {
             fleet: std::sync::OnceLock::new(),
             state_dir: config.state_dir.clone(),
             connects: connect::Connects::new(&config.credentials),
+            quotas: Default::default(),
         });
         hangar.sessions.with(|all, _| all.configure(&config.tool_access.sessions));
         hangar.calls.configure(&config.tasks);

@@ -31,6 +31,7 @@ mod notify;
 mod owned_file;
 mod peer;
 mod proctree;
+mod quotas;
 mod reaper;
 mod redactor;
 mod refusals;

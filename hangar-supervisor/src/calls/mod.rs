@@ -26,7 +26,7 @@
 //!   `judge.rs`, where the view's rules judge the call; approvals belong there too;
 //! - redaction of what the call returns: at the end of the stages (`Decision::redact`), so a
 //!   task's, a held call's and a batch's answers are as clean as a plain call's;
-//! - per-identity quotas: `admit.rs`, beside the limits.
+//! - per-identity quotas (a profile's `limits`): `admit.rs`, beside the limits.
 //!
 //! Architecture invariant: no stage knows the surface the call came through except by its
 //! stance; the state that outlives a request (tasks, held calls and batches, cancels) is
@@ -210,6 +210,8 @@ impl Hangar {
             *admitted = Some((server.id().to_owned(), tool.clone()));
         }
         let _permit = self.admit_call(&server, &tool, &call)?;
+        // After the limits: a call they refuse spends none of the caller's quota.
+        self.admit_quotas(decide.view(), &decide.caller().identity, &server, &tool).await?;
         let mut answer = run::upstream(&server, &tool, call, &decide.caller().identity).await?;
         // What comes back is kept clean of secrets (`redaction:`) before any surface sees it.
         let access = self.access.reading().clone();

@@ -80,6 +80,7 @@ mod oversize;
 mod paths;
 mod pins;
 mod preflight;
+mod profile_quotas;
 mod profiles;
 mod readiness;
 mod real_clients;
