@@ -305,6 +305,23 @@ mod tests {
     }
 
     #[test]
+    fn an_apps_ui_template_is_qualified_inside_its_scheme_and_a_uri_it_matches_goes_back() {
+        let naming = naming(Names::BareWhenUnique, &[("time-a", "clock")]);
+        let template = naming.qualified("time-a", "ui://views/{id}.html");
+        assert_eq!(template, "ui://clock__views/{id}.html", "by its prefix, inside the scheme");
+        assert!(template_matches(&template, "ui://clock__views/7.html"));
+        assert!(!template_matches(&template, "ui://views/7.html"), "a bare URI is not the template's");
+        let back = naming.unqualified("time-a", "ui://clock__views/7.html");
+        assert_eq!(back.as_deref(), Some("ui://views/7.html"));
+        assert_eq!(naming.unqualified("time-a", "ui://time-a__views/7.html"), None, "not by the id it replaced");
+        assert_eq!(
+            naming.unqualified("time-a", "clock__x://one").as_deref(),
+            Some("x://one"),
+            "other schemes as before"
+        );
+    }
+
+    #[test]
     fn bare_when_unique_keeps_unique_names_and_qualifies_collisions_dropping_nothing() {
         assert_eq!(Names::default(), Names::BareWhenUnique, "today's rule stays the default");
         let exposed = expose(&bare(), three());

@@ -849,6 +849,16 @@ pub fn server_filesystem() -> PathBuf {
     script
 }
 
+/// The directory of one MCP Apps example server of `@modelcontextprotocol/ext-apps`
+/// (`server-basic-vanillajs`, `server-basic-preact`), which `scripts/setup-clients` installs
+/// into `.tools/ext-apps`: its `dist/index.js` runs it (`--stdio`), and its `dist/mcp-app.html`
+/// is the app it serves.
+pub fn ext_apps_server(name: &str) -> PathBuf {
+    let dir = repo_root().join(".tools/ext-apps/node_modules/@modelcontextprotocol").join(name);
+    assert!(dir.join("dist/index.js").exists(), "{} is missing; run scripts/setup-clients", dir.display());
+    dir
+}
+
 /// One raw HTTP/1.1 exchange on a fresh connection to `addr` (`127.0.0.1:PORT`), for headers no
 /// client library sends as given (a foreign `Host`, none at all): writes `head` (the request line
 /// and headers, each line ending in CRLF), `Content-Length` and `Connection: close`, then `body`,

@@ -85,9 +85,10 @@ async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mu
         if let Some(level) = &state.log_level {
             meta.entry(META_LOG_LEVEL).or_insert_with(|| json!(level));
         }
-        // What the client said at `initialize` it can be asked (sampling, elicitation, roots),
-        // declared to the upstream for this call as a 2026-07-28 client would (`relay.rs`).
-        meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| askable(&state.capabilities));
+        // What the client said at `initialize` it can be asked (sampling, elicitation, roots)
+        // and whether it shows MCP Apps, declared to the upstream for this call as a 2026-07-28
+        // client would (`relay.rs`, `apps.rs`).
+        meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| declared_upstream(&state.capabilities));
     }
     if matches!(request.method.as_str(), "resources/subscribe" | "resources/unsubscribe") {
         let subscribed = (request.method == "resources/subscribe")
@@ -105,12 +106,18 @@ async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mu
     dispatch::dispatch(app, headers, &LEGACY, request).await
 }
 
-/// The part of a client's `initialize` capabilities that says what it can be asked.
-fn askable(capabilities: &Value) -> Value {
-    let declared = CLIENT_REQUESTS
+/// The part of a client's `initialize` capabilities an upstream hears with its calls: what it
+/// can be asked, and the MCP Apps extension if it declared it (the hangar's own extensions,
+/// tasks, stay the hangar's).
+fn declared_upstream(capabilities: &Value) -> Value {
+    let askable = CLIENT_REQUESTS
         .iter()
         .filter_map(|(_, capability)| Some(((*capability).to_owned(), capabilities.get(*capability)?.clone())));
-    Value::Object(declared.collect())
+    let mut declared: serde_json::Map<String, Value> = askable.collect();
+    if let Some(extensions) = super::apps::declared(capabilities) {
+        declared.insert("extensions".into(), extensions);
+    }
+    Value::Object(declared)
 }
 
 /// The `initialize` answer: the client's version if we speak it, else our latest.

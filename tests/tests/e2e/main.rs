@@ -71,6 +71,7 @@ mod long_lines;
 mod managed_http;
 mod many_hangars;
 mod mcp_apps;
+mod mcp_apps_examples;
 mod memory_key;
 mod metrics;
 mod oauth;

@@ -5,12 +5,14 @@
 //! (`ui://north__dashboard/app.html`, `ui://south__dashboard/app.html`), reads each and gets that
 //! server's HTML, and its declaration reaches the upstream; an app's own tool (`visibility:
 //! app`) routes as any call. A profile that hides one server sees none of its apps: not in
-//! `tools/list`, not in `resources/list`, and not by reading its URI.
+//! `tools/list`, not in `resources/list`, and not by reading its URI. A legacy host's declaration
+//! (at `initialize`) reaches the 2026-07-28 upstream with its calls too (the Python `mcp` client,
+//! `tests/fixtures/py_apps_client.py`, in both of its modes).
 //!
 //! Needs `scripts/setup-tools` and `scripts/setup-clients` (the venv, Node, the 2.x SDK).
 
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, key_hash};
+use hangar_tests::{Hangar, key_hash, python_json};
 
 use crate::ts_sdk2::ts2_as;
 
@@ -18,25 +20,33 @@ const OPS: &str = "ops-apps-0123456789";
 const NORTHERNER: &str = "north-apps-0123456789";
 
 fn hangar() -> Hangar {
+    let servers = r#"
+  north:
+    command: ["{python}", "{fixtures}/py_app_server.py", "north"]
+    handshake_timeout_s: 30
+  south:
+    command: ["{python}", "{fixtures}/py_app_server.py", "south"]
+    handshake_timeout_s: 30
+"#;
+    front_door_of(servers, OPS, (NORTHERNER, "north"))
+}
+
+/// A front door over `servers` (`mcp_servers:` entries, as YAML) where the key `ops` sees them
+/// all and the key of `one` sees only its server (through a profile named for it).
+pub(crate) fn front_door_of(servers: &str, ops: &str, one: (&str, &str)) -> Hangar {
+    let (key, server) = one;
     Hangar::start(&format!(
         r#"
 tool_access: {{mode: front_door}}
 auth:
   api_keys:
     - {{name: ops, hash: "{}"}}
-    - {{name: northerner, hash: "{}", profile: north}}
+    - {{name: one, hash: "{}", profile: {server}}}
 profiles:
-  north: {{servers: [north]}}
-mcp_servers:
-  north:
-    command: ["{{python}}", "{{fixtures}}/py_app_server.py", "north"]
-    handshake_timeout_s: 30
-  south:
-    command: ["{{python}}", "{{fixtures}}/py_app_server.py", "south"]
-    handshake_timeout_s: 30
-"#,
-        key_hash(OPS),
-        key_hash(NORTHERNER),
+  {server}: {{servers: [{server}]}}
+mcp_servers:{servers}"#,
+        key_hash(ops),
+        key_hash(key),
     ))
 }
 
@@ -81,4 +91,21 @@ fn a_view_that_hides_a_server_sees_none_of_its_apps() {
     let read = as_northerner("resources/read", json!({"uri": "ui://south__dashboard/app.html"}));
     assert!(read["error"]["message"].as_str().unwrap_or_default().contains("Resource not found"), "{read}");
     assert!(!read.to_string().contains("The dashboard of south"), "{read}");
+}
+
+#[test]
+fn a_hosts_declaration_reaches_the_upstream_in_both_eras() {
+    let hangar = hangar();
+    let url = format!("{}/mcp", hangar.base);
+    let bearer = format!("bearer={OPS}");
+    for mode in ["legacy", "auto"] {
+        let seen = python_json(&hangar, "py_apps_client.py", &[&url, mode, &bearer, "call=north__show_dashboard"]);
+        let called = &seen["calls"]["north__show_dashboard"];
+        assert_eq!(
+            called["text"], "dashboard of north (apps: True)",
+            "{mode} ({}): {called}",
+            seen["protocol_version"]
+        );
+        assert_eq!(seen["apps"]["north__show_dashboard"], "ui://north__dashboard/app.html", "{mode}");
+    }
 }
