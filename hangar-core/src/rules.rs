@@ -250,7 +250,10 @@ fn evaluate(when: &cel::Program, call: &Call<'_>) -> Result<bool, String> {
     if size > MAX_ARGUMENT_BYTES {
         return Err(format!("the arguments are {size} bytes, over the {MAX_ARGUMENT_BYTES} a rule reads"));
     }
-    let mut context = cel::Context::default();
+    // CEL's standard environment, built once: making it per call cost a third of the calls/s.
+    static ENV: std::sync::LazyLock<std::sync::Arc<cel::Env>> =
+        std::sync::LazyLock::new(|| std::sync::Arc::new(cel::Env::stdlib()));
+    let mut context = cel::Context::with_env(ENV.clone());
     let set = |context: &mut cel::Context, name: &str, value: &Value| {
         context.add_variable(name, value.clone()).map_err(|err| format!("`{name}` could not be read: {err}"))
     };
