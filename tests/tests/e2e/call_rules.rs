@@ -14,6 +14,7 @@ use hangar_tests::serde_json::{Value, json};
 use hangar_tests::{Hangar, key_hash, node, server_filesystem, supervisor_exit};
 
 const ALICE: &str = "alice-rules-0123456789";
+const BOB: &str = "bob-rules-0123456789";
 const OPS: &str = "ops-rules-0123456789";
 
 const CONFIG: &str = r#"
@@ -21,6 +22,7 @@ tool_access: {mode: front_door}
 auth:
   api_keys:
     - {name: alice, hash: "{alice}", profile: dev}
+    - {name: bob, hash: "{bob}", profile: reviewer}
     - {name: ops, hash: "{ops}"}
 profiles:
   dev:
@@ -29,6 +31,10 @@ profiles:
       - {tool: "files__write_file", when: 'args.path.startsWith("{dir}/scratch/")', then: allow}
       - {tool: "files__write_file", then: deny, reason: "writes only under the scratch directory"}
       - {tool: "db__echo", when: 'args.sql.matches("(?i)\\b(drop|truncate)\\b")', then: deny}
+  reviewer:
+    servers: [files, db]
+    rules:
+      - {tool: "db__*", then: deny, reason: "reviewers do not query"}
 mcp_servers:
   files:
     command: ["{node}", "{filesystem}", "{dir}"]
@@ -40,6 +46,7 @@ mcp_servers:
 fn hangar() -> Hangar {
     let yaml = CONFIG
         .replace("{alice}", &key_hash(ALICE))
+        .replace("{bob}", &key_hash(BOB))
         .replace("{ops}", &key_hash(OPS))
         .replace("{node}", &node().display().to_string())
         .replace("{filesystem}", &server_filesystem().display().to_string());
@@ -127,6 +134,32 @@ fn rules_on_arguments_hold_on_every_route_and_are_audited() {
     assert!(ruled("profiles.dev.rules[0]", "ok"), "{entries:?}");
     assert!(ruled("profiles.dev.rules[1]", "error"), "{entries:?}");
     assert!(ruled("profiles.dev.rules[2]", "error"), "{entries:?}");
+}
+
+/// A 2026-07-28 front-door `tools/call` as `key` at the API on `addr`: the JSON-RPC answer.
+fn call_at(addr: &str, key: &str, name: &str, arguments: Value) -> Value {
+    let (_, text) = crate::profile_quotas::call(addr, key, name, arguments);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    hangar_tests::serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+#[test]
+fn another_profile_has_its_own_rules_and_every_api_instance_applies_them() {
+    let hangar = hangar();
+    let other = hangar.extra_api(&[]);
+    let outside = hangar.dir.path().join("bobs.txt").display().to_string();
+    // Bob's profile has no rule on writes, and one on the database.
+    let written = call_at(&other.addr, BOB, "write_file", json!({"path": outside, "content": "bob"}));
+    assert_eq!(refusal(&written), None, "{written}");
+    let queried = call_at(&other.addr, BOB, "echo", json!({"sql": "select 1"}));
+    let words = refusal(&queried).unwrap_or_else(|| panic!("refused: {queried}"));
+    assert!(words.contains("reviewers do not query") && words.contains("profiles.reviewer.rules[0]"), "{words}");
+    // Alice's rules hold on this API instance as on the first.
+    let elsewhere = hangar.dir.path().join("alices.txt").display().to_string();
+    let denied = call_at(&other.addr, ALICE, "write_file", json!({"path": elsewhere, "content": "x"}));
+    let words = refusal(&denied).unwrap_or_else(|| panic!("refused: {denied}"));
+    assert!(words.contains("profiles.dev.rules[1]"), "{words}");
+    assert!(!std::path::Path::new(&elsewhere).exists());
 }
 
 #[test]

@@ -24,7 +24,7 @@ fn hangar(limits: &str) -> Hangar {
 
 /// A 2026-07-28 front-door `tools/call` of `name` as `key`, at the API on `addr`: the status,
 /// the head and the body.
-fn call(addr: &str, key: &str, name: &str, arguments: Value) -> (u16, String) {
+pub(crate) fn call(addr: &str, key: &str, name: &str, arguments: Value) -> (u16, String) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": name, "arguments": arguments,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}},
