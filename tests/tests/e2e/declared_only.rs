@@ -46,13 +46,27 @@ fn optional_methods_reach_only_the_upstreams_that_declared_them() {
     assert!(!logs.contains("Failed to request initial roots"), "{logs}");
     let allowed = hangar.legacy(&session, "tools/call", json!({"name": "list_allowed_directories", "arguments": {}}));
     assert!(allowed.text.contains(&dir.path().file_name().unwrap().to_string_lossy().to_string()), "{}", allowed.text);
-    for refusal in ["Method not found", "-32601", "logging/setLevel", "prompts/list", "resources/list"] {
-        assert!(!logs.contains(refusal), "server-filesystem was asked what it never declared ({refusal}): {logs}");
+    asked_nothing_undeclared(&hangar, "fs");
+    no_failure_audited(&hangar);
+    let audit = hangar.get("/api/audit?limit=1000").body;
+    let set_level = audit["entries"].as_array().unwrap().iter().filter(|e| e["method"] == "logging/setLevel").count();
+    assert_eq!(set_level, 0, "setting a log level is no call of the caller's: {audit}");
+}
+
+/// `server`'s log shows it was asked nothing it did not declare: no -32601 answered, no optional
+/// method named.
+pub(crate) fn asked_nothing_undeclared(hangar: &Hangar, server: &str) {
+    let logs = hangar.get(&format!("/api/mcp_servers/{server}/logs?lines=1000")).text;
+    let optional = ["logging/setLevel", "prompts/list", "resources/list", "resources/templates/list"];
+    for asked in ["Method not found", "-32601"].iter().chain(&optional) {
+        assert!(!logs.contains(asked), "{server} was asked what it never declared ({asked}): {logs}");
     }
+}
+
+/// No entry of the audit trail failed: a fan-out's bookkeeping is no failed call.
+pub(crate) fn no_failure_audited(hangar: &Hangar) {
     let audit = hangar.get("/api/audit?limit=1000").body;
     let failed: Vec<&Value> =
         audit["entries"].as_array().unwrap().iter().filter(|entry| entry["outcome"] != "ok").collect();
     assert!(failed.is_empty(), "the fan-outs' bookkeeping was audited as failures: {failed:?}");
-    let set_level = audit["entries"].as_array().unwrap().iter().filter(|e| e["method"] == "logging/setLevel").count();
-    assert_eq!(set_level, 0, "setting a log level is no call of the caller's: {audit}");
 }
