@@ -139,7 +139,7 @@ impl CompiledRules {
 
     /// The first rule that matches `call`, if any.
     pub fn judge(&self, call: &Call<'_>) -> Option<Verdict> {
-        let qualified = format!("{}__{}", call.prefix, call.tool);
+        let qualified = format!("{}{}{}", call.prefix, crate::front_door::SEPARATOR, call.tool);
         for rule in &self.rules {
             if !(rule.tool.is_match(&qualified) || rule.tool.is_match(call.tool)) {
                 continue;

@@ -200,7 +200,7 @@ impl Hangar {
     /// Every server and every instance, for what reaches every process: the prober's checks,
     /// idle stops, the shutdown.
     pub(crate) fn units(&self) -> Vec<Arc<Server>> {
-        self.all().into_iter().flat_map(|server| std::iter::once(server.clone()).chain(server.instances())).collect()
+        self.all().iter().flat_map(Server::and_instances).collect()
     }
 
     /// A server `caller` sees (as [`Hangar::visible`]), or an instance of one that is its own,
@@ -642,7 +642,7 @@ impl Hangar {
             servers: self
                 .all_visible(view)
                 .iter()
-                .flat_map(|server| std::iter::once(server.clone()).chain(server.instances()))
+                .flat_map(Server::and_instances)
                 .filter(|unit| view.is_admin() || unit.instance_of().is_none())
                 .map(|unit| unit.metrics())
                 .collect(),

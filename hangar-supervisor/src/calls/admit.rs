@@ -63,8 +63,7 @@ impl Hangar {
                 }
             }
         }
-        let prefix = server.config().expose_as.as_deref().unwrap_or(server.id());
-        let qualified = format!("{prefix}{}{tool}", hangar_core::front_door::SEPARATOR);
+        let qualified = format!("{}{}{tool}", server.prefix(), hangar_core::front_door::SEPARATOR);
         self.quotas.admit(quotas, identity, (&qualified, tool), (Instant::now(), day))
     }
 }

@@ -91,10 +91,9 @@ impl<'a> Decision<'a> {
     /// first is recorded in the call's audit entry, and one that denies (or cannot be
     /// evaluated) refuses the call as `forbidden`, with its reason and its key path.
     pub fn rules(&self, server: &Server, tool: &str, arguments: &Value) -> Result<(), IpcError> {
-        let prefix = server.config().expose_as.as_deref().unwrap_or(server.id());
         let call = hangar_core::rules::Call {
             server: server.id(),
-            prefix,
+            prefix: server.prefix(),
             tool,
             arguments,
             identity: &self.caller.identity,

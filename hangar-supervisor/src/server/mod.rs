@@ -272,6 +272,17 @@ impl Server {
         &self.config
     }
 
+    /// The prefix of its qualified front-door names: its `expose_as`, else its id (what
+    /// `hangar_core::front_door::Naming::prefix` says of it).
+    pub fn prefix(&self) -> &str {
+        self.config.expose_as.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Itself, then its instances (an isolated server's), least recently used first.
+    pub fn and_instances(self: &Arc<Self>) -> impl Iterator<Item = Arc<Server>> {
+        std::iter::once(self.clone()).chain(self.instances())
+    }
+
     /// Whether a reload's top-level `recovery` defaults give this server the same policy.
     pub fn recovery_defaults_unchanged(&self, defaults: &hangar_core::config::Recovery) -> bool {
         self.config.recovery.resolve(defaults) == self.policy
