@@ -21,6 +21,7 @@ pub fn router(state: AppState) -> Router {
         .merge(rest::routes())
         .merge(journal::routes())
         .merge(crate::credentials::routes())
+        .merge(crate::approvals::routes())
         .merge(crate::connect::routes())
         .merge(metrics::routes())
         .merge(mcp::routes())

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod app;
+mod approvals;
 mod args;
 mod auth;
 mod body;

@@ -67,10 +67,11 @@ async fn stop(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiRes
 }
 
 /// Who the request's credential names, and whether the supervisor lets it act (the status page
-/// shows start and stop only then). The MCP tools it lists are `/mcp`'s business, not shown here.
+/// shows start and stop only then) and decide approvals (the approve and deny buttons). The MCP tools it lists are `/mcp`'s business, not shown here.
 async fn whoami(app: Calling) -> ApiResult {
     let me = app.supervisor.whoami().await?;
-    Ok(Json(json!({"identity": me.identity, "profile": me.profile, "admin": me.admin})).into_response())
+    let me = json!({"identity": me.identity, "profile": me.profile, "admin": me.admin, "approver": me.approver});
+    Ok(Json(me).into_response())
 }
 
 async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {

@@ -288,6 +288,22 @@ impl AsCaller {
         }
     }
 
+    /// Approvals pending and recent, as the caller may see them.
+    pub async fn approvals(&self) -> Result<Vec<hangar_core::ipc::Approval>, IpcError> {
+        match self.request(Request::Approvals).await? {
+            Reply::Approvals(listed) => Ok(listed),
+            _ => Err(unexpected("approvals")),
+        }
+    }
+
+    /// Approves (or denies) the pending approval `id`: the approval as decided.
+    pub async fn decide(&self, id: &str, approve: bool) -> Result<hangar_core::ipc::Approval, IpcError> {
+        match self.request(Request::Decide(hangar_core::ipc::Decide { id: id.into(), approve })).await? {
+            Reply::Decided(approval) => Ok(*approval),
+            _ => Err(unexpected("decide")),
+        }
+    }
+
     /// Forgets the caller's own connections to `mcp_server`.
     pub async fn forget_credentials(&self, mcp_server: &str) -> Result<usize, IpcError> {
         match self.request(Request::ForgetCredentials(ForgetCredentials { mcp_server: mcp_server.into() })).await? {

@@ -181,6 +181,7 @@ impl FakeSupervisor {
                 identity: hangar_core::access::ANONYMOUS.into(),
                 profile: None,
                 admin: true,
+                approver: true,
                 hangar_tools: hangar_core::policy::OWN_TOOLS.map(str::to_owned).to_vec(),
             })),
             Request::SessionOpen(SessionOpen { session_id, .. })

@@ -24,6 +24,21 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// A decision on a pending approval.
+#[derive(Debug, Subcommand)]
+pub enum Decide {
+    /// Release the waiting call: it runs, once.
+    Approve {
+        /// The approval's id (`apr_...`), as `hangar approvals` lists it.
+        id: String,
+    },
+    /// Refuse the waiting call (`forbidden`).
+    Deny {
+        /// The approval's id (`apr_...`), as `hangar approvals` lists it.
+        id: String,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Every server: state, mode, tools, health and why it is dead.
@@ -59,6 +74,13 @@ pub enum Command {
     Connect {
         /// The server's name.
         name: String,
+    },
+    /// Calls waiting for a person's approval (a rule's `then: approve`), and those decided
+    /// lately; with `approve ID` or `deny ID`, decide one (an admin or a profile with
+    /// `approver: true`).
+    Approvals {
+        #[command(subcommand)]
+        decide: Option<Decide>,
     },
     /// Ask the hangar to reload its config.
     Reload,

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod approvals;
 mod args;
 mod audit;
 mod client;
@@ -33,7 +34,7 @@ use hangar_core::terminal::{visible, visible_json};
 use hangar_runtime::exit::{EX_USAGE, Exit, Sysexit, run_main};
 use serde_json::Value;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, Decide};
 use crate::client::{Answer, Api};
 use crate::error::CliError;
 
@@ -75,6 +76,16 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             if json { emit_json(&answer.text) } else { emit(&connect::instructions(name, &answer.body)) }
         }
         Command::Reload => outcome(json, &actions::reload(&api)?, actions::reloaded),
+        Command::Approvals { decide: None } => {
+            let answer = api.get("/api/approvals")?;
+            if json { emit_json(&answer.text) } else { emit(approvals::table(&answer.body, api.base())?.trim_end()) }
+        }
+        Command::Approvals { decide: Some(Decide::Approve { id }) } => {
+            outcome(json, &approvals::decide(&api, id, true)?, approvals::decided)
+        }
+        Command::Approvals { decide: Some(Decide::Deny { id }) } => {
+            outcome(json, &approvals::decide(&api, id, false)?, approvals::decided)
+        }
         Command::Pin { name, config, .. } => pin::run(&api, name, config.as_deref(), json),
         Command::Audit { since, limit, identity, mcp_server, outcome, follow } => {
             let filters = audit::Filters {

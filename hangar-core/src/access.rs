@@ -243,6 +243,10 @@ pub struct Profile {
     /// tool, calls per UTC day. Default: none.
     #[serde(default)]
     pub limits: crate::quotas::ProfileLimits,
+    /// May approve or deny the calls waiting for a person (a rule's `then: approve`), anyone's
+    /// but its own (unless `approvals.self_approve`). An admin may too. Default: `false`.
+    #[serde(default)]
+    pub approver: bool,
 }
 
 /// Globs over tool names: a tool is allowed when it matches `allow` (default: every tool) and

@@ -64,6 +64,9 @@ pub struct Config {
     /// contents, prompt texts): built-in detectors and patterns of your own. Default: off.
     #[serde(default)]
     pub redaction: crate::redaction::RedactionConfig,
+    /// How calls a profile's rule marks `approve` wait for a person's decision.
+    #[serde(default)]
+    pub approvals: crate::approvals::ApprovalsConfig,
     /// Gateway-side tasks (a call the client asked to run as a task): how many one identity
     /// may hold.
     #[serde(default)]
@@ -669,6 +672,7 @@ impl Config {
                 journal: JournalConfig::default(),
                 audit: AuditConfig::default(),
                 redaction: Default::default(),
+                approvals: Default::default(),
                 tasks: TasksConfig::default(),
                 credentials: CredentialsConfig::default(),
                 telemetry: TelemetryConfig::default(),
@@ -751,6 +755,7 @@ impl Config {
         check_limits("limits", &self.limits)?;
         self.tool_access.check()?;
         self.tasks.check()?;
+        self.approvals.check()?;
         self.credentials.check()?;
         self.journal.check()?;
         self.audit.check()?;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::{AuthConfig, Caller};
+pub use crate::approvals::{Approval, Decide};
 pub use crate::call::{Asks, CallEra, CallSpec, Called, CancelBy, Relay, Stance, TakesTasks, Target};
 pub use crate::call_requests::{
     AnswerUpstream, AwaitClientAnswer, CancelClientCall, ClientAnswer, Resolve, TaskCancel, TaskFollow, TaskGet,
@@ -260,6 +261,11 @@ pub enum Request {
     /// The Client ID Metadata Document the API serves at `/oauth/client.json`. Public.
     /// Answers [`Reply::ClientMetadata`].
     ClientMetadata,
+    /// Approvals pending and recent, as the caller's view sees them (an admin or approver:
+    /// all; anyone else: its own). Answers [`Reply::Approvals`].
+    Approvals,
+    /// A person's decision on a pending approval. See [`Decide`].
+    Decide(Decide),
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -446,6 +452,11 @@ pub enum Reply {
     ClientMetadata {
         document: Value,
     },
+    /// The answer to [`Request::Approvals`]: pending ones first (oldest first), then recent
+    /// ones (newest first).
+    Approvals(Vec<Approval>),
+    /// The answer to [`Request::Decide`]: the approval as decided.
+    Decided(Box<Approval>),
 }
 
 /// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's
@@ -455,6 +466,9 @@ pub struct WhoAmI {
     pub identity: String,
     pub profile: Option<String>,
     pub admin: bool,
+    /// May decide approvals (an admin, or a profile with `approver: true`).
+    #[serde(default)]
+    pub approver: bool,
     /// The hangar's own MCP tools (`hangar_*`) its view lists and may call
     /// (`policy::View::own_tools`); `/mcp` shows and runs no other.
     #[serde(default)]

@@ -97,6 +97,9 @@ pub enum ErrorKind {
     /// An isolated server runs `max_instances` instances already, none of them idle: the
     /// caller's own instance cannot be started.
     InstancesExhausted,
+    /// A call a rule marks `approve` waited for a person's decision past `approvals.timeout_s`
+    /// (or the config was reloaded while it waited): a denial.
+    ApprovalExpired,
 }
 
 impl ErrorKind {
@@ -131,6 +134,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "Cancelled",
             ErrorKind::UpstreamUnauthorized => "UpstreamUnauthorized",
             ErrorKind::InstancesExhausted => "InstancesExhausted",
+            ErrorKind::ApprovalExpired => "ApprovalExpired",
         }
     }
 
@@ -139,7 +143,7 @@ impl ErrorKind {
         match self {
             ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
             ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch | ErrorKind::MissingCapability => 400,
-            ErrorKind::Forbidden => 403,
+            ErrorKind::Forbidden | ErrorKind::ApprovalExpired => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,
             ErrorKind::StartFailed
             | ErrorKind::UpstreamError

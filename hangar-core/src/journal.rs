@@ -207,6 +207,10 @@ pub struct AuditEntry {
     /// What `redaction:` found in the answer, by name (never the values); empty: nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
+    /// The person's approval the call waited for (a rule's `then: approve`): which, and who
+    /// decided when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<crate::approvals::ApprovalNote>>,
 }
 
 /// One journal entry as `/api/events` streams it: `id` is the event id (`Last-Event-ID`).
@@ -274,6 +278,9 @@ pub enum Happened {
     Drift { mcp_server: String, detail: String },
     /// An audited request (seen only by admins on `/api/events`).
     Audit(AuditEntry),
+    /// A call waits for a person's approval, or its approval was decided, expired or given up
+    /// (seen by admins, approvers and the caller who asked; never with the arguments).
+    Approval { approval: Box<crate::approvals::Approval> },
     /// Entries were lost (the disk was full or too slow, a block was found corrupt, the file
     /// was empty at start); `dropped` says how many (0: unknown), `reason` why when it was not
     /// the disk.
@@ -293,6 +300,7 @@ impl Happened {
             Happened::Reload { .. } => "reload",
             Happened::Drift { .. } => "drift",
             Happened::Audit(_) => "audit",
+            Happened::Approval { .. } => "approval",
             Happened::Gap { .. } => "gap",
         }
     }
@@ -303,6 +311,7 @@ impl Happened {
             Happened::State(change) => Some(&change.mcp_server_id),
             Happened::Action { mcp_server, .. } | Happened::Drift { mcp_server, .. } => Some(mcp_server),
             Happened::Audit(entry) => Some(&entry.mcp_server),
+            Happened::Approval { approval } => Some(&approval.mcp_server),
             Happened::Reload { .. } | Happened::Gap { .. } => None,
         }
     }
@@ -427,6 +436,7 @@ mod tests {
             trace_id: None,
             rule: None,
             redacted: Vec::new(),
+            approval: None,
         };
         let event = JournalEvent { id: 9, at: "t".into(), what: Happened::Audit(entry.clone()) };
         let text = serde_json::to_string(&event).unwrap();

@@ -1,6 +1,7 @@
 //! What every hangar process shares.
 //!
 //! - [`config`]: the YAML config model and its validation.
+//! - [`approvals`]: `approvals:`, and a person's approval of a call a rule marks `approve`.
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
 //! - [`credential`]: `{file: PATH}` / `{env: NAME}` credentials, read at load, never shown.
 //! - [`audit_page`]: the page `GET /api/audit` answers, written by the API, read by the CLI.
@@ -48,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod approvals;
 pub mod audit_page;
 pub mod backoff;
 pub mod batch;

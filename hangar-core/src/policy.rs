@@ -35,6 +35,7 @@ pub struct Rules {
     allow: GlobSet,
     deny: GlobSet,
     admin: bool,
+    approver: bool,
     /// Its rules on calls (`crate::rules`).
     calls: crate::rules::CompiledRules,
     /// Each identity's quotas (`crate::quotas`); `None` when it sets none.
@@ -53,6 +54,7 @@ impl Policy {
                 allow: glob_set(&at("tools.allow"), &profile.tools.allow)?,
                 deny: glob_set(&at("tools.deny"), &profile.tools.deny)?,
                 admin: profile.admin,
+                approver: profile.approver,
                 calls: crate::rules::CompiledRules::compile(&at("rules"), &profile.rules)?,
                 quotas: Some(Arc::new(crate::quotas::Quotas::compile(name, &profile.limits)?))
                     .filter(|quotas| !quotas.is_empty()),
@@ -155,6 +157,15 @@ impl View {
         match self {
             View::All => true,
             View::Profile { rules, .. } => rules.admin,
+        }
+    }
+
+    /// May approve or deny calls waiting for a person: an admin, or a profile with
+    /// `approver: true`.
+    pub fn is_approver(&self) -> bool {
+        match self {
+            View::All => true,
+            View::Profile { rules, .. } => rules.admin || rules.approver,
         }
     }
 

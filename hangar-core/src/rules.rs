@@ -1,7 +1,7 @@
 //! `profiles.<name>.rules`: a profile's rules on calls, by tool and by their arguments, the
 //! first that matches deciding: `allow`, `deny` (the call is `forbidden`, with the rule's
-//! `reason`), or `approve` (a person decides; not yet served, so refused at load). No rule
-//! matching allows the call.
+//! `reason`), or `approve` (the call waits for a person's decision, `crate::approvals`). No
+//! rule matching allows the call.
 //!
 //! A rule's `when` is a CEL expression (the `cel` crate of cel-rust) over `args` (the call's
 //! arguments), `identity`, `profile`, `server`, `tool` (the name the upstream declared) and
@@ -84,7 +84,8 @@ pub struct Rule {
 pub enum Then {
     Allow,
     Deny,
-    /// A person decides (not yet served: refused at load).
+    /// A person decides: the call waits for an admin's or an approver's decision, up to
+    /// `approvals.timeout_s`.
     Approve,
 }
 
@@ -160,7 +161,11 @@ impl Compiled {
         let reason = match (failed, &self.reason) {
             (Some(why), _) => format!("{}.when could not be evaluated ({why}): the rule denies", self.path),
             (None, Some(reason)) => reason.clone(),
-            (None, None) => format!("{} {}", self.path, if then == Then::Deny { "denies it" } else { "applies" }),
+            (None, None) => match then {
+                Then::Deny => format!("{} denies it", self.path),
+                Then::Approve => format!("{} asks a person to approve", self.path),
+                Then::Allow => format!("{} allows it", self.path),
+            },
         };
         Verdict { rule: self.path.clone(), then, reason }
     }
@@ -171,9 +176,6 @@ fn compile_one(at: &str, rule: &Rule) -> Result<Compiled, KeyError> {
     let tool = Glob::new(&rule.tool)
         .map_err(|err| problem("tool", format!("not a valid glob: {}", err.kind())))?
         .compile_matcher();
-    if rule.then == Then::Approve {
-        return Err(problem("then", "`approve` (a person decides) is not served yet: use `allow` or `deny`".into()));
-    }
     let when = match &rule.when {
         None => None,
         Some(source) => Some(compile_when(source).map_err(|message| problem("when", message))?),
@@ -344,7 +346,12 @@ mod tests {
         let long = refused(&format!(r#"[{{tool: "*", when: "{}", then: deny}}]"#, "true && ".repeat(200) + "true"));
         assert!(long.message.contains("1024"), "{long}");
         assert_eq!(refused(r#"[{tool: "[", then: deny}]"#).key, "profiles.dev.rules[0].tool");
-        assert_eq!(refused(r#"[{tool: "*", then: approve}]"#).key, "profiles.dev.rules[0].then");
+        let approve = compiled(r#"[{tool: "*delete*", then: approve}]"#).unwrap();
+        let asked = judge(&approve, "delete_file", json!({})).unwrap();
+        assert_eq!(
+            (asked.then, asked.reason.as_str()),
+            (Then::Approve, "profiles.dev.rules[0] asks a person to approve")
+        );
         // One comprehension is fine.
         compiled(r#"[{tool: "*", when: "args.paths.all(p, p.startsWith('/data/'))", then: allow}]"#).unwrap();
     }

@@ -28,7 +28,8 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 pub(crate) use self::audit::Shown;
-pub(crate) use self::audit::{Decision, tool_forbidden};
+pub(crate) use self::audit::{Decision, TARGET as AUDIT_TARGET, tool_forbidden};
+pub(crate) use self::audit_arguments::kept as kept_arguments;
 use self::exposed::ByView;
 use self::upstream_words::UpstreamWordsRule;
 use crate::journal::Journal;
@@ -491,6 +492,10 @@ pub(crate) struct Access {
     pub(crate) audit: audit::AuditRules,
     /// What is kept out of upstreams' answers (`redaction:`).
     pub(crate) redaction: hangar_core::redaction::Redaction,
+    /// How calls wait for a person's approval (`approvals:`).
+    pub(crate) approvals: hangar_core::approvals::ApprovalsConfig,
+    /// Which config this is: 1 at start, one more on each reload (an approval is bound to it).
+    pub(crate) generation: u64,
 }
 
 impl Access {
@@ -505,7 +510,16 @@ impl Access {
             tracing::error!(%err, "redaction did not compile; answers are withheld");
             hangar_core::redaction::Redaction::refusing()
         });
-        Access { auth: config.auth.clone(), policy, audit: audit::AuditRules::of(config), redaction }
+        // Every config loaded in this process counts, so a generation is never used twice.
+        static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Access {
+            auth: config.auth.clone(),
+            policy,
+            audit: audit::AuditRules::of(config),
+            redaction,
+            approvals: config.approvals,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+        }
     }
 }
 

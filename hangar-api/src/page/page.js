@@ -6,6 +6,8 @@
 // For a server where each caller connects their own upstream account (`auth.oauth.per: user`),
 // a row shows the caller's own connection (GET /api/credentials, in the page's words only) and
 // a Connect button: POST /oauth/connect/{server}, then on to the URL the hangar answers.
+// Calls waiting for a person's approval (GET /api/approvals) are listed above the servers, live
+// (asked again on each `approval` event), with Approve and Deny buttons for those who may decide.
 "use strict";
 
 const CREDENTIAL_KEY = "hangar.credential";
@@ -19,6 +21,8 @@ const COUNTS_AT_MOST_EVERY_MS = 5000;
 const CHART_EVERY_MS = 60000;
 const RECONNECT_FIRST_MS = 1000;
 const RECONNECT_MAX_MS = 30000;
+/// The decided approvals shown below the pending ones.
+const RECENT_APPROVALS = 10;
 
 const $ = (id) => document.getElementById(id);
 
@@ -328,15 +332,16 @@ class ServerView {
         entry.tool || entry.method,
         [entry.outcome + (entry.error_type ? ": " + entry.error_type : ""), "outcome-" + entry.outcome],
         Math.round(entry.duration_ms) + " ms",
+        [policyOf(entry), "policy"],
       ]),
     );
-    box.replaceChildren(table(["When", "Who", "Tool or method", "Outcome", "Took"], rows));
+    box.replaceChildren(table(["When", "Who", "Tool or method", "Outcome", "Took", "Policy"], rows));
   }
 }
 ServerView.count = 0;
 
 /// What the page knows of the session: who the caller is, and the event stream's position.
-const session = { admin: false, identity: null, lastEventId: null, streamAbort: null };
+const session = { admin: false, approver: false, identity: null, lastEventId: null, streamAbort: null };
 const views = new Map();
 let reconnectDelay = RECONNECT_FIRST_MS;
 let countsTimer = null;
@@ -434,6 +439,7 @@ async function refreshList() {
   showSummary();
   refreshCounts();
   loadConnections().catch((err) => showNotice("Connections unavailable: " + err.message));
+  loadApprovals().catch((err) => showNotice("Approvals unavailable: " + err.message));
 }
 
 /// Each server's `auth` (its details); then, where any server takes per-user connections, the
@@ -599,6 +605,9 @@ function dispatch(event) {
     case "drift":
       onAction(data, event.kind);
       break;
+    case "approval":
+      onApproval(data.approval);
+      break;
   }
 }
 
@@ -668,6 +677,112 @@ function onAction(data, kind) {
       ? data.mcp_server + ": " + data.detail
       : data.mcp_server + ": " + data.action + " by " + data.identity;
   announce(text);
+}
+
+/// What policy did to an audited call: the rule that decided it, the approval it waited for,
+/// what redaction took out of its answer (by name: the entry never holds a value).
+function policyOf(entry) {
+  const parts = [];
+  if (entry.rule) parts.push("rule " + entry.rule);
+  if (entry.approval) {
+    parts.push(entry.approval.state + (entry.approval.decided_by ? " by " + entry.approval.decided_by : ""));
+  }
+  if (entry.redacted && entry.redacted.length) parts.push("redacted: " + entry.redacted.join(", "));
+  return parts.join("; ");
+}
+
+// ---- approvals -------------------------------------------------------------------------------
+
+let approvalsTimer = null;
+
+/// An approval was asked for or decided: the list is asked for again (once per burst).
+function onApproval(approval) {
+  if (approval && approval.state === "pending") {
+    announce(approval.identity + "'s call of " + approval.mcp_server + "/" + approval.tool + " waits for approval");
+  }
+  if (approvalsTimer) return;
+  approvalsTimer = setTimeout(() => {
+    approvalsTimer = null;
+    loadApprovals().catch((err) => showNotice("Approvals unavailable: " + err.message));
+  }, 150);
+}
+
+/// The pending approvals (oldest first), then the last few decided; hidden when there are none.
+async function loadApprovals() {
+  const { approvals } = await apiJson("/api/approvals");
+  const pending = approvals.filter((a) => a.state === "pending");
+  const recent = approvals.filter((a) => a.state !== "pending").slice(0, RECENT_APPROVALS);
+  const section = $("approvals");
+  section.hidden = pending.length === 0 && recent.length === 0;
+  $("approvals-summary").textContent =
+    pending.length === 0
+      ? "No call waits for approval."
+      : pending.length + (pending.length === 1 ? " call waits" : " calls wait") + " for approval.";
+  const rows = [...pending, ...recent].map(approvalRow);
+  $("approvals-list").replaceChildren(
+    table(["Call", "Caller", "Arguments", "Rule", "State", "Until / by", ""], rows),
+  );
+}
+
+function approvalRow(approval) {
+  const tr = row([
+    approval.mcp_server + "/" + approval.tool,
+    approval.identity,
+    approvalArguments(approval),
+    approval.reason || approval.rule,
+    [approval.state + (approval.outcome ? " (" + approval.outcome + ")" : ""), "approval-state"],
+    approval.decided_by
+      ? approval.decided_by
+      : approval.state === "pending"
+        ? timeElement(approval.expires_at)
+        : "",
+    approvalActions(approval),
+  ]);
+  tr.dataset.approval = approval.id;
+  tr.dataset.state = approval.state;
+  return tr;
+}
+
+function approvalArguments(approval) {
+  if (approval.arguments === undefined) return muted(approval.arguments_sha256.slice(0, 19) + "…");
+  const code = document.createElement("code");
+  code.className = "arguments";
+  code.textContent = JSON.stringify(approval.arguments);
+  code.title = approval.arguments_sha256;
+  return code;
+}
+
+/// Approve and Deny for a pending approval, to those who may decide; not on their own call
+/// (the hangar refuses that unless `approvals.self_approve`, and says so).
+function approvalActions(approval) {
+  const cell = document.createElement("span");
+  cell.className = "approval-actions";
+  if (approval.state !== "pending" || !session.approver) return cell;
+  for (const [verb, label] of [
+    ["approve", "Approve"],
+    ["deny", "Deny"],
+  ]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = verb;
+    button.textContent = label;
+    button.setAttribute("aria-label", label + " " + approval.identity + "'s call of " + approval.mcp_server + "/" + approval.tool);
+    button.addEventListener("click", () => decideApproval(approval, verb, cell));
+    cell.append(button);
+  }
+  return cell;
+}
+
+async function decideApproval(approval, verb, cell) {
+  for (const button of cell.querySelectorAll("button")) button.disabled = true;
+  const result = $("approvals-result");
+  try {
+    const decided = await apiJson("/api/approvals/" + encodeURIComponent(approval.id) + "/" + verb, { method: "POST" });
+    result.textContent = decided.identity + "'s call of " + decided.mcp_server + "/" + decided.tool + ": " + decided.state + ".";
+  } catch (err) {
+    result.textContent = "Not decided: " + err.message;
+  }
+  await loadApprovals().catch((err) => showNotice("Approvals unavailable: " + err.message));
 }
 
 // ---- the chart -------------------------------------------------------------------------------
@@ -838,6 +953,7 @@ async function signIn() {
   try {
     const me = await apiJson("/api/whoami");
     session.admin = me.admin;
+    session.approver = me.approver;
     session.identity = me.identity;
     $("signin").hidden = true;
     $("forget").hidden = !credential();

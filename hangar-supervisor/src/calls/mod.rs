@@ -23,7 +23,8 @@
 //!   gives each caller of a `per: user` or `token_exchange` server a connection with their own
 //!   token); a caller with none is asked to connect (`connect.rs`);
 //! - argument policy (a profile's rules on calls, `hangar_core::rules`) is judged in
-//!   `judge.rs`, where the view's rules judge the call; approvals belong there too;
+//!   `judge.rs`, where the view's rules judge the call; a call a rule marks `approve` then waits
+//!   for a person's decision (`approve.rs`), before admission;
 //! - redaction of what the call returns: at the end of the stages (`Decision::redact`), so a
 //!   task's, a held call's and a batch's answers are as clean as a plain call's;
 //! - per-identity quotas (a profile's `limits`): `admit.rs`, beside the limits.
@@ -33,6 +34,7 @@
 //! [`Calls`]'s, not `Hangar`'s.
 
 mod admit;
+mod approve;
 mod connect;
 mod hold;
 mod judge;
@@ -202,7 +204,34 @@ impl Hangar {
             decide.trace(trace.trace_id_hex());
         }
         let found = self.resolve_target(decide.view(), &call.target).await;
-        let (server, tool) = judge::call(decide, found, &call.arguments)?;
+        let judged = judge::call(decide, found, &call.arguments)?;
+        let (server, tool) = (judged.server, judged.tool);
+        // A call a rule asks a person to approve waits for the decision before admission.
+        let approval = match judged.approve {
+            Some(verdict) => Some(self.await_approval(decide, (&server, &tool, &call.arguments), verdict).await?),
+            None => None,
+        };
+        let answer = self.admitted_stages(decide, (server, tool), call, admitted).await;
+        if let Some(id) = approval {
+            let outcome = match &answer {
+                Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => "is_error",
+                Ok(_) => "ok",
+                Err(err) => err.kind.as_str(),
+            };
+            self.calls.approvals.finish(&id, outcome);
+        }
+        answer
+    }
+
+    /// The stages after judgement: the caller's instance, admission under the limits and the
+    /// caller's quotas, the upstream's answer and its redaction.
+    async fn admitted_stages(
+        &self,
+        decide: &Decision<'_>,
+        (server, tool): (Arc<crate::server::Server>, String),
+        call: CallRequest,
+        admitted: &mut Option<(String, String)>,
+    ) -> Result<Value, IpcError> {
         // An isolated server's call goes to the caller's own instance (`server/instances.rs`).
         let session = call.stance.cancel_by.as_ref().map(|by| by.session.as_str());
         let server = server.serving(&decide.caller().identity, session)?;

@@ -53,6 +53,8 @@ pub struct Decision<'a> {
     rule: OnceLock<String>,
     /// What redaction found in the answer, by name, for the entry.
     redacted: OnceLock<Vec<String>>,
+    /// The approval the call waited for, and who decided it, for the entry.
+    approval: OnceLock<hangar_core::approvals::ApprovalNote>,
 }
 
 /// What a judged request was, before its answer.
@@ -76,6 +78,7 @@ impl<'a> Decision<'a> {
             trace_id: OnceLock::new(),
             rule: OnceLock::new(),
             redacted: OnceLock::new(),
+            approval: OnceLock::new(),
         }
     }
 
@@ -89,8 +92,15 @@ impl<'a> Decision<'a> {
 
     /// The profile's rules on `tool` of `server` called with `arguments`: the rule that matches
     /// first is recorded in the call's audit entry, and one that denies (or cannot be
-    /// evaluated) refuses the call as `forbidden`, with its reason and its key path.
-    pub fn rules(&self, server: &Server, tool: &str, arguments: &Value) -> Result<(), IpcError> {
+    /// evaluated) refuses the call as `forbidden`, with its reason and its key path. One that
+    /// asks a person to approve is returned: the call waits for the decision
+    /// (`crate::calls`'s `approve.rs`).
+    pub fn rules(
+        &self,
+        server: &Server,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Option<hangar_core::rules::Verdict>, IpcError> {
         let call = hangar_core::rules::Call {
             server: server.id(),
             prefix: server.prefix(),
@@ -99,7 +109,7 @@ impl<'a> Decision<'a> {
             identity: &self.caller.identity,
             profile: self.view.profile().unwrap_or_default(),
         };
-        let Some(verdict) = self.view.rule_for(&call) else { return Ok(()) };
+        let Some(verdict) = self.view.rule_for(&call) else { return Ok(None) };
         let _ = self.rule.set(verdict.rule.clone());
         match verdict.then {
             hangar_core::rules::Then::Deny => {
@@ -107,8 +117,25 @@ impl<'a> Decision<'a> {
                 self.log(server.id(), tool, &Err::<(), _>(refused.clone()));
                 Err(refused)
             }
-            _ => Ok(()),
+            hangar_core::rules::Then::Approve => Ok(Some(verdict)),
+            hangar_core::rules::Then::Allow => Ok(None),
         }
+    }
+
+    /// The approval the call waited for, as it was decided (or given up), for the entry.
+    pub fn approval(&self, approval: &hangar_core::approvals::Approval) {
+        let _ = self.approval.set(hangar_core::approvals::ApprovalNote {
+            id: approval.id.clone(),
+            state: approval.state,
+            decided_by: approval.decided_by.clone(),
+            decided_at: approval.decided_at.clone(),
+        });
+    }
+
+    /// A person's decision (`approve` or `deny`) on a call of `tool` of `mcp_server`: recorded
+    /// as the decider's own entry.
+    pub fn decision(&self, action: &str, mcp_server: &str, tool: &str) {
+        self.judge(|| Judged { tool: Some(tool.to_owned()), ..self.judged_action(action, mcp_server) });
     }
 
     /// Redacts what `server` answered (`redaction:`), in place; the entry records what was
@@ -284,6 +311,7 @@ impl<'a> Decision<'a> {
             trace_id: self.trace_id.get().cloned(),
             rule: self.rule.get().cloned(),
             redacted: self.redacted.get().cloned().unwrap_or_default(),
+            approval: self.approval.get().cloned().map(Box::new),
         }));
     }
 

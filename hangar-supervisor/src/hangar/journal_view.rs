@@ -3,7 +3,7 @@
 //! Admins (a view with `admin`, or the all-seeing view when no auth is configured) see every
 //! entry. Others see audit entries only of their own calls to servers their view sees, and events
 //! only about servers their view sees (reloads and gaps are everyone's; audit events are
-//! admins' only), as their view may see them ([`shown`]): a reload names only the servers the view
+//! admins' only; approvals are approvers' and their callers'), as their view may see them ([`shown`]): a reload names only the servers the view
 //! sees and not who reloaded, an action names who took it only to that identity itself. Reads
 //! run off the async threads (`spawn_blocking`).
 
@@ -145,6 +145,10 @@ fn sees_event(view: &View, identity: &str, event: &JournalEvent) -> bool {
     match &event.what {
         Happened::Audit(_) => false,
         Happened::Reload { .. } | Happened::Gap { .. } => true,
+        // Who may decide sees every approval; anyone else its own calls'.
+        Happened::Approval { approval } => {
+            view.is_approver() || (approval.identity == identity && view.sees_server(&approval.mcp_server))
+        }
         other => other.mcp_server().is_some_and(|server| view.sees_unit(identity, server)),
     }
 }

@@ -167,6 +167,7 @@ mod tests {
             trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
             rule: None,
             redacted: Vec::new(),
+            approval: None,
         })
     }
 

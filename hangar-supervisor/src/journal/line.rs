@@ -61,6 +61,10 @@ fn audit(out: &mut Vec<u8>, id: u64, at: &str, entry: &AuditEntry) {
         out.extend_from_slice(b",\"redacted\":");
         serialized(out, &entry.redacted);
     }
+    if let Some(approval) = &entry.approval {
+        out.extend_from_slice(b",\"approval\":");
+        serialized(out, approval);
+    }
     out.push(b'}');
 }
 
@@ -115,6 +119,7 @@ mod tests {
             trace_id: None,
             rule: None,
             redacted: Vec::new(),
+            approval: None,
         }
     }
 
@@ -138,6 +143,14 @@ mod tests {
         let mut whole = entry(CallOutcome::IsError);
         whole.duration_ms = 1e-7;
         whole.arguments = Some(json!("sha256:00"));
+        whole.rule = Some("profiles.dev.rules[0]".into());
+        whole.redacted = vec!["email".into()];
+        whole.approval = Some(Box::new(hangar_core::approvals::ApprovalNote {
+            id: "apr_1".into(),
+            state: hangar_core::approvals::ApprovalState::Approved,
+            decided_by: Some("bob \"b\"".into()),
+            decided_at: Some(at.into()),
+        }));
         for (id, what) in [
             (1, Happened::Audit(entry(CallOutcome::Ok))),
             (u64::MAX, Happened::Audit(odd)),

@@ -495,6 +495,7 @@ mod tests {
             trace_id: None,
             rule: None,
             redacted: Vec::new(),
+            approval: None,
         })
     }
 

@@ -285,6 +285,7 @@ mod tests {
                 trace_id: None,
                 rule: None,
                 redacted: Vec::new(),
+                approval: None,
             };
             block.push(&super::super::Recorded { id, at_ms: 50 * DAY_MS, what: Happened::Audit(entry) }, &mut times);
         }

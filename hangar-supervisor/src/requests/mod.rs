@@ -11,6 +11,7 @@
 //! below it (`hangar`, `calls`, `server`) names it.
 
 mod answer_upstream;
+mod approvals;
 mod audit;
 mod auth;
 mod await_client_answer;
@@ -25,6 +26,7 @@ mod connect_begin;
 mod connect_finish;
 mod connect_open;
 mod credentials;
+mod decide;
 mod events;
 mod forget_credentials;
 mod forward;
@@ -158,6 +160,8 @@ impl Hangar {
             Request::ConnectOpen(request) => request.apply(self, decide, notices).await,
             Request::ConnectFinish(request) => request.apply(self, decide, notices).await,
             Request::ClientMetadata => client_metadata::ClientMetadata.apply(self, decide, notices).await,
+            Request::Approvals => approvals::Approvals.apply(self, decide, notices).await,
+            Request::Decide(request) => request.apply(self, decide, notices).await,
         }
     }
 }

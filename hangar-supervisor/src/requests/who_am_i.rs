@@ -17,6 +17,7 @@ impl Apply for WhoAmI {
             identity: caller.identity.clone(),
             profile: caller.profile.clone(),
             admin: view.is_admin(),
+            approver: view.is_approver(),
             hangar_tools: view.own_tools(hangar.front_door.load(Ordering::SeqCst)),
         }))
     }

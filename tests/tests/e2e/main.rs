@@ -14,6 +14,7 @@ mod auth;
 mod bad_input;
 mod box_fences;
 mod browser;
+mod call_approvals;
 mod call_request;
 mod call_rules;
 mod cancellation;

@@ -3,7 +3,8 @@
 //! structured content, a resource and a prompt. Through the front door, `hangar_call` and
 //! `resources/read` / `prompts/get`, the client gets `[REDACTED:<name>]` in their place; the
 //! audit entry says what was found, by name; and no body the API serves (answers, audit,
-//! events, logs) holds either value. With `action: drop_call` the call is refused whole.
+//! events, logs) holds either value, nor does the status page in Chromium, which names what was
+//! found. With `action: drop_call` the call is refused whole.
 //!
 //! Needs `scripts/setup-tools` (the venv with the `mcp` package).
 
@@ -86,4 +87,28 @@ fn with_drop_call_a_result_holding_a_secret_is_withheld_whole() {
     let read = hangar.mcp("resources/read", json!({"uri": "leaky://config"}));
     assert!(!read.text.contains(AWS_KEY) && read.text.contains("drop_call"), "{}", read.text);
     hangar.assert_no_body_contains(AWS_KEY);
+}
+
+#[test]
+fn the_status_page_names_what_was_redacted_and_never_shows_it() {
+    use crate::browser::{click, eventually, in_browser, text};
+    use crate::status_page::row;
+
+    let hangar = hangar("mask");
+    let called = hangar.mcp("tools/call", json!({"name": "lookup", "arguments": {"customer": "acme"}}));
+    masked(&called.text);
+    let base = hangar.base.clone();
+    in_browser(async |browser: &fantoccini::Client| {
+        browser.goto(&format!("{base}/")).await.expect("the page");
+        click(browser, &row("leaky", ".toggle")).await;
+        let policy = eventually("the call's audit row, with what was redacted", || async {
+            text(browser, &row("leaky", ".audit td.policy")).await.filter(|p| p.contains("redacted"))
+        })
+        .await;
+        assert_eq!(policy, "redacted: aws_access_key, email");
+        let whole = browser.execute("return document.body.innerText;", vec![]).await.expect("the page's text");
+        let whole = whole.as_str().unwrap_or_default().to_owned();
+        assert!(whole.contains("lookup"), "{whole}");
+        assert!(!whole.contains(AWS_KEY) && !whole.contains(EMAIL), "a secret on the page: {whole}");
+    });
 }

@@ -61,9 +61,9 @@ fn an_admin_watches_a_crash_and_restarts_from_the_page_and_a_viewer_sees_no_butt
     assert_eq!(hangar.get("/api/mcp_servers").status, 401, "the data needs a credential");
     // The supervisor says who may act; the page shows buttons by it.
     let admin = api_get(&hangar, ADMIN_KEY, "/api/whoami");
-    assert_eq!(admin, json!({"identity": "alice", "profile": "admin", "admin": true}));
+    assert_eq!(admin, json!({"identity": "alice", "profile": "admin", "admin": true, "approver": true}));
     let viewer = api_get(&hangar, VIEWER_KEY, "/api/whoami");
-    assert_eq!(viewer, json!({"identity": "viewer", "profile": "viewer", "admin": false}));
+    assert_eq!(viewer, json!({"identity": "viewer", "profile": "viewer", "admin": false, "approver": false}));
 
     in_browser(async |browser| story(&hangar, browser).await);
 }

@@ -1,16 +1,19 @@
 //! What the calls keep beyond their requests: tasks, calls and batches held for their clients'
-//! answers, legacy clients' cancels and answers, and sessions waiting on a URL elicitation. `Hangar` holds one [`Calls`]; the pipeline
+//! answers, legacy clients' cancels and answers, sessions waiting on a URL elicitation, and
+//! calls waiting for a person's approval. `Hangar` holds one [`Calls`]; the pipeline
 //! (`crate::calls`) reads and changes it.
 //!
 //! Architecture invariant: these are stores, beneath the pipeline. Nothing here names `Hangar`
 //! or runs a call, so `Hangar` can hold them without depending on the pipeline that uses it.
 
+mod approvals;
 mod client_relay;
 mod elicitation_waits;
 mod holds;
 mod task_news;
 mod tasks;
 
+pub(crate) use self::approvals::Approvals;
 pub(crate) use self::client_relay::{ClientRelay, client_answer_late};
 pub(crate) use self::elicitation_waits::{ElicitationWaits, Wait, Waiter};
 pub(crate) use self::holds::{Held, HeldBatch, Holds, Running};
@@ -27,6 +30,8 @@ pub struct Calls {
     pub(crate) client_relay: ClientRelay,
     /// Legacy sessions waiting to hear that a URL elicitation is complete.
     pub(crate) elicitations: ElicitationWaits,
+    /// Calls waiting for a person's approval, and those decided lately.
+    pub(crate) approvals: Approvals,
 }
 
 impl Calls {
