@@ -26,6 +26,10 @@ pub struct Args {
     /// activation (`LISTEN_FDS`), where the listener is the socket passed as fd 3.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000", value_parser = listen::parse_addr)]
     pub listen: String,
+    /// Serve on the listening TCP socket passed as standard input, not on --listen (the
+    /// supervisor passes on the one `hangar run` bound).
+    #[arg(long)]
+    pub listen_stdin: bool,
     /// Log format on stderr [default: json under Kubernetes (KUBERNETES_SERVICE_HOST set) when
     /// stderr is not a terminal, else human].
     #[arg(long, value_name = "FORMAT", value_enum, env = "HANGAR_LOG_FORMAT", default_value_t = LogFormat::detected(), hide_default_value = true)]

@@ -104,6 +104,24 @@ pub fn from_systemd() -> Result<Option<std::net::TcpListener>, ListenError> {
     }
 }
 
+/// `--listen-stdin`: the listening TCP socket passed as standard input (inetd's "wait" style),
+/// as the supervisor passes on the one `hangar run` bound. Anything else there is refused.
+pub fn from_stdin() -> Result<std::net::TcpListener, ListenError> {
+    use std::os::fd::AsFd;
+    let fail = |reason: String| ListenError { address: STDIN.to_owned(), reason };
+    let fd = io::stdin().as_fd().try_clone_to_owned().map_err(|err| fail(reason(&err)))?;
+    let listener = std::net::TcpListener::from(fd);
+    // A listening TCP socket has a local address and takes no data; anything else is refused.
+    match listener.local_addr() {
+        Ok(_) if listener.take_error().is_ok() => Ok(listener),
+        Ok(_) => Err(fail("it is not a usable socket".to_owned())),
+        Err(_) => Err(fail("it is not a listening TCP socket".to_owned())),
+    }
+}
+
+/// What an API serving on its standard input says instead of an address.
+pub const STDIN: &str = "the socket passed as standard input";
+
 /// The inherited listener, made ready for tokio (non-blocking, on this runtime).
 pub fn adopt(listener: std::net::TcpListener) -> Result<TcpListener, ListenError> {
     let fail = |err: io::Error| ListenError { address: INHERITED.to_owned(), reason: reason(&err) };

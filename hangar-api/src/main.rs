@@ -61,7 +61,10 @@ fn main() -> ExitCode {
     run_main("hangar-api", || {
         let args: Args = hangar_runtime::args::parse()?;
         // Before any thread: taking the inherited socket unsets LISTEN_FDS and LISTEN_PID.
-        let inherited = listen::from_systemd()?;
+        let inherited = match args.listen_stdin {
+            true => Some(listen::from_stdin()?),
+            false => listen::from_systemd()?,
+        };
         logging::init(args.log_format);
         let limits = lifetime::connection_limits(&args);
         let auth = args.api_keys.as_deref().map(Auth::load).transpose()?.unwrap_or_default();

@@ -82,6 +82,38 @@ pub enum Command {
         #[command(subcommand)]
         decide: Option<Decide>,
     },
+    /// Run a command (a test suite) against a hangar of its own: every server started and
+    /// ready first, `HANGAR_URL`, `HANGAR_MCP_URL`, `HANGAR_API_KEY` and `HANGAR_MCP_CONFIG`
+    /// exported to it, nothing left behind after. Exits with the command's status; 69 when a
+    /// server is not ready (the command is not run), 78 for a config that does not load.
+    Run {
+        /// The hangar's config.
+        #[arg(long, value_name = "FILE", default_value = "hangar.yaml")]
+        config: PathBuf,
+        /// Start only this server (repeat for more); default: every one.
+        #[arg(long = "server", value_name = "NAME")]
+        servers: Vec<String>,
+        /// Keep the audit trail (JSON lines), each server's log and the journal here.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+        /// Write a JUnit report here: one test case per server, ready or dead with its reason.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Check a config as the supervisor would load it, printing every problem with its key
+    /// path (exit 0 or 78); with --start, also start each server once (exit 69 if one is not
+    /// ready). A lint for CI; --json for machines.
+    Check {
+        /// The config to check.
+        #[arg(long, value_name = "FILE", default_value = "hangar.yaml")]
+        config: PathBuf,
+        /// Also start each server once: ready or dead, its tools, its start time.
+        #[arg(long)]
+        start: bool,
+    },
     /// Ask the hangar to reload its config.
     Reload,
     /// The audit trail: who called what, and how it ended (newest last); with -f, what comes next.

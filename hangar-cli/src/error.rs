@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use hangar_core::pin_edit::PinEditError;
 use hangar_runtime::exit::{
-    EX_CANTCREAT, EX_CONFIG, EX_DATAERR, EX_FAILURE, EX_IOERR, EX_PROTOCOL, EX_UNAVAILABLE, Sysexit,
+    EX_CANTCREAT, EX_CONFIG, EX_DATAERR, EX_FAILURE, EX_IOERR, EX_OSERR, EX_PROTOCOL, EX_UNAVAILABLE, EX_USAGE, Sysexit,
 };
 use thiserror::Error;
 
@@ -36,6 +36,22 @@ pub enum CliError {
     ConfigEdit { path: PathBuf, source: PinEditError },
     #[error("{path}: cannot write the config: {reason}")]
     ConfigWrite { path: PathBuf, reason: String },
+    /// `hangar run`/`check --start` could not set up its own hangar (a port, a directory, a
+    /// binary missing).
+    #[error("{0}")]
+    Setup(String),
+    /// Its own hangar stopped before serving: its config was refused (78), or it failed.
+    #[error("the hangar stopped before it served ({}); its log:\n{log}", exit_status(*.status))]
+    HangarExited { status: Option<i32>, log: String },
+    /// A server did not become ready: the command was not run.
+    #[error("{0}")]
+    NotReady(String),
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn exit_status(status: Option<i32>) -> String {
+    status.map_or_else(|| "killed by a signal".to_owned(), |code| format!("exit {code}"))
 }
 
 /// 69 when the API is unreachable or cannot serve (503), 76 for an answer of the wrong shape.
@@ -53,6 +69,10 @@ impl Sysexit for CliError {
             CliError::ConfigEdit { source: PinEditError::Unsafe(_), .. } => EX_DATAERR,
             CliError::ConfigEdit { .. } => EX_CONFIG,
             CliError::ConfigWrite { .. } => EX_CANTCREAT,
+            CliError::Setup(_) => EX_OSERR,
+            CliError::HangarExited { status: Some(78), .. } => EX_CONFIG,
+            CliError::HangarExited { .. } | CliError::NotReady(_) => EX_UNAVAILABLE,
+            CliError::Usage(_) => EX_USAGE,
         }
     }
 }

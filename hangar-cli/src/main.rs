@@ -16,13 +16,16 @@ mod actions;
 mod approvals;
 mod args;
 mod audit;
+mod check;
 mod client;
 mod connect;
 #[cfg(test)]
 mod docs_page;
+mod ephemeral;
 mod error;
 mod logs;
 mod pin;
+mod run;
 mod status;
 #[cfg(test)]
 mod testing;
@@ -41,6 +44,25 @@ use crate::error::CliError;
 fn main() -> ExitCode {
     run_main("hangar", || {
         let cli: Cli = hangar_runtime::args::parse()?;
+        // These two talk to a hangar of their own, not to --url.
+        match &cli.command {
+            Command::Run { config, servers, keep, junit, command } => {
+                let (keep, junit) = (keep.as_deref().map(run::absolute), junit.as_deref().map(run::absolute));
+                let asked = run::Run { config, servers, keep: keep.as_deref(), junit: junit.as_deref(), command };
+                return match run::run(&asked) {
+                    Ok(0) => Ok(()),
+                    Ok(code) => Err(Exit::quiet(code)),
+                    Err(err) => Err(Exit::new(err.exit_code(), format!("run: {}", err))),
+                };
+            }
+            Command::Check { config, start } => {
+                let checked = check::run(config, *start, cli.json)
+                    .map_err(|err| Exit::new(err.exit_code(), visible(&err.to_string())))?;
+                println!("{}", checked.text);
+                return if checked.code == 0 { Ok(()) } else { Err(Exit::quiet(checked.code)) };
+            }
+            _ => {}
+        }
         check_url(&cli.url).map_err(|message| Exit::new(EX_USAGE, format!("--url {}: {message}", cli.url)))?;
         // The API's messages quote what a client sent: shown visibly, as all output is.
         run(&cli).map_err(|err| Exit::new(err.exit_code(), visible(&err.to_string())))
@@ -76,6 +98,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             if json { emit_json(&answer.text) } else { emit(&connect::instructions(name, &answer.body)) }
         }
         Command::Reload => outcome(json, &actions::reload(&api)?, actions::reloaded),
+        Command::Run { .. } | Command::Check { .. } => Ok(()),
         Command::Approvals { decide: None } => {
             let answer = api.get("/api/approvals")?;
             if json { emit_json(&answer.text) } else { emit(approvals::table(&answer.body, api.base())?.trim_end()) }

@@ -997,8 +997,9 @@ impl Config {
 /// system) keeps it set, so later reads are refused instead of piling up blocked threads.
 static READING: AtomicBool = AtomicBool::new(false);
 
-/// Reads the config file's text on a thread of its own, giving up after [`CONFIG_READ_TIMEOUT`].
-fn read_config_text(path: &Path) -> Result<String, ConfigError> {
+/// The config file's text, read as [`Config::load`] reads it (a regular file of at most
+/// [`MAX_CONFIG_BYTES`]), on a thread of its own, giving up after [`CONFIG_READ_TIMEOUT`].
+pub fn read_config_text(path: &Path) -> Result<String, ConfigError> {
     if READING.swap(true, Ordering::SeqCst) {
         return Err(ConfigError::StillBlocked { path: path.to_owned() });
     }

@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the YAML config model and its validation.
 //! - [`approvals`]: `approvals:`, and a person's approval of a call a rule marks `approve`.
+//! - [`config_check`]: every problem of a config, not only the first (`hangar check`).
 //! - [`config_reference`]: the config's JSON Schema and reference page, generated from [`config`].
 //! - [`credential`]: `{file: PATH}` / `{env: NAME}` credentials, read at load, never shown.
 //! - [`audit_page`]: the page `GET /api/audit` answers, written by the API, read by the CLI.
@@ -58,6 +59,7 @@ pub mod call_requests;
 pub mod challenge;
 pub mod cluster;
 pub mod config;
+pub mod config_check;
 pub mod config_reference;
 pub mod credential;
 pub mod credentials_config;

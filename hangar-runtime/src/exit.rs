@@ -41,10 +41,14 @@ codes! {
     /// --write` cannot edit without risk).
     EX_DATAERR = 65;
     /// A service it needs is unavailable (a port or socket held by another, an API that does not
-    /// answer, a kill mode that cannot be had).
+    /// answer, a kill mode that cannot be had, a server `hangar run` started that did not become
+    /// ready).
     EX_UNAVAILABLE = 69;
     /// An internal failure.
     EX_SOFTWARE = 70;
+    /// The operating system refused something it needs (`hangar run`: a port, a temporary
+    /// directory, a binary to start).
+    EX_OSERR = 71;
     /// It cannot create a file it needs (something else is at the control socket's path).
     EX_CANTCREAT = 73;
     /// Its output could not be written.

@@ -47,4 +47,30 @@ pub struct Args {
     /// logged and the running one stays.
     #[arg(long, env = "HANGAR_WATCH_CONFIG")]
     pub watch_config: bool,
+    /// Check the config as a start would, print every problem with its key path, and exit: 0
+    /// with none, 78 with any (`hangar check` runs this).
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: print the problems as one JSON object.
+    #[arg(long, requires = "check")]
+    pub json: bool,
+    /// The state directory, over the config's `state_dir` (`hangar run` gives each run its own).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The API instance it starts listens on the socket passed as this process's standard input,
+    /// not on --listen (`hangar run` binds it, so no other process can take the port between).
+    #[arg(long, conflicts_with = "no_api")]
+    pub api_listener_stdin: bool,
+    /// An extra API key with no profile (an admin), named `hangar-run`, by its hash
+    /// (`sha256:<hex>`): how `hangar run` gives the command it runs a key of its own. Only with
+    /// `auth` configured; the config's keys are unchanged.
+    #[arg(long, value_name = "HASH")]
+    pub run_key_hash: Option<String>,
+    /// Stop (as SIGTERM does) when the process that started this one exits, however it exits.
+    #[arg(long)]
+    pub exit_with_parent: bool,
+    /// The private directory (`hangar-run-*`) of the `hangar run` that started this one: removed
+    /// at exit if that process is gone by then (it removes it itself otherwise).
+    #[arg(long, value_name = "DIR", requires = "exit_with_parent")]
+    pub run_dir: Option<PathBuf>,
 }

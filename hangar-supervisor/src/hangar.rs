@@ -513,7 +513,8 @@ impl Access {
         // Every config loaded in this process counts, so a generation is never used twice.
         static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Access {
-            auth: config.auth.clone(),
+            // `hangar run`'s own key, if it gave one (`run_key.rs`).
+            auth: crate::run_key::with_run_key(&config.auth),
             policy,
             audit: audit::AuditRules::of(config),
             redaction,

@@ -3,6 +3,7 @@
 //! leave them to systemd instead.
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,9 @@ struct Helper {
     name: &'static str,
     program: PathBuf,
     args: Vec<OsString>,
+    /// Its standard input is (a copy of) the supervisor's: the API's listening socket, as
+    /// `--api-listener-stdin` says.
+    stdin_listener: bool,
 }
 
 /// How a helper is stopped: SIGTERM when its watch turns true, SIGKILL after this long.
@@ -55,6 +59,7 @@ pub fn start_all(args: &Args, socket: &Path, otlp_endpoint: Option<&str>, stops:
             name: "prober",
             program: sibling("hangar-prober"),
             args: vec!["--socket".into(), socket.clone(), "--log-format".into(), log_format.into()],
+            stdin_listener: false,
         };
         running.on_stop.push(tokio::spawn(supervise(helper, stops.stop.clone(), STOP_WAIT)));
     }
@@ -65,14 +70,19 @@ pub fn start_all(args: &Args, socket: &Path, otlp_endpoint: Option<&str>, stops:
             args: vec![
                 "--socket".into(),
                 socket,
-                "--listen".into(),
-                args.listen.clone().into(),
                 "--log-format".into(),
                 log_format.into(),
                 "--shutdown-grace-s".into(),
                 stops.grace.as_secs_f64().to_string().into(),
             ],
+            stdin_listener: args.api_listener_stdin,
         };
+        // The socket `hangar run` bound and passed as standard input, or the address to bind.
+        if args.api_listener_stdin {
+            helper.args.push("--listen-stdin".into());
+        } else {
+            helper.args.extend(["--listen".into(), args.listen.clone().into()]);
+        }
         if let Some(endpoint) = otlp_endpoint {
             helper.args.extend(["--otlp-endpoint".into(), endpoint.into()]);
         }
@@ -108,7 +118,12 @@ async fn supervise(helper: Helper, mut stop: watch::Receiver<bool>, stop_wait: D
             return;
         }
         let started = Instant::now();
-        let mut child = match spawn::spawn_helper(helper.program.as_os_str(), &helper.args) {
+        // A copy for each start: the listening socket stays the supervisor's across restarts.
+        let stdin = match helper.stdin_listener {
+            true => std::io::stdin().as_fd().try_clone_to_owned().ok(),
+            false => None,
+        };
+        let mut child = match spawn::spawn_helper(helper.program.as_os_str(), &helper.args, stdin) {
             Ok(child) => child,
             Err(err) => {
                 tracing::error!(helper = helper.name, program = %helper.program.display(), %err, "cannot start helper");

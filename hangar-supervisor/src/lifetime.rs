@@ -113,3 +113,38 @@ pub async fn run(args: Args, config: Config, socket_group: Option<control::Socke
     tracing::info!("supervisor stopped");
     Ok(())
 }
+
+/// `--exit-with-parent`: the kernel sends SIGTERM (a stop in order) when the process that
+/// started this one exits, however it exits (`hangar run`, SIGKILLed, leaves nothing behind).
+/// A parent already gone by now is noticed here: the supervisor stops before it starts anything.
+/// Answers the parent's pid.
+pub fn exit_with_parent() -> u32 {
+    let before = std::os::unix::process::parent_id();
+    if let Err(err) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM) {
+        tracing::warn!(%err, "cannot be told when the process that started the supervisor exits");
+    }
+    if before == 1 || std::os::unix::process::parent_id() != before {
+        tracing::warn!("the process that started the supervisor is gone: stopping");
+        std::process::exit(0);
+    }
+    before
+}
+
+/// `--run-dir`: `hangar run`'s private directory, removed once everything has stopped if that
+/// run (`parent`) is gone (SIGKILLed: it could not remove it itself). Only a directory of the
+/// run's (named `hangar-run-*`, this user's) is removed.
+pub fn remove_run_dir(parent: u32, dir: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    if std::os::unix::process::parent_id() == parent {
+        return;
+    }
+    let named = dir.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with("hangar-run-"));
+    let ours =
+        std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_dir() && meta.uid() == nix::unistd::getuid().as_raw());
+    if named
+        && ours
+        && let Err(err) = std::fs::remove_dir_all(dir)
+    {
+        tracing::warn!(%err, dir = %dir.display(), "the run's directory could not be removed");
+    }
+}

@@ -7,6 +7,7 @@ mod args;
 mod calls;
 mod cgroup;
 mod cgroup_v1;
+mod check_config;
 mod children;
 mod config_watch;
 mod containment;
@@ -36,6 +37,7 @@ mod reaper;
 mod redactor;
 mod refusals;
 mod requests;
+mod run_key;
 mod sandbox;
 mod server;
 mod sessions;
@@ -62,7 +64,18 @@ fn main() -> ExitCode {
     run_main("hangar-supervisor", || {
         let args: Args = hangar_runtime::args::parse()?;
         logging::init(args.log_format);
-        let config = Config::load(&args.config).map_err(|err| Exit::new(EX_CONFIG, err))?;
+        if args.check {
+            // Every problem is printed: the exit code says the rest.
+            return if check_config::run(&args) { Ok(()) } else { Err(Exit::quiet(EX_CONFIG)) };
+        }
+        let parent = args.exit_with_parent.then(lifetime::exit_with_parent);
+        let mut config = Config::load(&args.config).map_err(|err| Exit::new(EX_CONFIG, err))?;
+        if let Some(state_dir) = &args.state_dir {
+            config.state_dir = Some(state_dir.clone());
+        }
+        if let Some(hash) = &args.run_key_hash {
+            run_key::set(hash, &config).map_err(|err| Exit::new(EX_CONFIG, err))?;
+        }
         // Before any child: none inherits a variable a credential is read from.
         withheld::set(&config);
         loose_credentials::warn(&config);
@@ -85,11 +98,15 @@ fn main() -> ExitCode {
             .map_err(|err| Exit::new(EX_CONFIG, err))?;
         let guardian = containment::start(args.kill_mode, args.log_format)?;
         let runtime = hangar_runtime::runtime::start()?;
+        let run_dir = args.run_dir.clone();
         let outcome = runtime.block_on(lifetime::run(args, config, socket_group));
         drop(runtime);
         // Every upstream is gone by now: their private homes go too.
         sandbox::remove_private_dirs();
         containment::release(guardian);
+        if let (Some(parent), Some(dir)) = (parent, &run_dir) {
+            lifetime::remove_run_dir(parent, dir);
+        }
         outcome
     })
 }

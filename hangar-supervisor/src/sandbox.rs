@@ -550,7 +550,7 @@ fn shebang(program: &Path, path_var: &str) -> Option<PathBuf> {
 
 /// `name` as `execvp` would find it: a path as given (made absolute), else the first
 /// executable file of that name in `path_var`.
-fn resolve(name: &str, path_var: &str) -> Option<PathBuf> {
+pub fn resolve(name: &str, path_var: &str) -> Option<PathBuf> {
     if name.contains('/') {
         let path = absolute(Path::new(name));
         return path.is_file().then_some(path);

@@ -92,7 +92,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream, program, args, env, pipes, None)
+    spawn_as(Role::Upstream, program, args, env, (pipes, None), None)
 }
 
 /// Starts an upstream as [`spawn`] does, confined as `confinement` says.
@@ -107,7 +107,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Upstream, program, args, env, pipes, Some(confinement))
+    spawn_as(Role::Upstream, program, args, env, (pipes, None), Some(confinement))
 }
 
 /// What a sandboxed child does to itself between fork and exec, every part prepared before the
@@ -178,13 +178,14 @@ pub struct Identity {
     pub gid: u32,
 }
 
-/// Starts one of the hangar's helpers (its stdout and stderr inherited).
-pub fn spawn_helper<I, S>(program: &OsStr, args: I) -> io::Result<Child>
+/// Starts one of the hangar's helpers (its stdout and stderr inherited); `stdin`, if given, is
+/// its standard input (the API's listening socket, `--api-listener-stdin`), else none.
+pub fn spawn_helper<I, S>(program: &OsStr, args: I, stdin: Option<std::os::fd::OwnedFd>) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    spawn_as(Role::Helper, program, args, &[], Pipes::Inherit, None)
+    spawn_as(Role::Helper, program, args, &[], (Pipes::Inherit, stdin), None)
 }
 
 fn spawn_as<I, S>(
@@ -192,7 +193,7 @@ fn spawn_as<I, S>(
     program: &OsStr,
     args: I,
     env: &[(String, String)],
-    pipes: Pipes,
+    (pipes, stdin): (Pipes, Option<std::os::fd::OwnedFd>),
     confinement: Option<Confinement>,
 ) -> io::Result<Child>
 where
@@ -214,6 +215,9 @@ where
         Pipes::Output => command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()),
         Pipes::Inherit => command.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()),
     };
+    if let Some(stdin) = stdin {
+        command.stdin(Stdio::from(stdin));
+    }
     let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
     if role == Role::Upstream {
         // Set last, so a configured `env` cannot override it. Not a secret: a spawn number.
