@@ -36,6 +36,9 @@ pub enum CliError {
     ConfigEdit { path: PathBuf, source: PinEditError },
     #[error("{path}: cannot write the config: {reason}")]
     ConfigWrite { path: PathBuf, reason: String },
+    /// `hangar import`, `add` and `search`.
+    #[error(transparent)]
+    Setup(#[from] crate::setup::SetupError),
 }
 
 /// 69 when the API is unreachable or cannot serve (503), 76 for an answer of the wrong shape.
@@ -53,6 +56,7 @@ impl Sysexit for CliError {
             CliError::ConfigEdit { source: PinEditError::Unsafe(_), .. } => EX_DATAERR,
             CliError::ConfigEdit { .. } => EX_CONFIG,
             CliError::ConfigWrite { .. } => EX_CANTCREAT,
+            CliError::Setup(err) => err.exit_code(),
         }
     }
 }

@@ -1,9 +1,11 @@
 //! hangar: the operators' command-line client of the hangar's REST API.
 //!
-//! Exit codes (sysexits): 0 done, 1 the API refused the operation, 64 usage, 65 a config
-//! `pin --write` cannot edit safely, 69 the API is unreachable (or answered 503, or the server
-//! to pin is not running), 73 the config could not be written, 74 the output could not be
-//! written, 76 an answer of the wrong shape, 78 a config that cannot be read or is invalid.
+//! Exit codes (sysexits): 0 done, 1 the API (or a registry) refused the operation, 64 usage,
+//! 65 a config `pin --write`, `import` or `add` cannot edit safely (or input they cannot use),
+//! 69 the API or registry is unreachable (or answered 503, or the server to pin is not running,
+//! or nothing of a server to add can run here), 73 the config could not be written, 74 the
+//! output could not be written, 76 an answer of the wrong shape, 78 a config that cannot be read
+//! or is invalid. `import`, `add` and `search` work on files and a registry, not the API.
 //!
 //! Everything it prints passes through `hangar_core::terminal`: text a client or an upstream
 //! chose (tool names, identities, upstream output, error messages quoting them) shows its
@@ -13,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod add;
 mod args;
 mod audit;
 mod client;
@@ -20,8 +23,13 @@ mod connect;
 #[cfg(test)]
 mod docs_page;
 mod error;
+mod import;
+mod install;
 mod logs;
 mod pin;
+mod registry;
+mod search;
+mod setup;
 mod status;
 #[cfg(test)]
 mod testing;
@@ -86,6 +94,23 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             };
             audit::run(&api, &filters, *follow, json)
         }
+        // Files and a registry, not the API.
+        Command::Import { from, config, servers } => Ok(import::run(from, config, servers)?),
+        Command::Add { name, config, registry, version, set, secret, from_file, id, no_start } => {
+            let add = add::Add {
+                name: name.as_deref(),
+                config,
+                registry,
+                version,
+                set,
+                secret,
+                from_file: from_file.as_deref(),
+                id: id.as_deref(),
+                no_start: *no_start,
+            };
+            Ok(add::run(&add)?)
+        }
+        Command::Search { text, registry } => Ok(search::run(registry, text, json)?),
     }
 }
 

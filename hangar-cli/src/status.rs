@@ -37,7 +37,7 @@ pub fn table(body: &Value, url: &str) -> Result<String, CliError> {
 }
 
 /// Columns padded to their widest cell; the last column is not padded.
-fn align(rows: &[Vec<String>]) -> String {
+pub(crate) fn align(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0))
