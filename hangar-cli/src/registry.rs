@@ -289,6 +289,24 @@ mod tests {
     }
 
     #[test]
+    fn the_name_is_one_encoded_segment_and_a_wrong_answer_says_which() {
+        use hangar_runtime::exit::Sysexit;
+        let (url, server) = crate::testing::answer_once("200 OK", r#"{"servers": "not a list"}"#);
+        let err = Registry::new(&url).unwrap().server("io.github.x/fs", "1.0.0+b").unwrap_err();
+        let head = server.join().unwrap();
+        assert!(
+            head.starts_with("GET /v0.1/servers/io.github.x%2Ffs/versions/1.0.0%2Bb?include_deleted=true "),
+            "{head}"
+        );
+        assert_eq!(err.exit_code(), 76, "{err}");
+        let (url, server) = crate::testing::answer_once("503 Service Unavailable", r#"{"error": "down for upgrade"}"#);
+        let err = Registry::new(&url).unwrap().page("file system", Some("c/1")).unwrap_err();
+        let head = server.join().unwrap();
+        assert!(head.starts_with("GET /v0.1/servers?search=file%20system&version=latest&cursor=c%2F1 "), "{head}");
+        assert_eq!((err.exit_code(), err.to_string().contains("down for upgrade")), (69, true), "{err}");
+    }
+
+    #[test]
     fn a_registry_url_is_http_or_https() {
         assert!(Registry::new("ftp://x").is_err());
         assert!(Registry::new("https://").is_err());

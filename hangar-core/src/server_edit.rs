@@ -219,8 +219,9 @@ fn inserted(text: &str, servers: &[(String, ServerEntry)]) -> Result<String, Ser
         Kind::Map { flow: true, entries } if entries.is_empty() => {
             // `mcp_servers: {}`: the braces go, the entries follow the key's line.
             let (start, end) = (at.byte(servers_node.start), at.byte(servers_node.end));
-            let without = format!("{}{}", text[..start].trim_end_matches(' '), &text[end..]);
-            let place = pin_edit::line_end(&without, start.min(without.len()).saturating_sub(1));
+            let before = text[..start].trim_end_matches(' ');
+            let without = format!("{before}{}", &text[end..]);
+            let place = pin_edit::line_end(&without, before.len());
             let newline = if place == without.len() && !without.ends_with('\n') { "\n" } else { "" };
             Ok(format!("{}{newline}{}{}", &without[..place], new_entries(key.col + 2), &without[place..]))
         }
@@ -311,6 +312,8 @@ mod tests {
         }
         let edited = with_servers("mcp_servers: {}  # none yet\n", &one("t", stdio(&["x"]))).unwrap();
         assert_eq!(edited, "mcp_servers:  # none yet\n  t:\n    command: [\"x\"]\n");
+        let edited = with_servers("mcp_servers:     {} #é\n", &one("t", stdio(&["x"]))).unwrap();
+        assert_eq!(edited, "mcp_servers: #é\n  t:\n    command: [\"x\"]\n");
     }
 
     #[test]

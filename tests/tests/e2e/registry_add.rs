@@ -203,6 +203,9 @@ fn deleted_is_refused_deprecated_warned_and_a_wrong_digest_refused() {
         err.contains("the registry says fe333e598595000ae021bd27117db32ec69af6987f507ba7a63c90638ff633ce"),
         "{err}"
     );
+    // The same file vouched for: checked, but not yet unpacked, so not added.
+    let err = fails(story.add(&["com.example/weather-bundle-signed"]), 69);
+    assert!(err.contains("(its digest matches): the hangar does not unpack bundles yet"), "{err}");
     let err = fails(story.add(&["com.example/nope"]), 1);
     assert!(err.contains("HTTP 404") && err.contains("Server not found"), "{err}");
     assert_eq!(story.written(), START, "nothing written");
@@ -227,8 +230,13 @@ fn search_follows_every_page_and_shows_registry_text_visibly() {
     let path = runners_path();
     let table = ok(hangar(&["search", "com.example", "--registry", url], &path));
     let names: Vec<&str> = table.lines().skip(1).filter_map(|line| line.split_whitespace().next()).collect();
-    let expected = ["com.example/weather-remote", "com.example/weather-bundle", "com.example/legacy-search"];
-    assert_eq!(names, expected, "two pages: {table}");
+    let expected = [
+        "com.example/weather-remote",
+        "com.example/weather-bundle",
+        "com.example/weather-bundle-signed",
+        "com.example/legacy-search",
+    ];
+    assert_eq!(names, expected, "two pages of two: {table}");
     assert!(table.lines().next().unwrap().starts_with("NAME"), "{table}");
     assert!(table.contains("deprecated") && !table.contains("old-notes"), "{table}");
     assert!(table.contains("Weather \\x1b[31mforecasts") && !table.contains('\u{1b}'), "{table}");
