@@ -149,4 +149,61 @@ pub enum Command {
         #[arg(long, value_name = "PATH", requires = "write")]
         config: Option<PathBuf>,
     },
+    /// Add the servers of another MCP client's config (`.mcp.json`, `claude_desktop_config.json`,
+    /// VS Code's `mcp.json`) to the hangar's config, comments kept: variables become `{env: NAME}`
+    /// references, and a header's value is never copied.
+    Import {
+        /// The client's config file.
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        /// The hangar's config file (created when missing).
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        /// Only this server of the file (repeatable). Default: every one.
+        #[arg(long = "server", value_name = "NAME")]
+        servers: Vec<String>,
+    },
+    /// Add a server from an MCP Registry to the hangar's config, comments kept: a remote, or a
+    /// package this host can run (npx, uvx, dnx) pinned to its version.
+    Add {
+        /// The server's name in the registry, e.g. `io.github.modelcontextprotocol/server-filesystem`
+        /// (optional with --from-file).
+        #[arg(value_name = "NAME", required_unless_present = "from_file")]
+        name: Option<String>,
+        /// The hangar's config file (created when missing).
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        /// The registry (its API is `/v0.1/servers`): the official one, a sub-registry or a mirror.
+        #[arg(long, value_name = "URL", env = "HANGAR_REGISTRY", default_value = crate::registry::DEFAULT_REGISTRY)]
+        registry: String,
+        /// The version to add.
+        #[arg(long, value_name = "VERSION", default_value = "latest")]
+        version: String,
+        /// A value the server asks for: an environment variable, an argument (by its name or
+        /// value hint), a header or a URL variable (repeatable; a repeated argument may be given
+        /// more than once).
+        #[arg(long = "set", value_name = "NAME=VALUE", allow_hyphen_values = true)]
+        set: Vec<String>,
+        /// A secret the server asks for, as the file holding it: written as `{file: FILE}`, never
+        /// the value (repeatable).
+        #[arg(long = "secret", value_name = "NAME=@FILE", allow_hyphen_values = true)]
+        secret: Vec<String>,
+        /// Read the server.json from this file instead of asking a registry (works offline).
+        #[arg(long, value_name = "FILE")]
+        from_file: Option<PathBuf>,
+        /// The server's id in the config. Default: the last part of its name.
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// Only write the config: do not start the server to pin its tools (for now, always so).
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Search an MCP Registry: each server whose name holds TEXT, newest version, every page.
+    Search {
+        /// Text the server's name holds.
+        text: String,
+        /// The registry (its API is `/v0.1/servers`).
+        #[arg(long, value_name = "URL", env = "HANGAR_REGISTRY", default_value = crate::registry::DEFAULT_REGISTRY)]
+        registry: String,
+    },
 }

@@ -28,10 +28,10 @@ pub struct Checked {
 pub fn run(config: &Path, start: bool, json: bool) -> Result<Checked, CliError> {
     let mut command = Command::new(sibling("hangar-supervisor"));
     command.arg("--check").arg("--config").arg(config).arg("--json");
-    let output = command.output().map_err(|err| CliError::Setup(format!("cannot run hangar-supervisor: {err}")))?;
+    let output = command.output().map_err(|err| CliError::Local(format!("cannot run hangar-supervisor: {err}")))?;
     let report: Value = serde_json::from_slice(&output.stdout).map_err(|_| {
         let said = String::from_utf8_lossy(&output.stderr).into_owned();
-        CliError::Setup(format!("hangar-supervisor --check gave no report: {}", visible(said.trim())))
+        CliError::Local(format!("hangar-supervisor --check gave no report: {}", visible(said.trim())))
     })?;
     let problems = report["problems"].as_array().cloned().unwrap_or_default();
     if !problems.is_empty() || !start {

@@ -13,17 +13,23 @@ use crate::args::Cli;
 /// When `hangar` exits with which code.
 const EXITS: &[(u8, &str)] = &[
     (EX_OK, "done"),
-    (EX_FAILURE, "the API refused the request (4xx, 5xx but 503), or the hangar cannot reload"),
-    (EX_USAGE, "a usage mistake"),
+    (
+        EX_FAILURE,
+        "the API refused the request (4xx, 5xx but 503), or the hangar cannot reload; `add`: the registry has no such server or version, or marks it deleted",
+    ),
+    (EX_USAGE, "a usage mistake; `add`: a required value given nowhere, each one named"),
     (
         EX_DATAERR,
-        "`pin --write`: a config it cannot edit safely (flow style, an anchor, alias or merge key on the way)",
+        "`pin --write`, `import`, `add`: a config it cannot edit safely (flow style, an anchor, alias or merge key on the way), or a server id it has already; `import`, `add`: a file to import or a server.json it cannot use; `add`: a bundle whose sha256 is not the registry's",
     ),
-    (EX_UNAVAILABLE, "the API is unreachable or answers 503; `pin`: the server is not running"),
-    (EX_CANTCREAT, "`pin --write`: the config file cannot be replaced"),
+    (
+        EX_UNAVAILABLE,
+        "the API is unreachable or answers 503; `pin`: the server is not running; `add`, `search`: the registry is unreachable or answers 5xx; `add`: nothing of the server can run on this host",
+    ),
+    (EX_CANTCREAT, "`pin --write`, `import`, `add`: the config file cannot be replaced"),
     (EX_IOERR, "its output cannot be written"),
-    (EX_PROTOCOL, "an answer not of the shape the API promises"),
-    (EX_CONFIG, "`pin --write`: the config cannot be read or is invalid"),
+    (EX_PROTOCOL, "an answer not of the shape the API (or the registry) promises"),
+    (EX_CONFIG, "`pin --write`, `import`, `add`: the config cannot be read or is invalid"),
 ];
 
 #[test]

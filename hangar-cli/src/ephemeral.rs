@@ -118,7 +118,7 @@ impl Ephemeral {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(CliError::Setup(format!(
+                return Err(CliError::Local(format!(
                     "the hangar's API did not answer within {} s; its log:\n{}",
                     READY_WAIT.as_secs(),
                     tail(&self.log(), 30)
@@ -223,7 +223,7 @@ pub fn tail(text: &str, lines: usize) -> String {
 }
 
 fn setup(what: &str, err: &std::io::Error) -> CliError {
-    CliError::Setup(format!("{what}: {err}"))
+    CliError::Local(format!("{what}: {err}"))
 }
 
 /// A private directory for the run: under `$XDG_RUNTIME_DIR` when there is one, else the
@@ -242,7 +242,7 @@ fn private_dir() -> Result<tempfile::TempDir, CliError> {
 /// 256 random bits, hex: the run's API key.
 fn random_key() -> Result<String, CliError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|err| CliError::Setup(format!("no randomness for the run's key: {err}")))?;
+    getrandom::fill(&mut bytes).map_err(|err| CliError::Local(format!("no randomness for the run's key: {err}")))?;
     Ok(format!("hangar-run-{}", hex(&bytes)))
 }
 

@@ -36,10 +36,13 @@ pub enum CliError {
     ConfigEdit { path: PathBuf, source: PinEditError },
     #[error("{path}: cannot write the config: {reason}")]
     ConfigWrite { path: PathBuf, reason: String },
+    /// `hangar import`, `add` and `search`.
+    #[error(transparent)]
+    Setup(#[from] crate::setup::SetupError),
     /// `hangar run`/`check --start` could not set up its own hangar (a port, a directory, a
     /// binary missing).
     #[error("{0}")]
-    Setup(String),
+    Local(String),
     /// Its own hangar stopped before serving: its config was refused (78), or it failed.
     #[error("the hangar stopped before it served ({}); its log:\n{log}", exit_status(*.status))]
     HangarExited { status: Option<i32>, log: String },
@@ -69,7 +72,8 @@ impl Sysexit for CliError {
             CliError::ConfigEdit { source: PinEditError::Unsafe(_), .. } => EX_DATAERR,
             CliError::ConfigEdit { .. } => EX_CONFIG,
             CliError::ConfigWrite { .. } => EX_CANTCREAT,
-            CliError::Setup(_) => EX_OSERR,
+            CliError::Setup(err) => err.exit_code(),
+            CliError::Local(_) => EX_OSERR,
             CliError::HangarExited { status: Some(78), .. } => EX_CONFIG,
             CliError::HangarExited { .. } | CliError::NotReady(_) => EX_UNAVAILABLE,
             CliError::Usage(_) => EX_USAGE,

@@ -1,9 +1,11 @@
 //! hangar: the operators' command-line client of the hangar's REST API.
 //!
-//! Exit codes (sysexits): 0 done, 1 the API refused the operation, 64 usage, 65 a config
-//! `pin --write` cannot edit safely, 69 the API is unreachable (or answered 503, or the server
-//! to pin is not running), 73 the config could not be written, 74 the output could not be
-//! written, 76 an answer of the wrong shape, 78 a config that cannot be read or is invalid.
+//! Exit codes (sysexits): 0 done, 1 the API (or a registry) refused the operation, 64 usage,
+//! 65 a config `pin --write`, `import` or `add` cannot edit safely (or input they cannot use),
+//! 69 the API or registry is unreachable (or answered 503, or the server to pin is not running,
+//! or nothing of a server to add can run here), 73 the config could not be written, 74 the
+//! output could not be written, 76 an answer of the wrong shape, 78 a config that cannot be read
+//! or is invalid. `import`, `add` and `search` work on files and a registry, not the API.
 //!
 //! Everything it prints passes through `hangar_core::terminal`: text a client or an upstream
 //! chose (tool names, identities, upstream output, error messages quoting them) shows its
@@ -13,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod add;
 mod approvals;
 mod args;
 mod audit;
@@ -23,9 +26,15 @@ mod connect;
 mod docs_page;
 mod ephemeral;
 mod error;
+mod first_start;
+mod import;
+mod install;
 mod logs;
 mod pin;
+mod registry;
 mod run;
+mod search;
+mod setup;
 mod status;
 #[cfg(test)]
 mod testing;
@@ -34,7 +43,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use hangar_core::terminal::{visible, visible_json};
-use hangar_runtime::exit::{EX_USAGE, Exit, Sysexit, run_main};
+use hangar_runtime::exit::{EX_UNAVAILABLE, EX_USAGE, Exit, Sysexit, run_main};
 use serde_json::Value;
 
 use crate::args::{Cli, Command, Decide};
@@ -63,9 +72,16 @@ fn main() -> ExitCode {
             }
             _ => {}
         }
-        check_url(&cli.url).map_err(|message| Exit::new(EX_USAGE, format!("--url {}: {message}", cli.url)))?;
+        // Files and a registry, not the API: --url is not theirs to check.
+        if !matches!(cli.command, Command::Import { .. } | Command::Add { .. } | Command::Search { .. }) {
+            check_url(&cli.url).map_err(|message| Exit::new(EX_USAGE, format!("--url {}: {message}", cli.url)))?;
+        }
         // The API's messages quote what a client sent: shown visibly, as all output is.
-        run(&cli).map_err(|err| Exit::new(err.exit_code(), visible(&err.to_string())))
+        run(&cli).map_err(|err| match err {
+            // Composed of parts each shown visibly already, on lines of its own.
+            CliError::NotReady(report) => Exit::new(EX_UNAVAILABLE, report),
+            other => Exit::new(other.exit_code(), visible(&other.to_string())),
+        })
     })
 }
 
@@ -120,6 +136,26 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             };
             audit::run(&api, &filters, *follow, json)
         }
+        // Files and a registry, not the API.
+        Command::Import { from, config, servers } => Ok(import::run(from, config, servers)?),
+        Command::Add { name, config, registry, version, set, secret, from_file, id, no_start } => {
+            let add = add::Add {
+                name: name.as_deref(),
+                config,
+                registry,
+                version,
+                set,
+                secret,
+                from_file: from_file.as_deref(),
+                id: id.as_deref(),
+                no_start: *no_start,
+            };
+            match add::run(&add)? {
+                Some(id) => first_start::run(config, &id, &api),
+                None => Ok(()),
+            }
+        }
+        Command::Search { text, registry } => Ok(search::run(registry, text, json)?),
     }
 }
 

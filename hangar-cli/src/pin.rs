@@ -56,18 +56,8 @@ fn write_pins(path: &Path, name: &str, pins: &IndexMap<String, String>) -> Resul
     let text = hangar_core::small_file::read_regular(path, MAX_CONFIG_BYTES).map_err(|e| read_error(e.to_string()))?;
     let edited = pin_edit::with_pins(&text, name, pins)
         .map_err(|source| CliError::ConfigEdit { path: path.to_owned(), source })?;
-    let write_error = |err: std::io::Error| CliError::ConfigWrite { path: path.to_owned(), reason: err.to_string() };
-    let target = std::fs::canonicalize(path).map_err(write_error)?;
-    let permissions = std::fs::metadata(&target).map_err(write_error)?.permissions();
-    let file_name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temporary = target.with_file_name(format!(".{file_name}.pin-{}", std::process::id()));
-    let written = std::fs::write(&temporary, edited.as_bytes())
-        .and_then(|()| std::fs::set_permissions(&temporary, permissions))
-        .and_then(|()| std::fs::rename(&temporary, &target));
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(write_error(err));
-    }
+    crate::setup::replace_file(path, &edited)
+        .map_err(|err| CliError::ConfigWrite { path: path.to_owned(), reason: err.to_string() })?;
     Ok(())
 }
 

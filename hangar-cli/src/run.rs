@@ -44,7 +44,7 @@ pub fn run(asked: &Run<'_>) -> Result<u8, CliError> {
     // leave the command behind) and passed on by a thread of this run's. Nothing is blocked:
     // each child starts with the default actions.
     let signals = Signals::new([SIGINT, SIGTERM])
-        .map_err(|err| CliError::Setup(format!("cannot take SIGINT and SIGTERM: {err}")))?;
+        .map_err(|err| CliError::Local(format!("cannot take SIGINT and SIGTERM: {err}")))?;
     let group = Arc::new(AtomicI32::new(0));
     let received = Arc::new(AtomicI32::new(0));
     {
@@ -135,9 +135,9 @@ fn run_command(command: &[String], hangar: &Ephemeral, group: &AtomicI32) -> Res
         None => child.env_remove("HANGAR_API_KEY"),
     };
     let mut child =
-        child.spawn().map_err(|err| CliError::Setup(format!("cannot run `{}`: {err}", visible(program))))?;
+        child.spawn().map_err(|err| CliError::Local(format!("cannot run `{}`: {err}", visible(program))))?;
     group.store(child.id() as i32, Ordering::SeqCst);
-    let status = child.wait().map_err(|err| CliError::Setup(format!("cannot wait for the command: {err}")))?;
+    let status = child.wait().map_err(|err| CliError::Local(format!("cannot wait for the command: {err}")))?;
     group.store(0, Ordering::SeqCst);
     Ok(status)
 }
@@ -293,7 +293,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
 }
 
 fn wrote(path: &Path, err: &std::io::Error) -> CliError {
-    CliError::Setup(format!("cannot write {}: {err}", path.display()))
+    CliError::Local(format!("cannot write {}: {err}", path.display()))
 }
 
 /// The value of `--junit`/`--keep` made absolute (the command may change directory; this run

@@ -1163,7 +1163,7 @@ fn check_recovery(at: &str, recovery: &Recovery) -> Result<(), KeyError> {
     Ok(())
 }
 
-fn valid_server_id(id: &str) -> bool {
+pub fn valid_server_id(id: &str) -> bool {
     let mut chars = id.chars();
     id.len() <= 64
         && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())

@@ -28,6 +28,7 @@
 //! - [`mcp`]: MCP's revisions, error codes, `_meta` keys and headers.
 //! - [`paths`]: where the control socket lives by default.
 //! - [`pin_edit`]: writing `capabilities.tools.pinned` into the config text, comments kept.
+//! - [`server_edit`]: adding `mcp_servers.<id>` entries to the config text, comments kept.
 //! - [`preflight`]: rule 4, refusing a port something already answers on.
 //! - [`quotas`]: a profile's quotas for each identity holding it.
 //! - [`redaction`]: secrets and personal data kept out of what upstreams return.
@@ -88,6 +89,7 @@ pub mod redaction;
 pub mod reloaded;
 pub mod rules;
 pub mod sandbox;
+pub mod server_edit;
 pub mod server_requests;
 pub mod session_requests;
 pub mod shutdown;

@@ -79,16 +79,16 @@ pub fn pinned_block(pins: &IndexMap<String, String>) -> String {
 }
 
 /// A YAML node with its place in the text (char indices, as the parser counts).
-struct Node {
-    kind: Kind,
-    start: usize,
+pub(crate) struct Node {
+    pub(crate) kind: Kind,
+    pub(crate) start: usize,
     /// Just past its last character (for a block collection: its last descendant's).
-    end: usize,
+    pub(crate) end: usize,
     /// 0-based column of its first character.
-    col: usize,
+    pub(crate) col: usize,
 }
 
-enum Kind {
+pub(crate) enum Kind {
     /// A plain, untagged, unanchored scalar, or any other (`plain: false`).
     Scalar {
         value: String,
@@ -110,7 +110,7 @@ struct Edit {
     with: String,
 }
 
-fn parse_tree(text: &str) -> Result<Node, PinEditError> {
+pub(crate) fn parse_tree(text: &str) -> Result<Node, PinEditError> {
     let chars: Vec<char> = text.chars().collect();
     let mut events = Parser::new_from_str(text).map(|e| e.map_err(|err| PinEditError::Unsafe(err.to_string())));
     loop {
@@ -189,7 +189,7 @@ fn node<'a>(
 }
 
 /// The value of `key` in `map`, when `map` is a mapping and `key` a plain key in it.
-fn entry<'n>(map: &'n Node, key: &str) -> Option<&'n Node> {
+pub(crate) fn entry<'n>(map: &'n Node, key: &str) -> Option<&'n Node> {
     let Kind::Map { entries, .. } = &map.kind else { return None };
     entries.iter().find(|(k, _)| matches!(&k.kind, Kind::Scalar { value, .. } if value == key)).map(|(_, v)| v)
 }
@@ -276,7 +276,7 @@ fn flow_value(keys: &[&str], pins: &IndexMap<String, String>) -> String {
 
 /// A tool name as a YAML key: plain when that reads back as the same string, else JSON-quoted
 /// (a JSON string is a valid YAML double-quoted scalar).
-fn yaml_key(name: &str) -> String {
+pub(crate) fn yaml_key(name: &str) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         && !matches!(
@@ -287,7 +287,7 @@ fn yaml_key(name: &str) -> String {
 }
 
 /// The byte offset just past the end of the line holding `byte` (past its newline).
-fn line_end(text: &str, byte: usize) -> usize {
+pub(crate) fn line_end(text: &str, byte: usize) -> usize {
     if byte > 0 && text.as_bytes().get(byte - 1) == Some(&b'\n') {
         return byte;
     }
@@ -295,21 +295,21 @@ fn line_end(text: &str, byte: usize) -> usize {
 }
 
 /// The byte offset of the newline ending the line holding `byte` (or the text's end).
-fn line_end_before_newline(text: &str, byte: usize) -> usize {
+pub(crate) fn line_end_before_newline(text: &str, byte: usize) -> usize {
     text[byte..].find('\n').map_or(text.len(), |i| byte + i)
 }
 
 /// Char indices (what the parser's markers count) to byte offsets.
-struct CharOffsets(Vec<usize>);
+pub(crate) struct CharOffsets(Vec<usize>);
 
 impl CharOffsets {
-    fn new(text: &str) -> Self {
+    pub(crate) fn new(text: &str) -> Self {
         let mut offsets: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
         offsets.push(text.len());
         CharOffsets(offsets)
     }
 
-    fn byte(&self, char_index: usize) -> usize {
+    pub(crate) fn byte(&self, char_index: usize) -> usize {
         self.0.get(char_index).copied().unwrap_or_else(|| self.0.last().copied().unwrap_or(0))
     }
 }

@@ -89,6 +89,7 @@ mod profiles;
 mod readiness;
 mod real_clients;
 mod redaction;
+mod registry_add;
 mod reload;
 mod restart_memory;
 mod result_redaction;
