@@ -163,10 +163,14 @@ impl Waiting<'_> {
 
     /// The decision, or `approval_expired` once `timeout` passes without one.
     pub async fn decision(mut self, timeout: Duration) -> Result<Approval, IpcError> {
-        let Some(decided) = self.decided.take() else {
+        let Some(decided) = self.decided.as_mut() else {
             return Err(IpcError::new(ErrorKind::Internal, "an approval was waited for twice"));
         };
-        match tokio::time::timeout(timeout, decided).await {
+        // Waited for in place: a caller that gives up meanwhile drops `self` still waiting, and
+        // its `Drop` takes the approval out of the pending set.
+        let outcome = tokio::time::timeout(timeout, decided).await;
+        self.decided = None;
+        match outcome {
             Ok(Ok(approval)) => Ok(approval),
             // Decided as the wait ran out: the decision stands.
             Ok(Err(_)) | Err(_) => match self.approvals.give_up(&self.id, ApprovalState::Expired) {
@@ -267,6 +271,25 @@ mod tests {
         let states: Vec<_> = approvals.list(|_| true).iter().map(|a| (a.id.clone(), a.state)).collect();
         assert_eq!(states, [("a2".into(), ApprovalState::Cancelled), ("a1".into(), ApprovalState::Expired)]);
         assert_eq!(approvals.decide("zz", ("bob", true), |_| Ok(()), &journal).unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn a_caller_giving_up_while_it_waits_cancels_its_approval() {
+        let (approvals, journal) = (std::sync::Arc::new(Approvals::default()), Journal::in_memory());
+        let waiting = {
+            let (approvals, journal) = (approvals.clone(), journal.clone());
+            tokio::spawn(async move {
+                let waiting = approvals.ask(approval("a1", "alice"), &journal).unwrap();
+                waiting.decision(Duration::from_secs(60)).await
+            })
+        };
+        while approvals.list(|a| a.state == ApprovalState::Pending).is_empty() {
+            tokio::task::yield_now().await;
+        }
+        waiting.abort();
+        let _ = waiting.await;
+        assert_eq!(approvals.list(|_| true)[0].state, ApprovalState::Cancelled);
+        assert!(approvals.decide("a1", ("bob", true), |_| Ok(()), &journal).is_err(), "nothing left to decide");
     }
 
     #[test]
