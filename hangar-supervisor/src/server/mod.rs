@@ -54,9 +54,24 @@ pub(crate) use callers::CONNECT_DETAIL;
 pub use calls::{CallTrace, DEFAULT_CALL_TIMEOUT};
 use process::Process;
 
-/// A server that stayed ready this long starts its backoff over on its next failure; one that
-/// dies sooner keeps climbing, so a server that dies just after every start cannot storm.
+/// A server that stayed ready this long is restarted at once when it crashes, and starts its
+/// backoff over; one that dies sooner keeps climbing, so a server that dies just after every
+/// start cannot storm.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// Shortens [`STABLE_AFTER`] to this many whole seconds (never lengthens it), so a story shows a
+/// stable server's crash without waiting a minute. For tests, as `HANGAR_TEST_KEEP_ALIVE_S` is;
+/// unset in production.
+pub const TEST_STABLE_AFTER_ENV: &str = "HANGAR_TEST_STABLE_AFTER_S";
+
+/// [`STABLE_AFTER`], unless [`TEST_STABLE_AFTER_ENV`] shortens it.
+fn stable_after() -> Duration {
+    static PERIOD: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *PERIOD.get_or_init(|| {
+        let asked = std::env::var(TEST_STABLE_AFTER_ENV).ok().and_then(|s| s.parse::<u64>().ok());
+        asked.map_or(STABLE_AFTER, |secs| Duration::from_secs(secs).min(STABLE_AFTER))
+    })
+}
 
 /// What all servers share with the rest of the supervisor.
 pub struct Shared {
@@ -351,9 +366,12 @@ impl Server {
         }
     }
 
-    /// When a server that just failed may be revived by a call: after the next backoff.
+    /// When a server that just failed may be revived: at once if it had been stable (a crash
+    /// after a long run costs a blink, and `process.rs` restarts it), else after the next backoff.
     fn next_retry(&self, inner: &mut Inner) -> SystemTime {
-        forgive_if_stable(inner);
+        if forgive_if_stable(inner) {
+            return SystemTime::now();
+        }
         let wait = backoff::delay(&self.policy, inner.failure_streak, jitter_draw());
         inner.failure_streak = inner.failure_streak.saturating_add(1);
         SystemTime::now() + wait
@@ -502,11 +520,13 @@ impl Server {
     }
 }
 
-/// A server that stayed ready for [`STABLE_AFTER`] starts its backoff over.
-fn forgive_if_stable(inner: &mut Inner) {
-    if inner.ready_since.is_some_and(|since| since.elapsed() >= STABLE_AFTER) {
+/// A server that stayed ready for [`STABLE_AFTER`] starts its backoff over; whether it had.
+fn forgive_if_stable(inner: &mut Inner) -> bool {
+    let stable = inner.ready_since.is_some_and(|since| since.elapsed() >= stable_after());
+    if stable {
         inner.failure_streak = 0;
     }
+    stable
 }
 
 fn millis(d: Duration) -> u64 {

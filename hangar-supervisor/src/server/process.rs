@@ -37,19 +37,23 @@ pub(super) struct Process {
 }
 
 impl Server {
-    fn on_exit(&self, generation: u64, how: &str) {
+    /// Records how the process of `generation` ended; whether to restart it at once (a ready
+    /// server that had been stable crashed: its retry is allowed now).
+    fn on_exit(&self, generation: u64, how: &str) -> bool {
         let mut inner = self.lock();
         if inner.generation != generation {
-            return;
+            return false;
         }
         inner.process = None;
         inner.meta.pid = None;
         inner.ended = Some(how.to_owned());
-        if inner.lifecycle.state() == State::Ready {
-            tracing::warn!(mcp_server = %self.id, how, "a ready server's process ended");
-            let retry_allowed_at = Some(self.next_retry(&mut inner));
-            self.transition(&mut inner, Event::Exited { retry_allowed_at });
+        if inner.lifecycle.state() != State::Ready {
+            return false;
         }
+        tracing::warn!(mcp_server = %self.id, how, "a ready server's process ended");
+        let retry_allowed_at = self.next_retry(&mut inner);
+        self.transition(&mut inner, Event::Exited { retry_allowed_at: Some(retry_allowed_at) });
+        retry_allowed_at <= std::time::SystemTime::now()
     }
 
     /// The memory and process limits its process is held to (`kernel_limits.rs`).
@@ -116,8 +120,14 @@ pub(super) async fn watch_exit(
         Ok(status) => crate::proctree::describe_exit(status, killed_because),
         Err(err) => format!("could not be waited for ({err})"),
     };
-    server.on_exit(generation, &how);
+    let restart = server.on_exit(generation, &how);
     let _ = exited.send(Some(how));
+    // A crash after a stable run costs a blink: restarted now, not after a backoff, and the
+    // calls that arrive meanwhile join this start instead of failing.
+    if restart {
+        tracing::info!(mcp_server = %server.id, "restarting at once: it had been up for a while");
+        let _ = server.start(super::Cause::Call).await;
+    }
 }
 
 pub(super) async fn wait_exit(exited: &mut watch::Receiver<Option<String>>) -> String {

@@ -1,5 +1,6 @@
 //! When an upstream's process dies, every surface says `dead`, reason `crashed`, with one and
-//! the same `dead` object; and no surface repeats what the upstream printed.
+//! the same `dead` object; and no surface repeats what the upstream printed. A crash after a
+//! stable run is restarted at once, calls waiting for it; crashes in quick succession back off.
 
 use std::time::Duration;
 
@@ -120,6 +121,55 @@ mcp_servers:
     // 0.3 s then 0.9 s, each within the ±10 % jitter: it never resets while it keeps dying young.
     assert!((270..=330).contains(&waits[0]), "{waits:?}");
     assert!((810..=990).contains(&waits[1]), "{waits:?}");
+}
+
+#[test]
+fn a_crash_after_a_stable_run_is_restarted_at_once_and_calls_wait_for_it() {
+    // Stable after 1 s here (a minute in production): the crash of a server up that long costs a
+    // blink, not a backoff.
+    let hangar = Hangar::start_with_env(
+        r#"
+recovery: {initial_backoff_s: 5}
+mcp_servers:
+  steady:
+    command: ["{fake}", "--tools", "add", "--pid-file", "{dir}/steady.pid"]
+"#,
+        &[],
+        &[("HANGAR_TEST_STABLE_AFTER_S", "1")],
+    );
+    assert_eq!(hangar.call("steady", "add", json!({"a": 1, "b": 2})), Some(json!({"result": 3})));
+    let first = read_pid(&hangar.path("steady.pid"));
+    // The precondition, not a poll: the server must have been up longer than "stable".
+    std::thread::sleep(Duration::from_millis(1500));
+    sigkill(first);
+    poll("steady to see its process gone", Duration::from_secs(10), || {
+        (hangar.details("steady")["meta"]["pid"] != json!(first)).then_some(())
+    });
+    // A call now waits for the restart instead of failing (`retry_later` before).
+    assert_eq!(hangar.call("steady", "add", json!({"a": 2, "b": 2})), Some(json!({"result": 4})));
+    let details = hangar.details("steady");
+    assert_eq!((details["state"].as_str(), details["meta"]["restarts"].as_u64()), (Some("ready"), Some(1)));
+
+    // Without any call, it is back at once: a new process, ready.
+    let second = read_pid(&hangar.path("steady.pid"));
+    assert_ne!(second, first);
+    std::thread::sleep(Duration::from_millis(1500));
+    sigkill(second);
+    poll("steady to come back by itself", Duration::from_secs(10), || {
+        let details = hangar.details("steady");
+        (details["state"] == "ready" && details["meta"]["restarts"] == 2).then_some(())
+    });
+
+    // A crash in quick succession (up well under a second): the backoff again.
+    let third = read_pid(&hangar.path("steady.pid"));
+    assert_ne!(third, second);
+    sigkill(third);
+    let dead = poll("steady to read dead", Duration::from_secs(10), || {
+        let details = hangar.details("steady");
+        (details["state"] == "dead").then(|| details["dead"].clone())
+    });
+    let wait = millis_between(dead["since"].as_str().unwrap(), dead["retry_allowed_at"].as_str().unwrap());
+    assert!((4500..=5500).contains(&wait), "the first backoff, 5 s ± 10 %: {wait} ms");
 }
 
 /// Milliseconds from one RFC 3339 UTC timestamp (`...T..:..:SS.mmmZ`) to a later one.
