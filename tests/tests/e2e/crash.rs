@@ -23,10 +23,7 @@ mcp_servers:
     assert_eq!(hangar.details("victim")["meta"]["pid"], json!(pid));
 
     sigkill(pid);
-    let dead = poll("victim to read dead", Duration::from_secs(10), || {
-        let details = hangar.details("victim");
-        (details["state"] == "dead").then(|| details["dead"].clone())
-    });
+    let dead = dead_record(&hangar, "victim");
     assert_eq!(dead["reason"], "crashed");
     assert_eq!(dead["revived_by"], "call_or_start");
     assert!(dead["since"].as_str().is_some_and(|s| s.ends_with('Z')), "{dead}");
@@ -56,6 +53,14 @@ mcp_servers:
     for body in bodies_before_logs {
         assert!(!body.contains(SENTINEL), "leaked: {body}");
     }
+}
+
+/// Until `server` reads dead: its dead record.
+fn dead_record(hangar: &Hangar, server: &str) -> Value {
+    poll(&format!("{server} to read dead"), Duration::from_secs(10), || {
+        let details = hangar.details(server);
+        (details["state"] == "dead").then(|| details["dead"].clone())
+    })
 }
 
 fn entry(list: &Value, key: &str) -> Value {
@@ -164,10 +169,7 @@ mcp_servers:
     let third = read_pid(&hangar.path("steady.pid"));
     assert_ne!(third, second);
     sigkill(third);
-    let dead = poll("steady to read dead", Duration::from_secs(10), || {
-        let details = hangar.details("steady");
-        (details["state"] == "dead").then(|| details["dead"].clone())
-    });
+    let dead = dead_record(&hangar, "steady");
     let wait = millis_between(dead["since"].as_str().unwrap(), dead["retry_allowed_at"].as_str().unwrap());
     assert!((4500..=5500).contains(&wait), "the first backoff, 5 s ± 10 %: {wait} ms");
 }
