@@ -30,6 +30,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/mcp_servers/{id}/logs", get(logs))
         .route("/api/config/reload", post(reload))
         .route("/api/whoami", get(whoami))
+        .route("/api/calls", get(in_flight))
         .route(crate::public::HEALTH_LIVE, get(live))
         .route(crate::public::HEALTH_READY, get(ready))
 }
@@ -72,6 +73,13 @@ async fn whoami(app: Calling) -> ApiResult {
     let me = app.supervisor.whoami().await?;
     let me = json!({"identity": me.identity, "profile": me.profile, "admin": me.admin, "approver": me.approver});
     Ok(Json(me).into_response())
+}
+
+/// The tool calls running upstream now (the caller's own; an admin's: all), the longest
+/// running first.
+async fn in_flight(app: Calling) -> ApiResult {
+    let calls = app.supervisor.in_flight().await?;
+    Ok(Json(json!({"count": calls.len(), "calls": calls})).into_response())
 }
 
 async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {

@@ -296,6 +296,14 @@ impl AsCaller {
         }
     }
 
+    /// The tool calls running upstream now, as the caller may see them.
+    pub async fn in_flight(&self) -> Result<Vec<hangar_core::ipc::CallInFlight>, IpcError> {
+        match self.request(Request::InFlight).await? {
+            Reply::InFlight(listed) => Ok(listed),
+            _ => Err(unexpected("in flight")),
+        }
+    }
+
     /// Approves (or denies) the pending approval `id`: the approval as decided.
     pub async fn decide(&self, id: &str, approve: bool) -> Result<hangar_core::ipc::Approval, IpcError> {
         match self.request(Request::Decide(hangar_core::ipc::Decide { id: id.into(), approve })).await? {

@@ -266,6 +266,9 @@ pub enum Request {
     Approvals,
     /// A person's decision on a pending approval. See [`Decide`].
     Decide(Decide),
+    /// The tool calls running upstream now, as the caller's view sees them (admins: all; anyone
+    /// else: its own). Answers [`Reply::InFlight`].
+    InFlight,
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -457,6 +460,20 @@ pub enum Reply {
     Approvals(Vec<Approval>),
     /// The answer to [`Request::Decide`]: the approval as decided.
     Decided(Box<Approval>),
+    /// The answer to [`Request::InFlight`], the longest running first.
+    InFlight(Vec<CallInFlight>),
+}
+
+/// A tool call running upstream now (`GET /api/calls`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallInFlight {
+    /// The server, or an isolated server's instance (`<server>@<label>`).
+    pub mcp_server: String,
+    pub tool: String,
+    pub identity: String,
+    /// RFC 3339, when it was sent upstream.
+    pub started_at: String,
+    pub elapsed_ms: u64,
 }
 
 /// `GET /api/whoami`: who a request is for. `admin` is the supervisor's decision (the caller's

@@ -8,6 +8,8 @@
 // a Connect button: POST /oauth/connect/{server}, then on to the URL the hangar answers.
 // Calls waiting for a person's approval (GET /api/approvals) are listed above the servers, live
 // (asked again on each `approval` event), with Approve and Deny buttons for those who may decide.
+// The calls in flight (GET /api/calls: server, tool, caller, how long) are asked for every
+// second while the tab is visible and the stream is live.
 "use strict";
 
 const CREDENTIAL_KEY = "hangar.credential";
@@ -23,6 +25,8 @@ const RECONNECT_FIRST_MS = 1000;
 const RECONNECT_MAX_MS = 30000;
 /// The decided approvals shown below the pending ones.
 const RECENT_APPROVALS = 10;
+/// How often the calls in flight are asked for while the tab is visible.
+const IN_FLIGHT_EVERY_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -440,6 +444,7 @@ async function refreshList() {
   refreshCounts();
   loadConnections().catch((err) => showNotice("Connections unavailable: " + err.message));
   loadApprovals().catch((err) => showNotice("Approvals unavailable: " + err.message));
+  loadInFlight().catch((err) => showNotice("Calls in flight unavailable: " + err.message));
 }
 
 /// Each server's `auth` (its details); then, where any server takes per-user connections, the
@@ -689,6 +694,27 @@ function policyOf(entry) {
   }
   if (entry.redacted && entry.redacted.length) parts.push("redacted: " + entry.redacted.join(", "));
   return parts.join("; ");
+}
+
+// ---- calls in flight -------------------------------------------------------------------------
+
+/// The tool calls running upstream now, the longest running first (the caller's own; an
+/// admin's: all).
+async function loadInFlight() {
+  const { calls } = await apiJson("/api/calls");
+  $("in-flight-summary").textContent =
+    calls.length === 0 ? "No call is running." : calls.length + (calls.length === 1 ? " call is" : " calls are") + " running.";
+  const rows = calls.map((call) => {
+    const tr = row([
+      call.mcp_server + "/" + call.tool,
+      call.identity,
+      timeElement(call.started_at),
+      [call.elapsed_ms < 1000 ? call.elapsed_ms + " ms" : duration(Math.floor(call.elapsed_ms / 1000)), "elapsed"],
+    ]);
+    tr.dataset.server = call.mcp_server;
+    return tr;
+  });
+  $("in-flight-list").replaceChildren(...(rows.length ? [table(["Call", "Caller", "Started", "Running for"], rows)] : []));
 }
 
 // ---- approvals -------------------------------------------------------------------------------
@@ -990,6 +1016,9 @@ function start() {
   setInterval(() => {
     if (session.streamAbort && !document.hidden) refreshCounts();
   }, CHART_EVERY_MS);
+  setInterval(() => {
+    if (session.streamAbort && !document.hidden) loadInFlight().catch(() => {});
+  }, IN_FLIGHT_EVERY_MS);
   signIn();
 }
 

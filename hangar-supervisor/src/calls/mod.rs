@@ -241,6 +241,8 @@ impl Hangar {
         let _permit = self.admit_call(&server, &tool, &call)?;
         // After the limits: a call they refuse spends none of the caller's quota.
         self.admit_quotas(decide.view(), &decide.caller().identity, &server, &tool).await?;
+        // In flight from here to its answer (`GET /api/calls`).
+        let _in_flight = self.calls.in_flight.register(server.id(), &tool, &decide.caller().identity);
         let mut answer = run::upstream(&server, &tool, call, &decide.caller().identity).await?;
         // What comes back is kept clean of secrets (`redaction:`) before any surface sees it.
         let access = self.access.reading().clone();

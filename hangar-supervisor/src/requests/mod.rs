@@ -32,6 +32,7 @@ mod forget_credentials;
 mod forward;
 mod front_door;
 mod get;
+mod in_flight;
 mod list;
 mod logs;
 mod metrics;
@@ -162,6 +163,7 @@ impl Hangar {
             Request::ClientMetadata => client_metadata::ClientMetadata.apply(self, decide, notices).await,
             Request::Approvals => approvals::Approvals.apply(self, decide, notices).await,
             Request::Decide(request) => request.apply(self, decide, notices).await,
+            Request::InFlight => in_flight::InFlight.apply(self, decide, notices).await,
         }
     }
 }

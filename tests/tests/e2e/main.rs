@@ -17,6 +17,7 @@ mod browser;
 mod call_approvals;
 mod call_request;
 mod call_rules;
+mod calls_in_flight;
 mod cancellation;
 mod class_cases;
 mod cli;

@@ -10,6 +10,7 @@ mod approvals;
 mod client_relay;
 mod elicitation_waits;
 mod holds;
+mod in_flight;
 mod task_news;
 mod tasks;
 
@@ -17,6 +18,7 @@ pub(crate) use self::approvals::Approvals;
 pub(crate) use self::client_relay::{ClientRelay, client_answer_late};
 pub(crate) use self::elicitation_waits::{ElicitationWaits, Wait, Waiter};
 pub(crate) use self::holds::{Held, HeldBatch, Holds, Running};
+pub(crate) use self::in_flight::InFlight;
 pub(crate) use self::tasks::{Followed, ParkedCall, Tasks, now_ms};
 
 /// What the calls keep beyond their requests.
@@ -32,6 +34,8 @@ pub struct Calls {
     pub(crate) elicitations: ElicitationWaits,
     /// Calls waiting for a person's approval, and those decided lately.
     pub(crate) approvals: Approvals,
+    /// The tool calls running upstream right now.
+    pub(crate) in_flight: InFlight,
 }
 
 impl Calls {
