@@ -78,9 +78,9 @@ fn cursor(value: &str, from: &str) -> Result<u64, ApiError> {
     })
 }
 
-/// `GET /api/audit?since=&limit=&identity=&mcp_server=&outcome=&format=json|jsonl`.
+/// `GET /api/audit?since=&limit=&identity=&mcp_server=&outcome=&from=&to=&format=json|jsonl`.
 async fn audit(app: Calling, query: Params) -> Result<Response, ApiError> {
-    let params = params(query, &["since", "limit", "identity", "mcp_server", "outcome", "format"])?;
+    let params = params(query, &["since", "limit", "identity", "mcp_server", "outcome", "from", "to", "format"])?;
     let since = params.get("since").map(|since| cursor(since, "since")).transpose()?;
     let limit = number::<usize>(&params, "limit", "a whole number")?;
     let text = |key: &str| params.get(key).cloned();
@@ -90,6 +90,8 @@ async fn audit(app: Calling, query: Params) -> Result<Response, ApiError> {
         identity: text("identity"),
         mcp_server: text("mcp_server"),
         outcome: text("outcome"),
+        from: text("from"),
+        to: text("to"),
     };
     match params.get("format").map(String::as_str) {
         None | Some("json") => {

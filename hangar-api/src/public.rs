@@ -32,6 +32,8 @@ pub const PAGE_HTML: &str = "/";
 pub const PAGE_CSS: &str = "/page.css";
 /// The status page's script.
 pub const PAGE_JS: &str = "/page.js";
+/// The status page's second script: latency, clients, server facts, the playground.
+pub const PAGE_WORK_JS: &str = "/work.js";
 /// The connect flow's route: `POST` mints a flow (authenticated), `GET` opens one (public).
 pub const CONNECT_ROUTE: &str = "/oauth/connect/{server}";
 /// What every path of [`CONNECT_ROUTE`] starts with.
@@ -56,7 +58,7 @@ pub enum Public {
 }
 
 /// Every route that needs no credential.
-pub const PATHS: [(&str, Public); 10] = [
+pub const PATHS: [(&str, Public); 11] = [
     (HEALTH_LIVE, Public::Probe),
     (HEALTH_READY, Public::Probe),
     (METADATA, Public::Metadata),
@@ -65,6 +67,7 @@ pub const PATHS: [(&str, Public); 10] = [
     (PAGE_HTML, Public::PageFile),
     (PAGE_CSS, Public::PageFile),
     (PAGE_JS, Public::PageFile),
+    (PAGE_WORK_JS, Public::PageFile),
     (CALLBACK, Public::Browser),
     (CLIENT_DOCUMENT, Public::Metadata),
 ];

@@ -27,10 +27,14 @@ pub fn routes() -> Router<AppState> {
         .route("/api/mcp_servers/{id}/start", post(start))
         .route("/api/mcp_servers/{id}/stop", post(stop))
         .route("/api/mcp_servers/{id}/tools", get(tools))
+        .route("/api/mcp_servers/{id}/prompts", get(prompts))
+        .route("/api/mcp_servers/{id}/resources", get(resources))
         .route("/api/mcp_servers/{id}/logs", get(logs))
         .route("/api/config/reload", post(reload))
         .route("/api/whoami", get(whoami))
         .route("/api/calls", get(in_flight))
+        .route("/api/calls/stats", get(call_stats))
+        .route("/api/clients", get(clients))
         .route(crate::public::HEALTH_LIVE, get(live))
         .route(crate::public::HEALTH_READY, get(ready))
 }
@@ -80,6 +84,36 @@ async fn whoami(app: Calling) -> ApiResult {
 async fn in_flight(app: Calling) -> ApiResult {
     let calls = app.supervisor.in_flight().await?;
     Ok(Json(json!({"count": calls.len(), "calls": calls})).into_response())
+}
+
+/// Calls, errors, p50 and p95 of the last hour per server the caller sees, and per tool.
+async fn call_stats(app: Calling) -> ApiResult {
+    Ok(Json(app.supervisor.call_stats().await?).into_response())
+}
+
+/// Who is connected: open sessions and identities with their traffic (the caller's own; an
+/// admin's: all).
+async fn clients(app: Calling) -> ApiResult {
+    Ok(Json(app.supervisor.clients().await?).into_response())
+}
+
+/// The server's prompts, as it lists them (the first page), for its details on the page.
+async fn prompts(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
+    listed(app, path, "prompts/list", "prompts").await
+}
+
+/// The server's resources, as it lists them (the first page).
+async fn resources(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {
+    listed(app, path, "resources/list", "resources").await
+}
+
+/// `{key: [...]}` from the server's answer to `method`, asked as the front door asks it (a
+/// server that declares no such capability answers an empty list).
+async fn listed(app: Calling, path: Result<Path<String>, PathRejection>, method: &str, key: &str) -> ApiResult {
+    let id = server_id(path)?;
+    let answer = app.supervisor.forward(&id, method, json!({})).await?;
+    let items = answer.get(key).filter(|items| items.is_array()).cloned().unwrap_or_else(|| json!([]));
+    Ok(Json(json!({ key: items })).into_response())
 }
 
 async fn tools(app: Calling, path: Result<Path<String>, PathRejection>) -> ApiResult {

@@ -304,6 +304,22 @@ impl AsCaller {
         }
     }
 
+    /// Calls, errors and latency of the last hour per server and tool, as the caller may see them.
+    pub async fn call_stats(&self) -> Result<hangar_core::call_stats::CallStats, IpcError> {
+        match self.request(Request::CallStats).await? {
+            Reply::CallStats(stats) => Ok(stats),
+            _ => Err(unexpected("call stats")),
+        }
+    }
+
+    /// Open sessions and identities with their traffic, as the caller may see them.
+    pub async fn clients(&self) -> Result<hangar_core::ipc::Clients, IpcError> {
+        match self.request(Request::Clients).await? {
+            Reply::Clients(clients) => Ok(clients),
+            _ => Err(unexpected("clients")),
+        }
+    }
+
     /// Approves (or denies) the pending approval `id`: the approval as decided.
     pub async fn decide(&self, id: &str, approve: bool) -> Result<hangar_core::ipc::Approval, IpcError> {
         match self.request(Request::Decide(hangar_core::ipc::Decide { id: id.into(), approve })).await? {
@@ -399,9 +415,14 @@ impl AsCaller {
         session_id: &str,
         version: &str,
         capabilities: Value,
+        client: Option<String>,
     ) -> Result<SessionState, IpcError> {
-        let request =
-            Request::SessionOpen(SessionOpen { session_id: session_id.into(), version: version.into(), capabilities });
+        let request = Request::SessionOpen(SessionOpen {
+            session_id: session_id.into(),
+            version: version.into(),
+            capabilities,
+            client,
+        });
         match self.request(request).await? {
             Reply::Session(state) => Ok(state),
             _ => Err(unexpected("session_open")),

@@ -121,6 +121,8 @@ impl FakeSupervisor {
                     auth: None,
                     isolation: Default::default(),
                     instances: Vec::new(),
+                    config: None,
+                    process: None,
                 })))
             }
             Request::Start(Start { mcp_server }) => {
@@ -234,6 +236,7 @@ impl FakeSupervisor {
             messages_skipped: 0,
             tool_drifts: 0,
             refused: Default::default(),
+            tools: Vec::new(),
         };
         MetricsSnapshot { servers: self.servers.iter().map(server).collect(), ..Default::default() }
     }

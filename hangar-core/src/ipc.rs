@@ -269,6 +269,12 @@ pub enum Request {
     /// The tool calls running upstream now, as the caller's view sees them (admins: all; anyone
     /// else: its own). Answers [`Reply::InFlight`].
     InFlight,
+    /// Calls, errors and latency of the last hour per server and tool, for the servers the
+    /// caller's view sees. Answers [`Reply::CallStats`].
+    CallStats,
+    /// Who is connected: open sessions and the identities seen, with their traffic (admins: all;
+    /// anyone else: its own). Answers [`Reply::Clients`].
+    Clients,
 }
 
 /// The most tasks one [`Request::TaskFollow`] follows.
@@ -462,6 +468,58 @@ pub enum Reply {
     Decided(Box<Approval>),
     /// The answer to [`Request::InFlight`], the longest running first.
     InFlight(Vec<CallInFlight>),
+    /// The answer to [`Request::CallStats`].
+    CallStats(crate::call_stats::CallStats),
+    /// The answer to [`Request::Clients`].
+    Clients(Clients),
+}
+
+/// `GET /api/clients`: the sessions open now and the identities seen since the hangar
+/// started, as the caller may see them (an admin: all; anyone else: its own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clients {
+    /// Open legacy (2025-11-25 and older) sessions, the most recently used first. A 2026-07-28
+    /// client holds no session: it shows as its identity's traffic.
+    pub sessions: Vec<ClientSession>,
+    /// Identities with their traffic, the most recently seen first.
+    pub identities: Vec<IdentityTraffic>,
+}
+
+/// One open session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSession {
+    /// The first 8 characters of its id and an ellipsis: enough to tell sessions apart, never
+    /// enough to use one.
+    pub session: String,
+    pub identity: String,
+    pub protocol_version: String,
+    /// The client's own `clientInfo` name and version, as it said them (bounded).
+    pub client: Option<String>,
+    /// RFC 3339.
+    pub opened_at: String,
+    pub last_used_at: String,
+    /// Requests made in it.
+    pub requests: u64,
+    /// Whether someone holds its stream now.
+    pub streaming: bool,
+}
+
+/// One identity's traffic since the hangar started (at most 10,000 identities are kept, the
+/// least recently seen forgotten first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityTraffic {
+    pub identity: String,
+    pub profile: Option<String>,
+    /// RFC 3339.
+    pub first_seen: String,
+    pub last_seen: String,
+    /// Requests of every kind the supervisor answered for it.
+    pub requests: u64,
+    /// Tool calls it made (each of a batch's, a task's run), and those that failed.
+    pub calls: u64,
+    pub errors: u64,
+    /// Its sessions open now.
+    pub sessions: u64,
 }
 
 /// A tool call running upstream now (`GET /api/calls`).

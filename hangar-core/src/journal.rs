@@ -332,6 +332,12 @@ pub struct AuditQuery {
     pub mcp_server: Option<String>,
     /// `ok`, `is_error`, `error`, or an error type (`forbidden`, `timeout`, ...).
     pub outcome: Option<String>,
+    /// Entries recorded at or after this time (RFC 3339) only, read from there on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Entries recorded before this time (RFC 3339) only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// Journal events after `since` (or the newest page without it), as the caller's view sees

@@ -73,6 +73,18 @@ pub struct ServerMetrics {
     /// Requests refused by this server's own limits.
     #[serde(default)]
     pub refused: Refused,
+    /// Each tool's calls, by name (at most `call_stats::MAX_TOOLS`, the rest as
+    /// `call_stats::OTHER_TOOLS`), so that the per-tool families stay bounded.
+    #[serde(default)]
+    pub tools: Vec<ToolMetrics>,
+}
+
+/// One tool's calls since the hangar started: their latency, and how many failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolMetrics {
+    pub tool: String,
+    pub errors: u64,
+    pub latency: Histogram,
 }
 
 /// A latency histogram over [`LATENCY_BUCKETS`]: per-bucket counts (not cumulative).
@@ -172,6 +184,18 @@ const TOOL_CALL_ERRORS: Family = Family::new(
 );
 const TOOL_CALL_DURATION: Family =
     Family::new("hangar_tool_call_duration_seconds", Buckets, SERVER, "Latency of tool calls to each server.");
+const TOOL_DURATION: Family = Family::new(
+    "hangar_mcp_tool_call_duration_seconds",
+    Buckets,
+    &["mcp_server", "tool"],
+    "Latency of calls to each tool of each server (at most 256 tools a server; the rest as tool=\"_other\").",
+);
+const TOOL_ERRORS: Family = Family::new(
+    "hangar_mcp_tool_call_errors_total",
+    Counter,
+    &["mcp_server", "tool"],
+    "Calls to each tool that failed (timeout, upstream error, exit).",
+);
 const HEALTH_CHECKS: Family = Family::new(
     "hangar_health_checks_total",
     Counter,
@@ -227,6 +251,8 @@ pub const FAMILIES: &[Family] = &[
     TOOL_CALLS,
     TOOL_CALL_ERRORS,
     TOOL_CALL_DURATION,
+    TOOL_DURATION,
+    TOOL_ERRORS,
     HEALTH_CHECKS,
     CAPABILITY_VIOLATIONS,
     MESSAGES_SKIPPED,
@@ -251,16 +277,24 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
     let name = TOOL_CALL_DURATION.name;
     family(&mut out, &TOOL_CALL_DURATION);
     for s in servers {
-        let id = label(&s.mcp_server_id);
-        let mut cumulative = 0;
-        for (bound, n) in LATENCY_BUCKETS.iter().zip(&s.call_latency.counts) {
-            cumulative += n;
-            let _ = writeln!(out, "{name}_bucket{{mcp_server=\"{id}\",le=\"{bound}\"}} {cumulative}");
+        let labels = format!("mcp_server=\"{}\"", label(&s.mcp_server_id));
+        histogram(&mut out, name, &labels, &s.call_latency);
+    }
+    let name = TOOL_DURATION.name;
+    family(&mut out, &TOOL_DURATION);
+    for s in servers {
+        for t in &s.tools {
+            let labels = format!("mcp_server=\"{}\",tool=\"{}\"", label(&s.mcp_server_id), label(&t.tool));
+            histogram(&mut out, name, &labels, &t.latency);
         }
-        let h = &s.call_latency;
-        let _ = writeln!(out, "{name}_bucket{{mcp_server=\"{id}\",le=\"+Inf\"}} {}", h.count);
-        let _ = writeln!(out, "{name}_sum{{mcp_server=\"{id}\"}} {}", h.sum_seconds);
-        let _ = writeln!(out, "{name}_count{{mcp_server=\"{id}\"}} {}", h.count);
+    }
+    let name = TOOL_ERRORS.name;
+    family(&mut out, &TOOL_ERRORS);
+    for s in servers {
+        for t in &s.tools {
+            let (id, tool) = (label(&s.mcp_server_id), label(&t.tool));
+            let _ = writeln!(out, "{name}{{mcp_server=\"{id}\",tool=\"{tool}\"}} {}", t.errors);
+        }
     }
     let name = HEALTH_CHECKS.name;
     family(&mut out, &HEALTH_CHECKS);
@@ -290,6 +324,18 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
     family(&mut out, &JOURNAL_DROPPED);
     let _ = writeln!(out, "{} {}", JOURNAL_DROPPED.name, snapshot.journal.dropped);
     out
+}
+
+/// A histogram's `_bucket` (cumulative), `_sum` and `_count` samples, each with `labels`.
+fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let mut cumulative = 0;
+    for (bound, n) in LATENCY_BUCKETS.iter().zip(&h.counts) {
+        cumulative += n;
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {cumulative}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_seconds);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
 }
 
 impl Refused {
@@ -358,6 +404,7 @@ mod tests {
             messages_skipped: 0,
             tool_drifts: 3,
             refused: Refused { max_concurrent_calls: 0, rate_limit: 7 },
+            tools: Vec::new(),
         }
     }
 
@@ -404,6 +451,7 @@ mod tests {
     fn render_writes_exactly_the_listed_families_in_order_with_their_labels() {
         let mut s = server("math", State::Ready);
         s.call_latency.observe(0.01);
+        s.tools.push(ToolMetrics { tool: "add".into(), errors: 1, latency: s.call_latency.clone() });
         let text = render(&MetricsSnapshot { servers: vec![s], ..MetricsSnapshot::default() });
         let mut described = Vec::new();
         let mut current: Option<&Family> = None;

@@ -294,6 +294,12 @@ pub struct ServerDetails {
     /// An isolated server's running instances the caller may see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<InstanceSummary>,
+    /// What its config says (program, endpoint, env names, limits, prefix), never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<crate::server_facts::ConfigFacts>,
+    /// Its process as `/proc` tells (memory, CPU, threads), while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::server_facts::ProcessFacts>,
 }
 
 /// A server's `auth:` as every surface shows it: the kind, the names of the headers it sends

@@ -13,6 +13,9 @@ pub struct SessionOpen {
     pub version: String,
     /// The client's `initialize` capabilities.
     pub capabilities: Value,
+    /// Its `clientInfo` name and version, as it said them (for `GET /api/clients`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// A request in a session: answers its state ([`Reply::Session`](crate::ipc::Reply::Session))

@@ -667,6 +667,35 @@ impl Hangar {
         }
     }
 
+    /// Calls, errors and latency of the last hour, per server the view sees and per tool: a
+    /// server's own process and the instances the view may see (its own; all for an admin).
+    pub(crate) fn call_stats(&self, caller: &Caller, view: &View) -> hangar_core::call_stats::CallStats {
+        use hangar_core::call_stats::{CallStats, Merged, ServerCallStats, ToolCallStats, WINDOW_S, WINDOWS};
+        let now_s = hangar_core::time::now_ms() / 1000;
+        let mcp_servers = self
+            .all_visible(view)
+            .iter()
+            .map(|server| {
+                let mut tools = std::collections::BTreeMap::<String, Merged>::new();
+                for unit in server.and_instances().filter(|unit| view.sees_unit(&caller.identity, unit.id())) {
+                    unit.recent_calls(now_s, &mut tools);
+                }
+                let mut all = Merged::default();
+                for merged in tools.values() {
+                    all.add(merged);
+                }
+                let mut tools: Vec<ToolCallStats> = tools
+                    .into_iter()
+                    .map(|(tool, merged)| ToolCallStats { tool, latency: merged.latency() })
+                    .filter(|tool| tool.latency.calls > 0)
+                    .collect();
+                tools.sort_by(|a, b| b.latency.calls.cmp(&a.latency.calls).then_with(|| a.tool.cmp(&b.tool)));
+                ServerCallStats { mcp_server: server.id().to_owned(), latency: all.latency(), tools }
+            })
+            .collect();
+        CallStats { window_s: WINDOW_S * WINDOWS as u64, mcp_servers }
+    }
+
     /// `bare` as an id other hangars of the fleet can trace back here (itself outside a fleet).
     pub(crate) fn owned_id(&self, bare: String) -> String {
         match self.fleet.get() {

@@ -23,14 +23,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hangar_core::access::{Caller, NamedKey};
 use hangar_core::config::SessionsConfig;
 use hangar_core::echo::bounded;
-use hangar_core::ipc::{ErrorKind, IpcError, SessionChange, SessionState};
+use hangar_core::ipc::{ClientSession, ErrorKind, IpcError, SessionChange, SessionState};
 use hangar_core::mcp::{LEGACY_REVISIONS, log_severity};
 use hangar_core::sync::Unpoisoned;
+use hangar_core::time::rfc3339_millis;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -43,6 +44,11 @@ const MAX_ID_LEN: usize = 128;
 
 struct Session {
     owner: String,
+    /// When it was opened, its client as it named itself, and how many requests it made, for
+    /// `GET /api/clients`.
+    opened_at: SystemTime,
+    client: Option<String>,
+    requests: u64,
     /// Who opened it, for judging what upstream news it may hear.
     caller: Caller,
     state: SessionState,
@@ -201,6 +207,9 @@ impl Registry {
         let state = SessionState { version: version.to_owned(), capabilities, log_level: None, subscriptions: vec![] };
         let session = Session {
             owner: caller.identity.clone(),
+            opened_at: SystemTime::now(),
+            client: None,
+            requests: 0,
             caller: caller.clone(),
             state: state.clone(),
             last_used: now,
@@ -234,7 +243,50 @@ impl Registry {
         }
         let session = self.sessions.get_mut(id).filter(|s| s.owner == identity).ok_or_else(unknown)?;
         session.last_used = now;
+        session.requests += 1;
         Ok(session)
+    }
+
+    /// Notes the client's own name for session `id` (`clientInfo`), as the API read it.
+    pub fn name_client(&mut self, id: &str, client: Option<String>) {
+        if let Some(session) = self.sessions.get_mut(id) {
+            session.client = client;
+        }
+    }
+
+    /// The live sessions whose owner `sees` lets through, the most recently used first.
+    pub fn listed(&self, now: Instant, sees: impl Fn(&str) -> bool) -> Vec<ClientSession> {
+        let wall = SystemTime::now();
+        let mut listed: Vec<(Instant, ClientSession)> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| !s.expired(now, self.idle_ttl) && sees(&s.owner))
+            .map(|(id, s)| {
+                let idle = now.saturating_duration_since(s.last_used);
+                let shown = ClientSession {
+                    session: format!("{}…", id.chars().take(8).collect::<String>()),
+                    identity: s.owner.clone(),
+                    protocol_version: s.state.version.clone(),
+                    client: s.client.clone(),
+                    opened_at: rfc3339_millis(s.opened_at),
+                    last_used_at: rfc3339_millis(wall.checked_sub(idle).unwrap_or(wall)),
+                    requests: s.requests,
+                    streaming: s.streaming(),
+                };
+                (s.last_used, shown)
+            })
+            .collect();
+        listed.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
+        listed.into_iter().map(|(_, shown)| shown).collect()
+    }
+
+    /// How many live sessions each identity holds.
+    pub fn held(&self, now: Instant) -> HashMap<String, u64> {
+        let mut held = HashMap::new();
+        for session in self.sessions.values().filter(|s| !s.expired(now, self.idle_ttl)) {
+            *held.entry(session.owner.clone()).or_default() += 1;
+        }
+        held
     }
 
     pub fn use_session(

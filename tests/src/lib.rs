@@ -950,6 +950,17 @@ pub fn supervisor_exit(args: &[&std::ffi::OsStr], env: &[(&str, Option<&str>)]) 
     (status.and_then(|s| s.code()), std::fs::read_to_string(stderr.path()).unwrap_or_default())
 }
 
+/// An `auth:` block of API keys, each `(name, key, profile)` (no profile: an admin), for a
+/// config's YAML.
+pub fn api_keys_yaml(keys: &[(&str, &str, Option<&str>)]) -> String {
+    let mut yaml = String::from("auth:\n  api_keys:\n");
+    for (name, key, profile) in keys {
+        let profile = profile.map_or_else(String::new, |p| format!(", profile: {p}"));
+        yaml.push_str(&format!("    - {{name: {name}, hash: \"{}\"{profile}}}\n", key_hash(key)));
+    }
+    yaml
+}
+
 /// The hash an operator configures for `key`: `sha256:<hex>` of its bytes, made with
 /// `sha256sum` as the docs tell operators to.
 pub fn key_hash(key: &str) -> String {

@@ -142,7 +142,11 @@ pub(super) async fn negotiate(app: &Calling, params: Option<&Value>) -> (&'stati
 async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply {
     let (version, result) = negotiate(app, params).await;
     let session_id = session::mint(version);
-    if let Err(err) = app.supervisor.session_open(&session_id, version, session::client_capabilities(params)).await {
+    if let Err(err) = app
+        .supervisor
+        .session_open(&session_id, version, session::client_capabilities(params), session::client_info(params))
+        .await
+    {
         return McpReply::error(session::failure_status(&err), id, &session::open_failure(err));
     }
     let mut reply = McpReply::result(id, result);

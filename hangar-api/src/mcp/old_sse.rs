@@ -46,7 +46,7 @@ struct Target {
 /// Opens the session and its stream.
 async fn open(app: Calling) -> Response {
     let session_id = session::mint(VERSION);
-    if let Err(err) = app.supervisor.session_open(&session_id, VERSION, serde_json::json!({})).await {
+    if let Err(err) = app.supervisor.session_open(&session_id, VERSION, serde_json::json!({}), None).await {
         let status = session::failure_status(&err);
         return McpReply::error(status, &Value::Null, &session::open_failure(err)).into_response();
     }

@@ -50,6 +50,22 @@ pub fn client_capabilities(params: Option<&Value>) -> Value {
     params.and_then(|p| p.get("capabilities")).filter(|c| c.is_object()).cloned().unwrap_or_else(|| json!({}))
 }
 
+/// The longest client name and version kept (`clientInfo`, shown on `GET /api/clients`).
+const MAX_CLIENT_INFO: usize = 64;
+
+/// What an `initialize`'s `clientInfo` says: `name version`, printable characters only, cut at
+/// [`MAX_CLIENT_INFO`]; `None` without a name.
+pub fn client_info(params: Option<&Value>) -> Option<String> {
+    let info = params?.get("clientInfo")?;
+    let name = info.get("name")?.as_str()?;
+    let said = match info.get("version").and_then(Value::as_str) {
+        Some(version) => format!("{name} {version}"),
+        None => name.to_owned(),
+    };
+    let kept: String = said.chars().filter(|c| !c.is_control()).take(MAX_CLIENT_INFO).collect();
+    (!kept.trim().is_empty()).then_some(kept)
+}
+
 /// The session `id` at the supervisor, with `change` applied: its state, or the status and
 /// error to answer (404 for a session it does not know).
 pub async fn check(

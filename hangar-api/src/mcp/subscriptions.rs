@@ -117,7 +117,7 @@ async fn subscribe_resources(supervisor: &AsCaller, uris: Vec<String>) -> Option
     }
     let version = hangar_core::mcp::LATEST_LEGACY_REVISION;
     let session = super::session::mint(version);
-    if let Err(err) = supervisor.session_open(&session, version, json!({})).await {
+    if let Err(err) = supervisor.session_open(&session, version, json!({}), None).await {
         tracing::debug!(kind = err.kind.as_str(), "a listen's resource subscriptions were not opened");
         return None;
     }

@@ -1,8 +1,12 @@
-//! The status page at `GET /`: plain HTML, CSS and one script, compiled into the binary (no
-//! build step, nothing read from disk). The files carry no data, so they are served without a
-//! credential (they are in [`crate::public`]'s table); the script asks `/api` for everything, with the credential the operator enters.
-//! Its one other request is a per-user server's Connect button: `POST /oauth/connect/{server}`
-//! with the same credential, after which the browser goes to the connect URL answered.
+//! The status page at `GET /`: plain HTML, CSS and two scripts (`page.js`: the servers, the
+//! event stream, approvals and the chart; `work.js`: latency, connected clients, a server's
+//! config and process, its prompts and resources, the admins' playground and the audit rows
+//! behind the chart's errors), compiled into the binary (no build step, nothing read from
+//! disk). The files carry no data, so they are served without a credential (they are in
+//! [`crate::public`]'s table); the scripts ask `/api` for everything, with the credential the
+//! operator enters. Their other requests carry the same credential: a per-user server's Connect
+//! button (`POST /oauth/connect/{server}`, after which the browser goes to the connect URL
+//! answered), and the playground's `hangar_call` on `/mcp`.
 //!
 //! Every answer here carries a strict Content-Security-Policy: only this origin's script and
 //! style (no inline code, no `eval`), requests only to this origin, no frames, no forms posted
@@ -16,14 +20,15 @@ use axum::http::header::{
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::public::{PAGE_CSS, PAGE_HTML, PAGE_JS};
+use crate::public::{PAGE_CSS, PAGE_HTML, PAGE_JS, PAGE_WORK_JS};
 use crate::state::AppState;
 
 /// The page's files: path, media type, content.
-const FILES: [(&str, &str, &str); 3] = [
+const FILES: [(&str, &str, &str); 4] = [
     (PAGE_HTML, "text/html; charset=utf-8", include_str!("index.html")),
     (PAGE_CSS, "text/css; charset=utf-8", include_str!("page.css")),
     (PAGE_JS, "text/javascript; charset=utf-8", include_str!("page.js")),
+    (PAGE_WORK_JS, "text/javascript; charset=utf-8", include_str!("work.js")),
 ];
 
 /// What the page may load and send: its own script, style and API, images of its own or inline
@@ -63,7 +68,9 @@ mod tests {
         assert!(!html.contains(" style="), "inline style attribute");
         assert!(!has_event_handler_attribute(html), "an inline event handler (onclick=...)");
         for script in html.split("<script").skip(1) {
-            assert!(script.trim_start().starts_with("src=\"/page.js\""), "only the page's own script: {script}");
+            let own =
+                [PAGE_JS, PAGE_WORK_JS].iter().any(|js| script.trim_start().starts_with(&format!("src=\"{js}\"")));
+            assert!(own, "only the page's own scripts: {script}");
         }
     }
 

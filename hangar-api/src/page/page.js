@@ -1,4 +1,5 @@
-// The status page's one script. Everything it shows comes from /api with the credential the
+// The status page's first script (work.js, the second, shows latency, clients, server facts,
+// the playground and the audit rows behind the chart's errors). Everything it shows comes from /api with the credential the
 // operator entered (kept in this tab's sessionStorage). It follows GET /api/events (Server-Sent
 // Events, read with fetch so the credential travels in a header) and asks for a list again only
 // when the stream (re)connects or reports a reload or a gap. Every text from the API is set with
@@ -258,6 +259,7 @@ class ServerView {
       this.loadTools();
       this.loadAudit();
       this.followLogs();
+      openWork(this);
     }
   }
 
@@ -479,6 +481,8 @@ function refreshCounts() {
   countsAskedAt = Date.now();
   loadCounts().catch((err) => showNotice("Counters unavailable: " + err.message));
   loadChart().catch((err) => showChartError(err));
+  loadCallStats().catch((err) => showNotice("Latency unavailable: " + err.message));
+  loadClients().catch((err) => showNotice("Clients unavailable: " + err.message));
 }
 
 async function loadCounts() {
@@ -855,6 +859,8 @@ function drawChart(minutes) {
       const tip = svg("title", {});
       tip.textContent = formatTime(minute.at) + ": " + minute.calls + " calls, " + minute.errors + " errors";
       bar.append(tip);
+      // An error bar opens the audit rows behind it (as its button below the chart does).
+      if (kind === "errors") bar.addEventListener("click", () => showErrorRows(minute.at));
       chart.append(bar);
     }
   });
@@ -868,6 +874,7 @@ function drawChart(minutes) {
   errors.className = "legend-errors";
   errors.textContent = totalErrors + " errors";
   text.replaceChildren(calls, document.createTextNode(" and "), errors, document.createTextNode(" in the last hour."));
+  showErrorMinutes(minutes);
 }
 
 // ---- small builders --------------------------------------------------------------------------

@@ -55,7 +55,7 @@ use hangar_runtime::telemetry::{Kind, names as spans};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-pub(crate) use self::kept::{Calls, client_answer_late};
+pub(crate) use self::kept::{Calls, Noted, client_answer_late};
 use crate::hangar::{Decision, Hangar, admit_caller};
 
 /// One call of a [`CallSpec`] (or of a batch), as the supervisor makes it.
@@ -174,6 +174,14 @@ impl Hangar {
     /// span export on, all of it is the admission span (a child of the caller's trace), whose
     /// context the upstream's request carries on; with it off, the trace goes on as it came.
     async fn pipeline(&self, decide: &Decision<'_>, call: CallRequest) -> Result<Value, IpcError> {
+        let called = self.traced_stages(decide, call).await;
+        let noted = Noted::Call { failed: called.is_err() };
+        self.calls.traffic.note(&decide.caller().identity, decide.view().profile(), noted);
+        called
+    }
+
+    /// [`Hangar::pipeline`]'s stages within the admission span, when spans are exported.
+    async fn traced_stages(&self, decide: &Decision<'_>, call: CallRequest) -> Result<Value, IpcError> {
         let Some(telemetry) = &self.shared.telemetry else {
             return self.stages(decide, call, &mut None).await;
         };

@@ -87,6 +87,7 @@ async fn audit(
     {
         return Err(invalid("outcome must be ok, is_error, error, or an error type (lower-case letters and _)"));
     }
+    let (from, to) = (time_bound(query.from.as_deref(), "from")?, time_bound(query.to.as_deref(), "to")?);
     let mut filter = Filter {
         kind: Some("audit"),
         identity: query.identity.clone(),
@@ -94,18 +95,32 @@ async fn audit(
         outcome: query.outcome,
         keep: None,
     };
-    if let Some(own) = own_calls(caller, view) {
+    let own = own_calls(caller, view);
+    if own.is_some() && query.identity.as_ref().is_some_and(|asked| *asked != caller.identity) {
         // Someone else's calls are not there for a non-admin: an empty page, not an error.
-        if query.identity.as_ref().is_some_and(|asked| *asked != caller.identity) {
-            return Ok(AuditPage { entries: Vec::new(), next: query.since.unwrap_or(0) });
-        }
+        return Ok(AuditPage { entries: Vec::new(), next: query.since.unwrap_or(0) });
+    }
+    if own.is_some() {
         filter.identity = Some(caller.identity.clone());
-        filter.keep = Some(Arc::new(move |event: &JournalEvent| match &event.what {
-            Happened::Audit(entry) => own(&entry.mcp_server, &entry.identity),
-            _ => false,
+    }
+    if own.is_some() || from.is_some() || to.is_some() {
+        filter.keep = Some(Arc::new(move |event: &JournalEvent| {
+            let Happened::Audit(entry) = &event.what else { return false };
+            let at = || hangar_core::time::parse_millis(&event.at).unwrap_or(0);
+            own.as_ref().is_none_or(|own| own(&entry.mcp_server, &entry.identity))
+                && from.is_none_or(|from| at() >= from)
+                && to.is_none_or(|to| at() < to)
         }));
     }
-    let found = read(journal, reader, query.since, limit, filter).await?;
+    // Read from `from` on, unless the caller is paging on with its cursor.
+    let since = match (query.since, from) {
+        (None, Some(from)) => {
+            let reader = reader.clone();
+            Some(blocking(move || reader.id_before(from as i64)).await?)
+        }
+        (since, _) => since,
+    };
+    let found = read(journal, reader, since, limit, filter).await?;
     let entries = found.events.into_iter().filter_map(audit_entry).collect();
     Ok(AuditPage { entries, next: found.next })
 }
@@ -177,6 +192,14 @@ fn shown(view: &View, caller: &Caller, event: JournalEvent) -> Option<JournalEve
         other => other,
     };
     Some(JournalEvent { id, at, what })
+}
+
+/// A `from` or `to` bound in milliseconds since the Unix epoch, from its RFC 3339 text.
+fn time_bound(text: Option<&str>, key: &str) -> Result<Option<u64>, IpcError> {
+    let Some(text) = text else { return Ok(None) };
+    hangar_core::time::parse_millis(text)
+        .map(Some)
+        .ok_or_else(|| invalid(format!("{key} must be an RFC 3339 time such as 2026-12-04T10:00:00Z")))
 }
 
 fn page_limit(limit: Option<usize>) -> Result<usize, IpcError> {

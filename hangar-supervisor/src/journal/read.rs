@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hangar_core::journal::{Happened, JournalEvent, MinuteCount};
 use hangar_core::sync::Unpoisoned;
 use hangar_core::time::rfc3339_millis;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::block;
 use super::schema::latest_written;
@@ -379,6 +379,23 @@ impl Reader {
         let mut events = scan.events;
         events.reverse();
         Ok(Found { events, next: newest.max(written) })
+    }
+
+    /// An id from which a scan (`after`) sees every entry recorded at `at_ms` or later: just
+    /// before the newest block that began before then (a block may straddle the time, so a
+    /// few earlier entries follow too), or 0. Blocks are found newest first by id, so a
+    /// recent time costs a few rows.
+    pub fn id_before(&self, at_ms: i64) -> Result<u64, ReadError> {
+        let first: Option<i64> = self.with(|connection| {
+            connection
+                .query_row(
+                    "SELECT first_id FROM blocks WHERE first_at_ms < ?1 ORDER BY first_id DESC LIMIT 1",
+                    [at_ms],
+                    |row| row.get(0),
+                )
+                .optional()
+        })?;
+        Ok(first.map_or(0, |id| id.saturating_sub(1).max(0) as u64))
     }
 
     /// The newest id recorded: in the database or, not yet written, in the tail.

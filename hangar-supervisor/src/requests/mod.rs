@@ -16,11 +16,13 @@ mod audit;
 mod auth;
 mod await_client_answer;
 mod call;
+mod call_stats;
 mod cancel_client_call;
 mod catalog;
 mod check;
 mod client_answer;
 mod client_metadata;
+mod clients;
 mod cluster;
 mod connect_begin;
 mod connect_finish;
@@ -65,6 +67,7 @@ use hangar_core::sync::UnpoisonedRw;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::calls::Noted;
 use crate::hangar::{Decision, Hangar, admit_caller};
 
 /// A request that answers itself, on behalf of the caller `decide` judges for; `notices` carries
@@ -101,6 +104,7 @@ impl Hangar {
             Ok(view) => {
                 let decide = Decision::by(caller, &view, &self.shared.journal, &access.audit);
                 let answer = self.answer(&decide, request, notices).await;
+                self.calls.traffic.note(&caller.identity, view.profile(), Noted::Request);
                 decide.finish(&answer);
                 answer
             }
@@ -164,6 +168,8 @@ impl Hangar {
             Request::Approvals => approvals::Approvals.apply(self, decide, notices).await,
             Request::Decide(request) => request.apply(self, decide, notices).await,
             Request::InFlight => in_flight::InFlight.apply(self, decide, notices).await,
+            Request::CallStats => call_stats::CallStats.apply(self, decide, notices).await,
+            Request::Clients => clients::Clients.apply(self, decide, notices).await,
         }
     }
 }

@@ -110,7 +110,9 @@ impl Server {
             upstream.request_with_headers("tools/call", Value::Object(params), timeout, relay, &headers).await;
         {
             let mut inner = self.lock();
-            inner.counters.call_latency.observe(started.elapsed().as_secs_f64());
+            let seconds = started.elapsed().as_secs_f64();
+            inner.counters.call_latency.observe(seconds);
+            inner.counters.tool_call(tool, seconds, outcome.is_err());
             if let Err(err) = &outcome {
                 // An over-long answer was already counted against the server when it was skipped
                 // (`protocol_violation`): one fault, one failure.

@@ -24,6 +24,7 @@ mod instances;
 mod memory;
 mod memory_key;
 mod param_headers;
+mod proc_facts;
 mod process;
 mod start;
 
@@ -38,7 +39,7 @@ use hangar_core::config::{RecoveryPolicy, ServerConfig};
 use hangar_core::ipc::ProbeTarget;
 use hangar_core::lifecycle::{Event, Lifecycle, State, StopReason};
 use hangar_core::limits::DEFAULT_SERVER_CONCURRENCY;
-use hangar_core::metrics::{Histogram, ServerMetrics};
+use hangar_core::metrics::{Histogram, ServerMetrics, ToolMetrics};
 use hangar_core::record::{
     DeadRecord, Health, LastChange, Meta, ServerDetails, ServerSummary, StateChange, ToolInfo, ToolRecord, ToolsSource,
 };
@@ -186,6 +187,31 @@ struct Counters {
     messages_skipped: u64,
     /// Pinned tools found changed or missing.
     tool_drifts: u64,
+    /// Each tool's calls (at most `call_stats::MAX_TOOLS` apart, the rest together).
+    tools: BTreeMap<String, ToolCounters>,
+}
+
+/// One tool's calls: all time for `/metrics`, and the last hour for the status page.
+#[derive(Default)]
+struct ToolCounters {
+    latency: Histogram,
+    errors: u64,
+    recent: hangar_core::call_stats::RecentCalls,
+}
+
+impl Counters {
+    /// Counts a call of `tool` that took `seconds`, and whether it failed.
+    fn tool_call(&mut self, tool: &str, seconds: f64, failed: bool) {
+        use hangar_core::call_stats::{MAX_TOOLS, OTHER_TOOLS};
+        let name = if self.tools.contains_key(tool) || self.tools.len() < MAX_TOOLS { tool } else { OTHER_TOOLS };
+        let counters = match self.tools.get_mut(name) {
+            Some(counters) => counters,
+            None => self.tools.entry(name.to_owned()).or_default(),
+        };
+        counters.latency.observe(seconds);
+        counters.errors += u64::from(failed);
+        counters.recent.observe(hangar_core::time::now_ms() / 1000, seconds, failed);
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,6 +422,30 @@ impl Server {
     }
 
     pub fn details(&self) -> ServerDetails {
+        let mut details = self.details_kept();
+        details.config = Some(self.config_facts());
+        details.process = details.meta.pid.filter(|_| details.alive).and_then(proc_facts::read);
+        details
+    }
+
+    /// What the config says of it, never a secret (`hangar_core::server_facts`).
+    fn config_facts(&self) -> hangar_core::server_facts::ConfigFacts {
+        let config = &self.config;
+        hangar_core::server_facts::ConfigFacts {
+            program: config.command.first().cloned(),
+            arguments: config.command.len().saturating_sub(1),
+            endpoint: config.endpoint.as_deref().and_then(hangar_core::server_facts::shown_endpoint),
+            env: config.env.keys().cloned().collect(),
+            max_concurrent_calls: config.limits.concurrency(DEFAULT_SERVER_CONCURRENCY),
+            rate_limit: config.limits.rate_limit.clone(),
+            expose_as: config.expose_as.clone().unwrap_or_else(|| self.id.clone()),
+            handshake_timeout_s: config.handshake_timeout_s,
+            idle_ttl_s: config.idle_ttl_s,
+        }
+    }
+
+    /// The details the server keeps (its process read apart, outside the lock).
+    fn details_kept(&self) -> ServerDetails {
         let inner = self.lock();
         ServerDetails {
             mcp_server_id: self.id.clone(),
@@ -414,6 +464,8 @@ impl Server {
             auth: self.config.auth.as_ref().map(auth_details),
             isolation: self.config.isolation,
             instances: Vec::new(),
+            config: None,
+            process: None,
         }
     }
 
@@ -441,6 +493,19 @@ impl Server {
             messages_skipped: c.messages_skipped,
             tool_drifts: c.tool_drifts,
             refused: self.limiter.refused(),
+            tools: c
+                .tools
+                .iter()
+                .map(|(tool, t)| ToolMetrics { tool: tool.clone(), errors: t.errors, latency: t.latency.clone() })
+                .collect(),
+        }
+    }
+
+    /// Adds each tool's calls of the last hour (as of `now_s`) into `tools`, by tool name.
+    pub fn recent_calls(&self, now_s: u64, tools: &mut BTreeMap<String, hangar_core::call_stats::Merged>) {
+        let inner = self.lock();
+        for (tool, counters) in &inner.counters.tools {
+            counters.recent.add_to(now_s, tools.entry(tool.clone()).or_default());
         }
     }
 

@@ -127,12 +127,21 @@ where
     }
 }
 
-/// Clicks the first element `selector` matches, once there is one.
+/// Clicks the first element `selector` matches, once there is one that takes the click. A live
+/// page may replace the element between finding and clicking it (a list drawn again on an
+/// event): then the new one is found and clicked.
 pub async fn click(browser: &Client, selector: &str) {
-    let element =
-        eventually(&format!("{selector} to be there"), || async { browser.find(Locator::Css(selector)).await.ok() })
-            .await;
-    element.click().await.unwrap_or_else(|err| panic!("cannot click {selector}: {err}"));
+    eventually(&format!("{selector} to be there and clicked"), || async {
+        let element = browser.find(Locator::Css(selector)).await.ok()?;
+        match element.click().await {
+            Ok(_) => Some(()),
+            Err(err) => {
+                eprintln!("clicking {selector} failed, trying again: {err}");
+                None
+            }
+        }
+    })
+    .await;
 }
 
 /// Types `text` into the first element `selector` matches, once there is one.

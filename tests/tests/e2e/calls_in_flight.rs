@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fantoccini::Client;
 use hangar_tests::serde_json::{Value, json};
-use hangar_tests::{Hangar, key_hash, poll};
+use hangar_tests::{Hangar, api_keys_yaml, poll};
 
 use crate::browser::{eventually, in_browser, text};
 use crate::status_page::sign_in;
@@ -17,22 +17,15 @@ const DEV: &str = "dev-in-flight-0123456789";
 const OTHER: &str = "other-in-flight-0123456789";
 
 fn hangar() -> Hangar {
+    let keys = api_keys_yaml(&[("ops", ADMIN, None), ("dev", DEV, Some("dev")), ("other", OTHER, Some("dev"))]);
     Hangar::start(&format!(
         r#"
 tool_access: {{mode: front_door}}
-auth:
-  api_keys:
-    - {{name: ops, hash: "{}"}}
-    - {{name: dev, hash: "{}", profile: dev}}
-    - {{name: other, hash: "{}", profile: dev}}
-profiles:
+{keys}profiles:
   dev: {{servers: [slow]}}
 mcp_servers:
   slow: {{command: ["{{fake}}", "--tools", "sleep,echo"]}}
-"#,
-        key_hash(ADMIN),
-        key_hash(DEV),
-        key_hash(OTHER)
+"#
     ))
 }
 

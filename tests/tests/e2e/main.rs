@@ -119,3 +119,4 @@ mod upstream_login;
 mod upstream_oauth;
 mod url_elicitations;
 mod view_lists;
+mod work_window;

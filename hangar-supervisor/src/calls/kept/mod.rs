@@ -1,6 +1,6 @@
 //! What the calls keep beyond their requests: tasks, calls and batches held for their clients'
-//! answers, legacy clients' cancels and answers, sessions waiting on a URL elicitation, and
-//! calls waiting for a person's approval. `Hangar` holds one [`Calls`]; the pipeline
+//! answers, legacy clients' cancels and answers, sessions waiting on a URL elicitation, calls
+//! waiting for a person's approval, the calls in flight and each identity's traffic. `Hangar` holds one [`Calls`]; the pipeline
 //! (`crate::calls`) reads and changes it.
 //!
 //! Architecture invariant: these are stores, beneath the pipeline. Nothing here names `Hangar`
@@ -13,6 +13,7 @@ mod holds;
 mod in_flight;
 mod task_news;
 mod tasks;
+mod traffic;
 
 pub(crate) use self::approvals::Approvals;
 pub(crate) use self::client_relay::{ClientRelay, client_answer_late};
@@ -20,6 +21,7 @@ pub(crate) use self::elicitation_waits::{ElicitationWaits, Wait, Waiter};
 pub(crate) use self::holds::{Held, HeldBatch, Holds, Running};
 pub(crate) use self::in_flight::InFlight;
 pub(crate) use self::tasks::{Followed, ParkedCall, Tasks, now_ms};
+pub(crate) use self::traffic::{Noted, Traffic};
 
 /// What the calls keep beyond their requests.
 #[derive(Default)]
@@ -36,6 +38,8 @@ pub struct Calls {
     pub(crate) approvals: Approvals,
     /// The tool calls running upstream right now.
     pub(crate) in_flight: InFlight,
+    /// Each identity's requests and calls since the hangar started.
+    pub(crate) traffic: Traffic,
 }
 
 impl Calls {
