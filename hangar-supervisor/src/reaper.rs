@@ -72,8 +72,7 @@ pub fn sweep() -> usize {
     let own = children::own();
     let mut adopted = adopted();
     let me = std::process::id();
-    let orphans: Vec<proctree::Stat> =
-        proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.contains(p.pid)).collect();
+    let orphans = orphans_of(me, &own, &adopted);
     // Forget those no longer the supervisor's children (reaped since) or whose pid was reused.
     let gone: Vec<u32> = adopted
         .iter()
@@ -117,7 +116,23 @@ pub fn sweep() -> usize {
     swept
 }
 
-/// [`sweep`] on a blocking thread: it reads all of `/proc` and may wait for a process caught
+/// The supervisor's (`me`'s) children it did not spawn, as `/proc` says now. Its own lists of
+/// children (`proctree::children_of`) are read, and only the stat of each child that is not its
+/// own: a sweep at every SIGCHLD with a thousand upstreams running would otherwise read a
+/// thousand `/proc/<pid>/stat` files (more, with their own children) each time. Those lists may
+/// miss a child while others come and go, so each adopted orphan missing from them is read
+/// itself: one still there is never taken for gone (and forgotten by the guardians). Without
+/// such lists (a kernel built without them), all of `/proc` is read.
+fn orphans_of(me: u32, own: &children::Own, adopted: &BTreeMap<u32, Adopted>) -> Vec<proctree::Stat> {
+    let Some(children) = proctree::children_of(me) else {
+        return proctree::snapshot().into_iter().filter(|p| p.ppid == me && !own.contains(p.pid)).collect();
+    };
+    let missed = adopted.keys().filter(|pid| !children.contains(pid)).copied().collect::<Vec<_>>();
+    let candidates = children.into_iter().filter(|pid| !own.contains(*pid)).chain(missed);
+    candidates.filter_map(proctree::read).filter(|p| p.ppid == me).collect()
+}
+
+/// [`sweep`] on a blocking thread: it reads `/proc` and may wait for a process caught
 /// mid-exec, which must not hold up the runtime's thread (the supervisor runs one by default).
 pub async fn sweep_off_thread() {
     if let Err(err) = tokio::task::spawn_blocking(sweep).await {

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use hangar_core::config::Mode;
 use hangar_core::ipc::ErrorKind;
-use hangar_core::lifecycle::State;
 use hangar_core::sync::Unpoisoned;
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -82,9 +81,9 @@ fn listen_params(wanted: &Wanted) -> serde_json::Value {
 /// Whether `server` is a running 2026-07-28 HTTP upstream: one whose notifications outside any
 /// request come only on a held listen (a stdio upstream prints them whenever it likes).
 pub fn hears_news_by_listen(server: &Server) -> bool {
-    let details = server.details();
-    let running = matches!(details.state, State::Ready | State::Degraded);
-    running && server.config().mode != Mode::Subprocess && details.meta.protocol_era.as_deref() == Some("modern")
+    // Asked of every server at every state change: the config first (no lock), then one short
+    // lock, never the whole details.
+    server.config().mode != Mode::Subprocess && server.serves_modern()
 }
 
 /// Holds the listen with `params` as long as it is wanted. Ends for an upstream that cannot

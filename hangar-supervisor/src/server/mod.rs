@@ -334,6 +334,14 @@ impl Server {
         self.lock().process.is_some()
     }
 
+    /// Whether it serves (ready or degraded) on the 2026-07-28 protocol: one short lock, for
+    /// checks made of every server at every state change.
+    pub fn serves_modern(&self) -> bool {
+        let inner = self.lock();
+        matches!(inner.lifecycle.state(), State::Ready | State::Degraded)
+            && inner.meta.protocol_era.as_deref() == Some("modern")
+    }
+
     pub fn log(&self) -> &LogRing {
         &self.log
     }
