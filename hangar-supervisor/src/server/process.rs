@@ -72,8 +72,9 @@ impl Server {
 
 /// Copies what a child prints on `output` (its stderr, or an HTTP server's stdout) into its log.
 pub(super) async fn drain_into_log<R: tokio::io::AsyncRead + Unpin>(output: R, stream: Stream, log: Arc<LogRing>) {
-    // Small and per upstream (see `upstream::stdio::read_loop`); a flood is read 4 KiB at a time.
-    let mut reader = BufReader::with_capacity(4 * 1024, output);
+    // Small and per upstream (see `upstream::stdio::read_loop`); a flood is read 1 KiB at a time
+    // (log lines are short, and a log is no hot path).
+    let mut reader = BufReader::with_capacity(1024, output);
     let mut buf = Vec::new();
     loop {
         match read_line(&mut reader, &mut buf, crate::logs::MAX_LINE_BYTES).await {
