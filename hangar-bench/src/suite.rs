@@ -97,7 +97,7 @@ pub async fn run(quick: bool, json: Option<PathBuf>) -> anyhow::Result<bool> {
             ))
         }
     };
-    for helper in ["hangar-api", "hangar-prober"] {
+    for helper in ["hangar-api", "hangar-prober", "hangar-guardian"] {
         sibling(helper)?;
     }
     let mut suite = Suite {

@@ -16,8 +16,9 @@
 //!
 //! Upstreams in cgroup v1 groups (the fallback for limits, `cgroup_v1.rs`) are killed here too:
 //! v1 has no `cgroup.kill`, so every process its `cgroup.procs` lists is SIGKILLed, through a
-//! pidfd checked against the list again (no pid-reuse window), until it is empty. A child joins a
-//! v1 group through `tasks`, a v2 one through `cgroup.procs` ([`join_file`]).
+//! pidfd checked against the list again (no pid-reuse window), until it is empty (the killing is
+//! `hangar_guardian::cgroup`'s, shared with the guardians). A child joins a v1 group through
+//! `tasks`, a v2 one through `cgroup.procs` ([`join_file`]).
 //!
 //! `--kill-mode auto` uses cgroups when the supervisor's own cgroup is not the hierarchy's root,
 //! has `cgroup.kill` (Linux 5.14) and lets it create a child; otherwise `subreaper`: the
@@ -28,7 +29,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use hangar_guardian::cgroup::Hierarchy;
 
 /// How the hangar kills an upstream's whole subtree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -188,41 +191,14 @@ fn usable() -> Result<PathBuf, String> {
     Ok(own)
 }
 
-/// `<cgroup2 mount>/<path from /proc/self/cgroup's "0::" line>`.
+/// The supervisor's own cgroup v2 directory.
 fn own_cgroup() -> Option<PathBuf> {
-    cgroup_of("self")
+    Hierarchy::read()?.of("self")
 }
 
 /// The cgroup v2 directory a process is in, if it can be read.
 pub fn of_process(pid: u32) -> Option<PathBuf> {
-    cgroup_of(&pid.to_string())
-}
-
-/// `<cgroup2 mount>/<path from /proc/<process>/cgroup's "0::" line>`.
-fn cgroup_of(process: &str) -> Option<PathBuf> {
-    let cgroups = std::fs::read_to_string(format!("/proc/{process}/cgroup")).ok()?;
-    let path = cgroups.lines().find_map(|line| line.strip_prefix("0::"))?;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let (root, mount) = cgroup2_mount(&mountinfo)?;
-    let relative = path.strip_prefix(root.as_str()).unwrap_or(path).trim_start_matches('/');
-    Some(Path::new(&mount).join(relative))
-}
-
-/// The root and mount point of the cgroup2 file system in a `/proc/self/mountinfo` text.
-fn cgroup2_mount(mountinfo: &str) -> Option<(String, String)> {
-    mountinfo.lines().find_map(|line| {
-        let (fields, fs) = line.split_once(" - ")?;
-        if fs.split_whitespace().next()? != "cgroup2" {
-            return None;
-        }
-        let fields: Vec<&str> = fields.split_whitespace().collect();
-        Some((unescape(fields.get(3)?), unescape(fields.get(4)?)))
-    })
-}
-
-/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
-fn unescape(field: &str) -> String {
-    field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+    Hierarchy::read()?.of(&pid.to_string())
 }
 
 /// Whether upstreams run in cgroups of their own (`cgroup` mode was chosen).
@@ -244,19 +220,17 @@ pub fn create() -> io::Result<Option<PathBuf>> {
     }
 }
 
-/// SIGKILLs every process in the cgroup: at once with `cgroup.kill` (v2); a v1 group has none,
-/// so each process its `cgroup.procs` lists ([`kill_listed`]; what forks meanwhile is taken by
-/// the next call).
+/// SIGKILLs every process in the cgroup (`hangar_guardian::cgroup::kill`); a failure is logged.
 pub fn kill(dir: &Path) {
-    let kill_file = dir.join("cgroup.kill");
-    if !kill_file.exists() && dir.join("cgroup.procs").exists() {
-        kill_listed(|| members(dir));
-        return;
-    }
-    if let Err(err) = std::fs::write(kill_file, "1")
-        && err.kind() != io::ErrorKind::NotFound
-    {
+    if let Err(err) = hangar_guardian::cgroup::kill(dir) {
         tracing::warn!(cgroup = %dir.display(), %err, "cannot kill a cgroup");
+    }
+}
+
+/// Kills the cgroup until it is empty (bounded) and removes it; a failure is logged.
+pub fn kill_and_remove(dir: &Path, limit: Duration) {
+    if let Err(err) = hangar_guardian::cgroup::kill_and_remove(dir, limit) {
+        tracing::warn!(cgroup = %dir.display(), %err, "cannot empty and remove an upstream's cgroup");
     }
 }
 
@@ -272,82 +246,9 @@ pub fn join_file(dir: &Path) -> PathBuf {
     if tasks.exists() { tasks } else { dir.join("cgroup.procs") }
 }
 
-/// SIGKILLs the processes `listed` names, without the pid-reuse window of reading pids and then
-/// signalling them: a pidfd is opened on each pid read, so the signal can reach no other process
-/// than the one opened, and that one is signalled only if the list, read again after the open,
-/// still names its pid. While it lives no other process has that pid, so it is still a member;
-/// had it died meanwhile, the signal reaches nobody. A kernel without pidfds (before 5.3) gets
-/// the plain signal by pid.
-fn kill_listed(listed: impl Fn() -> Vec<u32>) {
-    use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
-    let own = std::process::id();
-    let mut opened: Vec<(u32, std::os::fd::OwnedFd)> = Vec::new();
-    for pid in listed().into_iter().filter(|pid| *pid > 1 && *pid != own) {
-        let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else { continue };
-        match pidfd_open(raw, PidfdFlags::empty()) {
-            Ok(pidfd) => opened.push((pid, pidfd)),
-            Err(rustix::io::Errno::NOSYS) => crate::proctree::signal(pid, nix::sys::signal::Signal::SIGKILL),
-            // Gone already (ESRCH): nothing to kill.
-            Err(_) => {}
-        }
-    }
-    if opened.is_empty() {
-        return;
-    }
-    let still = listed();
-    for (pid, pidfd) in opened.iter().filter(|(pid, _)| still.contains(pid)) {
-        match pidfd_send_signal(pidfd, Signal::KILL) {
-            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
-            Err(err) => tracing::warn!(pid, %err, "cannot kill a process of a cgroup v1 group"),
-        }
-    }
-}
-
-/// The pids a group's `cgroup.procs` lists (none if it cannot be read).
-fn members(dir: &Path) -> Vec<u32> {
-    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-    procs.lines().filter_map(|line| line.trim().parse().ok()).collect()
-}
-
-/// Whether any process is left in the cgroup (or it cannot be read, which counts as empty):
-/// v2's `cgroup.events`, else (v1) a non-empty `cgroup.procs`.
-pub fn populated(dir: &Path) -> bool {
-    match std::fs::read_to_string(dir.join("cgroup.events")) {
-        Ok(events) => events.lines().any(|line| line == "populated 1"),
-        Err(_) => !members(dir).is_empty(),
-    }
-}
-
-/// Kills the cgroup until it is empty (bounded) and removes it.
-pub fn kill_and_remove(dir: &Path, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    loop {
-        kill(dir);
-        if !populated(dir) || Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    match std::fs::remove_dir(dir) {
-        Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-        Err(err) => tracing::warn!(cgroup = %dir.display(), %err, "cannot remove an upstream's cgroup"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_the_cgroup2_mount_in_hybrid_and_unified_layouts() {
-        let hybrid = "35 25 0:30 / /sys/fs/cgroup/cpu rw,relatime shared:12 - cgroup cgroup rw,cpu\n\
-                      36 25 0:31 / /sys/fs/cgroup/unified rw,relatime shared:13 - cgroup2 cgroup2 rw";
-        assert_eq!(cgroup2_mount(hybrid), Some(("/".into(), "/sys/fs/cgroup/unified".into())));
-        let unified = "30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate";
-        assert_eq!(cgroup2_mount(unified), Some(("/".into(), "/sys/fs/cgroup".into())));
-        assert_eq!(cgroup2_mount("1 0 0:1 / / rw - ext4 /dev/sda rw"), None);
-    }
 
     /// A directory laid out like a delegated cgroup v2 (cgroupfs files exist before any write).
     fn fake_cgroup(controllers: &str) -> tempfile::TempDir {
@@ -434,54 +335,5 @@ mod tests {
         let v2 = tempfile::tempdir().unwrap();
         std::fs::write(v2.path().join("cgroup.procs"), "").unwrap();
         assert_eq!(join_file(v2.path()), v2.path().join("cgroup.procs"));
-    }
-
-    /// A child that sleeps for a minute unless killed.
-    fn sleeper() -> std::process::Child {
-        std::process::Command::new("sleep").arg("60").spawn().unwrap()
-    }
-
-    /// The signal that ended `child` (waiting for it: at most the minute it sleeps).
-    fn ended_by(child: &mut std::process::Child) -> Option<i32> {
-        use std::os::unix::process::ExitStatusExt;
-        child.wait().unwrap().signal()
-    }
-
-    #[test]
-    fn a_listed_process_is_killed_only_if_the_list_still_names_it_once_opened() {
-        let mut member = sleeper();
-        kill_listed(|| vec![member.id()]);
-        assert_eq!(ended_by(&mut member), Some(libc::SIGKILL), "a member is killed");
-
-        // Listed at the first read, gone from the list once its pidfd is open: as if it had died
-        // and its pid gone to a process outside the group, which must not be signalled.
-        let mut outsider = sleeper();
-        let reads = std::cell::Cell::new(0);
-        kill_listed(|| {
-            reads.set(reads.get() + 1);
-            if reads.get() == 1 { vec![outsider.id()] } else { Vec::new() }
-        });
-        assert_eq!(reads.get(), 2);
-        // A SIGKILL sent above would end it before this SIGTERM could: how it ended tells.
-        let outsider_pid = nix::unistd::Pid::from_raw(outsider.id() as i32);
-        nix::sys::signal::kill(outsider_pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-        assert_eq!(ended_by(&mut outsider), Some(libc::SIGTERM), "a pid no longer listed is left alone");
-
-        // Never init, never the supervisor itself.
-        kill_listed(|| vec![0, 1, std::process::id()]);
-    }
-
-    #[test]
-    fn a_v1_group_is_populated_while_its_procs_lists_a_pid() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("cgroup.procs"), "").unwrap();
-        assert!(!populated(dir.path()));
-        std::fs::write(dir.path().join("cgroup.procs"), "12\n34\n").unwrap();
-        assert!(populated(dir.path()));
-        assert_eq!(members(dir.path()), [12, 34]);
-        let v2 = tempfile::tempdir().unwrap();
-        std::fs::write(v2.path().join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
-        std::fs::write(v2.path().join("cgroup.procs"), "").unwrap();
-        assert!(!populated(v2.path()));
     }
 }

@@ -1,32 +1,48 @@
-//! The guardian: a tiny process that outlives a SIGKILLed supervisor just long enough to kill
-//! every upstream's whole subtree.
+//! The guardians: two tiny processes (the `hangar-guardian` binary, crate `hangar-guardian`)
+//! that outlive a SIGKILLed supervisor just long enough to kill every upstream's whole subtree.
+//! This is the supervisor's side of them; theirs is `hangar-guardian/src/run.rs`.
 //!
 //! A SIGKILLed supervisor can clean up nothing, and the kernel kills nothing below it on its
-//! behalf. So the supervisor runs a copy of itself in guardian mode, in its own process group,
-//! with a socket (`SOCK_SEQPACKET`, one message a line) on its stdin, and tells it what to kill:
-//! `+PID` for each upstream and helper (sent by the child itself between fork and exec, so not
-//! even a spawn the supervisor dies in the middle of escapes), `+cgroup DIR` for each upstream's
-//! cgroup, and `-PID` / `-cgroup DIR` once they are gone. When the socket reaches its end (the
-//! supervisor exited, however it died), the guardian kills each cgroup (`cgroup.kill`) and each
-//! pid's subtree (`proctree::kill_tree`), then exits.
+//! behalf. So the supervisor runs guardians, each in its own process group, with a socket
+//! (`SOCK_SEQPACKET`, one message a line) on its stdin, and tells them what to kill: `+PID` for
+//! each upstream and helper (sent by the child itself between fork and exec, so not even a spawn
+//! the supervisor dies in the middle of escapes), `+cgroup DIR` for each upstream's cgroup, and
+//! `-PID` / `-cgroup DIR` once they are gone. When the socket reaches its end (the supervisor
+//! exited, however it died), a guardian kills each cgroup (`cgroup.kill`) and the subtree
+//! (`proctree::kill_tree`) of each pid no killed cgroup holds, then exits.
+//!
+//! The guardian binary is the one beside the supervisor's own (`current_exe()`'s directory),
+//! opened once at start and run through that descriptor (`/proc/self/fd/N`), so that an upgrade
+//! that replaces or removes the files meanwhile still starts the guardian this supervisor came
+//! with. Without it the supervisor warns and runs on with the weaker guarantee of the
+//! parent-death signal alone (`spawn.rs`).
 //!
 //! The supervisor is the subreaper of every upstream (`reaper.rs`): what an upstream orphans
 //! goes to it, and one it leaves running (an orphan of a running upstream) it announces too
 //! (`+PID`, then `-PID` once reaped). If the supervisor dies before announcing one, or an
 //! upstream dies in the same instant as the supervisor (it asked for a parent-death signal of
-//! its own, or exits when its parent changes), orphans go to init, out of every subtree. So the
-//! guardian also notes every descendant of each pid it watches (pid and start time) every
-//! [`RECORD_EVERY`] while it waits, and at the end kills those it noted and every process still
-//! marked in its environment as descending from one of its supervisor's upstreams
-//! (`proctree::MARKER`), wherever it went. And each records the supervisor's own children as
-//! they appear (`kin.rs`: every [`kin::LOOK_EVERY`], and at every walk), so an orphan the
-//! supervisor had not yet swept is killed too, even one that has shed its marker and its group;
-//! their descendants are noted at each walk like the upstreams'. The fellow guardians, which are
-//! the supervisor's children as well, are named to each (`guardian PID`) and left alone. What
-//! can still escape without cgroups: an orphan reparented to the supervisor less than one look
-//! (100 ms) before its death that has by then cleared its environment and left its upstream's
-//! process group, or a descendant born less than one walk (1 s) before it, below an upstream or
-//! a recorded orphan that dies in the same instant.
+//! its own, or exits when its parent changes), orphans go to init, out of every subtree. So a
+//! guardian also notes every descendant of each pid it watches (pid and start time) once a
+//! second while it waits, and at the end kills those it noted and every process still marked in
+//! its environment as descending from one of its supervisor's upstreams (`proctree::MARKER`),
+//! wherever it went. And each records the supervisor's own children as they appear (`kin.rs`:
+//! every 100 ms), so an orphan the supervisor had not yet swept is killed too, even one that has
+//! shed its marker and its group; their descendants are noted like the upstreams'. The fellow
+//! guardians, which are the supervisor's children as well, are named to each (`guardian PID`)
+//! and left alone. What can still escape without cgroups: an orphan reparented to the supervisor
+//! less than one look (100 ms) before its death that has by then cleared its environment and
+//! left its upstream's process group, or a descendant born less than one walk (1 s) before it,
+//! below an upstream or a recorded orphan that dies in the same instant.
+//!
+//! Two things keep that cheap at rest, whatever the number of upstreams. A process in an
+//! upstream's own cgroup (`cgroup.rs`) is never walked: nothing below it can leave the cgroup by
+//! regrouping or being orphaned, and `cgroup.kill` takes it all (only a process that moves
+//! itself to another cgroup, which takes write access to the delegated cgroup's files, is out of
+//! both). And while no process at all has been born since the last walk (the last pid handed
+//! out, in `/proc/loadavg`, has not moved) and the supervisor has said nothing, a guardian
+//! neither looks nor walks: every orphan the supervisor could adopt then descends from a process
+//! that walk already noted or a cgroup holds, so nothing above escapes that would not have
+//! anyway.
 //!
 //! For that walk to find everything, upstreams must still be alive, and their children still
 //! below them, when the guardian walks. So while a guardian runs, upstreams get no lethal
@@ -46,38 +62,27 @@
 //! orphans to init. Under systemd, `KillMode=control-group` closes it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{IoSlice, IoSliceMut};
+use std::fs::File;
+use std::io::IoSlice;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hangar_core::sync::Unpoisoned;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
-use nix::sys::socket::{
-    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, sendmsg, socketpair,
-};
+use nix::sys::socket::{AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, sendmsg, socketpair};
 
-use crate::kin::{self, Kin};
-use crate::{cgroup, children, proctree};
+use crate::{children, proctree};
 
-/// The argument that turns the supervisor binary into a guardian.
-pub const GUARDIAN_ARG: &str = "--internal-guardian";
 /// How many guardians keep watch at once.
 pub const GUARDIANS: usize = 2;
-/// What the guardian is called in `ps`, `top`, `pkill` and `killall` (its argv[0] and comm).
-const GUARDIAN_NAME: &str = "hangar-guardian";
 
 /// A guardian that lived this long before dying is replaced at once again next time.
 const HEALTHY_RUN: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// How long a guardian waits for killed cgroups to empty before removing them.
-const CGROUP_DRAIN: Duration = Duration::from_secs(2);
-/// How often a guardian notes the upstreams' descendants (a walk of `/proc`).
-const RECORD_EVERY: Duration = Duration::from_secs(1);
 
 /// Guardians that died while the supervisor ran (each one is replaced).
 static RESPAWNS: AtomicU64 = AtomicU64::new(0);
@@ -116,10 +121,14 @@ pub struct Keeper {
 }
 
 /// Starts the guardians (before any child is spawned) and a thread for each that replaces it
-/// whenever it dies. Without any, the supervisor still runs, with the weaker guarantee of the
+/// whenever it dies. Without any (no guardian binary beside the supervisor's), it still runs, with the weaker guarantee of the
 /// parent-death signal alone (`spawn.rs` then sets it on upstreams too).
 pub fn start(log_format: hangar_runtime::logging::LogFormat) -> Option<Keeper> {
     JSON_LOGS.store(log_format == hangar_runtime::logging::LogFormat::Json, Ordering::Relaxed);
+    if let Err(err) = binary() {
+        tracing::warn!(%err, "cannot start the guardians: an upstream's own children may outlive a killed supervisor");
+        return None;
+    }
     let mut threads = Vec::new();
     for slot in 0..GUARDIANS {
         let child = match spawn_guardian(slot) {
@@ -142,20 +151,35 @@ pub fn start(log_format: hangar_runtime::logging::LogFormat) -> Option<Keeper> {
     Some(Keeper { threads })
 }
 
+/// The guardian binary beside the supervisor's, opened the first time (at start, before any
+/// upgrade can replace it): `O_PATH`, close-on-exec, run as `/proc/self/fd/N`.
+fn binary() -> Result<&'static File, &'static str> {
+    static BINARY: OnceLock<Result<File, String>> = OnceLock::new();
+    let opened = BINARY.get_or_init(|| {
+        use std::os::unix::fs::OpenOptionsExt;
+        let exe = std::env::current_exe().map_err(|err| format!("cannot tell where hangar-supervisor is: {err}"))?;
+        let path = exe.with_file_name(hangar_guardian::NAME);
+        File::options().read(true).custom_flags(libc::O_PATH).open(&path).map_err(|err| {
+            format!("{}: {err} (it is installed beside hangar-supervisor, from the same build)", path.display())
+        })
+    });
+    opened.as_ref().map_err(String::as_str)
+}
+
 /// Runs guardian number `slot` and hands it everything it must watch.
 fn spawn_guardian(slot: usize) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
-    // The running binary even when its file was replaced or removed (an upgrade) since.
-    let exe = std::path::Path::new("/proc/self/exe");
+    // The binary opened at start, even when its file was replaced or removed (an upgrade) since.
+    let exe = format!("/proc/self/fd/{}", binary().map_err(std::io::Error::other)?.as_raw_fd());
     // Close-on-exec: only the guardian (as its stdin) and children not yet exec'd hold it.
     let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
         .map_err(std::io::Error::from)?;
     let mut own = children::own();
     let child = Command::new(exe)
-        // Named apart (argv[0] here, the thread name in `run`): `killall hangar-supervisor` or
+        // Named apart (argv[0] here, its comm set by itself): `killall hangar-supervisor` or
         // `pkill -f hangar-supervisor` aimed at the supervisor must leave its guardian to act.
-        .arg0(GUARDIAN_NAME)
-        .arg(GUARDIAN_ARG)
+        .arg0(hangar_guardian::NAME)
+        .arg(hangar_guardian::ARG)
         .arg(if JSON_LOGS.load(Ordering::Relaxed) { "json" } else { "human" })
         // Who the supervisor is, said by itself: a guardian that first runs after the supervisor
         // died has been handed to init (or another subreaper), and its parent then is no longer
@@ -335,217 +359,5 @@ pub fn stop(keeper: Keeper) {
         if thread.is_finished() {
             let _ = thread.join();
         }
-    }
-}
-
-/// The guardian's whole life: follow the pipe, then kill what is left.
-pub fn run() -> std::process::ExitCode {
-    // Signals aimed at the supervisor's process tree (a terminal's Ctrl-C) must not end it
-    // early: only the pipe's end does. Blocked (not handled), so no unsafe is needed; the
-    // guardian is single-threaded, so the mask covers it all.
-    let mut blocked = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGPIPE] {
-        blocked.add(signal);
-    }
-    let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None);
-    if let Ok(name) = std::ffi::CString::new(GUARDIAN_NAME) {
-        let _ = nix::sys::prctl::set_name(&name);
-    }
-    let args: Vec<String> = std::env::args().collect();
-    let json = args.get(2).is_some_and(|format| format == "json");
-    hangar_runtime::logging::init(if json {
-        hangar_runtime::logging::LogFormat::Json
-    } else {
-        hangar_runtime::logging::LogFormat::Human
-    });
-    // The supervisor as it named itself. Its children are recorded only while it is this
-    // guardian's parent and still that very process (`Kin`); one that died before this guardian
-    // ran leaves nothing to record, only what it announced (already on the pipe) to kill.
-    let Some(supervisor) = args.get(3).and_then(|named| proctree::Pinned::parse(named)) else {
-        tracing::error!("guardian: started without the supervisor's pid and start time; exiting");
-        return std::process::ExitCode::from(hangar_runtime::exit::EX_USAGE);
-    };
-    let parent = nix::unistd::getppid().as_raw() as u32;
-    let marked = supervisor.marker_prefix();
-    let mut watched = Watched::default();
-    let mut kin = if parent == supervisor.pid && supervisor.is_running() {
-        Kin::new(supervisor)
-    } else {
-        tracing::warn!(
-            supervisor = supervisor.pid,
-            parent,
-            "guardian: the supervisor was gone before this guardian ran; killing only what it announced"
-        );
-        Kin::orphaned(supervisor)
-    };
-    let mut noted = BTreeMap::new();
-    let mut buf = [0u8; 4096];
-    let mut last_noted: Option<Instant> = None;
-    let mut last_looked: Option<Instant> = None;
-    loop {
-        // Both on time even while messages keep coming (orphans adopted and reaped in a loop).
-        if last_noted.is_none_or(|at| at.elapsed() >= RECORD_EVERY) {
-            let procs = proctree::snapshot();
-            log_recorded(&watched, kin.walked(&procs));
-            let descendants = watched.descendants(&procs, &kin);
-            if descendants.len() != noted.len() {
-                let (guardian, descendants_noted) = (std::process::id(), descendants.len());
-                tracing::debug!(guardian, descendants_noted, "guardian: noted the upstreams' descendants");
-            }
-            noted = descendants;
-            last_noted = Some(Instant::now());
-        }
-        if last_looked.is_none_or(|at| at.elapsed() >= kin::LOOK_EVERY) {
-            log_recorded(&watched, kin.look());
-            last_looked = Some(Instant::now());
-        }
-        let until =
-            |last: Option<Instant>, every: Duration| every.saturating_sub(last.map_or(every, |at| at.elapsed()));
-        if !message_within(until(last_noted, RECORD_EVERY).min(until(last_looked, kin::LOOK_EVERY))) {
-            continue;
-        }
-        let mut space = nix::cmsg_space!([RawFd; 8]);
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        let (len, fds) = match recvmsg::<()>(0, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
-            Ok(message) => {
-                let fds: Vec<RawFd> = message
-                    .cmsgs()
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|cmsg| match cmsg {
-                        ControlMessageOwned::ScmRights(fds) => fds,
-                        _ => Vec::new(),
-                    })
-                    .collect();
-                (message.bytes, fds)
-            }
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => break,
-        };
-        // The supervisor's end closed: it exited, however it died.
-        if len == 0 {
-            break;
-        }
-        watched.apply(&String::from_utf8_lossy(&buf[..len]), fds);
-    }
-    let Watched { pids, cgroups, guardians } = watched;
-    for dir in &cgroups {
-        cgroup::kill(dir);
-    }
-    // The supervisor's children it never announced: orphans it had not swept yet, however they
-    // hid (an announced one was just killed with the rest).
-    let unannounced: Vec<(u32, u64)> =
-        kin.recorded(&guardians).into_iter().filter(|(pid, _)| !pids.contains_key(pid)).collect();
-    for (pid, (start, _pipes)) in pids {
-        proctree::kill_tree(pid, Some(start));
-    }
-    for (pid, start) in unannounced {
-        proctree::kill_tree(pid, Some(start));
-    }
-    // Those whose upstream died with the supervisor and left them to init.
-    for (pid, start) in noted {
-        proctree::kill_tree(pid, Some(start));
-    }
-    // Those still marked as descending from one of its upstreams, wherever they went (an orphan
-    // the supervisor adopted but had not yet announced when it died).
-    for process in proctree::snapshot() {
-        if process.is_live() && proctree::marker_of(process.pid).is_some_and(|marker| marker.starts_with(&marked)) {
-            proctree::kill_tree(process.pid, Some(process.start));
-        }
-    }
-    for dir in &cgroups {
-        cgroup::kill_and_remove(dir, CGROUP_DRAIN);
-    }
-    std::process::ExitCode::SUCCESS
-}
-
-/// Whether a message (or the end) arrives on the guardian's socket within `wait`.
-fn message_within(wait: Duration) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    // Whole milliseconds, rounded up: a wait cut down to 0 would spin until the deadline.
-    let millis = u64::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
-    let timeout = PollTimeout::try_from(Duration::from_millis(millis)).unwrap_or(PollTimeout::MAX);
-    match poll(&mut fds, timeout) {
-        Ok(0) | Err(nix::errno::Errno::EINTR) => false,
-        // Ready, or an error that `recvmsg` will report.
-        Ok(_) | Err(_) => true,
-    }
-}
-
-/// Logs the supervisor's children a guardian just recorded that the supervisor had not
-/// announced (yet): orphans it has not swept, or a child that announces itself in a moment.
-fn log_recorded(watched: &Watched, fresh: Vec<u32>) {
-    let guardian = std::process::id();
-    for pid in fresh {
-        if pid != guardian && !watched.pids.contains_key(&pid) && !watched.guardians.iter().any(|(g, _)| *g == pid) {
-            tracing::debug!(guardian, pid, "guardian: recorded a new child of the supervisor");
-        }
-    }
-}
-
-/// What the guardian must kill, as the supervisor said, and whom it must not.
-#[derive(Default)]
-struct Watched {
-    /// Each pid with its start time, read when announced (a pid reused later is left alone), and
-    /// the copies of its pipes, held open until it is killed.
-    pids: BTreeMap<u32, (u64, Vec<RawFd>)>,
-    cgroups: BTreeSet<PathBuf>,
-    /// The guardians (this one included), by pid and start time: children of the supervisor
-    /// never to be killed.
-    guardians: BTreeSet<(u32, u64)>,
-}
-
-impl Watched {
-    /// Every live process in `procs` below the watched ones and the supervisor's children
-    /// recorded in `kin`, with its start time (so a pid reused later is left alone).
-    fn descendants(&self, procs: &[proctree::Stat], kin: &Kin) -> BTreeMap<u32, u64> {
-        let roots: BTreeSet<u32> =
-            self.pids.keys().copied().chain(kin.recorded(&self.guardians).into_iter().map(|(pid, _)| pid)).collect();
-        if roots.is_empty() {
-            return BTreeMap::new();
-        }
-        let starts: BTreeMap<u32, u64> = procs.iter().map(|p| (p.pid, p.start)).collect();
-        roots
-            .into_iter()
-            .flat_map(|root| proctree::subtree(root, procs).into_iter().filter(move |pid| *pid != root))
-            .filter_map(|pid| Some((pid, *starts.get(&pid)?)))
-            .collect()
-    }
-
-    fn apply(&mut self, line: &str, fds: Vec<RawFd>) {
-        let mut unkept = fds;
-        let pid = |op: char| line.strip_prefix(op).and_then(|pid| pid.parse::<u32>().ok());
-        if let Some(guardian) = line.strip_prefix("guardian ").and_then(|pid| pid.parse::<u32>().ok()) {
-            if let Some(stat) = proctree::read(guardian) {
-                self.guardians.insert((guardian, stat.start));
-            }
-        } else if let Some(dir) = line.strip_prefix("+cgroup ") {
-            self.cgroups.insert(PathBuf::from(dir));
-        } else if let Some(dir) = line.strip_prefix("-cgroup ") {
-            self.cgroups.remove(&PathBuf::from(dir));
-        } else if let Some(pid) = pid('+') {
-            let known = self.pids.get(&pid).map(|(start, _)| *start);
-            // A process already gone when announced (a spawn that failed) is never looked for.
-            if let Some(start) = known.or_else(|| proctree::read(pid).map(|stat| stat.start)) {
-                let (_, pipes) = self.pids.entry(pid).or_insert((start, Vec::new()));
-                pipes.append(&mut unkept);
-            }
-        } else if let Some(pid) = pid('~') {
-            if let Some((_, pipes)) = self.pids.get_mut(&pid) {
-                close_all(std::mem::take(pipes));
-            }
-        } else if let Some((_, pipes)) = pid('-').and_then(|pid| self.pids.remove(&pid)) {
-            close_all(pipes);
-        }
-        close_all(unkept);
-    }
-}
-
-fn close_all(fds: Vec<RawFd>) {
-    for fd in fds {
-        let _ = nix::unistd::close(fd);
     }
 }

@@ -21,7 +21,6 @@ mod hangar;
 mod helpers;
 mod journal;
 mod kernel_limits;
-mod kin;
 mod lifetime;
 mod limits;
 mod lineage;
@@ -58,9 +57,6 @@ use hangar_runtime::logging;
 use crate::args::Args;
 
 fn main() -> ExitCode {
-    if std::env::args_os().nth(1).is_some_and(|arg| arg == guardian::GUARDIAN_ARG) {
-        return guardian::run();
-    }
     run_main("hangar-supervisor", || {
         let args: Args = hangar_runtime::args::parse()?;
         logging::init(args.log_format);

@@ -81,7 +81,7 @@ mod tests {
         let refused = upstream_tree(below);
         lineage::unregister(upstream.id());
         assert!(refused.as_deref().is_some_and(|why| why.contains("descends from upstream process")), "{refused:?}");
-        proctree::signal(below, nix::sys::signal::Signal::SIGKILL);
+        hangar_guardian::proctree::signal(below, nix::sys::signal::Signal::SIGKILL);
         let _ = upstream.kill();
         let _ = upstream.wait();
     }

@@ -1,6 +1,6 @@
 //! Every upstream and helper the supervisor starts is started here: in its own process group,
-//! pipes as asked, and nothing else inherited by accident. (The guardians, copies of the
-//! supervisor started before any child, are started by `guardian.rs`.)
+//! pipes as asked, and nothing else inherited by accident. (The guardians, the `hangar-guardian`
+//! binary started before any child, are started by `guardian.rs`.)
 //!
 //! This is the only module of the hangar allowed `unsafe`: a few system calls have to happen in
 //! the child between fork and exec ([`PreExec`]), where only async-signal-safe calls are allowed.

@@ -425,7 +425,7 @@ impl Hangar {
                 }
                 let reachable = reachable.as_ref().expect("a hangar run as another user runs reachable copies");
                 // Its helpers beside it, where it looks for them.
-                for helper in ["hangar-api", "hangar-prober"] {
+                for helper in ["hangar-api", "hangar-prober", "hangar-guardian"] {
                     reachable.bin(helper);
                 }
                 command.arg("--").arg(reachable.bin("hangar-supervisor")).env("HOME", dir.path());

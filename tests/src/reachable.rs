@@ -55,8 +55,8 @@ impl Reachable {
     }
 
     /// The built binary `name` (as [`bin`] finds it), placed here: every user can run it, and a
-    /// supervisor run from here finds its helpers (`hangar-api`, `hangar-prober`) beside it once
-    /// they are placed too.
+    /// supervisor run from here finds its helpers (`hangar-api`, `hangar-prober`,
+    /// `hangar-guardian`) beside it once they are placed too.
     pub fn bin(&self, name: &str) -> PathBuf {
         let placed = self.path().join(name);
         let mut done = self.0.placed.locked();

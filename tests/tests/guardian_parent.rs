@@ -29,7 +29,7 @@ fn a_guardian_started_after_its_supervisor_died_spares_its_new_parents_children(
     let script = r#"start=$(cut -d' ' -f22 /proc/$$/stat); (sleep 0.3; exec -a hangar-guardian "$0" --internal-guardian human "$$:$start") & exit 0"#;
     let status = Command::new("bash")
         .args(["-c", script])
-        .arg(bin("hangar-supervisor"))
+        .arg(bin("hangar-guardian"))
         .stdin(Stdio::from(OwnedFd::from(guardian_end)))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).expect("the guardian's log"))

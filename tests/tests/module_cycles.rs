@@ -27,6 +27,7 @@ const CRATES: &[&str] = &[
     "hangar-bench",
     "hangar-cli",
     "hangar-core",
+    "hangar-guardian",
     "hangar-prober",
     "hangar-runtime",
     "hangar-supervisor",

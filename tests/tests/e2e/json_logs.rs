@@ -16,7 +16,7 @@ fn the_helpers_and_guardians_log_json_when_the_supervisor_does() {
         &["--log-format", "json", "--kill-mode", "subreaper"],
     );
     hangar.tool_ok("hangar_start", json!({"mcp_server": "math"}));
-    let targets = ["hangar_supervisor::", "hangar_api", "hangar_prober", "hangar_supervisor::guardian"];
+    let targets = ["hangar_supervisor::", "hangar_api", "hangar_prober", "hangar_guardian"];
     let lines: Vec<Value> = poll("every process to have logged", Duration::from_secs(10), || {
         let lines: Vec<Value> = hangar
             .log()

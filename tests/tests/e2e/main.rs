@@ -46,6 +46,7 @@ mod events;
 mod front_door;
 mod front_door_routing;
 mod garbage;
+mod guardian_binary;
 mod handshake_timeout;
 mod hangar_call_questions;
 mod hangar_run;

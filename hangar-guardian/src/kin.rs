@@ -7,9 +7,10 @@
 //! and one that meanwhile clears its environment (no `HANGAR_UPSTREAM` marker left) and leaves
 //! its upstream's process group can be told apart by nothing once the supervisor is gone. So each
 //! guardian looks at the supervisor's children itself: every [`LOOK_EVERY`], through
-//! `/proc/<pid>/task/<tid>/children` (a few small reads, not a walk of all of `/proc`), and at
-//! every walk of `/proc` (`guardian.rs`, once a second), which also covers a kernel built
-//! without those lists. Each child is recorded by pid and start time, so a pid reused later is
+//! `/proc/<pid>/task/<tid>/children` (a few small reads, not a walk of all of `/proc`), or, on a
+//! kernel built without those lists, at every walk of `/proc` (`run.rs`, once a second). It
+//! skips a look while no process at all was born since its last walk (`births.rs`): an orphan
+//! adopted since then descends from a process that walk already noted. Each child is recorded by pid and start time, so a pid reused later is
 //! never hit; it is forgotten only once it is seen dead, never because the list no longer shows
 //! it (while the supervisor dies, its children leave the list as they are handed to init).
 //!
@@ -29,7 +30,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::proctree::{self, Pinned, Stat};
+use hangar_guardian::proctree::{self, Pinned, Stat};
+
+use crate::log;
 
 /// How often a guardian looks at the supervisor's children.
 pub const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -56,6 +59,11 @@ impl Kin {
         Kin { gone: true, ..Kin::new(supervisor) }
     }
 
+    /// Whether the kernel lists the supervisor's children (else only walks of `/proc` see them).
+    pub fn listed(&self) -> bool {
+        self.listed
+    }
+
     /// Looks at the supervisor's children through the kernel's lists; returns those it had not
     /// seen before. Does nothing where the kernel keeps no such list (the walks then record them).
     pub fn look(&mut self) -> Vec<u32> {
@@ -66,9 +74,9 @@ impl Kin {
             // The supervisor is gone (its end closes next), or the kernel lists no children.
             if self.supervisor.is_running() {
                 self.listed = false;
-                tracing::info!(
-                    supervisor = self.supervisor.pid,
-                    "guardian: the kernel lists no children (/proc/<pid>/task/<tid>/children); the supervisor's children are recorded at each walk of /proc only"
+                log::info(
+                    "guardian: the kernel lists no children (/proc/<pid>/task/<tid>/children); the supervisor's children are recorded at each walk of /proc only",
+                    &[("supervisor", self.supervisor.pid.into())],
                 );
             }
             self.gone = true;
