@@ -10,7 +10,7 @@
 //! subreaper, `reaper.rs`), which tells whose it is by its cgroup or by the environment marker
 //! every upstream is started with ([`MARKER`], read by [`marker_of`]).
 
-pub use hangar_guardian::proctree::{MARKER, Pinned, Stat, kill_tree, marker_of, read, snapshot, subtree};
+pub use hangar_guardian::proctree::{MARKER, Pinned, Stat, children_of, kill_tree, marker_of, read, snapshot, subtree};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
