@@ -6,13 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::limits::RateLimit;
 
-/// What the config says of a server.
+/// What the config says of a server, beside what `meta` already says (its program, description,
+/// idle TTL and health-check interval).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigFacts {
-    /// The program it runs (`command[0]`); its arguments may carry secrets and are not shown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program: Option<String>,
-    /// How many arguments follow the program.
+    /// How many arguments follow its program (`meta.program`); they may carry secrets and are
+    /// not shown.
     #[serde(default)]
     pub arguments: usize,
     /// Its endpoint, without credentials, query or fragment ([`shown_endpoint`]).
@@ -30,7 +29,6 @@ pub struct ConfigFacts {
     /// The prefix of its front-door names.
     pub expose_as: String,
     pub handshake_timeout_s: f64,
-    pub idle_ttl_s: f64,
 }
 
 /// Its process as `/proc` tells, while it runs.

@@ -155,8 +155,9 @@ function showFacts(dl, facts) {
 
 function showConfigFacts(view, details) {
   const config = details.config || {};
-  const command = config.program
-    ? config.program + (config.arguments ? " (+" + config.arguments + (config.arguments === 1 ? " argument)" : " arguments)") : "")
+  const meta = details.meta || {};
+  const command = meta.program
+    ? meta.program + (config.arguments ? " (+" + config.arguments + (config.arguments === 1 ? " argument)" : " arguments)") : "")
     : null;
   const limits = [
     config.max_concurrent_calls ? config.max_concurrent_calls + " at once" : "no concurrency limit",
@@ -172,7 +173,7 @@ function showConfigFacts(view, details) {
     ["Exposed as", config.expose_as ? config.expose_as + "__…" : null, "expose_as"],
     ["Isolation", details.isolation || "shared", "isolation"],
     ["Upstream auth", details.auth ? details.auth.kind : null, "auth"],
-    ["Idle stop", config.idle_ttl_s ? config.idle_ttl_s + " s unused" : "never", "idle_ttl"],
+    ["Idle stop", meta.idle_ttl_s ? meta.idle_ttl_s + " s unused" : "never", "idle_ttl"],
     ["Handshake timeout", config.handshake_timeout_s ? config.handshake_timeout_s + " s" : null, "handshake"],
   ]);
 }

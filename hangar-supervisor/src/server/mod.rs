@@ -440,7 +440,6 @@ impl Server {
     fn config_facts(&self) -> hangar_core::server_facts::ConfigFacts {
         let config = &self.config;
         hangar_core::server_facts::ConfigFacts {
-            program: config.command.first().cloned(),
             arguments: config.command.len().saturating_sub(1),
             endpoint: config.endpoint.as_deref().and_then(hangar_core::server_facts::shown_endpoint),
             env: config.env.keys().cloned().collect(),
@@ -448,7 +447,6 @@ impl Server {
             rate_limit: config.limits.rate_limit.clone(),
             expose_as: config.expose_as.clone().unwrap_or_else(|| self.id.clone()),
             handshake_timeout_s: config.handshake_timeout_s,
-            idle_ttl_s: config.idle_ttl_s,
         }
     }
 

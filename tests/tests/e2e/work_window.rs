@@ -120,7 +120,7 @@ fn latency_clients_and_facts_are_shown_each_identity_its_own() {
     let config = &details["config"];
     assert_eq!(config["env"], json!(["MATH_TOKEN"]));
     assert_eq!((config["max_concurrent_calls"].as_u64(), config["arguments"].as_u64()), (Some(7), Some(2)));
-    assert!(config["program"].as_str().unwrap().ends_with("hangar-upstream-fake"), "{config}");
+    assert!(details["meta"]["program"].as_str().unwrap().ends_with("hangar-upstream-fake"), "{details}");
     assert_eq!(config["expose_as"], "math");
     let process = &details["process"];
     assert_eq!(process["pid"], details["meta"]["pid"]);
