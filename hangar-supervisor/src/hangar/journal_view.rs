@@ -106,10 +106,15 @@ async fn audit(
     if own.is_some() || from.is_some() || to.is_some() {
         filter.keep = Some(Arc::new(move |event: &JournalEvent| {
             let Happened::Audit(entry) = &event.what else { return false };
-            let at = || hangar_core::time::parse_millis(&event.at).unwrap_or(0);
-            own.as_ref().is_none_or(|own| own(&entry.mcp_server, &entry.identity))
-                && from.is_none_or(|from| at() >= from)
-                && to.is_none_or(|to| at() < to)
+            if !own.as_ref().is_none_or(|own| own(&entry.mcp_server, &entry.identity)) {
+                return false;
+            }
+            if from.is_none() && to.is_none() {
+                return true;
+            }
+            // Parsed once, for both bounds.
+            let at = hangar_core::time::parse_millis(&event.at).unwrap_or(0);
+            from.is_none_or(|from| at >= from) && to.is_none_or(|to| at < to)
         }));
     }
     // Read from `from` on, unless the caller is paging on with its cursor.
