@@ -395,7 +395,7 @@ async function tryTool(view, tool) {
     const structured = answer.result && answer.result.structuredContent;
     const result = structured && Array.isArray(structured.results) ? structured.results[0] : answer.result;
     status.textContent = result && result.success === false ? "The call failed." : "Done.";
-    view.part("try-result").dataset.success = String(!(result && result.success === false));
+    out.dataset.success = String(!(result && result.success === false));
     out.textContent = JSON.stringify(result, null, 2);
     out.hidden = false;
   } catch (err) {
