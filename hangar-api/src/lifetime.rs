@@ -84,7 +84,7 @@ pub async fn run(
         )),
         None => None,
     };
-    let state = AppState {
+    let state = AppState::from(crate::state::Shared {
         drain: Default::default(),
         fleet: fleet.clone(),
         supervisor: Arc::new(client),
@@ -92,7 +92,7 @@ pub async fn run(
         changes,
         auth,
         telemetry: telemetry.clone(),
-    };
+    });
     announce(local);
     tracing::info!(address = %local, socket = %socket.display(), activated, "serving REST at /api and MCP at /mcp");
 

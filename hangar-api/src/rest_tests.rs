@@ -159,8 +159,7 @@ async fn every_request_names_the_caller_its_key_authenticated() {
     use hangar_core::access::{AuthConfig, Caller, NamedKey};
     use sha2::{Digest, Sha256};
     let fake = FakeSupervisor::new();
-    let mut state = crate::state::AppState::new(fake.clone());
-    state.auth = crate::auth::Auth::default();
+    let state = crate::state::AppState::new(fake.clone()).with_auth(crate::auth::Auth::default());
     let hex: String = Sha256::digest(b"ci-key").iter().map(|b| format!("{b:02x}")).collect();
     state.auth.learn(&AuthConfig {
         api_keys: vec![NamedKey { name: "ci-bot".into(), hash: format!("sha256:{hex}"), profile: Some("ci".into()) }],
@@ -179,8 +178,7 @@ async fn every_request_names_the_caller_its_key_authenticated() {
 
 #[tokio::test]
 async fn not_ready_until_the_supervisor_said_who_may_call() {
-    let mut state = crate::state::AppState::new(FakeSupervisor::new());
-    state.auth = crate::auth::Auth::default();
+    let state = crate::state::AppState::new(FakeSupervisor::new()).with_auth(crate::auth::Auth::default());
     let app = crate::app::router(state.clone());
     let (status, _, body) = send(&app, get("/health/ready")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
