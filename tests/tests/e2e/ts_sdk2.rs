@@ -340,11 +340,20 @@ fn two_people_with_the_2x_client_each_get_their_own_roots() {
         (BOB, "file:///home/bob/other"),
         (ALICE, "file:///home/alice/secret-project"),
     ];
-    for (key, root) in turns {
+    for (turn, (key, root)) in turns.into_iter().enumerate() {
         let seen = ts2_with(&hangar, &[("MCP_BEARER", key), ("MCP_ROOT", root)], &["ask", "get-roots-list", "{}"]);
         let answer = text(&seen["result"]);
         assert!(answer.contains(&format!("URI: {root}\n")), "{root}: {seen}");
         assert!(answer.contains("(1 total)"), "only the caller's own root: {seen}");
-        assert_eq!(seen["asked"], json!([{"method": "roots/list"}]), "{root}: {seen}");
+        if turn == 0 {
+            // The first call starts the server, and the `roots/list` server-everything sends
+            // when it is initialized may land during that call too (then it is relayed to the
+            // same client): one or two asks, each for roots.
+            let asked = seen["asked"].as_array().cloned().unwrap_or_default();
+            assert!(matches!(asked.len(), 1 | 2), "{root}: {seen}");
+            assert!(asked.iter().all(|ask| *ask == json!({"method": "roots/list"})), "{root}: {seen}");
+        } else {
+            assert_eq!(seen["asked"], json!([{"method": "roots/list"}]), "{root}: {seen}");
+        }
     }
 }
