@@ -141,7 +141,7 @@ mod tests {
     use super::*;
 
     fn stat(pid: u32, ppid: u32, start: u64, state: char) -> Stat {
-        Stat { pid, state, ppid, pgrp: pid, start }
+        Stat { pid, state, ppid, pgrp: pid, start, cpu_ticks: 0 }
     }
 
     const SUPERVISOR: Pinned = Pinned { pid: 10, start: 5 };

@@ -22,6 +22,8 @@ pub struct Stat {
     pub pgrp: u32,
     /// Clock ticks after boot: with the pid, names one process even after the pid is reused.
     pub start: u64,
+    /// Clock ticks it has run, in user and kernel mode (`utime` + `stime`).
+    pub cpu_ticks: u64,
 }
 
 impl Stat {
@@ -37,12 +39,15 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     let (head, tail) = text.rsplit_once(')')?;
     let pid = head.split_once(" (").map_or(head, |(pid, _)| pid).trim().parse().ok()?;
     let fields: Vec<&str> = tail.split_whitespace().collect();
-    // After the name: state(3) ppid(4) pgrp(5) session(6) ... starttime(22), numbered from 1.
+    // After the name: state(3) ppid(4) pgrp(5) session(6) ... utime(14) stime(15) ...
+    // starttime(22), numbered from 1.
     let state = fields.first()?.chars().next()?;
     let ppid = fields.get(1)?.parse().ok()?;
     let pgrp = fields.get(2)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
     let start = fields.get(19)?.parse().ok()?;
-    Some(Stat { pid, state, ppid, pgrp, start })
+    Some(Stat { pid, state, ppid, pgrp, start, cpu_ticks: utime + stime })
 }
 
 /// One process's stat, if it exists.
@@ -252,14 +257,14 @@ mod tests {
     use super::*;
 
     fn stat(pid: u32, ppid: u32, pgrp: u32, state: char) -> Stat {
-        Stat { pid, state, ppid, pgrp, start: 0 }
+        Stat { pid, state, ppid, pgrp, start: 0, cpu_ticks: 0 }
     }
 
     #[test]
     fn parses_a_name_with_spaces_and_parentheses() {
         let line = "4242 (we (ird) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 200";
         let parsed = parse_stat(line).unwrap();
-        assert_eq!(parsed, Stat { pid: 4242, state: 'S', ppid: 17, pgrp: 4242, start: 98765 });
+        assert_eq!(parsed, Stat { pid: 4242, state: 'S', ppid: 17, pgrp: 4242, start: 98765, cpu_ticks: 3 });
         assert!(parse_stat("12 (short) S 1").is_none(), "a truncated line is refused, not misread");
         assert!(parse_stat("").is_none());
     }

@@ -121,8 +121,9 @@ pub struct Keeper {
 }
 
 /// Starts the guardians (before any child is spawned) and a thread for each that replaces it
-/// whenever it dies. Without any (no guardian binary beside the supervisor's), it still runs, with the weaker guarantee of the
-/// parent-death signal alone (`spawn.rs` then sets it on upstreams too).
+/// whenever it dies. Without any (no guardian binary beside the supervisor's), it still runs,
+/// with the weaker guarantee of the parent-death signal alone (`spawn.rs` then sets it on
+/// upstreams too).
 pub fn start(log_format: hangar_runtime::logging::LogFormat) -> Option<Keeper> {
     JSON_LOGS.store(log_format == hangar_runtime::logging::LogFormat::Json, Ordering::Relaxed);
     if let Err(err) = binary() {

@@ -9,7 +9,7 @@ const TICKS_PER_S: f64 = 100.0;
 /// `pid`'s facts, or `None` when it is gone or `/proc` cannot be read.
 pub fn read(pid: u32) -> Option<ProcessFacts> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = crate::proctree::read(pid)?;
     let field = |name: &str| {
         let line = status.lines().find_map(|line| line.strip_prefix(name))?;
         line.split_whitespace().next()?.parse::<u64>().ok()
@@ -17,19 +17,9 @@ pub fn read(pid: u32) -> Option<ProcessFacts> {
     Some(ProcessFacts {
         pid,
         rss_bytes: field("VmRSS:").unwrap_or(0) * 1024,
-        cpu_s: cpu_ticks(&stat)? as f64 / TICKS_PER_S,
+        cpu_s: stat.cpu_ticks as f64 / TICKS_PER_S,
         threads: field("Threads:").unwrap_or(1),
     })
-}
-
-/// `utime` + `stime` of a `/proc/<pid>/stat` line. The command name may hold spaces and
-/// parentheses, so fields are counted after its last `)`: the state is the first of them.
-fn cpu_ticks(stat: &str) -> Option<u64> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
 }
 
 #[cfg(test)]
@@ -40,6 +30,7 @@ mod tests {
     #[test]
     fn cpu_is_counted_after_the_names_last_parenthesis() {
         let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1000 0 0";
+        let cpu_ticks = |line: &str| hangar_guardian::proctree::parse_stat(line).map(|stat| stat.cpu_ticks);
         assert_eq!(cpu_ticks(stat), Some(300));
         assert_eq!(cpu_ticks("garbage"), None);
     }
