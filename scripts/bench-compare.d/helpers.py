@@ -46,9 +46,13 @@ import urllib.parse
 
 
 def free_port():
+    print(_free_port())
+
+
+def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        print(s.getsockname()[1])
+        return s.getsockname()[1]
 
 
 def first_call(url, server, tool, args_json, t0_ns, timeout_s):
