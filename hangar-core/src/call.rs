@@ -44,6 +44,12 @@ pub struct CallSpec {
     /// `auth.token_exchange`. Never sent upstream as it is, never logged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject_token: Option<crate::credential::Secret>,
+    /// A legacy session's call whose session the API did not check: the supervisor checks it
+    /// (live, and the caller's; else `ErrorKind::SessionNotFound`), then carries the session's
+    /// log level and declared capabilities in `extra`'s `_meta` (`session_meta`) and reads the
+    /// stance's `asks` from them. One round trip instead of two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked_session: Option<String>,
 }
 
 /// What a call names.
@@ -162,17 +168,25 @@ pub struct CancelBy {
 }
 
 impl CallSpec {
-    /// A call of one tool on the hangar's own surface, with nothing else asked.
-    pub fn one(target: Target, arguments: Value, timeout_ms: Option<u64>) -> CallSpec {
+    /// A call of `called` by a client of `stance`, relaying what `relay` asks, with the client's
+    /// other params (`extra`); nothing else set.
+    pub fn new(called: Called, stance: Stance, relay: Relay, extra: Option<Value>) -> CallSpec {
         CallSpec {
-            called: Called::One { target, arguments, timeout_ms },
-            stance: Stance::default(),
-            relay: Relay::default(),
+            called,
+            stance,
+            relay,
             trace: None,
             param_headers: None,
-            extra: None,
+            extra,
             subject_token: None,
+            unchecked_session: None,
         }
+    }
+
+    /// A call of one tool on the hangar's own surface, with nothing else asked.
+    pub fn one(target: Target, arguments: Value, timeout_ms: Option<u64>) -> CallSpec {
+        let called = Called::One { target, arguments, timeout_ms };
+        CallSpec::new(called, Stance::default(), Relay::default(), None)
     }
 }
 

@@ -653,6 +653,7 @@ mod tests {
                     ),
                     param_headers: Some(Box::new([("region".to_owned(), "eu".to_owned())].into())),
                     subject_token: Some(crate::credential::Secret::new("eyJ.subject")),
+                    unchecked_session: Some("hgr1-2025-11-25-0123456789abcdef0123456789abcdef".into()),
                 })),
             },
             ClientFrame::Request {

@@ -100,6 +100,9 @@ pub enum ErrorKind {
     /// A call a rule marks `approve` waited for a person's decision past `approvals.timeout_s`
     /// (or the config was reloaded while it waited): a denial.
     ApprovalExpired,
+    /// A legacy session's call named a session that is not live, or not the caller's: the
+    /// client starts over with `initialize` (MCP's 404 and -32001).
+    SessionNotFound,
 }
 
 impl ErrorKind {
@@ -135,13 +138,14 @@ impl ErrorKind {
             ErrorKind::UpstreamUnauthorized => "UpstreamUnauthorized",
             ErrorKind::InstancesExhausted => "InstancesExhausted",
             ErrorKind::ApprovalExpired => "ApprovalExpired",
+            ErrorKind::SessionNotFound => "SessionNotFound",
         }
     }
 
     /// The HTTP status of the REST envelope.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorKind::NotFound | ErrorKind::UnknownTool => 404,
+            ErrorKind::NotFound | ErrorKind::UnknownTool | ErrorKind::SessionNotFound => 404,
             ErrorKind::InvalidArgument | ErrorKind::HeaderMismatch | ErrorKind::MissingCapability => 400,
             ErrorKind::Forbidden | ErrorKind::ApprovalExpired => 403,
             ErrorKind::RetryLater | ErrorKind::CapabilityBlocked | ErrorKind::Stopped | ErrorKind::PortHeld => 409,

@@ -93,6 +93,7 @@ pub mod sandbox;
 pub mod server_edit;
 pub mod server_facts;
 pub mod server_requests;
+pub mod session_meta;
 pub mod session_requests;
 pub mod shutdown;
 pub mod small_file;

@@ -247,6 +247,16 @@ impl Registry {
         Ok(session)
     }
 
+    /// For a call in session `id` of `caller`: the session live at `now`, marked used and seen as
+    /// `caller` (as [`Registry::seen_as`]), and its state to carry into the call.
+    pub fn in_call(&mut self, id: &str, caller: &Caller, now: Instant) -> Result<&SessionState, IpcError> {
+        let session = self.live(id, &caller.identity, now)?;
+        if session.caller != *caller {
+            session.caller = caller.clone();
+        }
+        Ok(&session.state)
+    }
+
     /// Notes the client's own name for session `id` (`clientInfo`), as the API read it.
     pub fn name_client(&mut self, id: &str, client: Option<String>) {
         if let Some(session) = self.sessions.get_mut(id) {

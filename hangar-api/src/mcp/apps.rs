@@ -9,19 +9,11 @@
 //!
 //! A client's declaration of the extension reaches a 2026-07-28 upstream with each call: a
 //! 2026-07-28 client's own `_meta` carries it, and a legacy session's calls carry what its
-//! `initialize` declared ([`declared`]), so a server that renders its answer for a host that
+//! `initialize` declared (`hangar_core::session_meta`), so a server that renders its answer for a host that
 //! can show its app (or words it for one that cannot) hears the truth in both eras.
 
 use hangar_core::front_door::{Naming, UI_SCHEME};
-use hangar_core::mcp::EXTENSION_UI;
 use serde_json::{Value, json};
-
-/// What of MCP Apps a client's `capabilities` declare, as its `extensions` entry: the
-/// extension's own settings, or `None` when it did not declare it.
-pub fn declared(capabilities: &Value) -> Option<Value> {
-    let apps = capabilities.get("extensions")?.get(EXTENSION_UI)?;
-    Some(json!({EXTENSION_UI: apps}))
-}
 
 /// Rewrites `tool`'s app reference (if any) to the name `server`'s app is exposed by.
 pub fn rewrite_tool(naming: &Naming, server: &str, tool: &mut Value) {
@@ -43,16 +35,6 @@ fn rewrite(naming: &Naming, server: &str, uri: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_apps_extension_a_client_declared_is_passed_on() {
-        let settings = json!({"mimeTypes": ["text/html;profile=mcp-app"]});
-        let both = json!({"sampling": {}, "extensions": {EXTENSION_UI: settings, "io.modelcontextprotocol/tasks": {}}});
-        assert_eq!(declared(&both), Some(json!({EXTENSION_UI: settings})), "the tasks extension is the hangar's own");
-        assert_eq!(declared(&json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})), None);
-        assert_eq!(declared(&json!({"sampling": {}})), None);
-        assert_eq!(declared(&json!({})), None);
-    }
 
     #[test]
     fn a_tools_app_reference_names_its_own_servers_app_and_nothing_else_changes() {

@@ -26,6 +26,9 @@ pub struct Request {
     /// The legacy session the request came in (`None` for 2026-07-28): its calls take requests
     /// both ways (`relay`).
     pub session: Option<String>,
+    /// The legacy session was not checked yet: the supervisor checks it with the call, which
+    /// can only be a front-door call of an upstream's tool (`legacy.rs`, `relay.rs`).
+    pub session_unchecked: bool,
 }
 
 /// How a handler answered: a result for the era to shape, or a reply of its own (a stream).
@@ -139,6 +142,7 @@ async fn tools_call(
     let reply = match way {
         Way::LegacyCall(wanted) => {
             let session = session.unwrap_or_default();
+            let session = (session, request.session_unchecked);
             relay::tools_call(supervisor, headers, session, id, call, wanted, era).await?
         }
         Way::LegacyBatch(spec, wanted) => {

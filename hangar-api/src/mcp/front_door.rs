@@ -422,8 +422,7 @@ pub async fn call(supervisor: &AsCaller, call: ToolCall, opted_in: bool) -> Resu
     let stance = stance::modern(extra.as_ref(), opted_in);
     let called = Called::One { target: Target::Exposed { name }, arguments, timeout_ms: None };
     let param_headers = param_headers.map(Box::new);
-    let spec =
-        CallSpec { called, stance, relay: Relay::default(), trace: None, param_headers, extra, subject_token: None };
+    let spec = CallSpec { param_headers, ..CallSpec::new(called, stance, Relay::default(), extra) };
     let answer = supervisor.call(spec).1.await;
     call_answer(answer, resumes)
 }

@@ -1,18 +1,20 @@
 //! The legacy era (2025-11-25 and earlier): `initialize`, then requests in a session.
 //!
 //! Sessions are kept by the supervisor (see [`super::session`]): any API instance accepts any
-//! live session, and none accepts one that ended or expired. Each request in a session costs one
+//! live session, and none accepts one that ended or expired. A request in a session costs one
 //! round trip to the supervisor, which also carries what the request changes in it (its log
-//! level, its resource subscriptions).
+//! level, its resource subscriptions). A front-door call of an upstream's tool, the request a
+//! session makes most, has its session checked by the call itself (`relay.rs`); any other
+//! request is answered after it.
 
 use axum::http::{HeaderMap, StatusCode};
 use hangar_core::echo::bounded;
-use hangar_core::ipc::{SessionChange, SessionState};
+use hangar_core::ipc::SessionState;
 use hangar_core::jsonrpc::{self, Message, RpcError};
 use hangar_core::mcp::{
-    CLIENT_REQUESTS, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, LATEST_LEGACY_REVISION, LEGACY_REVISIONS,
-    META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO,
+    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, LATEST_LEGACY_REVISION, LEGACY_REVISIONS, META_SERVER_INFO,
 };
+use hangar_core::session_meta;
 use serde_json::{Value, json};
 
 use super::about::{INSTRUCTIONS, server_info};
@@ -21,8 +23,9 @@ use super::era::Era;
 use super::errors::session_not_found;
 use super::headers::single;
 use super::id::{Id, Incoming};
+use super::params::Wanted;
 use super::reply::McpReply;
-use super::{front_door, relay, session};
+use super::{front_door, relay, session, stream};
 use crate::state::Calling;
 
 /// What only a session serves (beyond `initialize`); 2026-07-28 removed them.
@@ -58,13 +61,30 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpRe
         Message::Request { method, params, .. } => session::change(method, params.as_ref()),
         _ => None,
     };
-    let (session, state) = match check_session(app, headers, &id, change).await {
-        Ok(found) => found,
+    let session = match session_header(headers, &id) {
+        Ok(session) => session,
         Err(reply) => return reply,
+    };
+    let by_the_call = match &message {
+        Message::Request { method, params, .. } => {
+            change.is_none() && checked_by_the_call(headers, method, params.as_ref())
+        }
+        _ => false,
+    };
+    if by_the_call && let Message::Request { id, method, params } = message {
+        let progress_token = body.progress_token;
+        let request = Request { id, method, params, progress_token, session: Some(session), session_unchecked: true };
+        return dispatch::dispatch(app, headers, &LEGACY, request).await;
+    }
+    let state = match session::check(app, &session, change).await {
+        Ok(state) => state,
+        Err((status, err)) => return McpReply::error(status, &id, &err),
     };
     match message {
         Message::Request { id, method, params } => {
-            let request = Request { id, method, params, progress_token: body.progress_token, session: Some(session) };
+            let progress_token = body.progress_token;
+            let request =
+                Request { id, method, params, progress_token, session: Some(session), session_unchecked: false };
             in_session(app, headers, &state, request).await
         }
         message @ (Message::Notification { .. } | Message::Response { .. }) => {
@@ -74,21 +94,25 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, body: Incoming) -> McpRe
     }
 }
 
+/// Whether a request's session is checked by the supervisor with its call: a front-door call of
+/// an upstream's tool (`relay.rs`) that does not start an event stream at once (one would
+/// answer 200 before the session is known to be live, and an unknown one must be a 404).
+fn checked_by_the_call(headers: &HeaderMap, method: &str, params: Option<&Value>) -> bool {
+    let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    method == "tools/call"
+        && name.is_some_and(|name| front_door::route(name) == front_door::Route::Exposed)
+        && !(stream::accepts_event_stream(headers) && Wanted::from_params(params, None).is_some())
+}
+
 /// A request in a live session: a `tools/call` hears the upstream's log lines at the session's
 /// level; a resource subscription the upstream cannot take itself is still the session's (the
 /// supervisor hands it the upstream's updates).
 async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mut request: Request) -> McpReply {
-    if request.method == "tools/call"
-        && let Some(Value::Object(params)) = &mut request.params
-        && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
-    {
-        if let Some(level) = &state.log_level {
-            meta.entry(META_LOG_LEVEL).or_insert_with(|| json!(level));
-        }
-        // What the client said at `initialize` it can be asked (sampling, elicitation, roots)
-        // and whether it shows MCP Apps, declared to the upstream for this call as a 2026-07-28
-        // client would (`relay.rs`, `apps.rs`).
-        meta.entry(META_CLIENT_CAPABILITIES).or_insert_with(|| declared_upstream(&state.capabilities));
+    // What the client said at `initialize` it can be asked (sampling, elicitation, roots) and
+    // whether it shows MCP Apps, declared to the upstream for this call as a 2026-07-28 client
+    // would, with the session's log level.
+    if request.method == "tools/call" && matches!(request.params, Some(Value::Object(_))) {
+        session_meta::carry(state, &mut request.params);
     }
     if matches!(request.method.as_str(), "resources/subscribe" | "resources/unsubscribe") {
         let subscribed = (request.method == "resources/subscribe")
@@ -104,20 +128,6 @@ async fn in_session(app: &Calling, headers: &HeaderMap, state: &SessionState, mu
         return reply;
     }
     dispatch::dispatch(app, headers, &LEGACY, request).await
-}
-
-/// The part of a client's `initialize` capabilities an upstream hears with its calls: what it
-/// can be asked, and the MCP Apps extension if it declared it (the hangar's own extensions,
-/// tasks, stay the hangar's).
-fn declared_upstream(capabilities: &Value) -> Value {
-    let askable = CLIENT_REQUESTS
-        .iter()
-        .filter_map(|(_, capability)| Some(((*capability).to_owned(), capabilities.get(*capability)?.clone())));
-    let mut declared: serde_json::Map<String, Value> = askable.collect();
-    if let Some(extensions) = super::apps::declared(capabilities) {
-        declared.insert("extensions".into(), extensions);
-    }
-    Value::Object(declared)
 }
 
 /// The `initialize` answer: the client's version if we speak it, else our latest.
@@ -154,31 +164,21 @@ async fn initialize(app: &Calling, id: &Id, params: Option<&Value>) -> McpReply 
     reply
 }
 
-/// A request without a session is a bad request; one whose session the supervisor does not
-/// know (ended, expired, never minted, another identity's) is an unknown session (404, so the
-/// client starts over with `initialize`).
-async fn check_session(
-    app: &Calling,
-    headers: &HeaderMap,
-    id: &Id,
-    change: Option<SessionChange>,
-) -> Result<(String, SessionState), McpReply> {
-    let session = match single(headers, HEADER_SESSION_ID) {
-        Ok(None) => {
-            return Err(McpReply::error(
-                StatusCode::BAD_REQUEST,
-                id,
-                &RpcError::invalid_request(
-                    "Bad Request: missing session (no Mcp-Session-Id header); send initialize first",
-                ),
-            ));
-        }
-        Ok(Some(session)) if session::parse(&session).is_some() => session,
-        _ => return Err(McpReply::error(StatusCode::NOT_FOUND, id, &session_not_found())),
-    };
-    let state =
-        session::check(app, &session, change).await.map_err(|(status, err)| McpReply::error(status, id, &err))?;
-    Ok((session, state))
+/// The request's session id. A request without one is a bad request; one in a shape this
+/// hangar never mints is an unknown session (404, so the client starts over with
+/// `initialize`), as is one the supervisor does not know (ended, expired, another identity's).
+fn session_header(headers: &HeaderMap, id: &Id) -> Result<String, McpReply> {
+    match single(headers, HEADER_SESSION_ID) {
+        Ok(None) => Err(McpReply::error(
+            StatusCode::BAD_REQUEST,
+            id,
+            &RpcError::invalid_request(
+                "Bad Request: missing session (no Mcp-Session-Id header); send initialize first",
+            ),
+        )),
+        Ok(Some(session)) if session::parse(&session).is_some() => Ok(session),
+        _ => Err(McpReply::error(StatusCode::NOT_FOUND, id, &session_not_found())),
+    }
 }
 
 /// A modern upstream's result, bridged for a legacy client: without the 2026-07-28 fields.

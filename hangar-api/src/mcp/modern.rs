@@ -137,8 +137,13 @@ pub async fn handle(app: &Calling, headers: &HeaderMap, mut body: Incoming) -> M
     let progress_token = body.progress_token.take();
     match validate(headers, body) {
         Ok(Checked::Request { id, method, params }) => {
-            dispatch::dispatch(app, headers, &MODERN, Request { id, method, params, progress_token, session: None })
-                .await
+            dispatch::dispatch(
+                app,
+                headers,
+                &MODERN,
+                Request { id, method, params, progress_token, session: None, session_unchecked: false },
+            )
+            .await
         }
         Ok(Checked::Notification) => McpReply::accepted(),
         Err(reply) => reply,

@@ -5,7 +5,7 @@
 //! go back to the upstream as the retry's `inputResponses`.
 
 use axum::body::Bytes;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use hangar_core::echo::bounded;
 use hangar_core::ipc::{CallSpec, Called, ErrorKind, IpcError, Target};
 use hangar_core::jsonrpc::{Message, RpcError};
@@ -13,10 +13,12 @@ use hangar_core::mcp::{
     CLIENT_REQUESTS, INPUT_REQUESTS, INPUT_RESPONSES, META_CLIENT_CAPABILITIES, NOTIFICATION_CANCELLED, REQUEST_STATE,
     RESULT_TYPE_INPUT_REQUIRED, declares, not_declared,
 };
+use hangar_core::session_meta::{self, SESSION_NOTICE};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::era::Era;
+use super::errors::session_not_found;
 use super::front_door::{self, upstream_failure};
 use super::id::Id;
 use super::params::{ToolCall, Wanted};
@@ -40,6 +42,11 @@ struct LegacyCall {
     target: Target,
     arguments: Value,
     params: Map<String, Value>,
+    /// What the client asked to hear about the call (the session's log level among it).
+    wanted: Option<Wanted>,
+    /// The session is checked by the call itself (`legacy::checked_by_the_call`): the
+    /// supervisor's first notice says the session's log level, if it set one.
+    unchecked: bool,
 }
 
 /// How a round of the call ended.
@@ -53,14 +60,20 @@ impl LegacyCall {
     /// One `tools/call` to the upstream, cancellable by the client's id; the notifications the
     /// client asked for go to it meanwhile, and, when it takes event streams, a legacy
     /// upstream's own requests are asked of it (either starts the event stream).
-    async fn round(&self, sink: &mut Sink, wanted: Option<&Wanted>) -> Round {
-        let mut relay = wanted.map(stream::relay).unwrap_or_default();
+    async fn round(&mut self, sink: &mut Sink) -> Round {
+        let mut relay = self.wanted.as_ref().map(stream::relay).unwrap_or_default();
         relay.asks = sink.streams;
+        if self.unchecked {
+            // The log lines, if the session wants them: the supervisor knows whether it does.
+            relay.logs = sink.streams;
+        }
         let extra = (!self.params.is_empty()).then(|| Value::Object(self.params.clone()));
         let stance = stance::legacy(extra.as_ref(), &self.session, &self.id);
         let called = Called::One { target: self.target.clone(), arguments: self.arguments.clone(), timeout_ms: None };
-        let spec = CallSpec { called, stance, relay, trace: None, param_headers: None, extra, subject_token: None };
-        let (mut notices, reply) = self.supervisor.call(spec);
+        let unchecked_session = self.unchecked.then(|| self.session.clone());
+        let spec = CallSpec { unchecked_session, ..CallSpec::new(called, stance, relay, extra) };
+        let supervisor = self.supervisor.clone();
+        let (mut notices, reply) = supervisor.call(spec);
         tokio::pin!(reply);
         let outcome = loop {
             let notice = tokio::select! {
@@ -68,14 +81,33 @@ impl LegacyCall {
                 outcome = &mut reply => break outcome,
                 () = sink.gone() => return Round::Left,
             };
-            if self.pass_on(sink, wanted, notice).await.is_err() {
+            if self.take(sink, notice).await.is_err() {
                 return Round::Left;
             }
         };
         while let Ok(notice) = notices.try_recv() {
-            let _ = self.pass_on(sink, wanted, notice).await;
+            let _ = self.take(sink, notice).await;
         }
         Round::Done(outcome)
+    }
+
+    /// A notice about the call: what its session carries (the supervisor's first), or one for
+    /// the client ([`LegacyCall::pass_on`]).
+    async fn take(&mut self, sink: &mut Sink, notice: Value) -> Result<(), ()> {
+        if notice.get("method").and_then(Value::as_str) != Some(SESSION_NOTICE) {
+            return self.pass_on(sink, self.wanted.as_ref(), notice).await;
+        }
+        let carried = notice.pointer("/params/_meta").and_then(Value::as_object).cloned().unwrap_or_default();
+        if let Value::Object(meta) = self.params.entry("_meta").or_insert_with(|| Value::Object(Map::new())) {
+            for (key, value) in carried {
+                meta.entry(key).or_insert(value);
+            }
+        }
+        if self.wanted.is_none() {
+            let meta = self.params.get("_meta").cloned();
+            self.wanted = Wanted::from_params(Some(&json!({"_meta": meta})), None);
+        }
+        Ok(())
     }
 
     /// A notice about the call, to the client: a notification it asked for, or an upstream's
@@ -98,7 +130,7 @@ impl LegacyCall {
     async fn answer_upstream_ask(&self, events: &mpsc::Sender<Bytes>, ask: Value) -> Result<(), ()> {
         let text = |key: &str| ask.get(key).and_then(Value::as_str).unwrap_or_default();
         let (server, ask_id, method) = (text("mcp_server"), text("id"), text("method"));
-        let response = match asked_of(&self.declared(), method, ask.get("params")) {
+        let response = match asked_of(&self.declared().await, method, ask.get("params")) {
             Err(refused) => Err(Asked::Failed(refused)),
             Ok(()) => ask_client(&self.supervisor, &self.session, events, method, ask.get("params")).await,
         };
@@ -113,9 +145,21 @@ impl LegacyCall {
         Ok(())
     }
 
-    /// What the client said it can be asked (the params' `_meta` client capabilities).
-    fn declared(&self) -> Value {
-        declared_in(self.params.get("_meta"))
+    /// What the client said it can be asked: the params' `_meta` client capabilities, or, for a
+    /// call whose session the supervisor checked, what the session's client declared (asked
+    /// now: only an upstream that asks something needs it).
+    async fn declared(&self) -> Value {
+        let own = declared_in(self.params.get("_meta"));
+        if !own.is_null() || !self.unchecked {
+            return own;
+        }
+        match self.supervisor.session_use(&self.session, None).await {
+            Ok(state) => session_meta::declared_upstream(&state.capabilities),
+            Err(err) => {
+                tracing::debug!(kind = err.kind.as_str(), "a session's declared capabilities could not be read");
+                Value::Null
+            }
+        }
     }
 
     /// The retry after the client answered: its answers and the upstream's state, as asked.
@@ -148,21 +192,28 @@ pub(super) fn input_required(result: &Value) -> bool {
 
 /// A legacy session's `tools/call` of an upstream tool (a front-door name). Answered as an event
 /// stream once something must reach the client before the end (a notification it asked for, a
-/// question for it, if it takes event streams); as plain JSON otherwise.
+/// question for it, if it takes event streams); as plain JSON otherwise. `unchecked`: the
+/// session is checked by the call (`legacy::checked_by_the_call`).
 pub async fn tools_call(
     supervisor: &AsCaller,
     headers: &HeaderMap,
-    session: &str,
+    (session, unchecked): (&str, bool),
     id: &Id,
     call: ToolCall,
     wanted: Option<Wanted>,
     era: &'static Era,
 ) -> Result<McpReply, RpcError> {
-    // Resolved first: an unknown name is a plain JSON answer. (The supervisor treats the call,
-    // of the legacy era, as the front-door call it is, whatever it targets: an upstream's error
-    // words reach this client, as `tool_access.upstream_errors` says.) What the client can be asked is
-    // in the params' `_meta` already: `legacy::in_session` declares what it said at `initialize`.
-    let target = front_door::resolve(supervisor, &call.name, None, None).await?;
+    // A call whose stream starts at once is resolved first, so that an unknown name is a plain
+    // JSON answer; any other is resolved by the supervisor, whose `UnknownTool` is answered
+    // the same way before anything was streamed. (The supervisor treats the call, of the legacy
+    // era, as the front-door call it is, whatever it targets: an upstream's error words reach
+    // this client, as `tool_access.upstream_errors` says.) What the client can be asked is in
+    // the params' `_meta`: `legacy::in_session` declared what it said at `initialize`, or the
+    // supervisor carries it into the call and the API asks for it if needed (`declared`).
+    let target = match wanted {
+        Some(_) => front_door::resolve(supervisor, &call.name, None, None).await?,
+        None => Target::Exposed { name: call.name },
+    };
     let arguments = front_door::upstream_arguments(call.arguments)?;
     let params = match front_door::pass_on(call.extra) {
         Some(Value::Object(params)) => params,
@@ -176,14 +227,16 @@ pub async fn tools_call(
         target,
         arguments,
         params,
+        wanted,
+        unchecked,
     };
     let (answer, answered) = oneshot::channel();
     let mut sink = Sink { streams, answer: Some(answer), events: None };
-    if wanted.is_some() {
+    if call.wanted.is_some() {
         // The client asked to hear about the call: the stream starts at once.
         sink.stream();
     }
-    tokio::spawn(run(call, sink, wanted, era));
+    tokio::spawn(run(call, sink, era));
     answered.await.map_err(|_| RpcError::internal("the call ended without an answer"))
 }
 
@@ -229,12 +282,21 @@ impl Sink {
             let _ = answer.send(reply);
         }
     }
+
+    /// The call's session is not live (or not the caller's): a 404 as the POST's answer, so the
+    /// client starts over with `initialize` (on a stream, if one started, an error event).
+    async fn session_not_found(mut self, id: Id, era: &'static Era) {
+        match self.answer.take() {
+            Some(answer) => drop(answer.send(McpReply::error(StatusCode::NOT_FOUND, &id, &session_not_found()))),
+            None => self.finish(id, Err(session_not_found()), era).await,
+        }
+    }
 }
 
 /// Runs the call to its end: rounds with the upstream, and between them the upstream's questions
 /// (`input_required`) asked of the client on the stream, the answers carried back in the retry.
-async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: &'static Era) {
-    let mut outcome = match call.round(&mut sink, wanted.as_ref()).await {
+async fn run(mut call: LegacyCall, mut sink: Sink, era: &'static Era) {
+    let mut outcome = match call.round(&mut sink).await {
         Round::Done(outcome) => outcome,
         Round::Left => return,
     };
@@ -249,16 +311,18 @@ async fn run(mut call: LegacyCall, mut sink: Sink, wanted: Option<Wanted>, era: 
                     )));
                 }
                 let Some(events) = sink.stream() else { return };
-                match ask(&call.supervisor, &call.session, events, &call.declared(), &result).await {
+                let declared = call.declared().await;
+                match ask(&call.supervisor, &call.session, events, &declared, &result).await {
                     Ok(responses) => call.retry_with(responses, &result),
                     Err(Asked::Left) => return,
                     Err(Asked::Failed(err)) => break Err(err),
                 }
-                outcome = match call.round(&mut sink, wanted.as_ref()).await {
+                outcome = match call.round(&mut sink).await {
                     Round::Done(outcome) => outcome,
                     Round::Left => return,
                 };
             }
+            Err(err) if err.kind == ErrorKind::SessionNotFound => return sink.session_not_found(call.id, era).await,
             Err(err) if matches!(err.kind, ErrorKind::UnknownTool | ErrorKind::SupervisorUnavailable) => {
                 break Err(front_door::refused(err));
             }

@@ -108,15 +108,7 @@ pub fn relayed_call(supervisor: AsCaller, id: Id, call: UpstreamCall, wanted: Wa
         // The call's headers (and its tool's task support) were checked when its name was resolved.
         let stance = stance::modern(extra.as_ref(), opted_in);
         let called = Called::One { target, arguments, timeout_ms: None };
-        let spec = CallSpec {
-            called,
-            stance,
-            relay: relay(&wanted),
-            trace: None,
-            param_headers: None,
-            extra,
-            subject_token: None,
-        };
+        let spec = CallSpec::new(called, stance, relay(&wanted), extra);
         let (mut notices, reply) = supervisor.call(spec);
         tokio::pin!(reply);
         let outcome = loop {

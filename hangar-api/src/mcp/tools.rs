@@ -283,15 +283,7 @@ pub fn hangar_call_task_watched<'a>(
 ) -> (mpsc::UnboundedReceiver<Value>, BoxFuture<'a, Result<Value, RpcError>>) {
     let extra = batch_extra(params, true);
     let stance = stance::hangar(extra.as_ref(), true);
-    let spec = CallSpec {
-        called: Called::Batch(spec),
-        stance,
-        relay,
-        trace: None,
-        param_headers: None,
-        extra,
-        subject_token: None,
-    };
+    let spec = CallSpec::new(Called::Batch(spec), stance, relay, extra);
     let (notices, answer) = supervisor.call(spec);
     (notices, Box::pin(async move { answer.await.or_else(|err| failed(err.into())) }))
 }
@@ -340,15 +332,7 @@ pub fn hangar_call_held_watched<'a>(
         }
     }
     let stance = stance::hangar(Some(&extra), false);
-    let spec = CallSpec {
-        called: Called::Batch(spec),
-        stance,
-        relay,
-        trace: None,
-        param_headers: None,
-        extra: Some(extra),
-        subject_token: None,
-    };
+    let spec = CallSpec::new(Called::Batch(spec), stance, relay, Some(extra));
     let (notices, answer) = supervisor.call(spec);
     let answer = async move {
         match answer.await {

@@ -129,7 +129,7 @@ impl Hangar {
         spec: CallSpec,
         notices: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Reply, IpcError> {
-        let CallSpec { called, stance, relay, trace, param_headers, extra, subject_token } = spec;
+        let CallSpec { called, stance, relay, trace, param_headers, extra, subject_token, unchecked_session: _ } = spec;
         // The token the caller came with, for the servers that exchange it: this call's runs
         // (a task's included) and no one else's.
         if let Some(subject) = subject_token {

@@ -78,17 +78,37 @@ fn a_session_ended_on_one_api_instance_is_unknown_on_every_one() {
     let (status, text) = legacy(&second, Some(&session), 2, "tools/list", json!({}));
     assert_eq!(status, 200, "the other instance knows the session: {text}");
     assert!(text.contains("\"add\""), "{text}");
+    let add = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
+    let (status, text) = legacy(&second, Some(&session), 7, "tools/call", add.clone());
+    assert!(status == 200 && text.contains("\"result\""), "a call in the live session: {text}");
 
     assert_eq!(request(&second, "DELETE", "/mcp", &session), 200, "ended on the other instance");
     let (status, text) = legacy(&first, Some(&session), 3, "tools/list", json!({}));
     assert_eq!(status, 404, "a terminated session is unknown here too: {text}");
     assert!(text.contains("-32001"), "{text}");
+    // A call of an upstream's tool has its session checked by the call itself: the same 404.
+    let (status, text) = legacy(&second, Some(&session), 5, "tools/call", add.clone());
+    assert_eq!(status, 404, "a call in a terminated session is refused: {text}");
+    assert!(text.contains("-32001") && !text.contains("\"result\""), "{text}");
     assert_eq!(request(&first, "GET", "/mcp", &session), 404, "its stream is gone too");
     assert_eq!(request(&first, "DELETE", "/mcp", &session), 404, "and it cannot end twice");
 
     // An id in the right shape that nobody minted is no session either.
     let forged = format!("hgr1-2025-11-25-{}", "0".repeat(32));
     assert_eq!(legacy(&first, Some(&forged), 4, "tools/list", json!({})).0, 404);
+    let (status, text) = legacy(&first, Some(&forged), 6, "tools/call", add.clone());
+    assert_eq!(status, 404, "{text}");
+
+    // Neither refused call was made: the audit trail holds the call before and one after them
+    // (recorded in order, so once the last is there, any between would be too).
+    let (status, text) = legacy(&first, Some(&initialize(&first)), 8, "tools/call", add);
+    assert!(status == 200 && text.contains("\"result\""), "a call in a new session: {text}");
+    let calls = poll("both calls' audit entries", Duration::from_secs(10), || {
+        let page = hangar.get("/api/audit?limit=1000").body;
+        let calls = page["entries"].as_array()?.iter().filter(|e| e["method"] == "tools/call").count();
+        (calls >= 2).then_some(calls)
+    });
+    assert_eq!(calls, 2, "a call in an unknown session reached no upstream");
 }
 
 #[test]
@@ -111,6 +131,16 @@ fn a_session_is_its_opener_s_and_another_identity_cannot_use_or_end_it() {
     assert_eq!(status, 404, "bob is not told alice's session exists: {text}");
     let (status, text) = legacy_post(&here, Some("alice-key"), Some(&session), 3, "tools/list", json!({}));
     assert_eq!(status, 200, "alice still uses it: {text}");
+
+    // A call of an upstream's tool, whose session the call itself checks: bob's is refused as
+    // if the session did not exist, alice's is answered.
+    let add = json!({"name": "add", "arguments": {"a": 2, "b": 3}});
+    let (status, text) = legacy_post(&here, Some("bob-key"), Some(&session), 4, "tools/call", add.clone());
+    assert_eq!(status, 404, "bob cannot call in alice's session: {text}");
+    assert!(text.contains("-32001") && !text.contains("\"result\""), "{text}");
+    let (status, text) = legacy_post(&here, Some("alice-key"), Some(&session), 5, "tools/call", add);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"result\"") && text.contains('5'), "alice's call is answered: {text}");
 }
 
 #[test]
