@@ -1,11 +1,13 @@
--- wrk script: posts one MCP tools/call (2026-07-28 wire, every header the guard and the wire want)
--- over keep-alive connections, and checks EVERY answer: HTTP 200, the echoed text in the result,
+-- wrk script: posts one MCP tools/call (2026-07-28 wire, every header the guard and the wire want;
+-- or in a legacy session, with its id) over keep-alive connections, and checks EVERY answer: HTTP 200, the echoed text in the result,
 -- no `"isError": true` (and for hangar_call no `"success": false`). It prints one JSON line,
 -- prefixed `wrk-result `, with the figures in hangar-bench's field names and the check counts;
 -- scripts/bench-compare and scripts/bench-wrk read it and fail on any failed or unchecked answer.
 --
 --   wrk ... -s call.lua URL -- hangar_call SERVER TOOL TEXT [TOKEN]   (the gateway tool, one call)
 --   wrk ... -s call.lua URL -- front_door SERVER TOOL TEXT [TOKEN]    (the upstream's tool by name)
+--   wrk ... -s call.lua URL -- legacy SERVER TOOL TEXT SESSION [TOKEN] (the same, in a 2025-11-25
+--                                                                       session: helpers.py opens it)
 --
 -- TOKEN, when given, is sent as `Authorization: Bearer TOKEN` (an API key or an access token).
 --
@@ -21,13 +23,19 @@ end
 
 local function usage(why)
   io.stderr:write("call.lua: " .. why .. "\n" ..
-    "usage: wrk ... -s call.lua URL -- hangar_call|front_door SERVER TOOL TEXT [TOKEN]\n")
+    "usage: wrk ... -s call.lua URL -- hangar_call|front_door SERVER TOOL TEXT [TOKEN]\n" ..
+    "       wrk ... -s call.lua URL -- legacy SERVER TOOL TEXT SESSION [TOKEN]\n")
   os.exit(64)
 end
 
 -- Per thread: builds the request and the patterns its answers must (not) match.
 function init(args)
   local kind, server, tool, text, token = args[1], args[2], args[3], args[4], args[5]
+  local session
+  if kind == "legacy" then
+    session, token = args[5], args[6]
+    if not (session and session:match("^[%w-]+$")) then usage("legacy needs a session id") end
+  end
   if not text then usage("four arguments expected") end
   for _, word in ipairs({ server, tool }) do
     if not word:match("^[%w_.-]+$") then usage("not a plain name: " .. word) end
@@ -41,7 +49,7 @@ function init(args)
   if kind == "hangar_call" then
     name = "hangar_call"
     arguments = '{"calls":[{"mcp_server":"' .. server .. '","tool":"' .. tool .. '","arguments":' .. echo_args .. '}]}'
-  elseif kind == "front_door" then
+  elseif kind == "front_door" or kind == "legacy" then
     name = tool
     arguments = echo_args
   else
@@ -50,9 +58,15 @@ function init(args)
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["Accept"] = "application/json, text/event-stream"
-  wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
-  wrk.headers["Mcp-Method"] = "tools/call"
-  wrk.headers["Mcp-Name"] = name
+  if session then
+    wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+    wrk.headers["Mcp-Session-Id"] = session
+    meta = '"_meta":{}'
+  else
+    wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
+    wrk.headers["Mcp-Method"] = "tools/call"
+    wrk.headers["Mcp-Name"] = name
+  end
   if token then
     if not token:match("^[%w._~+/=-]+$") then usage("TOKEN is not a bearer token's characters") end
     wrk.headers["Authorization"] = "Bearer " .. token

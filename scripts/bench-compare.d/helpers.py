@@ -15,8 +15,8 @@
       Appends every JSON line of SRC to DST with the given string fields added.
   helpers.py wrk [--header] [--bearer TOKEN] URL KIND SERVER TOOL TEXT CONNECTIONS SECONDS LABEL [JSON_OUT]
       Runs wrk (one thread, CONNECTIONS keep-alive connections, SECONDS) with call.lua beside this
-      file: KIND is hangar_call or front_door, calling TOOL (an echo tool) with {"text": TEXT}, and
-      every answer is checked. --bearer sends TOKEN (a key or an access token) as
+      file: KIND is hangar_call or front_door, calling TOOL (an echo tool) with {"text": TEXT}, or
+      legacy (front_door in a 2025-11-25 session this opens first), and every answer is checked. --bearer sends TOKEN (a key or an access token) as
       `Authorization: Bearer`. Prints a row in hangar-bench's format (LABEL; its header first with
       --header) and appends its JSON row (hangar-bench's fields, plus checked and failed) to
       JSON_OUT. Exits 1 when wrk fails, an answer failed its check, a socket error or non-2xx
@@ -197,10 +197,35 @@ def wrk(*args):
         else:
             bearer, args = [args[1]], args[2:]
     url, kind, server, tool, text, connections, seconds, label, *json_out = args
-    command = _wrk_command(url, kind, server, tool, text, connections, f"{seconds}s", bearer)
+    session = [_legacy_session(url, bearer)] if kind == "legacy" else []
+    command = _wrk_command(url, kind, server, tool, text, connections, f"{seconds}s", session + bearer)
     run = subprocess.run(command, capture_output=True, text=True)
     row = _wrk_row(run.returncode, run.stdout, run.stderr, label)
     _record_row(row, label, header, json_out[0] if json_out else None)
+
+
+def _legacy_session(url, bearer):
+    """Opens a legacy session (`initialize` at 2025-11-25, then `notifications/initialized`) and
+    returns its id."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if bearer:
+        headers["Authorization"] = f"Bearer {bearer[0]}"
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "wrk", "version": "1"}}
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    conn.request("POST", parts.path, json.dumps(body), headers)
+    resp = conn.getresponse()
+    answer = resp.read()
+    session = resp.getheader("Mcp-Session-Id")
+    if resp.status != 200 or not session:
+        sys.exit(f"initialize answered {resp.status} without a session: {answer[:300]!r}")
+    headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    conn.request("POST", parts.path, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers)
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    return session
 
 
 def _wrk_command(url, kind, server, tool, text, connections, duration, bearer=()):
