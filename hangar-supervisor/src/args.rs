@@ -42,6 +42,11 @@ pub struct Args {
     /// picks `cgroup` when it can.
     #[arg(long, value_enum, default_value = "auto")]
     pub kill_mode: cgroup::KillMode,
+    /// The `hangar-guardian` binary its guardians run [default: the one beside this binary]. A
+    /// static build maps less (`scripts/build-guardian`); one named here that cannot be opened
+    /// is refused at start.
+    #[arg(long, value_name = "FILE", env = "HANGAR_GUARDIAN")]
+    pub guardian: Option<PathBuf>,
     /// Reload whenever the config file changes, as SIGHUP does (checked every second, through
     /// its symlinks: a Kubernetes ConfigMap update swaps a `..data` symlink). A refused config is
     /// logged and the running one stays.

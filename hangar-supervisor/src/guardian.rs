@@ -11,8 +11,9 @@
 //! exited, however it died), a guardian kills each cgroup (`cgroup.kill`) and the subtree
 //! (`proctree::kill_tree`) of each pid no killed cgroup holds, then exits.
 //!
-//! The guardian binary is the one beside the supervisor's own (`current_exe()`'s directory),
-//! opened once at start and run through that descriptor (`/proc/self/fd/N`), so that an upgrade
+//! The guardian binary is the one `--guardian` names (installs and `scripts/build-guardian` build
+//! it static, which maps least), else the one beside the supervisor's own (`current_exe()`'s
+//! directory), opened once at start and run through that descriptor (`/proc/self/fd/N`), so that an upgrade
 //! that replaces or removes the files meanwhile still starts the guardian this supervisor came
 //! with. Without it the supervisor warns and runs on with the weaker guarantee of the
 //! parent-death signal alone (`spawn.rs`).
@@ -65,7 +66,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -123,12 +124,16 @@ pub struct Keeper {
 /// Starts the guardians (before any child is spawned) and a thread for each that replaces it
 /// whenever it dies. Without any (no guardian binary beside the supervisor's), it still runs,
 /// with the weaker guarantee of the parent-death signal alone (`spawn.rs` then sets it on
-/// upstreams too).
-pub fn start(log_format: hangar_runtime::logging::LogFormat) -> Option<Keeper> {
+/// upstreams too); a binary `named` (`--guardian`) that does not open is an error.
+pub fn start(log_format: hangar_runtime::logging::LogFormat, named: Option<&Path>) -> Result<Option<Keeper>, String> {
     JSON_LOGS.store(log_format == hangar_runtime::logging::LogFormat::Json, Ordering::Relaxed);
-    if let Err(err) = binary() {
-        tracing::warn!(%err, "cannot start the guardians: an upstream's own children may outlive a killed supervisor");
-        return None;
+    match BINARY.get_or_init(|| open_binary(named)) {
+        Err(err) if named.is_some() => return Err(err.clone()),
+        Err(err) => {
+            tracing::warn!(%err, "cannot start the guardians: an upstream's own children may outlive a killed supervisor");
+            return Ok(None);
+        }
+        Ok(_) => {}
     }
     let mut threads = Vec::new();
     for slot in 0..GUARDIANS {
@@ -146,25 +151,36 @@ pub fn start(log_format: hangar_runtime::logging::LogFormat) -> Option<Keeper> {
         }
     }
     if threads.is_empty() {
-        return None;
+        return Ok(None);
     }
     KEEPING.store(true, Ordering::Relaxed);
-    Some(Keeper { threads })
+    Ok(Some(Keeper { threads }))
 }
 
-/// The guardian binary beside the supervisor's, opened the first time (at start, before any
-/// upgrade can replace it): `O_PATH`, close-on-exec, run as `/proc/self/fd/N`.
+/// The guardian binary, opened by [`start`] (before any upgrade can replace it): `O_PATH`,
+/// close-on-exec, run as `/proc/self/fd/N`.
+static BINARY: OnceLock<Result<File, String>> = OnceLock::new();
+
 fn binary() -> Result<&'static File, &'static str> {
-    static BINARY: OnceLock<Result<File, String>> = OnceLock::new();
-    let opened = BINARY.get_or_init(|| {
-        use std::os::unix::fs::OpenOptionsExt;
-        let exe = std::env::current_exe().map_err(|err| format!("cannot tell where hangar-supervisor is: {err}"))?;
-        let path = exe.with_file_name(hangar_guardian::NAME);
-        File::options().read(true).custom_flags(libc::O_PATH).open(&path).map_err(|err| {
-            format!("{}: {err} (it is installed beside hangar-supervisor, from the same build)", path.display())
-        })
-    });
-    opened.as_ref().map_err(String::as_str)
+    match BINARY.get() {
+        Some(opened) => opened.as_ref().map_err(String::as_str),
+        None => Err("the guardian binary was never opened"),
+    }
+}
+
+/// Opens the binary `named`, else the one beside the supervisor's.
+fn open_binary(named: Option<&Path>) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = match named {
+        Some(path) => path.to_owned(),
+        None => std::env::current_exe()
+            .map_err(|err| format!("cannot tell where hangar-supervisor is: {err}"))?
+            .with_file_name(hangar_guardian::NAME),
+    };
+    File::options().read(true).custom_flags(libc::O_PATH).open(&path).map_err(|err| match named {
+        Some(_) => format!("{}: {err}", path.display()),
+        None => format!("{}: {err} (it is installed beside hangar-supervisor, from the same build)", path.display()),
+    })
 }
 
 /// Runs guardian number `slot` and hands it everything it must watch.

@@ -92,7 +92,7 @@ fn main() -> ExitCode {
             .map(control::SocketGroup::resolve)
             .transpose()
             .map_err(|err| Exit::new(EX_CONFIG, err))?;
-        let guardian = containment::start(args.kill_mode, args.log_format)?;
+        let guardian = containment::start(args.kill_mode, args.log_format, args.guardian.as_deref())?;
         let runtime = hangar_runtime::runtime::start()?;
         let run_dir = args.run_dir.clone();
         let outcome = runtime.block_on(lifetime::run(args, config, socket_group));

@@ -228,6 +228,14 @@ def _legacy_session(url, bearer):
     return session
 
 
+def static_guardian(bin_dir):
+    """The static guardian scripts/build-guardian builds for BIN_DIR's profile (target/<profile>),
+    or None when it is not built (the supervisor then runs the glibc one beside it)."""
+    target, profile = os.path.split(os.path.abspath(bin_dir))
+    built = os.path.join(target, f"{os.uname().machine}-unknown-linux-musl", profile, "hangar-guardian")
+    return built if os.path.exists(built) else None
+
+
 def _wrk_command(url, kind, server, tool, text, connections, duration, bearer=()):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "call.lua")
     command = ["wrk", "-t1", f"-c{int(connections)}", f"-d{duration}", "--latency", "-s", script, url]

@@ -39,11 +39,22 @@ pub const SENTINEL: &str = "HANGAR-FAKE-SENTINEL-0xC0FFEE";
 pub const MODERN: &str = "2026-07-28";
 
 /// A built binary of the workspace. The test command builds them all first (`scripts/test`).
+/// `hangar-guardian` is the static build installs ship (`scripts/build-guardian`, which
+/// scripts/test runs; required under `CI`), else the glibc one beside the supervisor.
 pub fn bin(name: &str) -> PathBuf {
     timing::note();
     // target/<profile>/deps/<this test> -> target/<profile>/<name>
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target directory");
+    if name == "hangar-guardian" {
+        let profile = dir.file_name().expect("a profile directory");
+        let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+        let built = dir.parent().expect("target directory").join(target).join(profile).join(name);
+        if built.exists() {
+            return built;
+        }
+        assert!(std::env::var_os("CI").is_none(), "{} is not built; scripts/test builds it", built.display());
+    }
     let path = dir.join(name);
     assert!(path.exists(), "{} is not built; run `cargo build --workspace --bins` (scripts/test does)", path.display());
     path
@@ -431,7 +442,11 @@ impl Hangar {
                 command.arg("--").arg(reachable.bin("hangar-supervisor")).env("HOME", dir.path());
                 command
             }
-            None => Command::new(bin("hangar-supervisor")),
+            None => {
+                let mut command = Command::new(bin("hangar-supervisor"));
+                command.arg("--guardian").arg(bin("hangar-guardian"));
+                command
+            }
         };
         let mut supervisor = command
             .arg("--config")
