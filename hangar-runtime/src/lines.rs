@@ -6,6 +6,8 @@
 //! over-long JSON-RPC answer). Writers drain every
 //! queued line before one flush, so a burst of messages goes out in few writes.
 
+use std::io::IoSlice;
+
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
@@ -109,7 +111,8 @@ impl LineQueue for mpsc::UnboundedReceiver<Vec<u8>> {
 }
 
 /// Writes every line from `queue` until it closes (then shuts the writer down) or a write fails.
-/// Flushes only when the queue is momentarily empty.
+/// Flushes only when the queue is momentarily empty. For the few busy connections (the control
+/// socket): an 8 KiB buffer each.
 pub async fn write_batched<W: AsyncWrite + Unpin, Q: LineQueue>(writer: W, mut queue: Q) -> std::io::Result<()> {
     let mut writer = BufWriter::new(writer);
     while let Some(line) = queue.next().await {
@@ -120,6 +123,46 @@ pub async fn write_batched<W: AsyncWrite + Unpin, Q: LineQueue>(writer: W, mut q
         writer.flush().await?;
     }
     writer.shutdown().await
+}
+
+/// [`write_batched`] without a buffer, for a writer per upstream (its stdin): the lines queued
+/// at once (up to [`MAX_BATCH`]) go out in one vectored write from their own buffers, and a
+/// writer at rest holds no memory (an 8 KiB `BufWriter` per running upstream was 8 MiB with a
+/// thousand).
+pub async fn write_unbuffered<W: AsyncWrite + Unpin, Q: LineQueue>(mut writer: W, mut queue: Q) -> std::io::Result<()> {
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    while let Some(line) = queue.next().await {
+        batch.push(line);
+        while batch.len() < MAX_BATCH
+            && let Some(line) = queue.ready()
+        {
+            batch.push(line);
+        }
+        write_all_vectored(&mut writer, &batch).await?;
+        batch.clear();
+        writer.flush().await?;
+    }
+    writer.shutdown().await
+}
+
+/// The most lines [`write_unbuffered`] writes at once (well under any system's `IOV_MAX`).
+pub const MAX_BATCH: usize = 64;
+
+/// Writes all of `lines`, in as few vectored writes as the writer takes.
+async fn write_all_vectored<W: AsyncWrite + Unpin>(writer: &mut W, lines: &[Vec<u8>]) -> std::io::Result<()> {
+    if let [line] = lines {
+        return writer.write_all(line).await;
+    }
+    let mut slices: Vec<IoSlice<'_>> = lines.iter().map(|line| IoSlice::new(line)).collect();
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        let written = writer.write_vectored(left).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut left, written);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -165,6 +208,79 @@ mod tests {
         let mut out = Vec::new();
         write_batched(&mut out, rx).await.unwrap();
         assert_eq!(out, b"a\nbb\nccc\n");
+    }
+
+    /// Records each write it is given, taking at most `most` bytes of each.
+    struct Writes {
+        writes: Vec<Vec<u8>>,
+        most: usize,
+    }
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.poll_write_vectored(cx, &[IoSlice::new(buf)])
+        }
+        fn poll_write_vectored(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let mut taken: Vec<u8> = bufs.iter().flat_map(|buf| buf.iter().copied()).collect();
+            taken.truncate(self.most);
+            let len = taken.len();
+            self.writes.push(taken);
+            std::task::Poll::Ready(Ok(len))
+        }
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_writer_that_takes_a_little_at_a_time_still_gets_every_byte_in_order() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for line in ["a\n", "bb\n", "ccc\n", "dddd\n"] {
+            tx.send(line.as_bytes().to_vec()).unwrap();
+        }
+        drop(tx);
+        let mut writes = Writes { writes: Vec::new(), most: 3 };
+        write_unbuffered(&mut writes, rx).await.unwrap();
+        assert_eq!(writes.writes.concat(), b"a\nbb\nccc\ndddd\n");
+        assert!(writes.writes.iter().all(|w| w.len() <= 3 && !w.is_empty()), "{:?}", writes.writes);
+    }
+
+    #[tokio::test]
+    async fn lines_queued_together_go_out_in_one_write_and_a_later_one_in_its_own() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for line in ["a\n", "bb\n", "ccc\n"] {
+            tx.send(line.as_bytes().to_vec()).unwrap();
+        }
+        let mut writes = Writes { writes: Vec::new(), most: usize::MAX };
+        let writer = write_unbuffered(&mut writes, rx);
+        let later = async {
+            tokio::task::yield_now().await;
+            tx.send(b"d\n".to_vec()).unwrap();
+            drop(tx);
+        };
+        let (written, ()) = tokio::join!(writer, later);
+        written.unwrap();
+        assert_eq!(writes.writes, [b"a\nbb\nccc\n".to_vec(), b"d\n".to_vec()]);
     }
 
     #[tokio::test]

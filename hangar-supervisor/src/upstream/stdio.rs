@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Notice, Relay, RequestError, encode, message_line};
 use crate::logs::{LogRing, Stream};
-use hangar_runtime::lines::{Line, read_line, write_batched};
+use hangar_runtime::lines::{Line, read_line, write_unbuffered};
 
 /// The longest line accepted from an upstream's stdout; longer ones are skipped and logged.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -141,7 +141,7 @@ impl StdioUpstream {
         let upstream = StdioUpstream { writer: Mutex::new(Some(tx.clone())), routes: routes.clone(), closed };
         tokio::spawn(async move {
             // A failed write means the child is gone; the reader sees that and ends the connection.
-            let _ = write_batched(stdin, rx).await;
+            let _ = write_unbuffered(stdin, rx).await;
         });
         // Weak: answering the upstream's pings must not keep its stdin open after close_stdin.
         let answers = tx.downgrade();
