@@ -146,7 +146,7 @@ pub async fn write_unbuffered<W: AsyncWrite + Unpin, Q: LineQueue>(mut writer: W
 }
 
 /// The most lines [`write_unbuffered`] writes at once (well under any system's `IOV_MAX`).
-pub const MAX_BATCH: usize = 64;
+const MAX_BATCH: usize = 64;
 
 /// Writes all of `lines`, in as few vectored writes as the writer takes.
 async fn write_all_vectored<W: AsyncWrite + Unpin>(writer: &mut W, lines: &[Vec<u8>]) -> std::io::Result<()> {

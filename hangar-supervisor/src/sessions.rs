@@ -61,6 +61,13 @@ struct Session {
 }
 
 impl Session {
+    /// Its opener as it asks now (a token's groups, or a reload, may have changed its profile).
+    fn seen_as(&mut self, caller: &Caller) {
+        if self.caller != *caller {
+            self.caller = caller.clone();
+        }
+    }
+
     fn streaming(&self) -> bool {
         self.stream.as_ref().is_some_and(|stream| !stream.is_closed())
     }
@@ -251,9 +258,7 @@ impl Registry {
     /// `caller` (as [`Registry::seen_as`]), and its state to carry into the call.
     pub fn in_call(&mut self, id: &str, caller: &Caller, now: Instant) -> Result<&SessionState, IpcError> {
         let session = self.live(id, &caller.identity, now)?;
-        if session.caller != *caller {
-            session.caller = caller.clone();
-        }
+        session.seen_as(caller);
         Ok(&session.state)
     }
 
@@ -402,7 +407,7 @@ impl Registry {
     /// identity's request changes nothing.
     pub fn seen_as(&mut self, id: &str, caller: &Caller) {
         if let Some(session) = self.sessions.get_mut(id).filter(|s| s.owner == caller.identity) {
-            session.caller = caller.clone();
+            session.seen_as(caller);
         }
     }
 

@@ -9,8 +9,8 @@
 //!
 //! A client's declaration of the extension reaches a 2026-07-28 upstream with each call: a
 //! 2026-07-28 client's own `_meta` carries it, and a legacy session's calls carry what its
-//! `initialize` declared (`hangar_core::session_meta`), so a server that renders its answer for a host that
-//! can show its app (or words it for one that cannot) hears the truth in both eras.
+//! `initialize` declared (`hangar_core::session_meta`), so a server that renders its answer for
+//! a host that can show its app (or words it for one that cannot) hears the truth in both eras.
 
 use hangar_core::front_door::{Naming, UI_SCHEME};
 use serde_json::{Value, json};

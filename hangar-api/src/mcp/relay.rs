@@ -95,7 +95,7 @@ impl LegacyCall {
     /// the client ([`LegacyCall::pass_on`]).
     async fn take(&mut self, sink: &mut Sink, notice: Value) -> Result<(), ()> {
         if notice.get("method").and_then(Value::as_str) != Some(SESSION_NOTICE) {
-            return self.pass_on(sink, self.wanted.as_ref(), notice).await;
+            return self.pass_on(sink, notice).await;
         }
         let carried = notice.pointer("/params/_meta").and_then(Value::as_object).cloned().unwrap_or_default();
         if let Value::Object(meta) = self.params.entry("_meta").or_insert_with(|| Value::Object(Map::new())) {
@@ -112,7 +112,8 @@ impl LegacyCall {
 
     /// A notice about the call, to the client: a notification it asked for, or an upstream's
     /// own request, asked and answered. `Err` when the client left.
-    async fn pass_on(&self, sink: &mut Sink, wanted: Option<&Wanted>, notice: Value) -> Result<(), ()> {
+    async fn pass_on(&self, sink: &mut Sink, notice: Value) -> Result<(), ()> {
+        let wanted = self.wanted.as_ref();
         let is_ask = notice.get("id").is_some();
         let event = if is_ask { None } else { wanted.and_then(|wanted| stream::rewrite(wanted, notice.clone())) };
         if !is_ask && event.is_none() {
