@@ -75,21 +75,35 @@ function init(args)
     '","arguments":' .. arguments .. ',' .. meta .. '}}'
 
   -- The echoed result as it appears unescaped in the answer (hangar_call: inside the batch's
-  -- structuredContent), whatever the spacing.
-  expected = '"structuredContent"%s*:%s*{%s*"text"%s*:%s*"' .. text .. '"%s*}'
-  forbidden = { '"isError"%s*:%s*true' }
+  -- structuredContent), whatever the spacing: a key, and what must follow it.
+  expected = { '"structuredContent"', '^%s*:%s*{%s*"text"%s*:%s*"' .. text .. '"%s*}' }
+  forbidden = { { '"isError"', '^%s*:%s*true' } }
   if kind == "hangar_call" then
-    table.insert(forbidden, '"success"%s*:%s*false')
+    table.insert(forbidden, { '"success"', '^%s*:%s*false' })
   end
   checked, failed, first_failure = 0, 0, ""
 end
 
+-- Whether `body` holds key[1] (a plain string) followed at once by the anchored pattern key[2].
+-- The key is found by a plain search and the pattern tried only where it ends. Searched with the
+-- pattern from every position, a `hangar_call` answer (1 KiB) cost wrk 32 µs of CPU per call
+-- against 20 this way, taken from the two cores the hangar runs on.
+local function holds(body, key)
+  local from = 1
+  while true do
+    local _, last = body:find(key[1], from, true)
+    if not last then return false end
+    if body:find(key[2], last + 1) then return true end
+    from = last + 1
+  end
+end
+
 function response(status, headers, body)
   checked = checked + 1
-  local ok = status == 200 and body:find(expected) ~= nil
+  local ok = status == 200 and holds(body, expected)
   if ok then
-    for _, pattern in ipairs(forbidden) do
-      if body:find(pattern) then ok = false end
+    for _, key in ipairs(forbidden) do
+      if holds(body, key) then ok = false end
     end
   end
   if not ok then

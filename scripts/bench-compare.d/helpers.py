@@ -17,14 +17,17 @@
       Runs wrk (one thread, CONNECTIONS keep-alive connections, SECONDS) with call.lua beside this
       file: KIND is hangar_call or front_door, calling TOOL (an echo tool) with {"text": TEXT}, or
       legacy (front_door in a 2025-11-25 session this opens first), and every answer is checked. --bearer sends TOKEN (a key or an access token) as
-      `Authorization: Bearer`. Prints a row in hangar-bench's format (LABEL; its header first with
-      --header) and appends its JSON row (hangar-bench's fields, plus checked and failed) to
+      `Authorization: Bearer`. Prints a row in hangar-bench's format and wrk's own CPU per call
+      (LABEL; its header first with --header) and appends its JSON row (hangar-bench's fields,
+      plus checked, failed and generator_cpu_us) to
       JSON_OUT. Exits 1 when wrk fails, an answer failed its check, a socket error or non-2xx
       happened, or not every answer was checked.
-  helpers.py wrk-interleaved [--header] KIND SERVER TOOL TEXT CONNECTIONS SECONDS SLICE_MS LABEL JSON_OUT NAME=URL...
+  helpers.py wrk-interleaved [--header] KIND SERVER TOOL TEXT CONNECTIONS SECONDS SLICE_MS LABEL JSON_OUT NAME=[KIND=]URL...
       Runs one wrk (as `wrk` does) per NAME=URL, taking turns: one at a time runs, for SLICE_MS a
       turn (the others SIGSTOPped), until each has run SECONDS in all. One row per target (LABEL
       with `{}` replaced by its NAME), its calls/s over its own turns; checked as `wrk` checks.
+      A target's own KIND (NAME=KIND=URL) replaces the first one: several paths of one hangar
+      taking turns.
   helpers.py auth-report RESULTS_JSONL
       scripts/bench-auth's table (Markdown): per generator and auth (none, key, token), calls/s at
       8 connections and p50 at 8 and at 1, as median [min-max] over rounds; then token/key per
@@ -37,6 +40,7 @@
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -199,8 +203,14 @@ def wrk(*args):
     url, kind, server, tool, text, connections, seconds, label, *json_out = args
     session = [_legacy_session(url, bearer)] if kind == "legacy" else []
     command = _wrk_command(url, kind, server, tool, text, connections, f"{seconds}s", session + bearer)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run(command, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     row = _wrk_row(run.returncode, run.stdout, run.stderr, label)
+    # wrk's own CPU per call: it loads the same cores as the hangar, and reading a bigger answer
+    # costs it more.
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    row["generator_cpu_us"] = round(cpu_s * 1e6 / row["count"], 1) if row["count"] else None
     _record_row(row, label, header, json_out[0] if json_out else None)
 
 
@@ -256,9 +266,11 @@ def _record_row(row, label, header, json_out):
     first_failure = row.pop("first_failure")
     if header:
         names = ("p50_ms", "p90_ms", "p99_ms", "max_ms")
-        print(f"{'label':<44} {'count':>8} {'errors':>6} " + " ".join(f"{n:>9}" for n in names) + f" {'calls/s':>10}")
+        print(f"{'label':<44} {'count':>8} {'errors':>6} " + " ".join(f"{n:>9}" for n in names) + f" {'calls/s':>10} {'wrk_cpu_us':>10}")
     latencies = " ".join("        -" if row[n] is None else f"{row[n]:>9.3f}" for n in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
-    print(f"{label:<44} {row['count']:>8} {row['errors']:>6} {latencies} {row['calls_per_s']:>10.1f}")
+    cpu = row.get("generator_cpu_us")
+    cpu = "-" if cpu is None else f"{cpu:.1f}"
+    print(f"{label:<44} {row['count']:>8} {row['errors']:>6} {latencies} {row['calls_per_s']:>10.1f} {cpu:>10}")
     if json_out:
         with open(json_out, "a") as out:
             out.write(json.dumps(row) + "\n")
@@ -281,6 +293,17 @@ def _stopped(pid):
         return stat.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
+def _turn_target(kind, target):
+    """A `wrk-interleaved` target, NAME=URL or NAME=KIND=URL, as (name, kind, url)."""
+    name, rest = target.split("=", 1)
+    own_kind, _, url = rest.partition("=")
+    if not url:
+        return name, kind, own_kind
+    if own_kind not in ("hangar_call", "front_door", "legacy"):
+        sys.exit(f"wrk-interleaved: unknown kind {own_kind!r} in {target!r}")
+    return name, own_kind, url
+
+
 def wrk_interleaved(*args):
     """One wrk per target, taking turns: only one is running at any time, each for SLICE_MS at a
     turn, until each has run SECONDS in all. Every target meets the same spells of the machine's
@@ -290,13 +313,14 @@ def wrk_interleaved(*args):
         args = args[1:]
     kind, server, tool, text, connections, seconds, slice_ms, label_format, json_out, *targets = args
     seconds, slice_s = float(seconds), float(slice_ms) / 1000
-    targets = [target.split("=", 1) for target in targets]
+    targets = [_turn_target(kind, target) for target in targets]
     runs = []
-    for name, url in targets:
+    for name, own_kind, url in targets:
+        session = [_legacy_session(url, [])] if own_kind == "legacy" else []
         # Stopped before wrk is even executed, so no target gets a head start: wrk starts (and
         # connects) within its first turn.
         command = ["sh", "-c", 'kill -STOP $$; exec "$@"', "sh"]
-        command += _wrk_command(url, kind, server, tool, text, connections, "3600s")
+        command += _wrk_command(url, own_kind, server, tool, text, connections, "3600s", session)
         runs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     deadline = time.monotonic() + 10
     while not all(_stopped(run.pid) for run in runs):
@@ -339,7 +363,7 @@ def wrk_interleaved(*args):
         for run in runs:
             if run.poll() is None:
                 run.kill()
-    for i, ((name, _), (returncode, stdout, stderr)) in enumerate(zip(targets, outputs)):
+    for i, ((name, _, _), (returncode, stdout, stderr)) in enumerate(zip(targets, outputs)):
         label = label_format.replace("{}", name)
         row = _wrk_row(returncode, stdout, stderr, label)
         # wrk's own rate divides by its whole run, turns away included, and its latencies count
