@@ -34,6 +34,9 @@ pub struct Request {
 /// How a handler answered: a result for the era to shape, or a reply of its own (a stream).
 enum Answer {
     Result(Value),
+    /// A hangar tool's result, its `structuredContent` also rendered as its first block's text
+    /// (see [`McpReply::rendered`]).
+    Rendered(Value),
     Reply(McpReply),
 }
 
@@ -46,6 +49,7 @@ pub async fn dispatch(app: &Calling, headers: &HeaderMap, era: &'static Era, mut
     let Request { id, method, .. } = request;
     match answer {
         Ok(Answer::Result(result)) => McpReply::result(&id, scoped(app, &method, (era.finish)(&method, result))),
+        Ok(Answer::Rendered(result)) => McpReply::rendered(&id, scoped(app, &method, (era.finish)(&method, result))),
         Ok(Answer::Reply(reply)) => reply,
         Err(err) => McpReply::error((era.error_status)(&err), &id, &err),
     }
@@ -98,7 +102,7 @@ async fn traced_tools_call(
     let answer = tools_call(app, headers, era, request, params).await;
     if let Some(mut span) = span.take() {
         let outcome = match &answer {
-            Ok(Answer::Result(result)) => traced::outcome(Ok(result)),
+            Ok(Answer::Result(result) | Answer::Rendered(result)) => traced::outcome(Ok(result)),
             Ok(Answer::Reply(_)) => "streamed".to_owned(),
             Err(err) => traced::outcome(Err(err)),
         };
@@ -161,7 +165,7 @@ async fn tools_call(
         Way::BatchHeld => {
             return tools::hangar_call_held(supervisor, call.arguments, &call.extra).await.map(Answer::Result);
         }
-        Way::Hangar => return tools::call(supervisor, &call.name, call.arguments).await.map(Answer::Result),
+        Way::Hangar => return tools::call(supervisor, &call.name, call.arguments).await.map(Answer::Rendered),
     };
     Ok(Answer::Reply(reply))
 }

@@ -6,7 +6,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::ser::SerializeMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use hangar_core::jsonrpc::RpcError;
@@ -25,11 +25,21 @@ pub struct McpReply {
     pub session_id: Option<String>,
     /// Answers to methods other than POST say what is allowed.
     pub allow_post: bool,
+    /// The result's `structuredContent` is already rendered as the text of its first content
+    /// block (a hangar tool's result, [`McpReply::rendered`]): written from that text.
+    pub rendered: bool,
 }
 
 impl McpReply {
     pub fn result(id: &Id, result: Value) -> Self {
         McpReply::json(StatusCode::OK, Answer { id: id.clone(), outcome: Ok(result) })
+    }
+
+    /// A hangar tool's result (`hangar_core::batch::tool_result`): its first content block's
+    /// text is its `structuredContent` as serde_json writes it, so that copy is written from the
+    /// text rather than serialized a second time (a `hangar_call` report is most of its answer).
+    pub fn rendered(id: &Id, result: Value) -> Self {
+        McpReply { rendered: true, ..McpReply::result(id, result) }
     }
 
     pub fn error(status: StatusCode, id: &(impl Echo + ?Sized), error: &RpcError) -> Self {
@@ -38,12 +48,26 @@ impl McpReply {
 
     /// A notification or a client's response: nothing to say back.
     pub fn accepted() -> Self {
-        McpReply { status: StatusCode::ACCEPTED, body: None, events: None, session_id: None, allow_post: false }
+        McpReply {
+            status: StatusCode::ACCEPTED,
+            body: None,
+            events: None,
+            session_id: None,
+            allow_post: false,
+            rendered: false,
+        }
     }
 
     /// A 200 with no body (a legacy session DELETE).
     pub fn ok_empty() -> Self {
-        McpReply { status: StatusCode::OK, body: None, events: None, session_id: None, allow_post: false }
+        McpReply {
+            status: StatusCode::OK,
+            body: None,
+            events: None,
+            session_id: None,
+            allow_post: false,
+            rendered: false,
+        }
     }
 
     pub fn method_not_allowed(message: &str) -> Self {
@@ -54,13 +78,20 @@ impl McpReply {
     }
 
     fn json(status: StatusCode, body: Answer) -> Self {
-        McpReply { status, body: Some(body), events: None, session_id: None, allow_post: false }
+        McpReply { status, body: Some(body), events: None, session_id: None, allow_post: false, rendered: false }
     }
 
     /// A `200 text/event-stream` answer scoped to one request: its notifications, then its
     /// response. The stream ends when the sender side does.
     pub fn events(events: mpsc::Receiver<Bytes>) -> Self {
-        McpReply { status: StatusCode::OK, body: None, events: Some(events), session_id: None, allow_post: false }
+        McpReply {
+            status: StatusCode::OK,
+            body: None,
+            events: Some(events),
+            session_id: None,
+            allow_post: false,
+            rendered: false,
+        }
     }
 
     /// The JSON-RPC error code, for tests.
@@ -100,7 +131,7 @@ impl IntoResponse for McpReply {
     fn into_response(self) -> Response {
         let mut response = match (self.events, self.body) {
             (Some(events), _) => streamed(events, EVENT_STREAM),
-            (None, Some(body)) => json_response(self.status, &body),
+            (None, Some(body)) => json_response(self.status, &body, self.rendered),
             (None, None) => self.status.into_response(),
         };
         let headers = response.headers_mut();
@@ -114,15 +145,42 @@ impl IntoResponse for McpReply {
     }
 }
 
-/// `body` as `application/json`, written into one buffer sized for a typical answer (axum's
-/// `Json` starts at 128 bytes and grows by copying).
-fn json_response(status: StatusCode, body: &Answer) -> Response {
-    let mut bytes = Vec::with_capacity(1024);
-    match serde_json::to_writer(&mut bytes, body) {
+/// `body` as `application/json`, written into one buffer sized for a typical answer (one
+/// `hangar_call`'s is about 1 KiB; axum's `Json` starts at 128 bytes and grows by copying).
+fn json_response(status: StatusCode, body: &Answer, rendered: bool) -> Response {
+    let mut bytes = Vec::with_capacity(2048);
+    let written = match (rendered, &body.outcome) {
+        (true, Ok(Value::Object(result))) => write_rendered(&mut bytes, &body.id, result),
+        _ => serde_json::to_writer(&mut bytes, body),
+    };
+    match written {
         Ok(()) => (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response(),
         // Unreachable (every key is a string); answered rather than assumed.
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// What `Answer`'s `Serialize` writes for `result`, but with `structuredContent` copied from the
+/// first content block's text, which holds it already rendered: the same bytes, serialized once.
+/// Falls back to serializing it when that text is missing.
+fn write_rendered(bytes: &mut Vec<u8>, id: &Id, result: &Map<String, Value>) -> serde_json::Result<()> {
+    let text = result.get("content").and_then(|c| c.get(0)).and_then(|b| b.get("text")).and_then(Value::as_str);
+    bytes.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut *bytes, id)?;
+    bytes.extend_from_slice(br#","result":{"#);
+    for (n, (key, value)) in result.iter().enumerate() {
+        if n > 0 {
+            bytes.push(b',');
+        }
+        serde_json::to_writer(&mut *bytes, key)?;
+        bytes.push(b':');
+        match text {
+            Some(text) if key == "structuredContent" => bytes.extend_from_slice(text.as_bytes()),
+            _ => serde_json::to_writer(&mut *bytes, value)?,
+        }
+    }
+    bytes.extend_from_slice(b"}}");
+    Ok(())
 }
 
 /// One SSE event carrying a JSON-RPC message (serde_json writes no raw newline, so it is one
@@ -134,3 +192,7 @@ pub fn sse_event<T: Serialize>(message: &T) -> Bytes {
     event.extend_from_slice(b"\n\n");
     Bytes::from(event)
 }
+
+#[cfg(test)]
+#[path = "reply_tests.rs"]
+mod tests;
