@@ -48,26 +48,17 @@ impl McpReply {
 
     /// A notification or a client's response: nothing to say back.
     pub fn accepted() -> Self {
-        McpReply {
-            status: StatusCode::ACCEPTED,
-            body: None,
-            events: None,
-            session_id: None,
-            allow_post: false,
-            rendered: false,
-        }
+        McpReply::bare(StatusCode::ACCEPTED)
     }
 
     /// A 200 with no body (a legacy session DELETE).
     pub fn ok_empty() -> Self {
-        McpReply {
-            status: StatusCode::OK,
-            body: None,
-            events: None,
-            session_id: None,
-            allow_post: false,
-            rendered: false,
-        }
+        McpReply::bare(StatusCode::OK)
+    }
+
+    /// `status` alone: no body, no stream, no extra header. Every other answer starts from it.
+    fn bare(status: StatusCode) -> Self {
+        McpReply { status, body: None, events: None, session_id: None, allow_post: false, rendered: false }
     }
 
     pub fn method_not_allowed(message: &str) -> Self {
@@ -78,20 +69,13 @@ impl McpReply {
     }
 
     fn json(status: StatusCode, body: Answer) -> Self {
-        McpReply { status, body: Some(body), events: None, session_id: None, allow_post: false, rendered: false }
+        McpReply { body: Some(body), ..McpReply::bare(status) }
     }
 
     /// A `200 text/event-stream` answer scoped to one request: its notifications, then its
     /// response. The stream ends when the sender side does.
     pub fn events(events: mpsc::Receiver<Bytes>) -> Self {
-        McpReply {
-            status: StatusCode::OK,
-            body: None,
-            events: Some(events),
-            session_id: None,
-            allow_post: false,
-            rendered: false,
-        }
+        McpReply { events: Some(events), ..McpReply::bare(StatusCode::OK) }
     }
 
     /// The JSON-RPC error code, for tests.
